@@ -1,0 +1,109 @@
+# tpusim -- discrete-event TPU chip and pod simulator (C, SimGrid, libyaml, cmocka).
+# `make run` and `make test` are the two commands a newcomer needs; both install
+# the Debian packages they need first (`make deps`).
+
+CC      ?= cc
+PKGS    := simgrid yaml-0.1
+CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wold-style-definition -Wwrite-strings -Wundef -Wformat=2 -Wvla
+CFLAGS  ?= -O2 -g
+B       ?= build/release
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -I. -I$(B)/gen $(PKG_CFLAGS) -MMD -MP
+LDLIBS  = $(PKG_LIBS) -lm
+TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+SIMFLAGS ?=
+VALGRIND ?=
+DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev pkg-config
+
+SRC     := $(wildcard sim/*.c topology/*.c kernels/*.c models/*.c traces/*.c)
+LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
+EMBED   := $(sort $(wildcard configs/chips/*.yaml)) configs/scenarios/default.yaml
+TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
+
+all: $(B)/tpusim
+
+deps:
+	@if ! pkg-config --exists simgrid yaml-0.1 cmocka 2>/dev/null; then \
+	    echo "installing Debian packages: $(DEB_PKGS)"; \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS) >/dev/null; \
+	fi
+	@pkg-config --exists simgrid yaml-0.1 cmocka || { echo "missing packages: $(DEB_PKGS)"; exit 1; }
+
+$(B)/%.o: %.c $(B)/.flags
+	@mkdir -p $(@D)
+	@echo "CC $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/gen/embedded.c: $(EMBED) tools/embed.sh
+	@mkdir -p $(@D)
+	@sh tools/embed.sh $(EMBED) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/embedded.o: $(B)/gen/embedded.c $(B)/.flags
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(ALL_CFLAGS) $(LDFLAGS)' > $@
+
+$(B)/libtpusim.a: $(LIBOBJ)
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(B)/tpusim: $(B)/sim/main.o $(B)/libtpusim.a
+	@echo "LD $@"
+	@$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(B)/tests/%: tests/unit/%.c $(B)/libtpusim.a $(B)/.flags
+	@mkdir -p $(@D)
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(B)/libtpusim.a -o $@ $(TEST_LIBS) $(LDLIBS)
+
+run: deps $(B)/tpusim
+	$(B)/tpusim run $(SIMFLAGS)
+
+unit: $(TESTS)
+	@fail=0; for t in $(TESTS); do \
+	    TPUSIM_SIMFLAGS="$(SIMFLAGS)" $(VALGRIND) $$t || fail=1; \
+	done; exit $$fail
+
+bad-input: $(B)/tpusim
+	@VALGRIND="$(VALGRIND)" sh tests/run_bad.sh $(B)/tpusim
+
+e2e: $(B)/tpusim
+	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
+
+test: deps
+	@$(MAKE) --no-print-directory all unit bad-input e2e
+
+asan: deps
+	@$(MAKE) --no-print-directory B=build/asan \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    LDFLAGS="-fsanitize=address,undefined" SIMFLAGS=--cfg=contexts/factory:thread \
+	    all unit bad-input e2e
+
+valgrind: deps
+	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" \
+	    VALGRIND="valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
+	    SIMFLAGS=--cfg=contexts/factory:thread all unit
+
+bench: deps $(B)/tpusim
+	@sh tools/bench.sh $(B)/tpusim
+
+fidelity: deps $(B)/tpusim
+	@sh tools/fidelity.sh $(B)/tpusim
+
+check-layers:
+	@sh tools/check_layers.sh
+
+format:
+	@clang-format -i $(SRC) $(wildcard sim/*.h topology/*.h kernels/*.h models/*.h traces/*.h tests/unit/*.c tests/unit/*.h)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+.PHONY: all deps run unit bad-input e2e test asan valgrind bench fidelity check-layers format clean FORCE

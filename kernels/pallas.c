@@ -1,0 +1,715 @@
+/* kernels/pallas.c -- grid walk and the Pallas TPU pipeline schedule.
+ * Per step s of a core's range [b, e) (pallas-semantics.md 1.2):
+ *   overhead; for each input: if s+1<e and idx(s+1)!=idx(s) start DMA(s+1);
+ *   for each input: if s==b or idx(s)!=idx(s-1) wait DMA(s);  body;
+ *   for each output: if s==e-1 or idx(s+1)!=idx(s) start write-back;
+ *   for each output: if s>b and idx(s)!=idx(s-1) wait the write-back of s-1.
+ * Buffered(1) operands fetch at the step that needs them and wait at once.
+ * Trivial windows (block = array, index map all zeros) move once. */
+#include "kernels/pallas.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/hbm.h"
+#include "models/mxu.h"
+#include "sim/xalloc.h"
+
+struct pl_ctx {
+    const struct pl_call *call;
+    const struct chip_params *chip;
+    struct pl_work work;
+    int64_t step;
+    float *bufs[PL_MAX_OPERANDS][2];
+    int slot[PL_MAX_OPERANDS];
+    float *scratch[PL_MAX_OPERANDS];
+};
+
+/* One operand's pipeline state on this core. */
+struct opstate {
+    int64_t idx_prev[PL_MAX_RANK], idx_cur[PL_MAX_RANK], idx_next[PL_MAX_RANK];
+    void *cur;      /* DMA handle of the current block (inputs) */
+    void *pending;  /* write-back awaiting its wait (outputs) */
+    uint64_t bytes; /* DMA bytes of one block */
+    bool trivial, single, piped;
+};
+
+/* The decisions of one step, compared to coalesce runs. */
+struct plan {
+    uint32_t fetch, wait, out_start, out_wait;
+    uint64_t fetch_bytes;
+    struct pl_work w;
+};
+
+int64_t pl_num_steps(const struct pl_call *call)
+{
+    int64_t n = 1;
+    for (int i = 0; i < call->ngrid; i++)
+        n *= call->grid[i];
+    return n;
+}
+
+static void unflatten(const struct pl_call *call, int64_t s, int64_t *idx)
+{
+    for (int i = call->ngrid - 1; i >= 0; i--) {
+        idx[i] = s % call->grid[i];
+        s /= call->grid[i];
+    }
+}
+
+static int64_t block_dim(const struct pl_operand *op, int d)
+{
+    return op->block[d] == PL_SQUEEZED ? 1 : op->block[d];
+}
+
+static void block_index(const struct pl_call *call, const struct pl_operand *op, int64_t s,
+                        int64_t *out)
+{
+    memset(out, 0, sizeof(int64_t) * PL_MAX_RANK);
+    if (!op->index)
+        return;
+    int64_t g[PL_MAX_GRID];
+    unflatten(call, s, g);
+    op->index(g, call->user, out);
+}
+
+static bool is_trivial(const struct pl_operand *op)
+{
+    if (op->index)
+        return false;
+    for (int d = 0; d < op->rank; d++)
+        if (block_dim(op, d) != op->shape[d])
+            return false;
+    return true;
+}
+
+static int buffer_count(const struct pl_operand *op)
+{
+    if (is_trivial(op))
+        return 1;
+    return op->buffers ? op->buffers : 2;
+}
+
+/* Block dims as the kernel sees them (squeezed dims dropped). */
+static int kernel_dims(const struct pl_operand *op, int64_t *dims)
+{
+    int n = 0;
+    for (int d = 0; d < op->rank; d++)
+        if (op->block[d] != PL_SQUEEZED)
+            dims[n++] = op->block[d];
+    if (n == 0)
+        dims[n++] = 1;
+    return n;
+}
+
+static uint64_t block_vmem_bytes(const struct pl_operand *op, const struct chip_params *chip)
+{
+    int64_t dims[PL_MAX_RANK];
+    int n = kernel_dims(op, dims);
+    return hbm_vmem_bytes(chip, op->dt, n, dims);
+}
+
+uint64_t pl_vmem_bytes(const struct pl_call *call, const struct chip_params *chip)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < call->nops; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        if (op->space == PL_VMEM)
+            total += block_vmem_bytes(op, chip) * (uint64_t)buffer_count(op);
+    }
+    for (int i = 0; i < call->nscratch; i++) {
+        const struct pl_scratch *sc = &call->scratch[i];
+        if (sc->space == PL_VMEM)
+            total += hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape);
+    }
+    return total;
+}
+
+static bool is_pow2(int64_t x)
+{
+    return x > 0 && (x & (x - 1)) == 0;
+}
+
+/* Pallas' block-shape rule (grid_blockspec.md L70-78, details.rst L75-79). */
+static int check_block(const struct pl_operand *op, char *err, size_t n)
+{
+    int r = op->rank;
+    for (int d = 0; d < r; d++) {
+        int64_t b = block_dim(op, d);
+        if (b < 1 || b > op->shape[d]) {
+            snprintf(err, n, "operand '%s': block dim %d is %lld, must be in [1, %lld]",
+                     op->name, d, (long long)b, (long long)op->shape[d]);
+            return -1;
+        }
+    }
+    if (r == 1) {
+        int64_t b = op->block[0], bits = 8 * dtype_bytes(op->dt);
+        if (b == op->shape[0] || b % 1024 == 0 || (is_pow2(b) && b >= 128 * (32 / bits)))
+            return 0;
+        snprintf(err, n,
+                 "operand '%s': rank-1 block %lld must equal the array dim %lld, be a multiple "
+                 "of 1024, or a power of 2 >= %lld",
+                 op->name, (long long)b, (long long)op->shape[0], (long long)(128 * (32 / bits)));
+        return -1;
+    }
+    static const int64_t tile[2] = {8, 128};
+    for (int k = 0; k < 2; k++) {
+        int d = r - 2 + k;
+        if (op->block[d] == PL_SQUEEZED)
+            continue;
+        if (op->block[d] % tile[k] != 0 && op->block[d] != op->shape[d]) {
+            snprintf(err, n,
+                     "operand '%s': block shape's last two dims must be divisible by (8, 128) "
+                     "or equal the array dims; dim %d is %lld of %lld",
+                     op->name, d, (long long)op->block[d], (long long)op->shape[d]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_vmem(const struct pl_call *call, const struct chip_params *chip, char *err,
+                      size_t n)
+{
+    uint64_t limit = call->vmem_limit_bytes ? call->vmem_limit_bytes : chip->vmem_limit_bytes;
+    uint64_t total = pl_vmem_bytes(call, chip);
+    if (total <= limit)
+        return 0;
+    int len = snprintf(err, n, "VMEM footprint %llu bytes exceeds the scoped limit %llu bytes:",
+                       (unsigned long long)total, (unsigned long long)limit);
+    for (int i = 0; i < call->nops && len > 0 && (size_t)len < n; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        if (op->space != PL_VMEM)
+            continue;
+        len += snprintf(err + len, n - (size_t)len, " %s %d x %llu;", op->name,
+                        buffer_count(op), (unsigned long long)block_vmem_bytes(op, chip));
+    }
+    for (int i = 0; i < call->nscratch && len > 0 && (size_t)len < n; i++) {
+        const struct pl_scratch *sc = &call->scratch[i];
+        if (sc->space == PL_VMEM)
+            len += snprintf(err + len, n - (size_t)len, " scratch %s %llu;", sc->name,
+                            (unsigned long long)hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape));
+    }
+    if (len > 0 && (size_t)len < n)
+        snprintf(err + len, n - (size_t)len, " (raise vmem_limit_bytes, up to %llu)",
+                 (unsigned long long)chip->vmem_bytes);
+    return -1;
+}
+
+int pl_check(const struct pl_call *call, const struct chip_params *chip, char *err, size_t n)
+{
+    bool seen_arbitrary = false;
+    for (int i = 0; i < call->ngrid; i++) {
+        if (call->grid[i] < 1) {
+            snprintf(err, n, "grid dim %d is %lld, must be >= 1", i, (long long)call->grid[i]);
+            return -1;
+        }
+        if (call->sem[i] == PL_PARALLEL && seen_arbitrary) {
+            snprintf(err, n, "dimensions with parallel semantics must form a prefix of the grid");
+            return -1;
+        }
+        seen_arbitrary |= call->sem[i] != PL_PARALLEL;
+    }
+    for (int i = 0; i < call->nops; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        if (op->space != PL_VMEM)
+            continue;
+        if (op->buffers < 0 || op->buffers > 2) {
+            snprintf(err, n, "operand '%s': a top-level pallas_call takes Buffered(1) or "
+                             "Buffered(2), got %d buffers", op->name, op->buffers);
+            return -1;
+        }
+        if (check_block(op, err, n))
+            return -1;
+    }
+    return check_vmem(call, chip, err, n);
+}
+
+void pl_core_range(const struct pl_call *call, int core, int ncores, int64_t *begin,
+                   int64_t *end)
+{
+    int64_t total = pl_num_steps(call), par = 1;
+    int i = 0;
+    for (; i < call->ngrid && call->sem[i] == PL_PARALLEL; i++)
+        par *= call->grid[i];
+    if (ncores <= 1 || i == 0) {
+        *begin = core == 0 ? 0 : total;
+        *end = total;
+        return;
+    }
+    int64_t inner = total / par, per = (par + ncores - 1) / ncores;
+    int64_t b = core * per * inner, e = (core + 1) * per * inner;
+    *begin = b < total ? b : total;
+    *end = e < total ? e : total;
+}
+
+/* ---- functional mode: host copies between HBM arrays and VMEM buffers ---- */
+
+static int64_t block_elems(const struct pl_operand *op)
+{
+    int64_t n = 1;
+    for (int d = 0; d < op->rank; d++)
+        n *= block_dim(op, d);
+    return n;
+}
+
+/* Copies the block at 'idx' between op->data and 'buf' (in: HBM->buf). Elements
+ * outside the array read as 0 and are dropped on write (edge blocks). */
+static void copy_block(const struct pl_operand *op, const int64_t *idx, float *buf, bool in)
+{
+    int64_t n = block_elems(op), pos[PL_MAX_RANK] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < op->rank; d++) {
+            int64_t g = idx[d] * block_dim(op, d) + pos[d];
+            inside &= g < op->shape[d];
+            off = off * op->shape[d] + g;
+        }
+        if (in)
+            buf[e] = inside ? op->data[off] : 0.0f;
+        else if (inside)
+            op->data[off] = pl_round(buf[e], op->dt);
+        for (int d = op->rank - 1; d >= 0; d--) {
+            if (++pos[d] < block_dim(op, d))
+                break;
+            pos[d] = 0;
+        }
+    }
+}
+
+static void ctx_alloc(struct pl_ctx *c)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        if (op->space != PL_VMEM || !op->data)
+            continue;
+        for (int k = 0; k < buffer_count(op); k++)
+            c->bufs[i][k] = xcalloc((size_t)block_elems(op), sizeof(float));
+    }
+    for (int i = 0; i < call->nscratch; i++) {
+        int64_t n = 1;
+        for (int d = 0; d < call->scratch[i].rank; d++)
+            n *= call->scratch[i].shape[d];
+        c->scratch[i] = xcalloc((size_t)n, sizeof(float));
+    }
+}
+
+static void ctx_free(struct pl_ctx *c)
+{
+    for (int i = 0; i < PL_MAX_OPERANDS; i++) {
+        free(c->bufs[i][0]);
+        free(c->bufs[i][1]);
+        free(c->scratch[i]);
+    }
+}
+
+/* ---- the schedule ---- */
+
+static bool same_idx(const int64_t *a, const int64_t *b)
+{
+    return memcmp(a, b, sizeof(int64_t) * PL_MAX_RANK) == 0;
+}
+
+static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
+                       int op)
+{
+    st->dmas++;
+    st->hbm_bytes += (double)bytes;
+    return x->ops->dma_start(x->ex, in, bytes, op);
+}
+
+static void init_states(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        struct opstate *o = &os[i];
+        memset(o, 0, sizeof *o);
+        o->piped = op->space == PL_VMEM;
+        if (!o->piped)
+            continue;
+        int64_t dims[PL_MAX_RANK];
+        for (int d = 0; d < op->rank; d++)
+            dims[d] = block_dim(op, d);
+        o->bytes = hbm_dma_bytes(c->chip, op->dt, op->rank, dims);
+        o->trivial = is_trivial(op);
+        o->single = !o->trivial && buffer_count(op) == 1;
+        block_index(call, op, b, o->idx_cur);
+        if (b + 1 < e)
+            block_index(call, op, b + 1, o->idx_next);
+        else
+            memcpy(o->idx_next, o->idx_cur, sizeof o->idx_next);
+    }
+}
+
+static void prologue(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,
+                     struct pl_stats *st)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        const struct pl_operand *op = &call->ops[i];
+        if (!os[i].piped || op->dir != PL_IN || os[i].single)
+            continue;
+        os[i].cur = start_dma(x, st, true, os[i].bytes, i);
+        if (op->data)
+            copy_block(op, os[i].idx_cur, c->bufs[i][0], true);
+    }
+}
+
+/* Decides what step 's' of [b, e) does; fills 'p' (without the body's work). */
+static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b, int64_t e,
+                      struct plan *p)
+{
+    const struct pl_call *call = c->call;
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < call->nops; i++) {
+        struct opstate *o = &os[i];
+        if (!o->piped || o->trivial)
+            continue;
+        bool changed_prev = s == b || !same_idx(o->idx_cur, o->idx_prev);
+        bool changes_next = s + 1 >= e || !same_idx(o->idx_next, o->idx_cur);
+        if (call->ops[i].dir == PL_IN) {
+            if (o->single) {
+                if (changed_prev)
+                    p->fetch |= 1u << i, p->wait |= 1u << i;
+                continue;
+            }
+            if (s + 1 < e && changes_next) {
+                p->fetch |= 1u << i;
+                p->fetch_bytes += o->bytes;
+            }
+            if (changed_prev)
+                p->wait |= 1u << i;
+        } else {
+            if (changes_next)
+                p->out_start |= 1u << i;
+            if (s > b && changed_prev)
+                p->out_wait |= 1u << i;
+        }
+    }
+}
+
+static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
+{
+    int64_t g[PL_MAX_GRID];
+    unflatten(c->call, s, g);
+    memset(&c->work, 0, sizeof c->work);
+    c->step = s;
+    c->call->body(c, g, c->call->user);
+    pl_vpu_flush(c);
+    *w = c->work;
+}
+
+/* Waits each input DMA named in 'mask' once (operands may share a handle). */
+static void wait_inputs(struct opstate *os, int nops, uint32_t mask, const struct pl_exec *x)
+{
+    void *done[PL_MAX_OPERANDS];
+    int nd = 0;
+    for (int i = 0; i < nops; i++) {
+        if (!(mask & (1u << i)) || !os[i].cur)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < nd; k++)
+            seen |= done[k] == os[i].cur;
+        if (!seen) {
+            x->ops->dma_wait(x->ex, os[i].cur);
+            done[nd++] = os[i].cur;
+        }
+        os[i].cur = NULL;
+    }
+}
+
+/* Buffered(1) inputs: fetch now and wait at once (synchronous). */
+static void fetch_single(struct pl_ctx *c, struct opstate *os, const struct plan *p,
+                         const struct pl_exec *x, struct pl_stats *st)
+{
+    for (int i = 0; i < c->call->nops; i++) {
+        if (!os[i].single || !(p->fetch & (1u << i)) || c->call->ops[i].dir != PL_IN)
+            continue;
+        void *h = start_dma(x, st, true, os[i].bytes, i);
+        x->ops->dma_wait(x->ex, h);
+        if (c->call->ops[i].data)
+            copy_block(&c->call->ops[i], os[i].idx_cur, c->bufs[i][0], true);
+    }
+}
+
+static void fetch_next(struct pl_ctx *c, struct opstate *os, const struct plan *p,
+                       const struct pl_exec *x, struct pl_stats *st, void *shared)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        if (os[i].single || !(p->fetch & (1u << i)))
+            continue;
+        os[i].pending = shared ? shared : start_dma(x, st, true, os[i].bytes, i);
+        if (call->ops[i].data)
+            copy_block(&call->ops[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
+    }
+}
+
+static void outputs(struct pl_ctx *c, struct opstate *os, const struct plan *p,
+                    const struct pl_exec *x, struct pl_stats *st)
+{
+    const struct pl_call *call = c->call;
+    void *prev[PL_MAX_OPERANDS] = {0};
+    for (int i = 0; i < call->nops; i++) {
+        if (!(p->out_start & (1u << i)))
+            continue;
+        if (call->ops[i].data)
+            copy_block(&call->ops[i], os[i].idx_cur, c->bufs[i][c->slot[i]], false);
+        prev[i] = os[i].pending;
+        os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+    }
+    for (int i = 0; i < call->nops; i++) {
+        void *h = (p->out_start & (1u << i)) ? prev[i] : os[i].pending;
+        if (!(p->out_wait & (1u << i)) || !h)
+            continue;
+        x->ops->dma_wait(x->ex, h);
+        if (!(p->out_start & (1u << i)))
+            os[i].pending = NULL;
+    }
+}
+
+/* Flips buffers after an executed step: the fetched block becomes current. */
+static void advance_bufs(struct pl_ctx *c, struct opstate *os, const struct plan *p)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        struct opstate *o = &os[i];
+        if (!o->piped || o->trivial)
+            continue;
+        if (call->ops[i].dir == PL_IN && (p->fetch & (1u << i)) && !o->single) {
+            o->cur = o->pending;
+            o->pending = NULL;
+            c->slot[i] = 1 - c->slot[i];
+        } else if (call->ops[i].dir == PL_OUT && (p->out_start & (1u << i)) &&
+                   buffer_count(&call->ops[i]) == 2) {
+            c->slot[i] = 1 - c->slot[i];
+        }
+    }
+}
+
+/* Moves every operand's block indices one step on. */
+static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t e)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        struct opstate *o = &os[i];
+        if (!o->piped || o->trivial)
+            continue;
+        memcpy(o->idx_prev, o->idx_cur, sizeof o->idx_prev);
+        memcpy(o->idx_cur, o->idx_next, sizeof o->idx_cur);
+        if (s + 2 < e)
+            block_index(call, &call->ops[i], s + 2, o->idx_next);
+    }
+}
+
+static void account(struct pl_stats *st, const struct pl_work *w, double n, double o_s)
+{
+    st->flops += w->flops * n;
+    st->vpu_flops += w->vpu_flops * n;
+    st->transcendentals += w->transcendentals * n;
+    st->mxu_s += w->mxu_s * n;
+    st->vpu_s += w->vpu_s * n;
+    st->overhead_s += o_s * n;
+}
+
+static void exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s,
+                       const struct pl_exec *x, struct pl_stats *st)
+{
+    x->ops->delay(x->ex, c->chip->step_overhead_s);
+    fetch_next(c, os, p, x, st, NULL);
+    wait_inputs(os, c->call->nops, p->wait & ~p->fetch, x);
+    wait_inputs(os, c->call->nops, p->wait & p->fetch, x);
+    fetch_single(c, os, p, x, st);
+    x->ops->compute(x->ex, &p->w, s, 1);
+    account(st, &p->w, 1, c->chip->step_overhead_s);
+}
+
+static bool work_equal(const struct pl_work *a, const struct pl_work *b)
+{
+    return a->mxu_s == b->mxu_s && a->vpu_s == b->vpu_s && a->flops == b->flops &&
+           a->vpu_flops == b->vpu_flops && a->transcendentals == b->transcendentals;
+}
+
+/* A steady-state step: it fetches exactly what it waits on, writes nothing. */
+static bool steady(const struct plan *p, const struct opstate *os, int nops)
+{
+    for (int i = 0; i < nops; i++)
+        if (os[i].single && (p->wait & (1u << i)))
+            return false;
+    return !p->out_start && !p->out_wait && p->fetch == p->wait;
+}
+
+static bool same_plan(const struct plan *a, const struct plan *b)
+{
+    return a->fetch == b->fetch && a->wait == b->wait && a->fetch_bytes == b->fetch_bytes &&
+           work_equal(&a->w, &b->w);
+}
+
+/* Runs steps [s0, s0+n) of identical plan 'p' as one DMA and one compute. */
+static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s0,
+                       int64_t n, const struct pl_exec *x, struct pl_stats *st)
+{
+    double o = c->chip->step_overhead_s;
+    x->ops->delay(x->ex, o);
+    void *h = p->fetch ? start_dma(x, st, true, p->fetch_bytes * (uint64_t)n, -1) : NULL;
+    if (p->fetch)
+        st->dmas += (int64_t)__builtin_popcount(p->fetch) * n - 1;
+    wait_inputs(os, c->call->nops, p->wait, x);
+    x->ops->compute(x->ex, &p->w, s0, n);
+    if (n > 1)
+        x->ops->delay(x->ex, o * (double)(n - 1));
+    account(st, &p->w, (double)n, o);
+    st->coalesced_runs++;
+    for (int i = 0; i < c->call->nops; i++)
+        if (p->fetch & (1u << i))
+            os[i].cur = h;
+}
+
+static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,
+                     struct pl_stats *st)
+{
+    const struct pl_call *call = c->call;
+    for (int i = 0; i < call->nops; i++) {
+        if (os[i].piped && os[i].trivial && call->ops[i].dir == PL_OUT) {
+            if (call->ops[i].data)
+                copy_block(&call->ops[i], os[i].idx_cur, c->bufs[i][0], false);
+            os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+        }
+    }
+    for (int i = 0; i < call->nops; i++)
+        if (call->ops[i].dir == PL_OUT && os[i].pending)
+            x->ops->dma_wait(x->ex, os[i].pending);
+}
+
+/* Trivial-window inputs move once, before step 0, single-buffered. */
+static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,
+                           struct pl_stats *st)
+{
+    for (int i = 0; i < c->call->nops; i++) {
+        if (!os[i].piped || !os[i].trivial || c->call->ops[i].dir != PL_IN)
+            continue;
+        if (c->call->ops[i].data)
+            copy_block(&c->call->ops[i], os[i].idx_cur, c->bufs[i][0], true);
+        x->ops->dma_wait(x->ex, start_dma(x, st, true, os[i].bytes, i));
+    }
+}
+
+void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
+            const struct pl_exec *x, struct pl_stats *st)
+{
+    if (b >= e)
+        return;
+    struct pl_ctx c = {.call = call, .chip = chip};
+    struct opstate os[PL_MAX_OPERANDS];
+    if (call->functional)
+        ctx_alloc(&c);
+    st->vmem_bytes = pl_vmem_bytes(call, chip);
+    init_states(&c, os, b, e);
+    trivial_inputs(&c, os, x, st);
+    prologue(&c, os, x, st);
+    struct plan p, run = {0};
+    int64_t run_start = -1, run_len = 0;
+    bool may_coalesce = x->coalesce && !call->functional;
+    for (int64_t s = b; s < e; s++) {
+        plan_step(&c, os, s, b, e, &p);
+        run_body(&c, s, &p.w);
+        bool ok = may_coalesce && s > b && steady(&p, os, call->nops);
+        if (run_len > 0 && !(ok && same_plan(&p, &run))) {
+            bulk_steps(&c, os, &run, run_start, run_len, x, st);
+            run_len = 0;
+        }
+        if (ok) {
+            if (run_len++ == 0) {
+                run = p;
+                run_start = s;
+            }
+        } else {
+            exact_step(&c, os, &p, s, x, st);
+            outputs(&c, os, &p, x, st);
+            advance_bufs(&c, os, &p);
+        }
+        advance_idx(&c, os, s, e);
+        st->steps++;
+    }
+    if (run_len > 0)
+        bulk_steps(&c, os, &run, run_start, run_len, x, st);
+    epilogue(&c, os, x, st);
+    ctx_free(&c);
+}
+
+/* ---- body helpers ---- */
+
+void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt)
+{
+    pl_vpu_flush(ctx);
+    ctx->work.mxu_s += mxu_time_s(ctx->chip, m, k, n, dt);
+    ctx->work.flops += mxu_flops(m, k, n);
+}
+
+void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
+            double store, double eup, double xlu)
+{
+    vpu_add(&ctx->work.vops, ctx->chip, rows, cols, alu, load, store, eup, xlu);
+    double elems = (double)rows * (double)cols;
+    ctx->work.vpu_flops += alu * elems;
+    ctx->work.transcendentals += eup * elems;
+}
+
+void pl_vpu_flush(struct pl_ctx *ctx)
+{
+    ctx->work.vpu_s += vpu_time_s(ctx->chip, &ctx->work.vops);
+    memset(&ctx->work.vops, 0, sizeof ctx->work.vops);
+}
+
+float *pl_buf(struct pl_ctx *ctx, int i)
+{
+    return ctx->bufs[i][ctx->slot[i]];
+}
+
+float *pl_scratch_buf(struct pl_ctx *ctx, int i)
+{
+    return ctx->scratch[i];
+}
+
+bool pl_functional(const struct pl_ctx *ctx)
+{
+    return ctx->call->functional;
+}
+
+const struct chip_params *pl_chip(const struct pl_ctx *ctx)
+{
+    return ctx->chip;
+}
+
+int64_t pl_step(const struct pl_ctx *ctx)
+{
+    return ctx->step;
+}
+
+float pl_round(float x, enum dtype dt)
+{
+    switch (dt) {
+    case DT_BF16: {
+        uint32_t u;
+        memcpy(&u, &x, sizeof u);
+        u += 0x7fffu + ((u >> 16) & 1u);
+        u &= 0xffff0000u;
+        memcpy(&x, &u, sizeof u);
+        return x;
+    }
+    case DT_INT8: {
+        float r = x < 0 ? -(float)(int)(-x + 0.5f) : (float)(int)(x + 0.5f);
+        return r > 127 ? 127 : r < -128 ? -128 : r;
+    }
+    case DT_INT32:
+        return x < 0 ? -(float)(int64_t)(-x + 0.5f) : (float)(int64_t)(x + 0.5f);
+    case DT_FP8:
+    case DT_F32:
+    case DT_COUNT:
+        break;
+    }
+    return x;
+}

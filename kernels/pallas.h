@@ -1,0 +1,156 @@
+/* kernels/pallas.h -- a pallas_call in C: grid, BlockSpecs, pipelining.
+ * The runtime walks the grid in lexicographic order and issues HBM<->VMEM
+ * DMAs exactly as Pallas' TPU pipeline does (jax pipeline.py Scheduler; see
+ * shared/reference/pallas-semantics.md 1.2): the next block is fetched at the
+ * start of a step only if its block index differs from the step before; the
+ * current block is waited on before the body; an output is written back when
+ * its index is about to change or at the last step and waited one step
+ * later. Time is not kept here: an executor (struct pl_exec, implemented with
+ * SimGrid in sim/, or by a recorder in tests) performs DMAs, compute and
+ * overheads. Functional mode moves real data through host buffers. */
+#ifndef TPUSIM_KERNELS_PALLAS_H
+#define TPUSIM_KERNELS_PALLAS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "models/chip.h"
+#include "models/vpu.h"
+
+#define PL_MAX_GRID 5
+#define PL_MAX_RANK 5
+#define PL_MAX_OPERANDS 24
+#define PL_SQUEEZED (-1) /* a block dim given as None: size 1, not in the kernel's view */
+
+enum pl_space { PL_VMEM, PL_ANY, PL_SMEM };
+enum pl_dim_sem { PL_ARBITRARY, PL_PARALLEL };
+enum pl_dir { PL_IN, PL_OUT };
+
+/* Maps grid indices (and scalar-prefetch data 'user') to block indices. */
+typedef void pl_index_fn(const int64_t *grid_idx, const void *user, int64_t *block_idx);
+
+struct pl_operand {
+    const char *name;
+    enum pl_dir dir;
+    enum pl_space space;
+    enum dtype dt;
+    int rank;
+    int64_t shape[PL_MAX_RANK]; /* whole array */
+    int64_t block[PL_MAX_RANK]; /* block shape; PL_SQUEEZED for None */
+    pl_index_fn *index;         /* NULL: all zeros */
+    int buffers;                /* 1 or 2; 0 means the default 2 */
+    float *data;                /* functional mode: the HBM array, row-major; borrowed */
+};
+
+struct pl_scratch {
+    const char *name;
+    enum pl_space space;
+    enum dtype dt;
+    int rank;
+    int64_t shape[PL_MAX_RANK];
+};
+
+/* The work a body reports for one grid step. Times are filled by the
+ * pl_matmul/pl_vpu helpers from models/. */
+struct pl_work {
+    double mxu_s, vpu_s;
+    double flops;          /* useful MXU FLOPs */
+    double vpu_flops;      /* element-wise FLOPs (cost_estimate rules) */
+    double transcendentals;
+    struct vpu_ops vops;   /* pending VPU ops, folded into vpu_s by pl_vpu_flush */
+};
+
+struct pl_ctx;
+typedef void pl_body_fn(struct pl_ctx *ctx, const int64_t *grid_idx, void *user);
+
+struct pl_call {
+    const char *name;
+    int ngrid;
+    int64_t grid[PL_MAX_GRID];
+    enum pl_dim_sem sem[PL_MAX_GRID];
+    int nops;
+    struct pl_operand ops[PL_MAX_OPERANDS];
+    int nscratch;
+    struct pl_scratch scratch[PL_MAX_OPERANDS];
+    pl_body_fn *body;
+    void *user;              /* handed to body and index maps (scalar prefetch) */
+    uint64_t smem_prefetch_bytes; /* scalar-prefetch operands copied to SMEM first */
+    uint64_t vmem_limit_bytes;    /* 0: the chip's default scoped limit */
+    bool functional;
+};
+
+/* --- executor: how time passes (sim/ implements it with SimGrid) --- */
+struct pl_exec_ops {
+    /* Starts a DMA of 'bytes' (HBM->VMEM if 'in', else VMEM->HBM) for operand
+     * 'operand' (-1: several); returns a handle that dma_wait consumes once. */
+    void *(*dma_start)(void *ex, bool in, uint64_t bytes, int operand);
+    void (*dma_wait)(void *ex, void *handle);
+    /* Runs the compute of 'w' for 'nsteps' steps starting at flat step 'step'. */
+    void (*compute)(void *ex, const struct pl_work *w, int64_t step, int64_t nsteps);
+    /* Lets 'seconds' of scalar (step) overhead pass. */
+    void (*delay)(void *ex, double seconds);
+};
+
+struct pl_exec {
+    const struct pl_exec_ops *ops;
+    void *ex;
+    bool coalesce; /* runs of identical steady-state steps become one DMA + one compute */
+};
+
+/* Statistics of one pallas_call on one core. */
+struct pl_stats {
+    int64_t steps;          /* grid steps this core ran */
+    int64_t dmas;           /* DMAs issued */
+    double hbm_bytes;       /* bytes moved between HBM and VMEM */
+    double flops, vpu_flops, transcendentals;
+    double mxu_s, vpu_s, overhead_s;
+    uint64_t vmem_bytes;    /* footprint: buffers x count + scratch */
+    int64_t coalesced_runs; /* bulk() calls */
+};
+
+/* --- checks --- */
+/* Checks block shapes, buffer counts, dimension semantics and the VMEM budget
+ * of 'call' on 'chip'. On failure writes a message into 'err' (naming each
+ * operand's footprint when VMEM overflows) and returns -1. */
+int pl_check(const struct pl_call *call, const struct chip_params *chip, char *err, size_t n);
+/* VMEM footprint in bytes: blocked VMEM operands x buffers + VMEM scratch. */
+uint64_t pl_vmem_bytes(const struct pl_call *call, const struct chip_params *chip);
+
+/* Number of grid steps. */
+int64_t pl_num_steps(const struct pl_call *call);
+/* The flat step range [*begin, *end) core 'core' of 'ncores' runs: the
+ * flattened parallel prefix split contiguously (ceil), each with the full
+ * arbitrary suffix. With 1 core or no parallel dims core 0 runs all. */
+void pl_core_range(const struct pl_call *call, int core, int ncores, int64_t *begin,
+                   int64_t *end);
+
+/* Runs the steps [begin, end) of 'call' on one core through 'exec'. Adds to '*st'. */
+void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t begin,
+            int64_t end, const struct pl_exec *exec, struct pl_stats *st);
+
+/* --- for bodies --- */
+/* Reports one matmul (M, K, N) with inputs of 'dt'. */
+void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt);
+/* Reports vector work on a (rows, cols) f32 tile: 'alu' element-wise ops,
+ * 'eup' transcendentals, 'xlu' cross-lane reductions, per element; loads and
+ * stores of the tile in vregs. 'flops' counts cost_estimate FLOPs per element. */
+void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
+            double store, double eup, double xlu);
+/* Closes a group of VPU ops issued together (their slots overlap). */
+void pl_vpu_flush(struct pl_ctx *ctx);
+/* Functional mode: the current VMEM buffer of operand 'i' (block-sized,
+ * row-major over the non-squeezed block dims), or NULL when not functional. */
+float *pl_buf(struct pl_ctx *ctx, int i);
+/* Functional mode: scratch buffer 'i'. */
+float *pl_scratch_buf(struct pl_ctx *ctx, int i);
+bool pl_functional(const struct pl_ctx *ctx);
+const struct chip_params *pl_chip(const struct pl_ctx *ctx);
+/* First or last step of this core's range; and whether the body ran compute. */
+int64_t pl_step(const struct pl_ctx *ctx);
+
+/* Rounds 'x' to the precision of 'dt' (bf16: round-to-nearest-even of the top
+ * 16 bits; int8/int32: rounds and saturates; fp8: e4m3 approximation). */
+float pl_round(float x, enum dtype dt);
+
+#endif

@@ -1,0 +1,69 @@
+/* models/chip.h -- the parameters of one TPU chip and its TensorCores.
+ * Filled by the config loader from configs/chips/<gen>.yaml (every value
+ * there cites its source); models read them, nothing writes them later.
+ * Compute rates are calibrated to published peak FLOP/s, not MXUs x clock. */
+#ifndef TPUSIM_MODELS_CHIP_H
+#define TPUSIM_MODELS_CHIP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum dtype { DT_BF16, DT_F32, DT_INT8, DT_FP8, DT_INT32, DT_COUNT };
+
+enum ici_routing { ICI_ROUTE_ANY, ICI_ROUTE_POW2 };
+/* Default wraparound rule of a generation (topology/topo.h applies it). */
+enum wrap_rule {
+    WRAP_AXIS16, /* v5e/v6e: an axis wraps only when its length is 16 */
+    WRAP_CUBE4,  /* v4/v5p: full torus when every axis is a multiple of 4 */
+    WRAP_ALWAYS, /* every axis of length > 2 wraps */
+    WRAP_NEVER,
+};
+
+struct chip_params {
+    char name[32];  /* preset name, e.g. "v5e" */
+    int generation; /* 4, 5, 6, 7 */
+    /* --- per TensorCore --- */
+    int cores;     /* TensorCores per chip */
+    bool megacore; /* parallel grid dims split across the cores (v4, v5p) */
+    int mxu_count;
+    int mxu_dim;                  /* 128 or 256 */
+    double peak_flops[DT_COUNT];  /* MXU peak per TensorCore, per input dtype */
+    double clock_hz;              /* VPU/scalar clock */
+    int vpu_sublanes, vpu_lanes;  /* vreg shape: 8 x 128 */
+    double vpu_alu_per_cycle;     /* vreg ALU ops issued per cycle */
+    double vpu_load_per_cycle;    /* vreg loads from VMEM per cycle */
+    double vpu_store_per_cycle;   /* vreg stores to VMEM per cycle */
+    double eup_per_cycle;         /* transcendental vregs per cycle */
+    double xlu_per_cycle;         /* cross-lane (reduce/broadcast) vregs per cycle */
+    uint64_t vmem_bytes, smem_bytes;
+    uint64_t vmem_limit_bytes;    /* default scoped VMEM limit for a pallas_call */
+    double step_overhead_s;       /* fixed cost of one grid step */
+    double dma_issue_s;           /* latency of one DMA from issue to first byte */
+    /* --- per chip --- */
+    uint64_t hbm_bytes;
+    double hbm_bw_Bps;
+    int ici_links;
+    double ici_bw_Bps;            /* one direction of one link */
+    double ici_hop_lat_s;         /* per hop */
+    double ici_collective_lat_s;  /* fixed cost of one collective (launch, sync) */
+    double ici_step_lat_s;        /* fixed cost of each collective step (sem handshake) */
+    enum ici_routing routing;
+    enum wrap_rule wrap;
+};
+
+/* Returns the size in bytes of one element of 'dt'. */
+int dtype_bytes(enum dtype dt);
+/* Returns the name used in YAML: "bf16", "f32", "int8", "fp8", "int32". */
+const char *dtype_name(enum dtype dt);
+/* Sets '*dt' from a YAML name ("bf16"/"bfloat16", "f32"/"float32", "int8", ...); 0 or -1. */
+int dtype_parse(const char *s, enum dtype *dt);
+
+/* Sublane tiling of the second-minor dim for 'dt' on 'chip' (8 for 32/16-bit
+ * before v7, 8*(32/bits) for narrower; v7: 8*(32/bits) for all). */
+int chip_sublane_tiling(const struct chip_params *chip, enum dtype dt);
+
+/* Effective MXU clock: the rate at which one MXU takes one row of a pass,
+ * derived from the bf16 peak so that steady state equals the published peak. */
+double chip_mxu_hz(const struct chip_params *chip);
+
+#endif

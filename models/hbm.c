@@ -1,0 +1,33 @@
+/* models/hbm.c -- tiled-layout padding and DMA time. */
+#include "models/hbm.h"
+
+static int64_t round_up(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b * b;
+}
+
+uint64_t hbm_vmem_bytes(const struct chip_params *chip, enum dtype dt, int rank,
+                        const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        int64_t d = dims[i];
+        if (i == rank - 1)
+            d = round_up(d, chip->vpu_lanes);
+        else if (i == rank - 2)
+            d = round_up(d, chip_sublane_tiling(chip, dt));
+        n *= d;
+    }
+    return (uint64_t)n * (uint64_t)dtype_bytes(dt);
+}
+
+uint64_t hbm_dma_bytes(const struct chip_params *chip, enum dtype dt, int rank,
+                       const int64_t *dims)
+{
+    return (uint64_t)round_up((int64_t)hbm_vmem_bytes(chip, dt, rank, dims), HBM_DMA_GRANULE);
+}
+
+double hbm_dma_time_s(const struct chip_params *chip, uint64_t bytes)
+{
+    return chip->dma_issue_s + (double)bytes / chip->hbm_bw_Bps;
+}

@@ -1,0 +1,24 @@
+/* models/hbm.h -- HBM <-> VMEM DMA sizes and times.
+ * HBM arrays use the tiled layout: the minor dim is padded to 128 lanes and
+ * the second-minor to the dtype's sublane tiling, so a DMA moves the padded
+ * block. Transfers have 4 KiB granularity. A lone DMA costs
+ * issue latency + bytes / bandwidth; under contention SimGrid shares the HBM. */
+#ifndef TPUSIM_MODELS_HBM_H
+#define TPUSIM_MODELS_HBM_H
+
+#include <stdint.h>
+
+#include "models/chip.h"
+
+#define HBM_DMA_GRANULE 4096
+
+/* Bytes a DMA of a block of 'rank' dims 'dims' (squeezed dims as 1) of 'dt' moves. */
+uint64_t hbm_dma_bytes(const struct chip_params *chip, enum dtype dt, int rank,
+                       const int64_t *dims);
+/* Bytes of the same block once resident in VMEM (same padding, no granule). */
+uint64_t hbm_vmem_bytes(const struct chip_params *chip, enum dtype dt, int rank,
+                        const int64_t *dims);
+/* Time of one uncontended DMA of 'bytes' (already padded). */
+double hbm_dma_time_s(const struct chip_params *chip, uint64_t bytes);
+
+#endif

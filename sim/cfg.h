@@ -1,0 +1,57 @@
+/* sim/cfg.h -- scenario YAML -> typed parameters.
+ * The only module that sees libyaml. A scenario names a chip preset
+ * (configs/chips/<name>.yaml, embedded in the binary) and may override any of
+ * its keys; `--set key.path=value` edits the document before it is checked.
+ * Every error is "file:line:col: key.path: expected X, got Y", all collected. */
+#ifndef TPUSIM_SIM_CFG_H
+#define TPUSIM_SIM_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/ops.h"
+#include "models/chip.h"
+#include "sim/diag.h"
+#include "topology/topo.h"
+
+enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
+
+struct cfg_scenario {
+    char *name;            /* owned */
+    char *file;            /* owned; path the scenario came from */
+    struct chip_params chip;
+    struct topo topo;
+    struct op *ops;        /* owned array of 'nops' */
+    int nops;
+    enum cfg_fidelity fidelity;
+    uint64_t seed;
+    int64_t max_steps;     /* resource guard: refuse runs above this many grid steps */
+};
+
+/* A parsed YAML document with source marks (opaque). */
+struct cfg_node;
+
+/* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
+ * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
+ * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
+                      struct cfg_scenario *sc, struct diag *d);
+void cfg_scenario_fini(struct cfg_scenario *sc);
+
+/* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
+int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
+
+/* Names of the embedded chip presets, NULL-terminated. Static. */
+const char *const *cfg_chip_names(void);
+
+/* --- the document layer, shared with the sweep loader --- */
+/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
+struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
+/* Reads and parses the file 'path' (or an embedded file of that path). */
+struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
+void cfg_node_free(struct cfg_node *n);
+/* Applies "key.path=value" to 'root'. Returns 0 or -1 with a message. */
+int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d);
+
+#endif

@@ -1,0 +1,33 @@
+/* sim/diag.h -- user-facing error collection.
+ * Every message reads "file:line:col: key.path: what was expected, got what" (or
+ * without position when none is known). Messages are collected, then printed
+ * together; the caller exits 2 for bad input, 1 for runtime failures. */
+#ifndef TPUSIM_SIM_DIAG_H
+#define TPUSIM_SIM_DIAG_H
+
+#include <stdio.h>
+
+struct diag_loc {
+    const char *file; /* borrowed; NULL when unknown */
+    int line;         /* 1-based; 0 when unknown */
+    int col;          /* 1-based */
+};
+
+struct diag;
+
+/* Returns a new, empty collector; caller frees with diag_free(). */
+struct diag *diag_new(void);
+void diag_free(struct diag *d); /* NULL is a no-op */
+
+/* Adds one message at 'loc' (may be NULL) about 'path' (may be NULL or ""). */
+void diag_error(struct diag *d, const struct diag_loc *loc, const char *path, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+int diag_count(const struct diag *d);
+/* Returns message 'i' (0-based), fully formatted. Borrowed. */
+const char *diag_message(const struct diag *d, int i);
+/* Prints up to 20 messages, one per line, then "... and N more". */
+void diag_print(const struct diag *d, FILE *out);
+/* Removes every message. */
+void diag_clear(struct diag *d);
+
+#endif

@@ -1,0 +1,399 @@
+/* sim/sim.c -- run lifecycle: check ops, write the platform, start SimGrid
+ * with exact network settings, spawn the actors, collect the summary.
+ * The four --cfg flags make a transfer cost exactly latency + bytes / bw
+ * (shared/reference/simgrid-notes.md); they are passed from here, never by users. */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/sim_int.h"
+#include "sim/xalloc.h"
+#include "topology/plat_xml.h"
+
+static void op_error(struct diag *d, const struct cfg_scenario *sc, int i, const char *msg)
+{
+    struct diag_loc loc = {sc->file, 0, 0};
+    char path[32];
+    snprintf(path, sizeof path, "workload.%d", i);
+    diag_error(d, &loc, path, "%s: %s", op_kind_name(sc->ops[i].kind), msg);
+}
+
+static bool is_pow2(int x)
+{
+    return x > 0 && (x & (x - 1)) == 0;
+}
+
+static int check_ppermute(const struct cfg_scenario *sc, const struct op *op, char *err, size_t n)
+{
+    const struct op_ppermute *p = &op->u.ppermute;
+    if (p->axis >= sc->topo.ndims) {
+        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
+                 sc->topo.ndims);
+        return -1;
+    }
+    int L = sc->topo.shape[p->axis], off = ((p->shift % L) + L) % L;
+    if (sc->chip.routing == ICI_ROUTE_POW2 && off != 0 && !is_pow2(off) && !is_pow2(L - off)) {
+        snprintf(err, n, "%s can only route to power-of-2 offsets; shift %d on an axis of %d "
+                         "is offset %d", sc->chip.name, p->shift, L, off);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_hbm_copy(const struct cfg_scenario *sc, const struct op *op, char *err, size_t n)
+{
+    uint64_t limit = op->vmem_limit_bytes ? op->vmem_limit_bytes : sc->chip.vmem_limit_bytes;
+    if (op->u.hbm_copy.chunk_bytes * 2 > limit) {
+        snprintf(err, n, "two chunks of %llu bytes exceed the scoped VMEM limit %llu bytes",
+                 (unsigned long long)op->u.hbm_copy.chunk_bytes, (unsigned long long)limit);
+        return -1;
+    }
+    if (op->u.hbm_copy.bytes > sc->chip.hbm_bytes) {
+        snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)",
+                 (unsigned long long)op->u.hbm_copy.bytes, (unsigned long long)sc->chip.hbm_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+int sim_check(const struct cfg_scenario *sc, struct diag *d)
+{
+    int before = diag_count(d);
+    for (int i = 0; i < sc->nops; i++) {
+        char err[1024] = "";
+        const struct op *op = &sc->ops[i];
+        int rc = 0;
+        if (op->kind == OP_MATMUL) {
+            struct kern_matmul km;
+            rc = kern_matmul_init(&km, op, &sc->chip, err, sizeof err);
+        } else if (op->kind == OP_PPERMUTE) {
+            rc = check_ppermute(sc, op, err, sizeof err);
+        } else if (op->kind == OP_HBM_COPY) {
+            rc = check_hbm_copy(sc, op, err, sizeof err);
+        }
+        if (rc)
+            op_error(d, sc, i, err);
+    }
+    return diag_count(d) > before ? -1 : 0;
+}
+
+int64_t sim_estimate_steps(const struct cfg_scenario *sc)
+{
+    int64_t steps = 0;
+    for (int i = 0; i < sc->nops; i++) {
+        const struct op *op = &sc->ops[i];
+        if (op->kind == OP_MATMUL) {
+            const struct op_matmul *m = &op->u.matmul;
+            int64_t per = (m->m / m->bm) * (m->n / m->bn) * (m->k / m->bk);
+            int cores = sc->chip.megacore ? 1 : sc->chip.cores;
+            steps += per * sc->topo.nchips * cores;
+        }
+    }
+    return steps;
+}
+
+static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
+{
+    p->cores = sc->chip.cores;
+    p->core_flops = sc->chip.peak_flops[DT_BF16];
+    p->hbm_bw_Bps = sc->chip.hbm_bw_Bps;
+    p->ici_bw_Bps = sc->chip.ici_bw_Bps;
+    p->ici_lat_s = sc->chip.ici_hop_lat_s;
+}
+
+int sim_write_platform(const struct cfg_scenario *sc, FILE *f)
+{
+    struct plat_params p;
+    plat_params(sc, &p);
+    return plat_write_xml(f, &sc->topo, &p);
+}
+
+/* Writes the platform to 'path' via a temporary file. */
+static int write_platform_file(const struct cfg_scenario *sc, const char *path)
+{
+    char *tmp = xasprintf("%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (f) {
+        rc = sim_write_platform(sc, f);
+        rc |= fclose(f) != 0 ? -1 : 0;
+        if (rc == 0)
+            rc = rename(tmp, path);
+        if (rc)
+            remove(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+static void init_simgrid(const struct sim_opts *o)
+{
+    static const char *const flags[] = {
+        "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
+        "--cfg=surf/precision:1e-12",   "--log=root.thresh:critical",
+        "--log=ker_engine.app:file:/dev/null", "--log=ker_engine.add:0"};
+    int n = (int)(sizeof flags / sizeof flags[0]);
+    int argc = 0;
+    char **argv = xcalloc((size_t)(n + o->sg_argc + 2), sizeof *argv);
+    argv[argc++] = xstrdup("tpusim");
+    for (int i = 0; i < n; i++)
+        argv[argc++] = xstrdup(flags[i]);
+    for (int i = 0; i < o->sg_argc; i++)
+        argv[argc++] = xstrdup(o->sg_argv[i]);
+    int keep = argc;
+    simgrid_init(&argc, argv);
+    for (int i = 0; i < keep; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+static void build_kernels(struct sim_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->mm = xcalloc((size_t)sc->nops, sizeof *r->mm);
+    r->mm_fn = xcalloc((size_t)sc->nops, sizeof *r->mm_fn);
+    for (int i = 0; i < sc->nops; i++) {
+        if (sc->ops[i].kind != OP_MATMUL)
+            continue;
+        char err[1024];
+        struct op timing = sc->ops[i];
+        timing.functional = false;
+        kern_matmul_init(&r->mm[i], &timing, &sc->chip, err, sizeof err);
+        if (sc->ops[i].functional) {
+            kern_matmul_init(&r->mm_fn[i], &sc->ops[i], &sc->chip, err, sizeof err);
+            kern_matmul_data(&r->mm_fn[i], sc->seed + (uint64_t)i);
+        }
+    }
+}
+
+static void trace_tracks(struct sim_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    trace_meta(r->trace, "scenario", sc->name);
+    trace_meta(r->trace, "chip", sc->chip.name);
+    for (int chip = 0; chip < sc->topo.nchips; chip++) {
+        int c[TOPO_MAX_DIMS] = {0};
+        topo_coords(&sc->topo, chip, c);
+        char name[96];
+        snprintf(name, sizeof name, "chip %d (%d,%d,%d)", chip, c[0], c[1], c[2]);
+        trace_process(r->trace, chip, name);
+        for (int k = 0; k < sc->chip.cores; k++) {
+            static const char *const unit[4] = {"", " MXU", " VPU", " DMA"};
+            for (int u = 0; u < 4; u++) {
+                snprintf(name, sizeof name, "TC%d%s", k, unit[u]);
+                trace_thread(r->trace, chip, k * 10 + u, name, k * 10 + u);
+            }
+        }
+        for (int a = 0; a < sc->topo.ndims; a++)
+            for (int dir = 1; dir >= -1; dir -= 2) {
+                snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
+                trace_thread(r->trace, chip, SIM_TID_ICI(a, dir), name, SIM_TID_ICI(a, dir));
+            }
+    }
+}
+
+static void spawn(struct sim_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->ncores = sc->topo.nchips * sc->chip.cores;
+    r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
+    r->barrier = sg_barrier_init((unsigned)r->ncores);
+    r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
+    for (int i = 0; i < sc->nops; i++)
+        r->op_barrier[i] = sg_barrier_init((unsigned)sc->topo.nchips);
+    for (int chip = 0; chip < sc->topo.nchips; chip++) {
+        char host[32];
+        sg_host_t h = sg_host_by_name(plat_host_name(&sc->topo, chip, host, sizeof host));
+        for (int k = 0; k < sc->chip.cores; k++) {
+            struct sim_core *c = &r->cores[chip * sc->chip.cores + k];
+            *c = (struct sim_core){.run = r, .chip = chip, .core = k, .host = h};
+            c->gid = chip * sc->chip.cores + k;
+            char name[48];
+            snprintf(name, sizeof name, "eng.%d", c->gid);
+            c->engine = sg_mailbox_by_name(name);
+            sg_actor_t eng = sg_actor_init(name, h);
+            sg_actor_set_data(eng, c);
+            sg_actor_start(eng, sim_engine_main, 0, NULL);
+            sg_actor_daemonize(eng);
+            snprintf(name, sizeof name, "tc%d", c->gid);
+            sg_actor_t a = sg_actor_init(name, h);
+            sg_actor_set_data(a, c);
+            sg_actor_start(a, sim_core_main, 0, NULL);
+        }
+    }
+}
+
+static int report_deadlock(struct sim_run *r, struct diag *d)
+{
+    int stuck = 0;
+    for (int i = 0; i < r->ncores; i++) {
+        if (r->cores[i].done)
+            continue;
+        if (stuck++ < 8)
+            diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", r->cores[i].chip,
+                       r->cores[i].core, r->cores[i].waiting ? r->cores[i].waiting : "?");
+    }
+    if (stuck > 8)
+        diag_error(d, NULL, NULL, "deadlock: ... and %d more cores", stuck - 8);
+    return stuck ? -1 : 0;
+}
+
+static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const struct op *op)
+{
+    int chips = sc->topo.nchips, cores = o->cores ? o->cores : 1;
+    double t = o->end_s - o->start_s;
+    o->name = xstrdup(op->name);
+    o->kind = op_kind_name(op->kind);
+    o->mxu_s /= cores;
+    o->vpu_s /= cores;
+    o->overhead_s /= cores;
+    o->latency_s /= chips;
+    o->hbm_s = o->hbm_bytes / (sc->chip.hbm_bw_Bps * chips);
+    o->ici_s = o->ici_bytes / (sc->chip.ici_bw_Bps * chips);
+    summary_pick_bound(o);
+    double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s,
+                                o->latency_s};
+    if (o->bound == BOUND_MXU && t > 0) {
+        int used = sc->chip.megacore ? chips * sc->chip.cores : cores;
+        o->peak_frac = o->flops / (t * sc->chip.peak_flops[DT_BF16] * used);
+    } else {
+        o->peak_frac = t > 0 ? busy[o->bound] / t : 0;
+    }
+}
+
+static void collect(struct sim_run *r, struct summary *s)
+{
+    const struct cfg_scenario *sc = r->sc;
+    memset(s, 0, sizeof *s);
+    s->scenario = xstrdup(sc->name);
+    s->chip = xstrdup(sc->chip.name);
+    s->ndims = sc->topo.ndims;
+    memcpy(s->shape, sc->topo.shape, sizeof s->shape);
+    s->nops = sc->nops;
+    s->ops = r->res;
+    r->res = NULL;
+    for (int i = 0; i < sc->nops; i++) {
+        finish_op(sc, &s->ops[i], &sc->ops[i]);
+        s->total_steps += s->ops[i].grid_steps;
+        if (s->ops[i].end_s > s->total_time_s)
+            s->total_time_s = s->ops[i].end_s;
+    }
+}
+
+static int verify(struct sim_run *r, struct diag *d)
+{
+    int bad = 0;
+    for (int i = 0; i < r->sc->nops; i++) {
+        if (!r->mm_fn[i].call.body)
+            continue;
+        bool ok;
+        double e = kern_matmul_verify(&r->mm_fn[i], &ok);
+        if (!ok) {
+            diag_error(d, NULL, r->sc->ops[i].name,
+                       "functional check failed: max relative error %.3g", e);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+static int write_outputs(struct sim_run *r, const struct summary *s, const char *dir,
+                         struct diag *d)
+{
+    char *tp = xasprintf("%s/trace.json", dir), *sp = xasprintf("%s/summary.json", dir);
+    int rc = 0;
+    if (trace_write(r->trace, tp) != 0 || summary_write_json(s, sp) != 0) {
+        struct diag_loc loc = {dir, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write outputs: %s", strerror(errno));
+        rc = -1;
+    }
+    free(tp);
+    free(sp);
+    return rc;
+}
+
+static void free_run(struct sim_run *r)
+{
+    for (int i = 0; r->mm_fn && i < r->sc->nops; i++)
+        kern_matmul_fini(&r->mm_fn[i]);
+    free(r->mm);
+    free(r->mm_fn);
+    free(r->cores);
+    free(r->op_barrier);
+    free(r->res);
+    free(r->error);
+    trace_free(r->trace);
+}
+
+/* Makes 'dir' (and its parents); returns 0 or -1 with errno. */
+static int make_dirs(const char *dir)
+{
+    char *p = xstrdup(dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
+int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
+            struct diag *d)
+{
+    if (sim_check(sc, d) != 0)
+        return 2;
+    int64_t max = o->max_steps ? o->max_steps : sc->max_steps, est = sim_estimate_steps(sc);
+    if (est > max) {
+        diag_error(d, NULL, NULL, "the run would simulate %lld grid steps, above the limit of "
+                                  "%lld; raise it with --max-steps N (or options.max_steps)",
+                   (long long)est, (long long)max);
+        return 2;
+    }
+    char *plat = NULL;
+    if (o->out_dir && make_dirs(o->out_dir) != 0) {
+        struct diag_loc loc = {o->out_dir, 0, 0};
+        diag_error(d, &loc, NULL, "cannot create output directory: %s", strerror(errno));
+        return 1;
+    }
+    plat = o->out_dir ? xasprintf("%s/platform.xml", o->out_dir)
+                      : xasprintf("/tmp/tpusim-platform-%ld.xml", (long)getpid());
+    if (write_platform_file(sc, plat) != 0) {
+        struct diag_loc loc = {plat, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write the platform: %s", strerror(errno));
+        free(plat);
+        return 1;
+    }
+    struct sim_run r = {.sc = sc};
+    r.trace = trace_new(o->max_trace_events ? o->max_trace_events : 2000000);
+    r.res = xcalloc((size_t)sc->nops, sizeof *r.res);
+    build_kernels(&r);
+    trace_tracks(&r);
+    init_simgrid(o);
+    simgrid_load_platform(plat);
+    if (!o->out_dir)
+        remove(plat);
+    free(plat);
+    spawn(&r);
+    simgrid_run();
+    int rc = report_deadlock(&r, d) ? 1 : 0;
+    collect(&r, s);
+    if (rc == 0 && verify(&r, d) != 0)
+        rc = 1;
+    if (rc == 0 && o->out_dir && write_outputs(&r, s, o->out_dir, d) != 0)
+        rc = 1;
+    free_run(&r);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/* sim/sim_int.h -- run state shared by sim/sim.c and sim/actor_*.c.
+ * One struct sim_run per process; each TensorCore actor gets its struct
+ * sim_core as actor data; each op an actor runs gets a struct sim_ctx. */
+#ifndef TPUSIM_SIM_SIM_INT_H
+#define TPUSIM_SIM_SIM_INT_H
+
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+
+#include "kernels/matmul.h"
+#include "kernels/pallas.h"
+#include "sim/sim.h"
+#include "traces/trace.h"
+
+/* Trace tracks (thread ids) within a chip's process. */
+#define SIM_TID_TC(c) ((c) * 10 + 0)
+#define SIM_TID_MXU(c) ((c) * 10 + 1)
+#define SIM_TID_VPU(c) ((c) * 10 + 2)
+#define SIM_TID_DMA(c) ((c) * 10 + 3)
+#define SIM_TID_ICI(axis, dir) (100 + (axis) * 2 + ((dir) > 0 ? 0 : 1))
+
+struct sim_run;
+
+struct sim_core {
+    struct sim_run *run;
+    int chip, core, gid;   /* gid = chip * cores + core */
+    sg_host_t host;
+    sg_mailbox_t engine;   /* DMA engine requests */
+    bool done;             /* finished every op */
+    const char *waiting;   /* what it blocks on, for deadlock reports */
+};
+
+/* One actor running one op on one core. */
+struct sim_ctx {
+    struct sim_core *core;
+    const struct op *op;
+    int opi;
+    sg_mailbox_t done_mb;  /* completions of this actor's local DMAs */
+    struct pl_stats st;
+};
+
+struct sim_run {
+    const struct cfg_scenario *sc;
+    struct trace *trace;
+    struct sim_core *cores;
+    int ncores;            /* all TensorCores of the slice */
+    sg_bar_t barrier;      /* between op groups */
+    sg_bar_t *op_barrier;  /* per op, for ops that start with a device barrier */
+    struct summary_op *res;/* per op */
+    struct kern_matmul *mm;    /* per op: timing-only kernels (NULL for other kinds) */
+    struct kern_matmul *mm_fn; /* per op: functional kernel run by chip 0, or NULL */
+    char *error;           /* first runtime failure; owned */
+};
+
+/* One local DMA (HBM<->VMEM) or remote DMA in flight. */
+struct sim_dma {
+    double t_issue, ready;
+    uint64_t bytes;
+    sg_mailbox_t dst;
+    sg_comm_t comm;  /* the get (local) or the put (remote) */
+    void *got;
+    int operand;
+    bool in;
+};
+
+/* actor_core.c */
+void sim_core_main(int argc, char **argv);
+void sim_engine_main(int argc, char **argv);
+/* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
+struct sim_dma *sim_dma_local(struct sim_ctx *x, bool in, uint64_t bytes, int operand);
+void sim_dma_wait(struct sim_ctx *x, struct sim_dma *d);
+
+/* ops.c: the op bodies run by an actor */
+void sim_op_run(struct sim_ctx *x);
+
+#endif

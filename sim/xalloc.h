@@ -1,0 +1,19 @@
+/* sim/xalloc.h -- allocation that never returns NULL.
+ * On failure these print "tpusim: out of memory allocating N bytes" and abort(),
+ * so no caller checks for NULL (house style rule 10). */
+#ifndef TPUSIM_SIM_XALLOC_H
+#define TPUSIM_SIM_XALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size); /* checks n*size for overflow */
+void *xrealloc(void *p, size_t size);
+char *xstrdup(const char *s);
+/* Returns a new string formatted like printf; caller frees. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Grow '*pp' (an array of '*cap' items of 'item' bytes) so it holds at least 'need' items. */
+void xgrow(void *pp, size_t *cap, size_t need, size_t item);
+
+#endif

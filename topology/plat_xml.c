@@ -1,0 +1,33 @@
+/* topology/plat_xml.c -- writes the SimGrid platform of a slice. */
+#include "topology/plat_xml.h"
+
+char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n)
+{
+    snprintf(buf, n, "chip%d", topo_sim_node(t, rank));
+    return buf;
+}
+
+int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
+{
+    char dims[64];
+    int len = 0;
+    for (int i = 0; i < t->ndims; i++)
+        len += snprintf(dims + len, sizeof dims - (size_t)len, "%s%d", i ? "," : "",
+                        topo_sim_dim(t, i));
+    fprintf(out, "<?xml version='1.0'?>\n"
+                 "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                 "<platform version=\"4.1\">\n");
+    fprintf(out, "  <!-- %d chips; torus %s (axes without wraparound are doubled and only\n"
+                 "       their lower half is used); limiter link = HBM -->\n",
+            t->nchips, dims);
+    fprintf(out,
+            "  <cluster id=\"pod\" prefix=\"chip\" suffix=\"\" radical=\"0-%d\"\n"
+            "           speed=\"%.17gf\" core=\"%d\"\n"
+            "           bw=\"%.17gBps\" lat=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"\n"
+            "           limiter_link=\"%.17gBps\"\n"
+            "           topology=\"TORUS\" topo_parameters=\"%s\"/>\n",
+            topo_sim_nodes(t) - 1, p->core_flops, p->cores, p->ici_bw_Bps, p->ici_lat_s,
+            p->hbm_bw_Bps, dims);
+    fprintf(out, "</platform>\n");
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,28 @@
+/* topology/plat_xml.h -- SimGrid platform XML for a slice.
+ * One <cluster topology="TORUS"> whose nodes are chips: each node is a host
+ * with one core per TensorCore, a limiter link that stands for the chip's HBM
+ * (every local DMA and every ICI transfer that starts or lands on the chip
+ * crosses it), and one full-duplex (SPLITDUPLEX) link per neighbour and axis.
+ * SimGrid routes the torus arithmetically, so nothing grows as chips^2. */
+#ifndef TPUSIM_TOPOLOGY_PLAT_XML_H
+#define TPUSIM_TOPOLOGY_PLAT_XML_H
+
+#include <stdio.h>
+
+#include "topology/topo.h"
+
+struct plat_params {
+    int cores;          /* TensorCores per chip (host cores) */
+    double core_flops;  /* host speed: bf16 peak of one TensorCore */
+    double hbm_bw_Bps;  /* limiter link */
+    double ici_bw_Bps;  /* one direction of one ICI link */
+    double ici_lat_s;   /* per hop */
+};
+
+/* Name of the SimGrid host of chip 'rank' ("chip<simnode>"), into 'buf'. */
+char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n);
+
+/* Writes the platform for 't' to 'out'. Returns 0, or -1 on a write error. */
+int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p);
+
+#endif

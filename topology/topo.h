@@ -1,0 +1,59 @@
+/* topology/topo.h -- chips on a ring, 2D or 3D torus, with per-axis wraparound.
+ * Pure arithmetic, no SimGrid. Chip rank r has coordinates with axis 0
+ * varying fastest (r = x + X*y + X*Y*z), as in SimGrid's TORUS cluster.
+ * Routes are dimension-order (axis 0 first) over the shortest direction; on a
+ * wrapped axis a tie (distance exactly L/2) is broken as SimGrid's TorusZone
+ * breaks it, so the routes here are the routes the engine uses. */
+#ifndef TPUSIM_TOPOLOGY_TOPO_H
+#define TPUSIM_TOPOLOGY_TOPO_H
+
+#include <stdbool.h>
+
+#define TOPO_MAX_DIMS 3
+
+struct topo {
+    int ndims;
+    int shape[TOPO_MAX_DIMS];
+    bool wrap[TOPO_MAX_DIMS];
+    int nchips;
+};
+
+/* One hop of a route: from chip 'from' along 'axis' in direction 'dir' (+1/-1). */
+struct topo_hop {
+    int from, to;
+    int axis;
+    int dir;
+};
+
+/* Fills 't' from 'shape' (ndims entries) and 'wrap'. Returns 0, or -1 if a
+ * length is < 1 or ndims is out of range. A length-1 or length-2 axis never
+ * wraps (a 2-ring's wrap link would duplicate its only neighbour link). */
+int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap);
+
+void topo_coords(const struct topo *t, int rank, int *coords);
+int topo_rank(const struct topo *t, const int *coords);
+
+/* Returns the chip one step from 'rank' along 'axis' in 'dir' (+1 or -1), or
+ * -1 at the edge of an axis without wraparound. */
+int topo_neighbor(const struct topo *t, int rank, int axis, int dir);
+
+/* Signed number of hops along 'axis' from coordinate 'a' to 'b' on the route
+ * the engine takes (positive = increasing coordinate). */
+int topo_axis_delta(const struct topo *t, int axis, int a, int b);
+
+/* Number of ICI hops from chip 'a' to chip 'b'. */
+int topo_hops(const struct topo *t, int a, int b);
+
+/* Writes the dimension-order route from 'a' to 'b' into 'hops' (room for
+ * topo_hops() entries); returns the number of hops. */
+int topo_route(const struct topo *t, int a, int b, struct topo_hop *hops);
+
+/* --- mapping onto SimGrid's TORUS cluster ---
+ * SimGrid's torus always wraps. An axis without wraparound of length L >= 2 is
+ * embedded in a ring of 2L whose upper half is unused: shortest routes
+ * between the real chips then never take the wrap link. */
+int topo_sim_dim(const struct topo *t, int axis);
+int topo_sim_nodes(const struct topo *t);
+int topo_sim_node(const struct topo *t, int rank);
+
+#endif

@@ -1,0 +1,52 @@
+/* traces/summary.h -- the per-op results of a run and their writers.
+ * summary.json is a contract scripts rely on (README.md, "Outputs"):
+ *   {"scenario", "chip", "topology": [..], "total_time_s", "ops": [{"name",
+ *    "kind", "start_s", "end_s", "time_s", "flops", "hbm_bytes", "ici_bytes",
+ *    "vmem_peak_bytes", "grid_steps", "bound", ...extra fields}]}
+ * Fields may be added, never removed or renamed. */
+#ifndef TPUSIM_TRACES_SUMMARY_H
+#define TPUSIM_TRACES_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
+             BOUND_COUNT };
+
+struct summary_op {
+    char *name;                 /* owned */
+    const char *kind;           /* static */
+    double start_s, end_s;
+    double flops, vpu_flops, transcendentals;
+    double hbm_bytes, ici_bytes;
+    uint64_t vmem_peak_bytes;
+    int64_t grid_steps;         /* summed over cores */
+    int64_t dmas;
+    int64_t coalesced_runs;
+    /* busy time per unit, summed over cores (seconds) */
+    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s;
+    double peak_frac;           /* of the bounding unit's peak, 0..1 */
+    enum bound bound;
+    int cores;                  /* TensorCores that ran it */
+};
+
+struct summary {
+    char *scenario, *chip;      /* owned */
+    int ndims;
+    int shape[3];
+    double total_time_s;
+    int nops;
+    struct summary_op *ops;     /* owned */
+    int64_t total_steps;
+};
+
+const char *bound_name(enum bound b);
+/* Sets op->bound to the unit with the most busy time per core. */
+void summary_pick_bound(struct summary_op *op);
+/* Writes summary.json to 'path' via a temporary file. Returns 0 or -1 (errno). */
+int summary_write_json(const struct summary *s, const char *path);
+/* Prints the per-op table (time, % of peak, bound) to 'out'. */
+void summary_print_table(const struct summary *s, FILE *out);
+void summary_fini(struct summary *s);
+
+#endif

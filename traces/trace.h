@@ -1,0 +1,43 @@
+/* traces/trace.h -- timeline events and the Chrome Trace Event writer.
+ * Events are kept in memory with caller-supplied times (seconds) and written
+ * once, as JSON that ui.perfetto.dev and chrome://tracing open: a process per
+ * chip, a thread (track) per TensorCore and per unit, timestamps in us.
+ * Writing goes to a temporary file renamed into place. */
+#ifndef TPUSIM_TRACES_TRACE_H
+#define TPUSIM_TRACES_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct trace;
+
+/* Returns a new trace keeping at most 'max_events' spans; caller frees with trace_free(). */
+struct trace *trace_new(size_t max_events);
+void trace_free(struct trace *t);
+
+/* Names process 'pid' and thread 'tid' (metadata events). 'sort' orders tracks. */
+void trace_process(struct trace *t, int pid, const char *name);
+void trace_thread(struct trace *t, int pid, int tid, const char *name, int sort);
+
+/* Adds a complete span [t0_s, t1_s] named 'name' in category 'cat' on (pid, tid).
+ * 'args' is a JSON object body without braces ("\"bytes\": 4096") or NULL. */
+void trace_span(struct trace *t, int pid, int tid, const char *cat, const char *name, double t0_s,
+                double t1_s, const char *args);
+/* Adds a counter sample: value 'v' of series 'name' on 'pid' at 't_s'. */
+void trace_counter(struct trace *t, int pid, const char *name, double t_s, double v);
+/* Adds a flow arrow from span start (pid0,tid0,t0) to (pid1,tid1,t1). */
+void trace_flow(struct trace *t, int pid0, int tid0, double t0_s, int pid1, int tid1, double t1_s);
+/* Adds a key/value to the trace's metadata ("scenario", "chip"...). */
+void trace_meta(struct trace *t, const char *key, const char *value);
+
+size_t trace_count(const struct trace *t);
+size_t trace_dropped(const struct trace *t);
+
+/* Writes the trace as JSON to 'path' (via 'path'.tmp and rename). Returns 0 or -1 (errno set). */
+int trace_write(const struct trace *t, const char *path);
+
+/* Writes 's' as a JSON string literal (with quotes) to 'f'. */
+void trace_json_string(void *f, const char *s);
+
+#endif
