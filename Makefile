@@ -14,7 +14,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -I. -I$(B)/gen $(PKG_CFLAGS) -MMD -MP
 LDLIBS  = $(PKG_LIBS) -lm
 TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
-SIMFLAGS ?=
+SGFLAG  ?=
+SIMFLAGS = $(if $(SGFLAG),--sg=$(SGFLAG))
 VALGRIND ?=
 DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev pkg-config
 
@@ -67,7 +68,7 @@ run: deps $(B)/tpusim
 
 unit: $(TESTS)
 	@fail=0; for t in $(TESTS); do \
-	    TPUSIM_SIMFLAGS="$(SIMFLAGS)" $(VALGRIND) $$t || fail=1; \
+	    TPUSIM_SIMFLAGS="$(SGFLAG)" $(VALGRIND) $$t || fail=1; \
 	done; exit $$fail
 
 bad-input: $(B)/tpusim
@@ -77,18 +78,19 @@ e2e: $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 
 test: deps
+	@sh tools/check_layers.sh
 	@$(MAKE) --no-print-directory all unit bad-input e2e
 
 asan: deps
 	@$(MAKE) --no-print-directory B=build/asan \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    LDFLAGS="-fsanitize=address,undefined" SIMFLAGS=--cfg=contexts/factory:thread \
+	    LDFLAGS="-fsanitize=address,undefined" SGFLAG=--cfg=contexts/factory:thread \
 	    all unit bad-input e2e
 
 valgrind: deps
 	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" \
 	    VALGRIND="valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
-	    SIMFLAGS=--cfg=contexts/factory:thread all unit
+	    SGFLAG=--cfg=contexts/factory:thread all unit
 
 bench: deps $(B)/tpusim
 	@sh tools/bench.sh $(B)/tpusim

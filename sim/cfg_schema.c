@@ -727,6 +727,19 @@ static char *base_name(const char *path)
     return s;
 }
 
+/* "chip: v5e" means "chip: {base: v5e}"; make it so, so --set can add overrides. */
+static void normalize_chip(struct cfg_node *root)
+{
+    struct cfg_node *ch = cfg_get(root, "chip");
+    if (!ch || ch->type != CFG_SCALAR)
+        return;
+    struct cfg_node *base = cfg_copy(ch);
+    ch->type = CFG_MAP;
+    free(ch->value);
+    ch->value = NULL;
+    cfg_put(ch, "base", base);
+}
+
 #define DEFAULT_SCENARIO "configs/scenarios/default.yaml"
 
 int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
@@ -737,8 +750,11 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
         path = DEFAULT_SCENARIO;
     sc->file = xstrdup(path);
     struct cfg_node *root = cfg_parse_file(path, d);
-    if (!root)
+    if (!root) {
+        cfg_scenario_fini(sc);
         return -1;
+    }
+    normalize_chip(root);
     for (int i = 0; i < nsets; i++)
         cfg_apply_set(root, sets[i], d);
     struct walk w = {d};
@@ -756,7 +772,10 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
             check_semantics(&w, root, sc);
     }
     cfg_node_free(root);
-    return diag_count(d) ? -1 : 0;
+    if (diag_count(d) == 0)
+        return 0;
+    cfg_scenario_fini(sc);
+    return -1;
 }
 
 void cfg_scenario_fini(struct cfg_scenario *sc)

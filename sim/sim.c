@@ -146,10 +146,14 @@ static void init_simgrid(const struct sim_opts *o)
         argv[argc++] = xstrdup(flags[i]);
     for (int i = 0; i < o->sg_argc; i++)
         argv[argc++] = xstrdup(o->sg_argv[i]);
+    /* simgrid_init consumes the flags it knows and compacts argv: free a copy */
     int keep = argc;
+    char **owned = xcalloc((size_t)keep, sizeof *owned);
+    memcpy(owned, argv, sizeof *owned * (size_t)keep);
     simgrid_init(&argc, argv);
     for (int i = 0; i < keep; i++)
-        free(argv[i]);
+        free(owned[i]);
+    free(owned);
     free(argv);
 }
 
@@ -325,6 +329,10 @@ static void free_run(struct sim_run *r)
     free(r->mm);
     free(r->mm_fn);
     free(r->cores);
+    if (r->barrier)
+        sg_barrier_destroy(r->barrier);
+    for (int i = 0; r->op_barrier && i < r->sc->nops; i++)
+        sg_barrier_destroy(r->op_barrier[i]);
     free(r->op_barrier);
     free(r->res);
     free(r->error);

@@ -1,0 +1,40 @@
+#!/bin/sh
+# tests/run_e2e.sh TPUSIM -- end-to-end runs of the CLI: the default scenario
+# writes a trace and a summary that are valid JSON with the contract's keys;
+# the same scenario gives byte-identical outputs twice; check/platform/chips work.
+bin=$1
+dir=$(dirname "$bin")
+fail=0; n=0
+t=$(mktemp -d)
+ok() { n=$((n + 1)); }
+bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
+
+cc -O1 -o "$t/jsoncheck" tests/jsoncheck.c || exit 1
+
+$VALGRIND "$bin" run -o "$t/a" $SIMFLAGS >"$t/stdout" 2>"$t/stderr" && ok || bad "default run exit $?"
+grep -q '^matmul-4k .*mxu' "$t/stdout" && ok || bad "table lacks the matmul row"
+"$t/jsoncheck" "$t/a/trace.json" "$t/a/summary.json" && ok || bad "outputs are not JSON"
+for k in '"scenario"' '"chip"' '"topology"' '"total_time_s"' '"ops"' '"name"' '"kind"' \
+         '"start_s"' '"end_s"' '"time_s"' '"flops"' '"hbm_bytes"' '"ici_bytes"' \
+         '"vmem_peak_bytes"' '"grid_steps"' '"bound"'; do
+    grep -q "$k" "$t/a/summary.json" || { bad "summary.json lacks $k"; continue; }
+    ok
+done
+grep -q '"traceEvents"' "$t/a/trace.json" && grep -q '"ph":"X"' "$t/a/trace.json" && ok \
+    || bad "trace has no spans"
+grep -q '<cluster id="pod"' "$t/a/platform.xml" && ok || bad "platform.xml missing"
+$VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run"
+cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
+    && ok || bad "two runs differ"
+"$bin" check configs/scenarios/default.yaml >/dev/null && ok || bad "check default"
+"$bin" platform configs/scenarios/default.yaml | grep -q 'topology="TORUS"' && ok || bad "platform"
+"$bin" chips | grep -q '^v5e ' && ok || bad "chips table"
+"$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
+"$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
+"$bin" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok || bad "unknown command must exit 2"
+for f in configs/scenarios/*.yaml; do
+    "$bin" check "$f" >/dev/null || bad "check $f"
+done
+rm -rf "$t"
+echo "e2e: $((n - fail)) passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,263 @@
+/* tests/unit/test_pallas.c -- the Pallas pipeline schedule, recorded without
+ * an engine: which DMAs start and are waited on at which step. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matmul.h"
+#include "kernels/pallas.h"
+#include "models/hbm.h"
+#include "models/mxu.h"
+#include "models/vpu.h"
+
+struct rec {
+    char log[4096];
+    int handles;
+    int64_t computes;
+};
+
+static void logf_(struct rec *r, const char *s)
+{
+    strncat(r->log, s, sizeof r->log - strlen(r->log) - 1);
+}
+
+static void *r_start(void *ex, bool in, uint64_t bytes, int op)
+{
+    struct rec *r = ex;
+    char b[48];
+    (void)bytes;
+    snprintf(b, sizeof b, "%s%d ", in ? "F" : "W", op);
+    logf_(r, b);
+    return (void *)(intptr_t)(++r->handles);
+}
+
+static void r_wait(void *ex, void *h)
+{
+    char b[32];
+    snprintf(b, sizeof b, "w%d ", (int)(intptr_t)h);
+    logf_(ex, b);
+}
+
+static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
+{
+    struct rec *r = ex;
+    char b[48];
+    (void)w;
+    snprintf(b, sizeof b, "C%lld%s ", (long long)step, n > 1 ? "+" : "");
+    r->computes += n;
+    logf_(r, b);
+}
+
+static void r_delay(void *ex, double s)
+{
+    (void)ex, (void)s;
+}
+
+static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
+
+static struct chip_params chip(void)
+{
+    struct chip_params c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test");
+    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
+    for (int i = 0; i < DT_COUNT; i++)
+        c.peak_flops[i] = 131.072e12;
+    c.peak_flops[DT_INT8] = 262.144e12;
+    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
+    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
+    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
+    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20;
+    c.hbm_bw_Bps = 819e9;
+    return c;
+}
+
+/* An input whose block index goes A, B, A is fetched three times. */
+static const int64_t aba[] = {0, 1, 0, 0};
+static void aba_index(const int64_t *g, const void *u, int64_t *b)
+{
+    (void)u;
+    b[0] = aba[g[0]];
+}
+
+static void noop_body(struct pl_ctx *ctx, const int64_t *g, void *u)
+{
+    (void)g, (void)u;
+    pl_vpu(ctx, 8, 128, 1, 0, 0, 0, 0);
+}
+
+static struct pl_call aba_call(void)
+{
+    struct pl_call c;
+    memset(&c, 0, sizeof c);
+    c.name = "aba";
+    c.ngrid = 1, c.grid[0] = 4;
+    c.nops = 1;
+    c.ops[0] = (struct pl_operand){.name = "x", .dir = PL_IN, .space = PL_VMEM, .dt = DT_F32,
+                                   .rank = 1, .shape = {2048}, .block = {1024}, .index = aba_index};
+    c.body = noop_body;
+    return c;
+}
+
+static void test_pl_skip_rule_compares_only_previous_step(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct pl_call c = aba_call();
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, false};
+    struct pl_stats st = {0};
+    pl_run(&c, &ch, 0, 4, &ex, &st);
+    /* prologue F0(A); s0: F0(B) w1 C0; s1: F0(A) w2 C1; s2: (same A) w3 C2; s3: C3 */
+    assert_string_equal(r.log, "F0 F0 w1 C0 F0 w2 C1 w3 C2 C3 ");
+    assert_int_equal(st.dmas, 3);
+    assert_int_equal(st.steps, 4);
+}
+
+static void test_pl_output_written_when_index_changes(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
+    op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 128, .dt = DT_BF16,
+                                     .bm = 128, .bk = 128, .bn = 128};
+    struct kern_matmul km;
+    char err[256];
+    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), 0);
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, false};
+    struct pl_stats st = {0};
+    pl_run(&km.call, &ch, 0, pl_num_steps(&km.call), &ex, &st);
+    /* grid (2,1,2): o(0,0) is written back after step 1 (handle 7) and waited
+     * on after the compute of step 2; o(1,0) is written at the last step and
+     * waited in the epilogue */
+    assert_string_equal(r.log, "F0 F1 F0 F1 w1 w2 C0 F0 F1 w3 w4 C1 W2 F0 F1 w5 w6 C2 w7 "
+                               "w8 w9 C3 W2 w10 ");
+    assert_int_equal(st.dmas, 10);
+}
+
+static void test_pl_coalesces_steady_steps(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
+    op.u.matmul = (struct op_matmul){.m = 128, .k = 1024, .n = 128, .dt = DT_BF16,
+                                     .bm = 128, .bk = 128, .bn = 128};
+    struct kern_matmul km;
+    char err[256];
+    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), 0);
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, true};
+    struct pl_stats st = {0};
+    pl_run(&km.call, &ch, 0, 8, &ex, &st);
+    assert_int_equal(r.computes, 8);
+    assert_int_equal(st.coalesced_runs, 1);
+    assert_int_equal(st.steps, 8);
+    assert_int_equal(st.dmas, 2 + 2 * 7 + 1);
+    /* step 0 exact, steps 1..6 one run (one DMA for both operands), step 7 exact */
+    assert_non_null(strstr(r.log, "C1+"));
+}
+
+static void test_pl_trivial_window_moves_once(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct pl_call c = aba_call();
+    c.ops[0].index = NULL;
+    c.ops[0].block[0] = 2048;
+    c.grid[0] = 5;
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, false};
+    struct pl_stats st = {0};
+    pl_run(&c, &ch, 0, 5, &ex, &st);
+    assert_string_equal(r.log, "F0 w1 C0 C1 C2 C3 C4 ");
+    assert_int_equal(pl_vmem_bytes(&c, &ch), 2048 * 4); /* single buffer */
+}
+
+static void test_pl_block_shape_rule(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
+    op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 256, .dt = DT_BF16,
+                                     .bm = 128, .bk = 64, .bn = 128};
+    struct kern_matmul km;
+    char err[256];
+    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), -1);
+    assert_non_null(strstr(err, "operand 'x': block shape's last two dims must be divisible by "
+                                "(8, 128)"));
+    op.u.matmul.bk = 128, op.u.matmul.m = 200, op.u.matmul.bm = 128;
+    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), -1);
+    assert_string_equal(err, "m=200 should be divisible by bm=128");
+}
+
+static void test_pl_megacore_split_contiguous(void **state)
+{
+    (void)state;
+    struct pl_call c;
+    memset(&c, 0, sizeof c);
+    c.ngrid = 3;
+    c.grid[0] = 3, c.grid[1] = 2, c.grid[2] = 4;
+    c.sem[0] = c.sem[1] = PL_PARALLEL;
+    int64_t b, e;
+    pl_core_range(&c, 0, 2, &b, &e);
+    assert_int_equal(b, 0);
+    assert_int_equal(e, 12); /* ceil(6/2) = 3 parallel points x 4 */
+    pl_core_range(&c, 1, 2, &b, &e);
+    assert_int_equal(b, 12);
+    assert_int_equal(e, 24);
+    c.sem[0] = c.sem[1] = PL_ARBITRARY; /* no parallel dims: core 0 runs all */
+    pl_core_range(&c, 1, 2, &b, &e);
+    assert_int_equal(e - b, 0);
+}
+
+static void test_pl_parallel_must_be_prefix(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip();
+    struct pl_call c = aba_call();
+    c.ngrid = 2, c.grid[1] = 1;
+    c.sem[0] = PL_ARBITRARY, c.sem[1] = PL_PARALLEL;
+    char err[256];
+    assert_int_equal(pl_check(&c, &ch, err, sizeof err), -1);
+    assert_string_equal(err, "dimensions with parallel semantics must form a prefix of the grid");
+}
+
+static void test_models_mxu_vpu_hbm(void **state)
+{
+    (void)state;
+    struct chip_params ch = chip(); /* MXU clock 131.072e12 / (2*16384*4) = 1 GHz */
+    /* 1 pass of 128 rows + 128 fill = 256 cycles */
+    assert_float_equal(mxu_time_s(&ch, 128, 128, 128, DT_BF16), 256e-9, 1e-18);
+    /* 64 passes over 4 MXUs x 512 rows + 128 */
+    assert_float_equal(mxu_time_s(&ch, 512, 1024, 1024, DT_BF16), (16 * 512 + 128) * 1e-9, 1e-18);
+    /* int8 at twice the rate streams in half the cycles */
+    assert_float_equal(mxu_time_s(&ch, 512, 1024, 1024, DT_INT8), (8 * 512 + 128) * 1e-9, 1e-18);
+    /* M = 8 still costs a weight load of 128 rows */
+    assert_float_equal(mxu_time_s(&ch, 8, 128, 128, DT_BF16), 256e-9, 1e-18);
+    struct vpu_ops v = {0};
+    vpu_add(&v, &ch, 128, 128, 1, 1, 1, 0, 0); /* 16 vregs: the store slot bounds */
+    assert_float_equal(vpu_time_s(&ch, &v), 16e-9, 1e-18);
+    int64_t d[2] = {128, 64}; /* minor dim padded to 128 lanes */
+    assert_int_equal(hbm_dma_bytes(&ch, DT_BF16, 2, d), 128 * 128 * 2);
+    int64_t e[2] = {4, 128}; /* 1 KiB rounds to the 4 KiB granule; 4 rows pad to 8 */
+    assert_int_equal(hbm_vmem_bytes(&ch, DT_F32, 2, e), 8 * 128 * 4);
+    assert_int_equal(hbm_dma_bytes(&ch, DT_F32, 2, e), 4096);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pl_skip_rule_compares_only_previous_step),
+        cmocka_unit_test(test_pl_output_written_when_index_changes),
+        cmocka_unit_test(test_pl_coalesces_steady_steps),
+        cmocka_unit_test(test_pl_trivial_window_moves_once),
+        cmocka_unit_test(test_pl_block_shape_rule),
+        cmocka_unit_test(test_pl_megacore_split_contiguous),
+        cmocka_unit_test(test_pl_parallel_must_be_prefix),
+        cmocka_unit_test(test_models_mxu_vpu_hbm),
+    };
+    return cmocka_run_group_tests_name("pallas", tests, NULL, NULL);
+}

@@ -1,0 +1,279 @@
+/* tests/unit/test_sim.c -- end-to-end runs on SimGrid, checked against
+ * hand-derived times. SimGrid runs once per process, so each run forks. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+
+#include "sim/cfg.h"
+#include "sim/sim.h"
+#include "topology/plat_xml.h"
+
+#define MAXOPS 8
+
+struct result {
+    int rc;
+    int nops;
+    double start[MAXOPS], end[MAXOPS], flops[MAXOPS], hbm[MAXOPS], ici[MAXOPS];
+    int64_t steps[MAXOPS], dmas[MAXOPS], runs[MAXOPS];
+    char bound[MAXOPS][16];
+    char err[512];
+};
+
+static char *write_tmp(const char *yaml)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/tpusim-test-%d.yaml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs(yaml, f);
+    fclose(f);
+    return path;
+}
+
+static void child(const char *path, const char *const *sets, int nsets, struct result *r)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    r->rc = 2;
+    if (cfg_load_scenario(path, sets, nsets, &sc, d) == 0) {
+        char *flags = getenv("TPUSIM_SIMFLAGS");
+        char *argv[1] = {flags};
+        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv};
+        struct summary s = {0};
+        r->rc = sim_run(&sc, &o, &s, d);
+        r->nops = s.nops;
+        for (int i = 0; i < s.nops && i < MAXOPS; i++) {
+            r->start[i] = s.ops[i].start_s, r->end[i] = s.ops[i].end_s;
+            r->flops[i] = s.ops[i].flops, r->hbm[i] = s.ops[i].hbm_bytes;
+            r->ici[i] = s.ops[i].ici_bytes, r->steps[i] = s.ops[i].grid_steps;
+            r->dmas[i] = s.ops[i].dmas, r->runs[i] = s.ops[i].coalesced_runs;
+            snprintf(r->bound[i], sizeof r->bound[i], "%s", bound_name(s.ops[i].bound));
+        }
+        summary_fini(&s);
+        cfg_scenario_fini(&sc);
+    }
+    if (diag_count(d))
+        snprintf(r->err, sizeof r->err, "%s", diag_message(d, 0));
+    diag_free(d);
+}
+
+/* Runs 'yaml' (with --set overrides) in a child process. */
+static struct result run(const char *yaml, const char *const *sets, int nsets)
+{
+    struct result r;
+    memset(&r, 0, sizeof r);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    char *path = write_tmp(yaml);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        child(path, sets, nsets, &r);
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 3);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], &r, sizeof r);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    unlink(path);
+    assert_int_equal(got, (ssize_t)sizeof r);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (r.rc != 0 && r.err[0])
+        print_message("run: rc %d: %s\n", r.rc, r.err);
+    return r;
+}
+
+static void assert_time(double got, double want)
+{
+    if (fabs(got - want) > 1e-12 + 1e-9 * fabs(want)) {
+        print_error("time %.12g s, want %.12g s\n", got, want);
+        fail();
+    }
+}
+
+/* Round numbers: HBM 32.768 GB/s moves 32 KiB per microsecond. */
+static const char *const ROUND[] = {
+    "chip.hbm.bandwidth=32.768GBps", "chip.tensorcore.dma_latency=0.5us",
+    "chip.tensorcore.step_overhead=1us", "chip.tensorcore.clock=1GHz",
+    "chip.tensorcore.peak.bf16=131.072Tf"};
+
+/* hbm_copy of B bytes in n chunks on one core: (n + 1) DMA latencies + 2B/bw. */
+static void test_hbm_copy_time_hand_derived(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 256KiB, chunk: 64KiB}\n",
+                          ROUND, 2);
+    assert_int_equal(r.rc, 0);
+    /* n = 4: 5 x 0.5us + 2 x 256KiB / (32KiB/us) = 2.5 + 16 us */
+    assert_time(r.end[0] - r.start[0], 18.5e-6);
+    assert_int_equal(r.dmas[0], 8);
+    assert_true(r.hbm[0] == 2.0 * 262144);
+}
+
+/* Two cores of a megacore chip share the HBM: each copy takes twice as long. */
+static void test_hbm_copy_megacore_shares_hbm(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5p\nworkload:\n  - {op: hbm_copy, bytes: 256KiB, chunk: 64KiB}\n",
+                          ROUND, 2);
+    assert_int_equal(r.rc, 0);
+    assert_time(r.end[0] - r.start[0], 2.5e-6 + 32e-6);
+}
+
+/* ppermute on a 4-chip line: collective latency + DMA latency + hops x hop
+ * latency + bytes / link bandwidth; the chip at the end goes 3 hops back. */
+static void test_ppermute_time_hand_derived(void **state)
+{
+    (void)state;
+    const char *sets[] = {"chip.ici.bandwidth=1GBps", "chip.ici.hop_latency=2us",
+                          "chip.ici.collective_latency=10us", "chip.tensorcore.dma_latency=0.5us"};
+    struct result r = run("chip: v5p\ntopology: {shape: [4]}\n"
+                          "workload:\n  - {op: ppermute, bytes: 1MB, axis: 0, shift: 1}\n",
+                          sets, 4);
+    assert_int_equal(r.rc, 0);
+    /* slowest chip: 3 hops: 10 + 0.5 + 3 x 2 + 1000 us */
+    assert_time(r.end[0] - r.start[0], 1016.5e-6);
+    assert_true(r.ici[0] == 4e6);
+}
+
+/* A (1,1,4) matmul grid, 128^3 bf16 blocks, double-buffered; derived by hand
+ * in configs/README.md ("A pipeline timeline by hand"): the x and y DMAs of
+ * a step share the HBM with the prefetch of the next step. */
+static void test_matmul_pipeline_timeline_hand_derived(void **state)
+{
+    (void)state;
+    const char *sets[6];
+    memcpy(sets, ROUND, sizeof ROUND);
+    sets[5] = "options.fidelity=exact";
+    struct result r = run("chip: v5e\nworkload:\n  - {op: matmul, m: 128, k: 512, n: 128, "
+                          "block: {bm: 128, bk: 128, bn: 128}}\n",
+                          sets, 6);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.steps[0], 4);
+    assert_int_equal(r.dmas[0], 9); /* 4 x + 4 y + 1 o */
+    assert_time(r.end[0] - r.start[0], 11.076e-6);
+}
+
+static void test_matmul_fast_equals_exact_when_coalescing_is_exact(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v5e\nworkload:\n  - {op: matmul, m: 512, k: 8192, n: 512, "
+                       "block: {bm: 512, bk: 512, bn: 512}}\n";
+    const char *exact[] = {"options.fidelity=exact"};
+    struct result a = run(yaml, NULL, 0), b = run(yaml, exact, 1);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(b.rc, 0);
+    assert_true(a.runs[0] > 0);
+    assert_int_equal(b.runs[0], 0);
+    assert_time(a.end[0] - a.start[0], b.end[0] - b.start[0]);
+    assert_int_equal(a.steps[0], b.steps[0]);
+}
+
+static void test_matmul_megacore_splits_parallel_dims(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v5p\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, "
+                       "block: {bm: 256, bk: 256, bn: 256}}\n";
+    struct result r = run(yaml, NULL, 0);
+    const char *one[] = {"chip.tensorcore.megacore=false", "chip.tensorcore.count=1"};
+    struct result s = run(yaml, one, 2);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.steps[0], 64); /* both cores together run the whole grid once */
+    assert_true(r.flops[0] == 2.0 * 1024 * 1024 * 1024);
+    /* two cores finish in a little over half the single-core time */
+    double ratio = (r.end[0] - r.start[0]) / (s.end[0] - s.start[0]);
+    assert_true(ratio > 0.5 && ratio < 0.6);
+}
+
+static void test_matmul_functional_matches_reference(void **state)
+{
+    (void)state;
+    const char *dts[] = {"bf16", "f32", "int8"};
+    for (int i = 0; i < 3; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml,
+                 "chip: v5p\nworkload:\n  - {op: matmul, m: 256, k: 384, n: 256, dtype: %s, "
+                 "functional: true, block: {bm: 128, bk: 128, bn: 128}}\n",
+                 dts[i]);
+        struct result r = run(yaml, NULL, 0);
+        if (r.rc != 0)
+            print_error("%s: %s\n", dts[i], r.err);
+        assert_int_equal(r.rc, 0);
+    }
+}
+
+static void test_vmem_overflow_is_bad_input(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\nworkload:\n  - {op: matmul, m: 8192, k: 8192, n: 8192, "
+                          "block: {bm: 2048, bk: 2048, bn: 2048}}\n",
+                          NULL, 0);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "VMEM footprint"));
+    assert_non_null(strstr(r.err, "x 2 x 8388608"));
+}
+
+/* SimGrid's torus routes have exactly the hop counts of topology/topo.c. */
+static void route_child(void)
+{
+    struct topo t;
+    int shape[2] = {4, 16};
+    bool wrap[2] = {false, true};
+    topo_init(&t, 2, shape, wrap);
+    struct plat_params p = {1, 1e12, 1e12, 1e9, 1e-6};
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tpusim-plat-%d.xml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    plat_write_xml(f, &t, &p);
+    fclose(f);
+    int argc = 2;
+    char *argv[] = {(char *)"t", (char *)"--log=root.thresh:critical", NULL};
+    simgrid_init(&argc, argv);
+    simgrid_load_platform(path);
+    unlink(path);
+    int bad = 0;
+    for (int a = 0; a < t.nchips; a++)
+        for (int b = 0; b < t.nchips; b++) {
+            char ha[32], hb[32];
+            double lat = sg_host_get_route_latency(sg_host_by_name(plat_host_name(&t, a, ha, 32)),
+                                                   sg_host_by_name(plat_host_name(&t, b, hb, 32)));
+            bad += fabs(lat - 1e-6 * topo_hops(&t, a, b)) > 1e-15;
+        }
+    _exit(bad ? 1 : 0);
+}
+
+static void test_simgrid_routes_match_topology(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    if (pid == 0)
+        route_child();
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hbm_copy_time_hand_derived),
+        cmocka_unit_test(test_hbm_copy_megacore_shares_hbm),
+        cmocka_unit_test(test_ppermute_time_hand_derived),
+        cmocka_unit_test(test_matmul_pipeline_timeline_hand_derived),
+        cmocka_unit_test(test_matmul_fast_equals_exact_when_coalescing_is_exact),
+        cmocka_unit_test(test_matmul_megacore_splits_parallel_dims),
+        cmocka_unit_test(test_matmul_functional_matches_reference),
+        cmocka_unit_test(test_vmem_overflow_is_bad_input),
+        cmocka_unit_test(test_simgrid_routes_match_topology),
+    };
+    return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}

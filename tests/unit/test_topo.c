@@ -1,0 +1,131 @@
+/* tests/unit/test_topo.c -- neighbours, hops, routes, SimGrid node mapping, platform XML. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology/plat_xml.h"
+#include "topology/topo.h"
+
+static struct topo mk(int nd, int a, int b, int c, bool wa, bool wb, bool wc)
+{
+    struct topo t;
+    int shape[3] = {a, b, c};
+    bool wrap[3] = {wa, wb, wc};
+    assert_int_equal(topo_init(&t, nd, shape, wrap), 0);
+    return t;
+}
+
+static void test_topo_ring_neighbors_wrap(void **state)
+{
+    (void)state;
+    struct topo t = mk(1, 16, 1, 1, true, false, false);
+    assert_int_equal(t.nchips, 16);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), 15);
+    assert_int_equal(topo_neighbor(&t, 15, 0, 1), 0);
+    assert_int_equal(topo_neighbor(&t, 3, 0, 1), 4);
+    assert_int_equal(topo_hops(&t, 0, 15), 1);
+    assert_int_equal(topo_hops(&t, 0, 8), 8);
+    assert_int_equal(topo_hops(&t, 2, 13), 5);
+}
+
+static void test_topo_line_has_edges(void **state)
+{
+    (void)state;
+    struct topo t = mk(1, 8, 1, 1, false, false, false);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), -1);
+    assert_int_equal(topo_neighbor(&t, 7, 0, 1), -1);
+    assert_int_equal(topo_hops(&t, 0, 7), 7);
+    assert_int_equal(topo_axis_delta(&t, 0, 7, 0), -7);
+}
+
+static void test_topo_mixed_8x16_wraps_only_16_axis(void **state)
+{
+    (void)state;
+    struct topo t = mk(2, 8, 16, 1, false, true, false);
+    int c[3];
+    topo_coords(&t, 8 * 15 + 7, c);
+    assert_int_equal(c[0], 7);
+    assert_int_equal(c[1], 15);
+    /* (7,15) -> (0,0): 7 hops back on x (no wrap), 1 hop on y (wrap) */
+    assert_int_equal(topo_hops(&t, 8 * 15 + 7, 0), 8);
+    struct topo_hop h[16];
+    int n = topo_route(&t, 8 * 15 + 7, 0, h);
+    assert_int_equal(n, 8);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(h[i].axis, 0); /* dimension order: x first */
+        assert_int_equal(h[i].dir, -1);
+    }
+    assert_int_equal(h[7].axis, 1);
+    assert_int_equal(h[7].dir, 1); /* 15 -> 0 through the wrap link */
+    assert_int_equal(h[7].to, 0);
+}
+
+static void test_topo_route_3d_dimension_order(void **state)
+{
+    (void)state;
+    struct topo t = mk(3, 4, 4, 4, true, true, true);
+    int a[3] = {0, 0, 0}, b[3] = {3, 2, 1};
+    struct topo_hop h[12];
+    int n = topo_route(&t, topo_rank(&t, a), topo_rank(&t, b), h);
+    assert_int_equal(n, 1 + 2 + 1); /* x: 0->3 by wrap (1), y: 2, z: 1 */
+    assert_int_equal(h[0].axis, 0);
+    assert_int_equal(h[0].dir, -1);
+    assert_int_equal(h[1].axis, 1);
+    assert_int_equal(h[3].axis, 2);
+    assert_int_equal(h[n - 1].to, topo_rank(&t, b));
+}
+
+/* Ties at distance L/2 follow SimGrid's TorusZone: up, except from L/2 itself. */
+static void test_topo_tie_break_matches_simgrid(void **state)
+{
+    (void)state;
+    struct topo t = mk(1, 16, 1, 1, true, false, false);
+    assert_int_equal(topo_axis_delta(&t, 0, 0, 8), 8);
+    assert_int_equal(topo_axis_delta(&t, 0, 12, 4), 8);
+    assert_int_equal(topo_axis_delta(&t, 0, 8, 0), -8);
+    assert_int_equal(topo_axis_delta(&t, 0, 10, 3), -7);
+}
+
+static void test_topo_sim_mapping_doubles_open_axes(void **state)
+{
+    (void)state;
+    struct topo t = mk(2, 4, 16, 1, false, true, false);
+    assert_int_equal(topo_sim_dim(&t, 0), 8);
+    assert_int_equal(topo_sim_dim(&t, 1), 16);
+    assert_int_equal(topo_sim_nodes(&t), 128);
+    int c[2] = {3, 2};
+    assert_int_equal(topo_sim_node(&t, topo_rank(&t, c)), 3 + 8 * 2);
+}
+
+static void test_plat_xml_torus_cluster(void **state)
+{
+    (void)state;
+    struct topo t = mk(2, 4, 16, 1, false, true, false);
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(plat_write_xml(f, &t, &p), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "topology=\"TORUS\" topo_parameters=\"8,16\""));
+    assert_non_null(strstr(buf, "radical=\"0-127\""));
+    assert_non_null(strstr(buf, "limiter_link=\"819000000000Bps\""));
+    assert_non_null(strstr(buf, "sharing_policy=\"SPLITDUPLEX\""));
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_topo_ring_neighbors_wrap),
+        cmocka_unit_test(test_topo_line_has_edges),
+        cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
+        cmocka_unit_test(test_topo_route_3d_dimension_order),
+        cmocka_unit_test(test_topo_tie_break_matches_simgrid),
+        cmocka_unit_test(test_topo_sim_mapping_doubles_open_axes),
+        cmocka_unit_test(test_plat_xml_torus_cluster),
+    };
+    return cmocka_run_group_tests_name("topo", tests, NULL, NULL);
+}
