@@ -350,7 +350,7 @@ static void prologue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
     const struct pl_call *call = c->call;
     for (int i = 0; i < call->nops; i++) {
         const struct pl_operand *op = &call->ops[i];
-        if (!os[i].piped || op->dir != PL_IN || os[i].single)
+        if (!os[i].piped || op->dir != PL_IN || os[i].single || os[i].trivial)
             continue;
         os[i].cur = start_dma(x, st, true, os[i].bytes, i);
         if (op->data)
