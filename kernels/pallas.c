@@ -13,11 +13,15 @@
 
 #include "models/hbm.h"
 #include "models/mxu.h"
+#include "sim/check.h"
 #include "sim/xalloc.h"
 
 struct pl_ctx {
     const struct pl_call *call;
     const struct chip_params *chip;
+    const struct pl_exec *x;
+    struct pl_stats *st;
+    bool live; /* the body runs at its place in simulated time (manual DMAs) */
     struct pl_work work;
     int64_t step;
     float *bufs[PL_MAX_OPERANDS][2];
@@ -436,13 +440,13 @@ static void fetch_single(struct pl_ctx *c, struct opstate *os, const struct plan
 }
 
 static void fetch_next(struct pl_ctx *c, struct opstate *os, const struct plan *p,
-                       const struct pl_exec *x, struct pl_stats *st, void *shared)
+                       const struct pl_exec *x, struct pl_stats *st)
 {
     const struct pl_call *call = c->call;
     for (int i = 0; i < call->nops; i++) {
         if (os[i].single || !(p->fetch & (1u << i)))
             continue;
-        os[i].pending = shared ? shared : start_dma(x, st, true, os[i].bytes, i);
+        os[i].pending = start_dma(x, st, true, os[i].bytes, i);
         if (call->ops[i].data)
             copy_block(&call->ops[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
     }
@@ -519,12 +523,33 @@ static void exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *
                        const struct pl_exec *x, struct pl_stats *st)
 {
     x->ops->delay(x->ex, c->chip->step_overhead_s);
-    fetch_next(c, os, p, x, st, NULL);
+    fetch_next(c, os, p, x, st);
     wait_inputs(os, c->call->nops, p->wait & ~p->fetch, x);
     wait_inputs(os, c->call->nops, p->wait & p->fetch, x);
     fetch_single(c, os, p, x, st);
     x->ops->compute(x->ex, &p->w, s, 1);
     account(st, &p->w, 1, c->chip->step_overhead_s);
+}
+
+/* A step whose body issues DMAs itself: the body runs after the pipeline's
+ * waits, and its compute is executed in pieces between its DMA calls. */
+static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s)
+{
+    const struct pl_exec *x = c->x;
+    x->ops->delay(x->ex, c->chip->step_overhead_s);
+    fetch_next(c, os, p, x, c->st);
+    wait_inputs(os, c->call->nops, p->wait & ~p->fetch, x);
+    wait_inputs(os, c->call->nops, p->wait & p->fetch, x);
+    fetch_single(c, os, p, x, c->st);
+    int64_t g[PL_MAX_GRID];
+    unflatten(c->call, s, g);
+    memset(&c->work, 0, sizeof c->work);
+    c->step = s;
+    c->live = true;
+    c->call->body(c, g, c->call->user);
+    pl_flush(c);
+    c->live = false;
+    c->st->overhead_s += c->chip->step_overhead_s;
 }
 
 static bool work_equal(const struct pl_work *a, const struct pl_work *b)
@@ -602,19 +627,29 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
 {
     if (b >= e)
         return;
-    struct pl_ctx c = {.call = call, .chip = chip};
+    struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st};
     struct opstate os[PL_MAX_OPERANDS];
     if (call->functional)
         ctx_alloc(&c);
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
+    if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
+        x->ops->dma_wait(x->ex, start_dma(x, st, true, call->smem_prefetch_bytes, -1));
     trivial_inputs(&c, os, x, st);
     prologue(&c, os, x, st);
     struct plan p, run = {0};
     int64_t run_start = -1, run_len = 0;
-    bool may_coalesce = x->coalesce && !call->functional;
+    bool may_coalesce = x->coalesce && !call->functional && !call->manual;
     for (int64_t s = b; s < e; s++) {
         plan_step(&c, os, s, b, e, &p);
+        if (call->manual) {
+            live_step(&c, os, &p, s);
+            outputs(&c, os, &p, x, st);
+            advance_bufs(&c, os, &p);
+            advance_idx(&c, os, s, e);
+            st->steps++;
+            continue;
+        }
         run_body(&c, s, &p.w);
         bool ok = may_coalesce && s > b && steady(&p, os, call->nops);
         if (run_len > 0 && !(ok && same_plan(&p, &run))) {
@@ -656,6 +691,31 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
     double elems = (double)rows * (double)cols;
     ctx->work.vpu_flops += alu * elems;
     ctx->work.transcendentals += eup * elems;
+}
+
+void pl_flush(struct pl_ctx *ctx)
+{
+    if (!ctx->live)
+        return;
+    pl_vpu_flush(ctx);
+    if (ctx->work.mxu_s + ctx->work.vpu_s > 0)
+        ctx->x->ops->compute(ctx->x->ex, &ctx->work, ctx->step, 1);
+    account(ctx->st, &ctx->work, 1, 0);
+    memset(&ctx->work, 0, sizeof ctx->work);
+}
+
+void *pl_dma_start(struct pl_ctx *ctx, bool in, uint64_t bytes)
+{
+    TPU_ASSERT(ctx->live, "pallas_call '%s': manual DMA from a body not marked manual",
+               ctx->call->name);
+    pl_flush(ctx);
+    return start_dma(ctx->x, ctx->st, in, bytes, -1);
+}
+
+void pl_dma_wait(struct pl_ctx *ctx, void *handle)
+{
+    pl_flush(ctx);
+    ctx->x->ops->dma_wait(ctx->x->ex, handle);
 }
 
 void pl_vpu_flush(struct pl_ctx *ctx)

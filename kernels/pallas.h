@@ -78,6 +78,7 @@ struct pl_call {
     uint64_t smem_prefetch_bytes; /* scalar-prefetch operands copied to SMEM first */
     uint64_t vmem_limit_bytes;    /* 0: the chip's default scoped limit */
     bool functional;
+    bool manual;             /* the body issues DMAs itself (pl_dma_start): no coalescing */
 };
 
 /* --- executor: how time passes (sim/ implements it with SimGrid) --- */
@@ -137,6 +138,14 @@ void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype d
  * stores of the tile in vregs. 'flops' counts cost_estimate FLOPs per element. */
 void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
             double store, double eup, double xlu);
+/* Manual DMAs (operands in memory space ANY): starts a copy of 'bytes' between
+ * HBM and VMEM; returns a handle for pl_dma_wait. Only in calls marked
+ * 'manual', whose bodies run at their place in simulated time: the compute
+ * reported so far is executed before the DMA is issued or waited on. */
+void *pl_dma_start(struct pl_ctx *ctx, bool in, uint64_t bytes);
+void pl_dma_wait(struct pl_ctx *ctx, void *handle);
+/* Executes the compute reported so far (manual calls; a no-op otherwise). */
+void pl_flush(struct pl_ctx *ctx);
 /* Closes a group of VPU ops issued together (their slots overlap). */
 void pl_vpu_flush(struct pl_ctx *ctx);
 /* Functional mode: the current VMEM buffer of operand 'i' (block-sized,

@@ -68,9 +68,10 @@ int sim_check(const struct cfg_scenario *sc, struct diag *d)
         char err[1024] = "";
         const struct op *op = &sc->ops[i];
         int rc = 0;
-        if (op->kind == OP_MATMUL) {
-            struct kern_matmul km;
-            rc = kern_matmul_init(&km, op, &sc->chip, err, sizeof err);
+        if (kern_is_pallas(op->kind)) {
+            struct kern k;
+            rc = kern_init(&k, op, &sc->chip, false, err, sizeof err);
+            kern_fini(&k);
         } else if (op->kind == OP_PPERMUTE) {
             rc = check_ppermute(sc, op, err, sizeof err);
         } else if (op->kind == OP_HBM_COPY) {
@@ -87,11 +88,14 @@ int64_t sim_estimate_steps(const struct cfg_scenario *sc)
     int64_t steps = 0;
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
-        if (op->kind == OP_MATMUL) {
-            const struct op_matmul *m = &op->u.matmul;
-            int64_t per = (m->m / m->bm) * (m->n / m->bn) * (m->k / m->bk);
-            int cores = sc->chip.megacore ? 1 : sc->chip.cores;
-            steps += per * sc->topo.nchips * cores;
+        if (kern_is_pallas(op->kind)) {
+            char err[512];
+            struct kern k;
+            if (kern_init(&k, op, &sc->chip, false, err, sizeof err) == 0) {
+                int cores = sc->chip.megacore ? 1 : sc->chip.cores;
+                steps += kern_steps(&k) * sc->topo.nchips * cores;
+            }
+            kern_fini(&k);
         }
     }
     return steps;
@@ -160,18 +164,16 @@ static void init_simgrid(const struct sim_opts *o)
 static void build_kernels(struct sim_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->mm = xcalloc((size_t)sc->nops, sizeof *r->mm);
-    r->mm_fn = xcalloc((size_t)sc->nops, sizeof *r->mm_fn);
+    r->kern = xcalloc((size_t)sc->nops, sizeof *r->kern);
+    r->kern_fn = xcalloc((size_t)sc->nops, sizeof *r->kern_fn);
     for (int i = 0; i < sc->nops; i++) {
-        if (sc->ops[i].kind != OP_MATMUL)
+        if (!kern_is_pallas(sc->ops[i].kind))
             continue;
         char err[1024];
-        struct op timing = sc->ops[i];
-        timing.functional = false;
-        kern_matmul_init(&r->mm[i], &timing, &sc->chip, err, sizeof err);
+        kern_init(&r->kern[i], &sc->ops[i], &sc->chip, false, err, sizeof err);
         if (sc->ops[i].functional) {
-            kern_matmul_init(&r->mm_fn[i], &sc->ops[i], &sc->chip, err, sizeof err);
-            kern_matmul_data(&r->mm_fn[i], sc->seed + (uint64_t)i);
+            kern_init(&r->kern_fn[i], &sc->ops[i], &sc->chip, true, err, sizeof err);
+            kern_data(&r->kern_fn[i], sc->seed + (uint64_t)i);
         }
     }
 }
@@ -211,6 +213,11 @@ static void spawn(struct sim_run *r)
     r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
     for (int i = 0; i < sc->nops; i++)
         r->op_barrier[i] = sg_barrier_init((unsigned)sc->topo.nchips);
+    if (sc->chip.cores > 1) {
+        r->chip_barrier = xcalloc((size_t)sc->topo.nchips, sizeof *r->chip_barrier);
+        for (int i = 0; i < sc->topo.nchips; i++)
+            r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
+    }
     for (int chip = 0; chip < sc->topo.nchips; chip++) {
         char host[32];
         sg_host_t h = sg_host_by_name(plat_host_name(&sc->topo, chip, host, sizeof host));
@@ -294,13 +301,13 @@ static int verify(struct sim_run *r, struct diag *d)
 {
     int bad = 0;
     for (int i = 0; i < r->sc->nops; i++) {
-        if (!r->mm_fn[i].call.body)
+        if (!r->kern_fn[i].kind)
             continue;
         bool ok;
-        double e = kern_matmul_verify(&r->mm_fn[i], &ok);
+        char msg[512];
+        kern_verify(&r->kern_fn[i], &ok, msg, sizeof msg);
         if (!ok) {
-            diag_error(d, NULL, r->sc->ops[i].name,
-                       "functional check failed: max relative error %.3g", e);
+            diag_error(d, NULL, r->sc->ops[i].name, "functional check failed: %s", msg);
             bad = 1;
         }
     }
@@ -324,10 +331,15 @@ static int write_outputs(struct sim_run *r, const struct summary *s, const char 
 
 static void free_run(struct sim_run *r)
 {
-    for (int i = 0; r->mm_fn && i < r->sc->nops; i++)
-        kern_matmul_fini(&r->mm_fn[i]);
-    free(r->mm);
-    free(r->mm_fn);
+    for (int i = 0; r->kern && i < r->sc->nops; i++) {
+        kern_fini(&r->kern[i]);
+        kern_fini(&r->kern_fn[i]);
+    }
+    free(r->kern);
+    free(r->kern_fn);
+    for (int i = 0; r->chip_barrier && i < r->sc->topo.nchips; i++)
+        sg_barrier_destroy(r->chip_barrier[i]);
+    free(r->chip_barrier);
     free(r->cores);
     if (r->barrier)
         sg_barrier_destroy(r->barrier);

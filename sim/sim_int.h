@@ -11,7 +11,7 @@
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 
-#include "kernels/matmul.h"
+#include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "sim/sim.h"
 #include "traces/trace.h"
@@ -51,8 +51,9 @@ struct sim_run {
     sg_bar_t barrier;      /* between op groups */
     sg_bar_t *op_barrier;  /* per op, for ops that start with a device barrier */
     struct summary_op *res;/* per op */
-    struct kern_matmul *mm;    /* per op: timing-only kernels (NULL for other kinds) */
-    struct kern_matmul *mm_fn; /* per op: functional kernel run by chip 0, or NULL */
+    struct kern *kern;     /* per op: timing-only kernels (zeroed for other kinds) */
+    struct kern *kern_fn;  /* per op: functional kernel run by chip 0 (zeroed if none) */
+    sg_bar_t *chip_barrier;/* per chip: its cores meet between the pallas_calls of an op */
     char *error;           /* first runtime failure; owned */
 };
 

@@ -65,13 +65,21 @@ static void run_pallas(struct sim_ctx *x, const struct pl_call *call)
     pl_run(call, &sc->chip, b, e, &ex, &x->st);
 }
 
-static void op_matmul(struct sim_ctx *x)
+/* Runs the op's pallas_calls in order; on a chip with several cores they
+ * meet between calls, as consecutive kernels do. */
+static void op_kernel(struct sim_ctx *x)
 {
     struct sim_run *r = x->core->run;
-    struct kern_matmul *km = r->mm_fn[x->opi].call.body && x->core->chip == 0
-                                 ? &r->mm_fn[x->opi]
-                                 : &r->mm[x->opi];
-    run_pallas(x, &km->call);
+    struct kern *k = r->kern_fn[x->opi].kind && x->core->chip == 0 ? &r->kern_fn[x->opi]
+                                                                   : &r->kern[x->opi];
+    for (int i = 0; i < k->ncalls; i++) {
+        if (i > 0 && r->sc->chip.cores > 1) {
+            x->core->waiting = "the other core of its chip between two kernels";
+            sg_barrier_wait(r->chip_barrier[x->core->chip]);
+            x->core->waiting = NULL;
+        }
+        run_pallas(x, &k->calls[i]);
+    }
 }
 
 /* ---- hbm_copy: HBM -> VMEM -> HBM in chunks; chunk i+1 is read while
@@ -210,10 +218,8 @@ void sim_op_run(struct sim_ctx *x)
     case OP_PPERMUTE:
         op_ppermute(x);
         break;
-    case OP_MATMUL:
-        op_matmul(x);
-        break;
-    case OP_KIND_COUNT:
+    default:
+        op_kernel(x);
         break;
     }
     double t1 = now();

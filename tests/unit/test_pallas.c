@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/matmul.h"
+#include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "models/hbm.h"
 #include "models/mxu.h"
@@ -123,13 +123,14 @@ static void test_pl_output_written_when_index_changes(void **state)
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
-    struct kern_matmul km;
+    struct kern km;
     char err[256];
-    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
     struct pl_stats st = {0};
-    pl_run(&km.call, &ch, 0, pl_num_steps(&km.call), &ex, &st);
+    pl_run(&km.calls[0], &ch, 0, pl_num_steps(&km.calls[0]), &ex, &st);
+    kern_fini(&km);
     /* grid (2,1,2): o(0,0) is written back after step 1 (handle 7) and waited
      * on after the compute of step 2; o(1,0) is written at the last step and
      * waited in the epilogue */
@@ -145,13 +146,14 @@ static void test_pl_coalesces_steady_steps(void **state)
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 128, .k = 1024, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
-    struct kern_matmul km;
+    struct kern km;
     char err[256];
-    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, true};
     struct pl_stats st = {0};
-    pl_run(&km.call, &ch, 0, 8, &ex, &st);
+    pl_run(&km.calls[0], &ch, 0, 8, &ex, &st);
+    kern_fini(&km);
     assert_int_equal(r.computes, 8);
     assert_int_equal(st.coalesced_runs, 1);
     assert_int_equal(st.steps, 8);
@@ -183,13 +185,15 @@ static void test_pl_block_shape_rule(void **state)
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 256, .dt = DT_BF16,
                                      .bm = 128, .bk = 64, .bn = 128};
-    struct kern_matmul km;
+    struct kern km;
     char err[256];
-    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    kern_fini(&km);
     assert_non_null(strstr(err, "operand 'x': block shape's last two dims must be divisible by "
                                 "(8, 128)"));
     op.u.matmul.bk = 128, op.u.matmul.m = 200, op.u.matmul.bm = 128;
-    assert_int_equal(kern_matmul_init(&km, &op, &ch, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    kern_fini(&km);
     assert_string_equal(err, "m=200 should be divisible by bm=128");
 }
 

@@ -1,0 +1,91 @@
+/* kernels/kernel.c -- dispatch from op kinds to their pallas_call builders. */
+#include "kernels/kernel.h"
+
+#include <string.h>
+
+#include "sim/xalloc.h"
+
+static const struct kern_kind *const kinds[] = {&kern_matmul_kind, NULL};
+
+static const struct kern_kind *find(enum op_kind op)
+{
+    for (int i = 0; kinds[i]; i++)
+        if (kinds[i]->op == op)
+            return kinds[i];
+    return NULL;
+}
+
+bool kern_is_pallas(enum op_kind kind)
+{
+    return find(kind) != NULL;
+}
+
+int kern_init(struct kern *k, const struct op *op, const struct chip_params *chip, bool functional,
+              char *err, size_t n)
+{
+    memset(k, 0, sizeof *k);
+    k->kind = find(op->kind);
+    k->op = op;
+    k->chip = chip;
+    k->functional = functional;
+    if (!k->kind) {
+        snprintf(err, n, "op kind %s is not a Pallas kernel", op_kind_name(op->kind));
+        return -1;
+    }
+    if (k->kind->init(k, err, n) != 0)
+        return -1;
+    for (int i = 0; i < k->ncalls; i++) {
+        k->calls[i].functional = functional;
+        if (!k->calls[i].vmem_limit_bytes)
+            k->calls[i].vmem_limit_bytes = op->vmem_limit_bytes;
+        if (pl_check(&k->calls[i], chip, err, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void kern_data(struct kern *k, uint64_t seed)
+{
+    if (k->kind->data)
+        k->kind->data(k, seed);
+}
+
+double kern_verify(const struct kern *k, bool *ok, char *msg, size_t n)
+{
+    *ok = true;
+    if (msg && n)
+        msg[0] = '\0';
+    return k->kind->verify ? k->kind->verify(k, ok, msg, n) : 0.0;
+}
+
+void kern_fini(struct kern *k)
+{
+    if (k->kind && k->kind->fini)
+        k->kind->fini(k);
+    memset(k, 0, sizeof *k);
+}
+
+int64_t kern_steps(const struct kern *k)
+{
+    int64_t n = 0;
+    for (int i = 0; i < k->ncalls; i++)
+        n += pl_num_steps(&k->calls[i]);
+    return n;
+}
+
+float kern_rand(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+float *kern_rand_array(uint64_t seed, int64_t n, enum dtype dt, float scale)
+{
+    float *a = xmalloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        a[i] = pl_round(kern_rand(seed, (uint64_t)i) * scale, dt);
+    return a;
+}
