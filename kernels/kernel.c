@@ -5,7 +5,9 @@
 
 #include "sim/xalloc.h"
 
-static const struct kern_kind *const kinds[] = {&kern_matmul_kind, NULL};
+static const struct kern_kind *const kinds[] = {&kern_matmul_kind, &kern_flash_kind,
+                                                &kern_splash_kind, &kern_paged_kind,
+                                                &kern_ragged_kind, NULL};
 
 static const struct kern_kind *find(enum op_kind op)
 {

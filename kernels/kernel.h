@@ -60,5 +60,9 @@ float *kern_rand_array(uint64_t seed, int64_t n, enum dtype dt, float scale);
 
 /* The kinds (one per kernels/<kind>.c). */
 extern const struct kern_kind kern_matmul_kind;
+extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
+extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
+extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
+extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
 
 #endif

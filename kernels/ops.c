@@ -1,9 +1,15 @@
 /* kernels/ops.c -- op kind names. */
 #include "kernels/ops.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[OP_KIND_COUNT] = {"hbm_copy", "ppermute", "matmul"};
+#include "kernels/maskinfo.h"
+
+static const char *const kind_names[OP_KIND_COUNT] = {
+    "hbm_copy",       "ppermute",       "matmul",     "flash_attention", "splash_attention",
+    "paged_attention", "ragged_paged_attention", "all_gather", "reduce_scatter", "all_reduce",
+    "all_to_all",     "collective_matmul"};
 
 const char *op_kind_name(enum op_kind kind)
 {
@@ -19,4 +25,20 @@ int op_kind_parse(const char *s, enum op_kind *kind)
         }
     }
     return -1;
+}
+
+void op_fini(struct op *op)
+{
+    free(op->name);
+    if (op->kind == OP_SPLASH) {
+        for (int i = 0; i < op->u.splash.nmasks; i++)
+            mask_free(op->u.splash.masks[i]);
+        free(op->u.splash.masks);
+    } else if (op->kind == OP_PAGED) {
+        free(op->u.paged.lengths);
+    } else if (op->kind == OP_RAGGED) {
+        free(op->u.ragged.q_lens);
+        free(op->u.ragged.kv_lens);
+    }
+    memset(op, 0, sizeof *op);
 }

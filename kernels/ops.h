@@ -10,7 +10,23 @@
 
 #include "models/chip.h"
 
-enum op_kind { OP_HBM_COPY, OP_PPERMUTE, OP_MATMUL, OP_KIND_COUNT };
+enum op_kind {
+    OP_HBM_COPY,
+    OP_PPERMUTE,
+    OP_MATMUL,
+    OP_FLASH,   /* flash_attention */
+    OP_SPLASH,  /* splash_attention */
+    OP_PAGED,   /* paged_attention */
+    OP_RAGGED,  /* ragged_paged_attention */
+    OP_ALL_GATHER,
+    OP_REDUCE_SCATTER,
+    OP_ALL_REDUCE,
+    OP_ALL_TO_ALL,
+    OP_COLLECTIVE_MATMUL,
+    OP_KIND_COUNT
+};
+
+struct mask; /* kernels/maskinfo.h */
 
 struct op_hbm_copy {
     uint64_t bytes;       /* per TensorCore */
@@ -29,6 +45,97 @@ struct op_matmul {
     int64_t bm, bk, bn;
 };
 
+enum attn_mode { ATTN_FWD, ATTN_BWD, ATTN_FWD_BWD };
+
+#define OP_MAX_SEGMENTS 64
+
+/* Upstream flash_attention.BlockSizes; 0 stands for None. */
+struct flash_block_sizes {
+    int64_t block_q, block_k_major, block_k, block_b;
+    int64_t block_q_major_dkv, block_k_major_dkv, block_k_dkv, block_q_dkv;
+    int64_t block_k_major_dq, block_k_dq, block_q_dq;
+};
+
+struct op_flash {
+    int64_t batch, heads, q_seq_len, kv_seq_len, head_dim;
+    enum dtype dt;
+    bool causal;
+    bool bias;         /* an ab [B, H, Sq, Skv] operand */
+    double sm_scale;
+    enum attn_mode mode;
+    /* Segment ids of packed sequences: lengths of consecutive segments, the
+     * same for every batch row (nseg_q == 0: no segment ids). */
+    int nseg_q, nseg_kv;
+    int64_t seg_q[OP_MAX_SEGMENTS], seg_kv[OP_MAX_SEGMENTS];
+    struct flash_block_sizes bs;
+};
+
+/* Upstream splash_attention_kernel.BlockSizes; 0 stands for None. */
+struct splash_block_sizes {
+    int64_t block_q, block_kv, block_kv_compute;
+    int64_t block_q_dkv, block_kv_dkv, block_kv_dkv_compute;
+    int64_t block_q_dq, block_kv_dq;
+    bool use_fused_bwd_kernel;
+};
+
+struct op_splash {
+    int64_t batch, q_heads, kv_heads, q_seq_len, kv_seq_len, head_dim;
+    enum dtype dt;
+    enum attn_mode mode;
+    int nmasks;           /* 1 (every head) or q_heads (multi-head) */
+    struct mask **masks;  /* owned */
+    bool dynamic;         /* process the masks as a dynamic (jax.Array) mask */
+    int nseg;             /* segment ids: lengths, same for q and kv and every batch row */
+    int64_t seg[OP_MAX_SEGMENTS];
+    struct splash_block_sizes bs;
+};
+
+enum megacore_mode { MEGACORE_NONE, MEGACORE_KV_HEAD, MEGACORE_BATCH };
+
+struct op_paged {
+    int64_t batch, q_heads, kv_heads, head_dim;
+    enum dtype dt, kv_dt;  /* kv_dt int8: quantized pages with scales */
+    int64_t page_size, pages_per_seq, pages_per_compute_block;
+    enum megacore_mode megacore_mode;
+    bool inline_seq_dim;
+    int64_t *lengths;      /* [batch], owned */
+    bool shuffled_pages;   /* page allocation: contiguous or shuffled (seeded) */
+    uint64_t seed;
+};
+
+struct op_ragged {
+    int64_t q_heads, kv_heads, head_dim;
+    enum dtype dt, kv_dt;
+    int64_t page_size, max_model_len;
+    int64_t num_kv_pages_per_block, num_queries_per_block; /* 0: upstream's default */
+    int64_t sliding_window; /* 0: none */
+    double soft_cap;        /* 0: none */
+    int nseqs;
+    int64_t *q_lens, *kv_lens; /* [nseqs], owned */
+    bool shuffled_pages;
+    uint64_t seed;
+};
+
+/* Collectives over ICI: per-device input 'bytes', over 'axes' (one ring per
+ * axis, concurrently). */
+enum coll_algo { COLL_ALGO_DEFAULT, COLL_ALGO_UNI, COLL_ALGO_BIDI, COLL_ALGO_RING_PSUM,
+                 COLL_ALGO_RS_AG };
+
+struct op_collective {
+    uint64_t bytes;
+    int naxes;
+    int axes[3];
+    enum coll_algo algo;
+    enum dtype dt;          /* reduction dtype */
+};
+
+struct op_collective_matmul {
+    int64_t m, k, n;        /* per device: x [m, k] sharded on m along 'axis', y [k, n] local */
+    enum dtype dt;
+    int axis;
+    bool overlap;           /* false: all-gather first, then the matmul */
+};
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
@@ -39,8 +146,17 @@ struct op {
         struct op_hbm_copy hbm_copy;
         struct op_ppermute ppermute;
         struct op_matmul matmul;
+        struct op_flash flash;
+        struct op_splash splash;
+        struct op_paged paged;
+        struct op_ragged ragged;
+        struct op_collective coll;
+        struct op_collective_matmul cmm;
     } u;
 };
+
+/* Frees what 'op' owns (name, masks, length lists). */
+void op_fini(struct op *op);
 
 /* YAML name of 'kind': "hbm_copy", "ppermute", "matmul". */
 const char *op_kind_name(enum op_kind kind);

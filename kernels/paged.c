@@ -1,0 +1,10 @@
+/* kernels/paged.c -- placeholder until the kernel lands: refuses the op. */
+#include "kernels/kernel.h"
+
+static int stub_init(struct kern *k, char *err, size_t n)
+{
+    snprintf(err, n, "%s is not implemented yet", op_kind_name(k->op->kind));
+    return -1;
+}
+
+const struct kern_kind kern_paged_kind = {OP_PAGED, stub_init, NULL, NULL, NULL};

@@ -1,0 +1,106 @@
+/* tests/unit/sim_fork.h -- run a scenario on SimGrid in a child process
+ * (SimGrid runs once per process) and bring back its summary. Include after
+ * test_util.h; the functions are static so each test file gets its own copy. */
+#ifndef TPUSIM_TESTS_SIM_FORK_H
+#define TPUSIM_TESTS_SIM_FORK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/cfg.h"
+#include "sim/sim.h"
+
+#define MAXOPS 8
+
+struct result {
+    int rc;
+    int nops;
+    double start[MAXOPS], end[MAXOPS], flops[MAXOPS], hbm[MAXOPS], ici[MAXOPS];
+    int64_t steps[MAXOPS], dmas[MAXOPS], runs[MAXOPS];
+    double trans[MAXOPS], vmem[MAXOPS], mxu_s[MAXOPS], vpu_s[MAXOPS], overhead_s[MAXOPS];
+    char bound[MAXOPS][16];
+    char err[512];
+};
+
+static char *write_tmp(const char *yaml)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/tpusim-test-%d.yaml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs(yaml, f);
+    fclose(f);
+    return path;
+}
+
+static void child(const char *path, const char *const *sets, int nsets, struct result *r)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    r->rc = 2;
+    if (cfg_load_scenario(path, sets, nsets, &sc, d) == 0) {
+        char *flags = getenv("TPUSIM_SIMFLAGS");
+        char *argv[1] = {flags};
+        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv};
+        struct summary s = {0};
+        r->rc = sim_run(&sc, &o, &s, d);
+        r->nops = s.nops;
+        for (int i = 0; i < s.nops && i < MAXOPS; i++) {
+            r->start[i] = s.ops[i].start_s, r->end[i] = s.ops[i].end_s;
+            r->flops[i] = s.ops[i].flops, r->hbm[i] = s.ops[i].hbm_bytes;
+            r->ici[i] = s.ops[i].ici_bytes, r->steps[i] = s.ops[i].grid_steps;
+            r->dmas[i] = s.ops[i].dmas, r->runs[i] = s.ops[i].coalesced_runs;
+            r->trans[i] = s.ops[i].transcendentals, r->vmem[i] = (double)s.ops[i].vmem_peak_bytes;
+            r->mxu_s[i] = s.ops[i].mxu_s, r->vpu_s[i] = s.ops[i].vpu_s;
+            r->overhead_s[i] = s.ops[i].overhead_s;
+            snprintf(r->bound[i], sizeof r->bound[i], "%s", bound_name(s.ops[i].bound));
+        }
+        summary_fini(&s);
+        cfg_scenario_fini(&sc);
+    }
+    if (diag_count(d))
+        snprintf(r->err, sizeof r->err, "%s", diag_message(d, 0));
+    diag_free(d);
+}
+
+/* Runs 'yaml' (with --set overrides) in a child process. */
+static struct result run(const char *yaml, const char *const *sets, int nsets)
+{
+    struct result r;
+    memset(&r, 0, sizeof r);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    char *path = write_tmp(yaml);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        child(path, sets, nsets, &r);
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 3);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], &r, sizeof r);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    unlink(path);
+    assert_int_equal(got, (ssize_t)sizeof r);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (r.rc != 0 && r.err[0])
+        print_message("run: rc %d: %s\n", r.rc, r.err);
+    return r;
+}
+
+static void assert_time(double got, double want)
+{
+    if (fabs(got - want) > 1e-12 + 1e-9 * fabs(want)) {
+        print_error("time %.12g s, want %.12g s\n", got, want);
+        fail();
+    }
+}
+
+
+#endif
