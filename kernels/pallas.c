@@ -27,6 +27,7 @@ struct pl_ctx {
     float *bufs[PL_MAX_OPERANDS][2];
     int slot[PL_MAX_OPERANDS];
     float *scratch[PL_MAX_OPERANDS];
+    void *state;
 };
 
 /* One operand's pipeline state on this core. */
@@ -631,6 +632,7 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
     struct opstate os[PL_MAX_OPERANDS];
     if (call->functional)
         ctx_alloc(&c);
+    c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
     if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
@@ -673,6 +675,7 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
         bulk_steps(&c, os, &run, run_start, run_len, x, st);
     epilogue(&c, os, x, st);
     ctx_free(&c);
+    free(c.state);
 }
 
 /* ---- body helpers ---- */
@@ -732,6 +735,11 @@ float *pl_buf(struct pl_ctx *ctx, int i)
 float *pl_scratch_buf(struct pl_ctx *ctx, int i)
 {
     return ctx->scratch[i];
+}
+
+void *pl_state(struct pl_ctx *ctx)
+{
+    return ctx->state;
 }
 
 bool pl_functional(const struct pl_ctx *ctx)

@@ -79,6 +79,7 @@ struct pl_call {
     uint64_t vmem_limit_bytes;    /* 0: the chip's default scoped limit */
     bool functional;
     bool manual;             /* the body issues DMAs itself (pl_dma_start): no coalescing */
+    size_t state_bytes;      /* per-core mutable state for the body (pl_state), zeroed */
 };
 
 /* --- executor: how time passes (sim/ implements it with SimGrid) --- */
@@ -154,6 +155,11 @@ float *pl_buf(struct pl_ctx *ctx, int i);
 /* Functional mode: scratch buffer 'i'. */
 float *pl_scratch_buf(struct pl_ctx *ctx, int i);
 bool pl_functional(const struct pl_ctx *ctx);
+/* The call's per-core mutable state ('state_bytes', zeroed at the start of
+ * pl_run): DMA handles kept across steps, scalar-prefetch flags. The body's
+ * 'user' pointer is shared by every core that runs the call, so anything a
+ * body changes must live here. */
+void *pl_state(struct pl_ctx *ctx);
 const struct chip_params *pl_chip(const struct pl_ctx *ctx);
 /* First or last step of this core's range; and whether the body ran compute. */
 int64_t pl_step(const struct pl_ctx *ctx);
