@@ -9,7 +9,7 @@
 static const char *const kind_names[OP_KIND_COUNT] = {
     "hbm_copy",       "ppermute",       "matmul",     "flash_attention", "splash_attention",
     "paged_attention", "ragged_paged_attention", "all_gather", "reduce_scatter", "all_reduce",
-    "all_to_all",     "collective_matmul"};
+    "all_to_all",     "collective_matmul", "remote_copy"};
 
 const char *op_kind_name(enum op_kind kind)
 {

@@ -23,6 +23,7 @@ enum op_kind {
     OP_ALL_REDUCE,
     OP_ALL_TO_ALL,
     OP_COLLECTIVE_MATMUL,
+    OP_REMOTE_COPY,
     OP_KIND_COUNT
 };
 
@@ -136,6 +137,17 @@ struct op_collective_matmul {
     bool overlap;           /* false: all-gather first, then the matmul */
 };
 
+/* One Pallas remote copy per device (make_async_remote_copy): push 'bytes'
+ * from this device's HBM to the target's, wait_send, then wait_recv until
+ * 'recv_bytes' arrived on the local receive semaphore (0: skip wait_recv). */
+struct op_remote_copy {
+    uint64_t bytes, recv_bytes;
+    int id_kind;                 /* 0: shift (relative MESH), 1: MESH tuple, 2: LOGICAL id */
+    int ncoords;
+    int coords[3];               /* shift or MESH tuple */
+    int64_t logical;
+};
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
@@ -152,6 +164,7 @@ struct op {
         struct op_ragged ragged;
         struct op_collective coll;
         struct op_collective_matmul cmm;
+        struct op_remote_copy rc;
     } u;
 };
 

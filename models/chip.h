@@ -44,6 +44,7 @@ struct chip_params {
     double hbm_bw_Bps;
     int ici_links;
     double ici_bw_Bps;            /* one direction of one link */
+    double ici_efficiency;        /* achieved fraction of ici_bw_Bps (packet overheads) */
     double ici_hop_lat_s;         /* per hop */
     double ici_collective_lat_s;  /* fixed cost of one collective (launch, sync) */
     double ici_step_lat_s;        /* fixed cost of each collective step (sem handshake) */

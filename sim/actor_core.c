@@ -12,6 +12,11 @@
 #include "sim/sim_int.h"
 #include "sim/xalloc.h"
 
+void sim_wait_note(struct sim_core *c, const char *what)
+{
+    snprintf(c->waiting, sizeof c->waiting, "%s", what ? what : "");
+}
+
 static sg_mailbox_t ctx_mailbox(const struct sim_core *c, int opi)
 {
     char name[64];
@@ -55,9 +60,9 @@ static void trace_dma(struct sim_ctx *x, const struct sim_dma *d, double end, bo
 void sim_dma_wait(struct sim_ctx *x, struct sim_dma *d)
 {
     double t0 = simgrid_get_clock();
-    x->core->waiting = "a local DMA";
+    sim_wait_note(x->core, "a local DMA");
     sg_comm_wait(d->comm);
-    x->core->waiting = NULL;
+    sim_wait_note(x->core, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(x, d, t1, t1 > t0);
     free(d);
@@ -120,14 +125,14 @@ void sim_core_main(int argc, char **argv)
         int j = i + 1;
         while (j < sc->nops && sc->ops[j].overlap)
             j++;
-        c->waiting = "the barrier between ops";
+        sim_wait_note(c, "the barrier between ops");
         sg_barrier_wait(c->run->barrier);
-        c->waiting = NULL;
+        sim_wait_note(c, NULL);
         run_group(c, i, j);
         i = j;
     }
-    c->waiting = "the barrier at the end";
+    sim_wait_note(c, "the barrier at the end");
     sg_barrier_wait(c->run->barrier);
-    c->waiting = NULL;
+    sim_wait_note(c, NULL);
     c->done = true;
 }

@@ -374,12 +374,24 @@ static void load_ici(struct walk *w, const struct cfg_node *root, const char *pr
         free(p);
         return;
     }
-    static const char *const keys[] = {"links",        "bandwidth",   "hop_latency",
+    static const char *const keys[] = {"links",        "bandwidth",   "efficiency", "hop_latency",
                                        "collective_latency", "step_latency", "routing",
                                        "wraparound",   NULL};
     check_keys(w, ici, p, keys);
     get_i(w, ici, p, "links", true, 0, 12, &c->ici_links);
     get_qty(w, ici, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->ici_bw_Bps);
+    c->ici_efficiency = 1.0;
+    const struct cfg_node *eff = cfg_get(ici, "efficiency");
+    if (eff) {
+        char *end = NULL;
+        double v = eff->type == CFG_SCALAR ? strtod(eff->value, &end) : 0;
+        char *q = join(p, "efficiency");
+        if (!end || *end || !(v > 0 && v <= 1))
+            type_err(w, eff, q, "a fraction in (0, 1]");
+        else
+            c->ici_efficiency = v;
+        free(q);
+    }
     get_qty(w, ici, p, "hop_latency", true, UNITS_TIME, true, &c->ici_hop_lat_s);
     get_qty(w, ici, p, "collective_latency", true, UNITS_TIME, true, &c->ici_collective_lat_s);
     get_qty(w, ici, p, "step_latency", true, UNITS_TIME, true, &c->ici_step_lat_s);
@@ -1248,12 +1260,54 @@ static void load_cmm(struct walk *w, const struct cfg_node *m, const char *p, st
     get_bool(w, m, p, "overlapped", &c->overlap);
 }
 
+static void load_remote_copy(struct walk *w, const struct cfg_node *m, const char *p,
+                             struct op *op)
+{
+    static const char *const keys[] = {COMMON_KEYS, "bytes", "shift", "device_id", "recv_bytes",
+                                       NULL};
+    check_keys(w, m, p, keys);
+    struct op_remote_copy *r = &op->u.rc;
+    get_bytes(w, m, p, "bytes", true, &r->bytes);
+    r->recv_bytes = r->bytes;
+    const struct cfg_node *rb = cfg_get(m, "recv_bytes");
+    if (rb && rb->type == CFG_SCALAR && !strcmp(rb->value, "0"))
+        r->recv_bytes = 0;
+    else
+        get_bytes(w, m, p, "recv_bytes", false, &r->recv_bytes);
+    const struct cfg_node *sh = cfg_get(m, "shift"), *id = cfg_get(m, "device_id");
+    if ((sh != NULL) == (id != NULL)) {
+        type_err(w, m, p, "exactly one of shift: [..] or device_id: N | [x, y, z]");
+        return;
+    }
+    const struct cfg_node *t = sh ? sh : id;
+    char *tp = join(p, sh ? "shift" : "device_id");
+    if (id && id->type == CFG_SCALAR) {
+        r->id_kind = 2;
+        get_int(w, m, p, "device_id", true, INT32_MIN, INT32_MAX, &r->logical);
+    } else if (t->type != CFG_SEQ || t->n < 1 || t->n > 3) {
+        type_err(w, t, tp, "a list of 1 to 3 coordinates");
+    } else {
+        r->id_kind = sh ? 0 : 1;
+        r->ncoords = t->n;
+        for (int i = 0; i < t->n; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", i);
+            struct cfg_node holder = {.type = CFG_MAP, .n = 1, .file = t->file};
+            char *keys1[1] = {key};
+            struct cfg_node *kids[1] = {t->kids[i]};
+            holder.keys = keys1, holder.kids = kids;
+            get_i(w, &holder, tp, key, true, INT32_MIN / 2, INT32_MAX / 2, &r->coords[i]);
+        }
+    }
+    free(tp);
+}
+
 typedef void op_loader(struct walk *w, const struct cfg_node *m, const char *p, struct op *op);
 
 static op_loader *const op_loaders[OP_KIND_COUNT] = {
     load_hbm_copy, load_ppermute,   load_matmul,     load_flash,      load_splash,
     load_paged,    load_ragged,     load_collective, load_collective, load_collective,
-    load_collective, load_cmm};
+    load_collective, load_cmm,    load_remote_copy};
 
 static void load_op(struct walk *w, const struct cfg_node *m, int i, struct op *op)
 {

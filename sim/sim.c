@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/collective.h"
 #include "sim/sim_int.h"
 #include "sim/xalloc.h"
 #include "topology/plat_xml.h"
@@ -61,6 +62,49 @@ static int check_hbm_copy(const struct cfg_scenario *sc, const struct op *op, ch
     return 0;
 }
 
+/* Device ids inside the mesh; on v5e every hop offset a power of 2. */
+static int check_remote_copy(const struct cfg_scenario *sc, const struct op *op, char *err,
+                             size_t n)
+{
+    const struct op_remote_copy *r = &op->u.rc;
+    if (r->id_kind != 2 && r->ncoords != sc->topo.ndims) {
+        snprintf(err, n, "device id has %d coordinates, the mesh has %d axes", r->ncoords,
+                 sc->topo.ndims);
+        return -1;
+    }
+    for (int me = 0; me < sc->topo.nchips; me++) {
+        int dst = sim_remote_target(sc, r, me);
+        if (dst < 0 && r->id_kind == 2) {
+            snprintf(err, n, "device id %lld is outside the mesh of %d chips (LOGICAL ids are "
+                             "0..%d)", (long long)r->logical, sc->topo.nchips, sc->topo.nchips - 1);
+            return -1;
+        }
+        if (dst < 0) {
+            char id[64] = "", shape[64] = "";
+            for (int i = 0; i < sc->topo.ndims; i++) {
+                snprintf(id + strlen(id), sizeof id - strlen(id), "%s%d", i ? ", " : "",
+                         r->coords[i]);
+                snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%d",
+                         i ? ", " : "", sc->topo.shape[i]);
+            }
+            snprintf(err, n, "device id (%s) is outside the mesh [%s]", id, shape);
+            return -1;
+        }
+        int a[TOPO_MAX_DIMS], b[TOPO_MAX_DIMS];
+        topo_coords(&sc->topo, me, a);
+        topo_coords(&sc->topo, dst, b);
+        for (int i = 0; sc->chip.routing == ICI_ROUTE_POW2 && i < sc->topo.ndims; i++) {
+            int off = abs(topo_axis_delta(&sc->topo, i, a[i], b[i]));
+            if (off && !is_pow2(off)) {
+                snprintf(err, n, "%s can only route to power-of-2 offsets; chip %d -> chip %d "
+                                 "is %d hops on axis %d", sc->chip.name, me, dst, off, i);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int sim_check(const struct cfg_scenario *sc, struct diag *d)
 {
     int before = diag_count(d);
@@ -76,6 +120,13 @@ int sim_check(const struct cfg_scenario *sc, struct diag *d)
             rc = check_ppermute(sc, op, err, sizeof err);
         } else if (op->kind == OP_HBM_COPY) {
             rc = check_hbm_copy(sc, op, err, sizeof err);
+        } else if (op->kind >= OP_ALL_GATHER && op->kind <= OP_ALL_TO_ALL) {
+            rc = coll_check(op, &sc->topo, err, sizeof err);
+        } else if (op->kind == OP_REMOTE_COPY) {
+            rc = check_remote_copy(sc, op, err, sizeof err);
+        } else {
+            snprintf(err, sizeof err, "%s is not implemented yet", op_kind_name(op->kind));
+            rc = -1;
         }
         if (rc)
             op_error(d, sc, i, err);
@@ -106,7 +157,7 @@ static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
     p->cores = sc->chip.cores;
     p->core_flops = sc->chip.peak_flops[DT_BF16];
     p->hbm_bw_Bps = sc->chip.hbm_bw_Bps;
-    p->ici_bw_Bps = sc->chip.ici_bw_Bps;
+    p->ici_bw_Bps = sc->chip.ici_bw_Bps * sc->chip.ici_efficiency;
     p->ici_lat_s = sc->chip.ici_hop_lat_s;
 }
 
@@ -140,7 +191,7 @@ static void init_simgrid(const struct sim_opts *o)
     static const char *const flags[] = {
         "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
         "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
-        "--cfg=surf/precision:1e-12",   "--log=root.thresh:critical",
+        "--cfg=surf/precision:1e-12",   "--cfg=maxmin/precision:1e-9",   "--log=root.thresh:critical",
         "--log=ker_engine.app:file:/dev/null", "--log=ker_engine.add:0"};
     int n = (int)(sizeof flags / sizeof flags[0]);
     int argc = 0;
@@ -240,15 +291,22 @@ static void spawn(struct sim_run *r)
     }
 }
 
+/* Cores that never finished: the ones blocked on something other than a
+ * barrier are the cause, so they are listed first. */
 static int report_deadlock(struct sim_run *r, struct diag *d)
 {
-    int stuck = 0;
-    for (int i = 0; i < r->ncores; i++) {
-        if (r->cores[i].done)
-            continue;
-        if (stuck++ < 8)
-            diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", r->cores[i].chip,
-                       r->cores[i].core, r->cores[i].waiting ? r->cores[i].waiting : "?");
+    int stuck = 0, shown = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < r->ncores; i++) {
+            const struct sim_core *c = &r->cores[i];
+            bool barrier = strstr(c->waiting, "barrier") != NULL;
+            if (c->done || barrier != (pass == 1))
+                continue;
+            stuck++;
+            if (shown++ < 8)
+                diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", c->chip,
+                           c->core, c->waiting[0] ? c->waiting : "?");
+        }
     }
     if (stuck > 8)
         diag_error(d, NULL, NULL, "deadlock: ... and %d more cores", stuck - 8);
@@ -266,7 +324,11 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->overhead_s /= cores;
     o->latency_s /= chips;
     o->hbm_s = o->hbm_bytes / (sc->chip.hbm_bw_Bps * chips);
-    o->ici_s = o->ici_bytes / (sc->chip.ici_bw_Bps * chips);
+    int dirs = 0; /* link directions a chip can drive: 2 per axis longer than 1 */
+    for (int a = 0; a < sc->topo.ndims; a++)
+        dirs += sc->topo.shape[a] > 1 ? 2 : 0;
+    dirs = dirs < sc->chip.ici_links ? dirs : sc->chip.ici_links;
+    o->ici_s = o->ici_bytes / (sc->chip.ici_bw_Bps * chips * (dirs ? dirs : 1));
     summary_pick_bound(o);
     double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s,
                                 o->latency_s};
@@ -409,6 +471,10 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     spawn(&r);
     simgrid_run();
     int rc = report_deadlock(&r, d) ? 1 : 0;
+    if (r.error) {
+        diag_error(d, NULL, NULL, "%s", r.error);
+        rc = 1;
+    }
     collect(&r, s);
     if (rc == 0 && verify(&r, d) != 0)
         rc = 1;

@@ -31,7 +31,7 @@ struct sim_core {
     sg_host_t host;
     sg_mailbox_t engine;   /* DMA engine requests */
     bool done;             /* finished every op */
-    const char *waiting;   /* what it blocks on, for deadlock reports */
+    char waiting[240];     /* what it blocks on, for deadlock reports ("" when running) */
 };
 
 /* One actor running one op on one core. */
@@ -41,6 +41,7 @@ struct sim_ctx {
     int opi;
     sg_mailbox_t done_mb;  /* completions of this actor's local DMAs */
     struct pl_stats st;
+    struct sim_coll *coll; /* collectives: the device's shared semaphore state */
 };
 
 struct sim_run {
@@ -75,7 +76,18 @@ void sim_engine_main(int argc, char **argv);
 struct sim_dma *sim_dma_local(struct sim_ctx *x, bool in, uint64_t bytes, int operand);
 void sim_dma_wait(struct sim_ctx *x, struct sim_dma *d);
 
-/* ops.c: the op bodies run by an actor */
+/* sim_ops.c: the op bodies run by an actor */
 void sim_op_run(struct sim_ctx *x);
+/* The Pallas executor on SimGrid (its 'ex' is a struct sim_ctx). */
+extern const struct pl_exec_ops sim_pl_ops;
+/* Runs 'call' on this actor's core (megacore split) through SimGrid. */
+void sim_run_pallas(struct sim_ctx *x, const struct pl_call *call);
+/* sim_coll.c: collectives on remote DMAs and semaphores */
+void sim_op_collective(struct sim_ctx *x);
+void sim_op_remote_copy(struct sim_ctx *x);
+/* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
+int sim_remote_target(const struct cfg_scenario *sc, const struct op_remote_copy *r, int me);
+/* Records what core 'c' is about to block on (NULL: it runs again). */
+void sim_wait_note(struct sim_core *c, const char *what);
 
 #endif

@@ -51,9 +51,9 @@ static void ex_delay(void *ex, double s)
         sg_actor_sleep_for(s);
 }
 
-static const struct pl_exec_ops sim_pl_ops = {ex_dma_start, ex_dma_wait, ex_compute, ex_delay};
+const struct pl_exec_ops sim_pl_ops = {ex_dma_start, ex_dma_wait, ex_compute, ex_delay};
 
-static void run_pallas(struct sim_ctx *x, const struct pl_call *call)
+void sim_run_pallas(struct sim_ctx *x, const struct pl_call *call)
 {
     struct sim_core *c = x->core;
     const struct cfg_scenario *sc = c->run->sc;
@@ -74,11 +74,11 @@ static void op_kernel(struct sim_ctx *x)
                                                                    : &r->kern[x->opi];
     for (int i = 0; i < k->ncalls; i++) {
         if (i > 0 && r->sc->chip.cores > 1) {
-            x->core->waiting = "the other core of its chip between two kernels";
+            sim_wait_note(x->core, "the other core of its chip between two kernels");
             sg_barrier_wait(r->chip_barrier[x->core->chip]);
-            x->core->waiting = NULL;
+            sim_wait_note(x->core, NULL);
         }
-        run_pallas(x, &k->calls[i]);
+        sim_run_pallas(x, &k->calls[i]);
     }
 }
 
@@ -157,9 +157,9 @@ static void op_ppermute(struct sim_ctx *x)
         return;
     char name[48];
     sg_mailbox_set_receiver(inbox_name(c->chip, x->opi, name, sizeof name));
-    c->waiting = "the device barrier at kernel start";
+    sim_wait_note(c, "the device barrier at kernel start");
     sg_barrier_wait(r->op_barrier[x->opi]);
-    c->waiting = NULL;
+    sim_wait_note(c, NULL);
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     int dst = ppermute_target(&sc->topo, c->chip, p->axis, p->shift);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
@@ -169,12 +169,12 @@ static void op_ppermute(struct sim_ctx *x)
     sg_comm_t put = sg_mailbox_put_async(sg_mailbox_by_name(inbox_name(dst, x->opi, name,
                                                                        sizeof name)),
                                          x, wire);
-    c->waiting = "its ppermute send";
+    sim_wait_note(c, "its ppermute send");
     sg_comm_wait(put);
     trace_ici(x, dst, t0, now(), p->bytes);
-    c->waiting = "its ppermute receive";
+    sim_wait_note(c, "its ppermute receive");
     sg_mailbox_get(sg_mailbox_by_name(inbox_name(c->chip, x->opi, name, sizeof name)));
-    c->waiting = NULL;
+    sim_wait_note(c, NULL);
     x->st.dmas += 1;
     x->st.hbm_bytes += 2.0 * (double)p->bytes;
     if (dst != c->chip)
@@ -217,6 +217,15 @@ void sim_op_run(struct sim_ctx *x)
         break;
     case OP_PPERMUTE:
         op_ppermute(x);
+        break;
+    case OP_ALL_GATHER:
+    case OP_REDUCE_SCATTER:
+    case OP_ALL_REDUCE:
+    case OP_ALL_TO_ALL:
+        sim_op_collective(x);
+        break;
+    case OP_REMOTE_COPY:
+        sim_op_remote_copy(x);
         break;
     default:
         op_kernel(x);

@@ -94,7 +94,7 @@ static struct result run(const char *yaml, const char *const *sets, int nsets)
     return r;
 }
 
-static void assert_time(double got, double want)
+__attribute__((unused)) static void assert_time(double got, double want)
 {
     if (fabs(got - want) > 1e-12 + 1e-9 * fabs(want)) {
         print_error("time %.12g s, want %.12g s\n", got, want);

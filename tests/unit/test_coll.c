@@ -1,0 +1,115 @@
+/* tests/unit/test_coll.c -- collectives on remote DMAs against the scaling
+ * book's bandwidth-bound formulas (tpu-specs.md 2) and the line schedule. */
+#include "test_util.h"
+
+#include "sim_fork.h"
+
+/* Ideal links: no efficiency loss and no fixed costs, so the formulas apply. */
+static const char *const IDEAL[] = {
+    "chip.ici.efficiency=1",          "chip.ici.hop_latency=0us",
+    "chip.ici.step_latency=0us",      "chip.ici.collective_latency=0us",
+    "chip.tensorcore.dma_latency=0us"};
+
+static double op_time(const struct result *r, int i)
+{
+    return r->end[i] - r->start[i];
+}
+
+static void assert_within(double got, double want, double rel)
+{
+    if (fabs(got - want) > rel * want) {
+        print_error("got %.9g, want %.9g within %.1f%%\n", got, want, 100 * rel);
+        fail();
+    }
+}
+
+/* A 1 GiB all-gather on a wrapped 16-ring: V (X-1)/X / (2 W_one-way). */
+static void test_all_gather_bidi_ring_matches_formula(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [16]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 64MiB, axes: [0]}\n"
+                          "  - {op: all_gather, bytes: 64MiB, axes: [0], algorithm: unidirectional}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double V = 1073741824.0, W = 45e9;
+    assert_within(op_time(&r, 0), V * 15 / 16 / (2 * W), 0.02);
+    assert_within(op_time(&r, 1), V * 15 / 16 / W, 0.02); /* one direction: twice as long */
+    assert_true(r.ici[0] == 16.0 * 15 * 64 * 1048576);
+}
+
+/* Without wraparound the axis is a line: (X - 1) shards at the one-way rate. */
+static void test_all_gather_line(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [8]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 8MiB, axes: [0]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    assert_within(op_time(&r, 0), 7 * 8388608.0 / 45e9, 0.02);
+}
+
+/* Two axes concurrently: V / (W_bidi x 2 axes) in the bandwidth-bound limit. */
+static void test_all_gather_two_axes(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [16, 16]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 4MiB, axes: [0, 1]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double V = 256 * 4194304.0;
+    assert_within(op_time(&r, 0), V / (2 * 45e9 * 2), 0.05);
+}
+
+/* Reduce-scatter and all-gather move the same bytes; all-reduce is both. */
+static void test_reduce_scatter_and_all_reduce(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [16]}\nworkload:\n"
+                          "  - {op: reduce_scatter, bytes: 64MiB, axes: [0]}\n"
+                          "  - {op: all_gather, bytes: 4MiB, axes: [0]}\n"
+                          "  - {op: all_reduce, bytes: 64MiB, axes: [0]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double ag = 64 * 1048576.0 * 15 / 16 / (2 * 45e9);
+    assert_true(op_time(&r, 0) > ag);        /* plus the reduction kernels */
+    assert_within(op_time(&r, 0), ag, 0.35);
+    assert_within(op_time(&r, 2), op_time(&r, 0) + op_time(&r, 1), 0.02);
+    assert_true(r.steps[0] > 0); /* the accumulate step runs as a Pallas pipeline */
+}
+
+/* all_to_all on a bidirectional ring: about a quarter of an all-gather. */
+static void test_all_to_all_ring(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [16]}\nworkload:\n"
+                          "  - {op: all_to_all, bytes: 64MiB, axes: [0]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double V = 16 * 64 * 1048576.0; /* (V/N) max(A) / (4 W_bidi) per device form */
+    assert_within(op_time(&r, 0), V / 16 * 16 / (4 * 90e9), 0.15);
+}
+
+/* Fixed costs: a tiny all-gather is latency-bound. */
+static void test_small_all_gather_is_latency_bound(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 4KiB, axes: [1]}\n",
+                          NULL, 0);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.bound[0], "latency");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_gather_bidi_ring_matches_formula),
+        cmocka_unit_test(test_all_gather_line),
+        cmocka_unit_test(test_all_gather_two_axes),
+        cmocka_unit_test(test_reduce_scatter_and_all_reduce),
+        cmocka_unit_test(test_all_to_all_ring),
+        cmocka_unit_test(test_small_all_gather_is_latency_bound),
+    };
+    return cmocka_run_group_tests_name("collectives", tests, NULL, NULL);
+}
