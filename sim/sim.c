@@ -62,6 +62,22 @@ static int check_hbm_copy(const struct cfg_scenario *sc, const struct op *op, ch
     return 0;
 }
 
+static int check_cmm(const struct cfg_scenario *sc, const struct op *op, char *err, size_t n)
+{
+    const struct op_collective_matmul *p = &op->u.cmm;
+    if (p->axis >= sc->topo.ndims) {
+        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
+                 sc->topo.ndims);
+        return -1;
+    }
+    if (p->m % 8 || p->k % 128 || p->n % 128) {
+        snprintf(err, n, "m must be a multiple of 8 and k, n multiples of 128 (got %lld, %lld, "
+                         "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
+        return -1;
+    }
+    return 0;
+}
+
 /* Device ids inside the mesh; on v5e every hop offset a power of 2. */
 static int check_remote_copy(const struct cfg_scenario *sc, const struct op *op, char *err,
                              size_t n)
@@ -122,6 +138,8 @@ int sim_check(const struct cfg_scenario *sc, struct diag *d)
             rc = check_hbm_copy(sc, op, err, sizeof err);
         } else if (op->kind >= OP_ALL_GATHER && op->kind <= OP_ALL_TO_ALL) {
             rc = coll_check(op, &sc->topo, err, sizeof err);
+        } else if (op->kind == OP_COLLECTIVE_MATMUL) {
+            rc = check_cmm(sc, op, err, sizeof err);
         } else if (op->kind == OP_REMOTE_COPY) {
             rc = check_remote_copy(sc, op, err, sizeof err);
         } else {

@@ -326,3 +326,103 @@ void sim_op_remote_copy(struct sim_ctx *x)
     check_sems(x);
     free(dev.count);
 }
+
+/* ---- collective matmul: all-gather of x along an axis feeding x @ y ----
+ * Each device holds x [m, k] (its shard of the gathered rows) and y [k, n].
+ * Overlapped (the scaling book's collective matmul): X steps; at each step the
+ * chip computes the chunk it holds while core 0 pushes that chunk to the next
+ * device of a bidirectional ring (half each way). Not overlapped: a bidirectional
+ * all-gather first, then one matmul of [X m, k] x [k, n]. The matmuls are the
+ * Pallas blocked matmul on every core of the chip (megacore split). */
+
+static int64_t pick_block(int64_t dim, int64_t max, int64_t quantum)
+{
+    for (int64_t b = max; b >= quantum; b /= 2)
+        if (dim % b == 0)
+            return b;
+    return dim;
+}
+
+static void cmm_matmul(struct sim_ctx *x, int64_t m, const struct op_collective_matmul *p)
+{
+    struct op mm = {.kind = OP_MATMUL, .name = x->op->name};
+    mm.u.matmul = (struct op_matmul){.m = m, .k = p->k, .n = p->n, .dt = p->dt};
+    mm.u.matmul.bm = pick_block(m, 512, 8);
+    mm.u.matmul.bk = pick_block(p->k, 1024, 128);
+    mm.u.matmul.bn = pick_block(p->n, 1024, 128);
+    struct kern k;
+    char err[512];
+    if (kern_init(&k, &mm, &x->core->run->sc->chip, false, err, sizeof err) == 0)
+        for (int i = 0; i < k.ncalls; i++)
+            sim_run_pallas(x, &k.calls[i]);
+    kern_fini(&k);
+}
+
+static void chip_sync(struct sim_ctx *x)
+{
+    struct sim_run *r = x->core->run;
+    if (r->sc->chip.cores > 1 && r->sc->chip.megacore) {
+        sim_wait_note(x->core, "the other core of its chip in a collective matmul");
+        sg_barrier_wait(r->chip_barrier[x->core->chip]);
+        sim_wait_note(x->core, NULL);
+    }
+}
+
+void sim_op_collective_matmul(struct sim_ctx *x)
+{
+    struct sim_core *c = x->core;
+    struct sim_run *r = c->run;
+    const struct cfg_scenario *sc = r->sc;
+    const struct op_collective_matmul *p = &x->op->u.cmm;
+    if (c->core != 0 && !sc->chip.megacore)
+        return;
+    int X = sc->topo.shape[p->axis];
+    uint64_t shard = (uint64_t)(p->m * p->k * dtype_bytes(p->dt));
+    struct sim_coll dev = {.nsems = 2};
+    dev.count = xcalloc(2, sizeof *dev.count);
+    x->coll = &dev;
+    struct coll_actor a = {.x = x};
+    int co[TOPO_MAX_DIMS];
+    topo_coords(&sc->topo, c->chip, co);
+    int pos = co[p->axis], nb[2];
+    co[p->axis] = (pos + 1) % X;
+    nb[0] = topo_rank(&sc->topo, co);
+    co[p->axis] = (pos + X - 1) % X;
+    nb[1] = topo_rank(&sc->topo, co);
+    if (c->core == 0) {
+        for (int s = 0; s < 2; s++)
+            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, x->opi, s)));
+        sim_wait_note(c, "the device barrier at kernel start");
+        sg_barrier_wait(r->op_barrier[x->opi]);
+        sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
+    }
+    chip_sync(x);
+    if (!p->overlap) {
+        for (int s = 1; s < X && c->core == 0; s++) { /* bidirectional all-gather */
+            c_delay(&a, sc->chip.ici_step_lat_s);
+            void *h0 = c_rdma(&a, nb[0], shard / 2, 1), *h1 = c_rdma(&a, nb[1], shard / 2, 0);
+            c_wait_send(&a, h0), c_wait_send(&a, h1);
+            c_wait_recv(&a, 0, shard / 2), c_wait_recv(&a, 1, shard / 2);
+        }
+        chip_sync(x);
+        cmm_matmul(x, p->m * X, p);
+    } else {
+        for (int s = 0; s < X; s++) {
+            void *h[2] = {NULL, NULL};
+            if (c->core == 0 && s + 1 < X) {
+                c_delay(&a, sc->chip.ici_step_lat_s);
+                h[0] = c_rdma(&a, nb[0], shard / 2, 1), h[1] = c_rdma(&a, nb[1], shard / 2, 0);
+                flush(&a);
+            }
+            cmm_matmul(x, p->m, p);
+            if (h[0]) {
+                c_wait_send(&a, h[0]), c_wait_send(&a, h[1]);
+                c_wait_recv(&a, 0, shard / 2), c_wait_recv(&a, 1, shard / 2);
+            }
+            chip_sync(x);
+        }
+    }
+    if (c->core == 0)
+        check_sems(x);
+    free(dev.count);
+}

@@ -85,6 +85,7 @@ void sim_run_pallas(struct sim_ctx *x, const struct pl_call *call);
 /* sim_coll.c: collectives on remote DMAs and semaphores */
 void sim_op_collective(struct sim_ctx *x);
 void sim_op_remote_copy(struct sim_ctx *x);
+void sim_op_collective_matmul(struct sim_ctx *x);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int sim_remote_target(const struct cfg_scenario *sc, const struct op_remote_copy *r, int me);
 /* Records what core 'c' is about to block on (NULL: it runs again). */

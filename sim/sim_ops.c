@@ -227,6 +227,9 @@ void sim_op_run(struct sim_ctx *x)
     case OP_REMOTE_COPY:
         sim_op_remote_copy(x);
         break;
+    case OP_COLLECTIVE_MATMUL:
+        sim_op_collective_matmul(x);
+        break;
     default:
         op_kernel(x);
         break;

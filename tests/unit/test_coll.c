@@ -101,6 +101,27 @@ static void test_small_all_gather_is_latency_bound(void **state)
     assert_string_equal(r.bound[0], "latency");
 }
 
+/* The overlapped collective matmul hides the ring behind the chunk matmuls:
+ * X steps of max(compute, transfer); the sequential one pays both. */
+static void test_collective_matmul_overlap_wins(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [16]}\nworkload:\n"
+                          "  - {op: collective_matmul, m: 1024, k: 8192, n: 2048, axis: 0}\n"
+                          "  - {op: matmul, m: 1024, k: 8192, n: 2048, "
+                          "block: {bm: 512, bk: 1024, bn: 1024}}\n"
+                          "  - {op: all_gather, bytes: 16MiB, axes: [0]}\n"
+                          "  - {op: collective_matmul, m: 1024, k: 8192, n: 2048, axis: 0, "
+                          "overlapped: false}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double chunk = op_time(&r, 1), transfer = 8388608.0 / 45e9;
+    double step = chunk > transfer ? chunk : transfer;
+    assert_within(op_time(&r, 0), 16 * step, 0.08);
+    assert_true(op_time(&r, 3) > op_time(&r, 2) + 15 * chunk);
+    assert_true(op_time(&r, 0) < 0.7 * op_time(&r, 3));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_reduce_scatter_and_all_reduce),
         cmocka_unit_test(test_all_to_all_ring),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),
+        cmocka_unit_test(test_collective_matmul_overlap_wins),
     };
     return cmocka_run_group_tests_name("collectives", tests, NULL, NULL);
 }
