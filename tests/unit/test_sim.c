@@ -51,11 +51,11 @@ static void test_hbm_copy_megacore_shares_hbm(void **state)
 static void test_ppermute_time_hand_derived(void **state)
 {
     (void)state;
-    const char *sets[] = {"chip.ici.bandwidth=1GBps", "chip.ici.hop_latency=2us",
+    const char *sets[] = {"chip.ici.bandwidth=1GBps", "chip.ici.efficiency=1", "chip.ici.hop_latency=2us",
                           "chip.ici.collective_latency=10us", "chip.tensorcore.dma_latency=0.5us"};
     struct result r = run("chip: v5p\ntopology: {shape: [4]}\n"
                           "workload:\n  - {op: ppermute, bytes: 1MB, axis: 0, shift: 1}\n",
-                          sets, 4);
+                          sets, 5);
     assert_int_equal(r.rc, 0);
     /* slowest chip: 3 hops: 10 + 0.5 + 3 x 2 + 1000 us */
     assert_time(r.end[0] - r.start[0], 1016.5e-6);
