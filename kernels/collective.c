@@ -174,21 +174,52 @@ static void line_sizes(const struct ring *r, int s, uint64_t b, bool reverse, ui
     in[RIGHT] = (c + 1 < X && s <= X - 1 - c) ? b : 0;
 }
 
+static void step_sizes(const struct ring *r, int s, uint64_t chunk, uint64_t out[2],
+                       uint64_t in[2])
+{
+    const struct coll_phase *ph = r->ph;
+    out[0] = out[1] = in[0] = in[1] = 0;
+    if (!r->wrap) {
+        line_sizes(r, s, chunk, ph->kind == COLL_RS, out, in);
+    } else if (ph->bidi) {
+        out[RIGHT] = out[LEFT] = in[RIGHT] = in[LEFT] = chunk / 2;
+        out[RIGHT] += chunk % 2, in[LEFT] += chunk % 2;
+    } else {
+        out[RIGHT] = in[LEFT] = chunk;
+    }
+}
+
+/* Fidelity fast: the X-1 steps of a phase as one step moving the sum of
+ * their bytes each way, plus the fixed costs of the steps it stands for
+ * (handshake, DMA issue and hop latency of the X-2 others). In the
+ * bandwidth-bound limit this is the ring's time: every step of a symmetric
+ * ring moves the same bytes over the same links, and a line's busiest link
+ * carries X-1 chunks either way. */
+static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
+{
+    const struct coll_ctx *c = r->c;
+    uint64_t out[2] = {0, 0}, in[2] = {0, 0}, o[2], i[2];
+    for (int s = 1; s < r->X; s++) {
+        step_sizes(r, s, chunk, o, i);
+        for (int d = 0; d < 2; d++)
+            out[d] += o[d], in[d] += i[d];
+    }
+    double fixed = c->chip->ici_step_lat_s + c->chip->ici_hop_lat_s + c->chip->dma_issue_s;
+    c->ops->delay(c->ex, fixed * (r->X - 2));
+    step(r, out, in, reduce);
+}
+
 static void ring_pass(const struct ring *r, bool reduce)
 {
     const struct coll_phase *ph = r->ph;
-    bool rs = ph->kind == COLL_RS;
-    uint64_t chunk = rs ? ph->bytes / (uint64_t)r->X : ph->bytes;
+    uint64_t chunk = ph->kind == COLL_RS ? ph->bytes / (uint64_t)r->X : ph->bytes;
+    if (r->c->coalesce && r->X > 2) {
+        coalesced_pass(r, chunk, reduce);
+        return;
+    }
     for (int s = 1; s < r->X; s++) {
-        uint64_t out[2] = {0, 0}, in[2] = {0, 0};
-        if (!r->wrap) {
-            line_sizes(r, s, chunk, rs, out, in);
-        } else if (ph->bidi) {
-            out[RIGHT] = out[LEFT] = in[RIGHT] = in[LEFT] = chunk / 2;
-            out[RIGHT] += chunk % 2, in[LEFT] += chunk % 2;
-        } else {
-            out[RIGHT] = in[LEFT] = chunk;
-        }
+        uint64_t out[2], in[2];
+        step_sizes(r, s, chunk, out, in);
         step(r, out, in, reduce);
     }
 }
@@ -217,16 +248,18 @@ static void a2a_pass(const struct ring *r)
 {
     const struct coll_ctx *c = r->c;
     uint64_t piece = r->ph->bytes / (uint64_t)r->X;
-    void *h[4096];
-    int nh = 0;
+    void *h[64];
     c->ops->delay(c->ex, c->chip->ici_step_lat_s);
-    for (int k = 1; k < r->X && nh < 4096; k++) {
-        int dst = peer_at(c, r->ph->axis, (r->pos + k) % r->X);
-        h[nh++] = c->ops->rdma(c->ex, dst, piece, sem(r, LEFT));
+    for (int k0 = 1; k0 < r->X; k0 += 64) { /* in batches of 64 pushes */
+        int nh = 0;
+        for (int k = k0; k < r->X && nh < 64; k++) {
+            int dst = peer_at(c, r->ph->axis, (r->pos + k) % r->X);
+            h[nh++] = c->ops->rdma(c->ex, dst, piece, sem(r, LEFT));
+        }
+        for (int k = 0; k < nh; k++)
+            c->ops->wait_send(c->ex, h[k]);
     }
-    for (int k = 0; k < nh; k++)
-        c->ops->wait_send(c->ex, h[k]);
-    c->ops->wait_recv(c->ex, sem(r, LEFT), piece * (uint64_t)nh);
+    c->ops->wait_recv(c->ex, sem(r, LEFT), piece * (uint64_t)(r->X - 1));
 }
 
 void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)

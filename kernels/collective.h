@@ -75,6 +75,7 @@ struct coll_ctx {
     int part;      /* which part this actor runs */
     const struct coll_exec_ops *ops;
     void *ex;
+    bool coalesce; /* fidelity fast: a phase's ring steps become one step (see collective.c) */
 };
 
 /* Checks 'op' (axes exist, enough bytes to split) on 'topo'. Returns 0 or -1 with 'err'. */

@@ -42,7 +42,7 @@ struct opstate {
 /* The decisions of one step, compared to coalesce runs. */
 struct plan {
     uint32_t fetch, wait, out_start, out_wait;
-    uint64_t fetch_bytes;
+    uint64_t fetch_bytes, out_bytes;
     struct pl_work w;
 };
 
@@ -388,8 +388,10 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
             if (changed_prev)
                 p->wait |= 1u << i;
         } else {
-            if (changes_next)
+            if (changes_next) {
                 p->out_start |= 1u << i;
+                p->out_bytes += o->bytes;
+            }
             if (s > b && changed_prev)
                 p->out_wait |= 1u << i;
         }
@@ -512,6 +514,8 @@ static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t
 
 static void account(struct pl_stats *st, const struct pl_work *w, double n, double o_s)
 {
+    if (w->mxu_s + w->vpu_s > 0)
+        st->compute_steps += (int64_t)n;
     st->flops += w->flops * n;
     st->vpu_flops += w->vpu_flops * n;
     st->transcendentals += w->transcendentals * n;
@@ -547,9 +551,12 @@ static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p
     memset(&c->work, 0, sizeof c->work);
     c->step = s;
     c->live = true;
+    int64_t before = c->st->compute_steps;
     c->call->body(c, g, c->call->user);
     pl_flush(c);
     c->live = false;
+    if (c->st->compute_steps > before + 1) /* several flushes in one step count once */
+        c->st->compute_steps = before + 1;
     c->st->overhead_s += c->chip->step_overhead_s;
 }
 
@@ -565,33 +572,52 @@ static bool steady(const struct plan *p, const struct opstate *os, int nops)
     for (int i = 0; i < nops; i++)
         if (os[i].single && (p->wait & (1u << i)))
             return false;
-    return !p->out_start && !p->out_wait && p->fetch == p->wait;
+    return p->out_start == p->out_wait && p->fetch == p->wait;
 }
 
 static bool same_plan(const struct plan *a, const struct plan *b)
 {
     return a->fetch == b->fetch && a->wait == b->wait && a->fetch_bytes == b->fetch_bytes &&
+           a->out_start == b->out_start && a->out_bytes == b->out_bytes &&
            work_equal(&a->w, &b->w);
 }
 
-/* Runs steps [s0, s0+n) of identical plan 'p' as one DMA and one compute. */
+/* Runs steps [s0, s0+n) of identical plan 'p' as one input DMA, one compute
+ * and, when every step writes its output back, one write-back DMA for the
+ * first n-1 write-backs; the last one is started as the exact step would, and
+ * waited on by the next step. */
 static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s0,
                        int64_t n, const struct pl_exec *x, struct pl_stats *st)
 {
     double o = c->chip->step_overhead_s;
+    int nops = c->call->nops;
     x->ops->delay(x->ex, o);
     void *h = p->fetch ? start_dma(x, st, true, p->fetch_bytes * (uint64_t)n, -1) : NULL;
-    if (p->fetch)
-        st->dmas += (int64_t)__builtin_popcount(p->fetch) * n - 1;
-    wait_inputs(os, c->call->nops, p->wait, x);
+    void *hw = p->out_start && n > 1
+                   ? start_dma(x, st, false, p->out_bytes * (uint64_t)(n - 1), -1)
+                   : NULL;
+    int per_step = __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
+    st->dmas += (int64_t)per_step * n - (h ? 1 : 0) - (hw ? 1 : 0) -
+                (p->out_start ? __builtin_popcount(p->out_start) : 0);
+    wait_inputs(os, nops, p->wait, x);
     x->ops->compute(x->ex, &p->w, s0, n);
     if (n > 1)
         x->ops->delay(x->ex, o * (double)(n - 1));
-    account(st, &p->w, (double)n, o);
-    st->coalesced_runs++;
-    for (int i = 0; i < c->call->nops; i++)
+    for (int i = 0; i < nops; i++) /* the write-back started before the run */
+        if ((p->out_wait & (1u << i)) && os[i].pending) {
+            x->ops->dma_wait(x->ex, os[i].pending);
+            os[i].pending = NULL;
+        }
+    if (hw)
+        x->ops->dma_wait(x->ex, hw);
+    for (int i = 0; i < nops; i++) {
         if (p->fetch & (1u << i))
             os[i].cur = h;
+        if (p->out_start & (1u << i))
+            os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+    }
+    account(st, &p->w, (double)n, o);
+    st->coalesced_runs++;
 }
 
 static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,

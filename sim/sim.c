@@ -204,7 +204,9 @@ static int write_platform_file(const struct cfg_scenario *sc, const char *path)
     return rc;
 }
 
-static void init_simgrid(const struct sim_opts *o)
+/* Many actors: small stacks without guard pages, to stay under the
+ * process's limit of memory mappings (vm.max_map_count, 65,530). */
+static void init_simgrid(const struct sim_opts *o, int actors)
 {
     static const char *const flags[] = {
         "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
@@ -213,10 +215,13 @@ static void init_simgrid(const struct sim_opts *o)
         "--log=ker_engine.app:file:/dev/null", "--log=ker_engine.add:0"};
     int n = (int)(sizeof flags / sizeof flags[0]);
     int argc = 0;
-    char **argv = xcalloc((size_t)(n + o->sg_argc + 2), sizeof *argv);
+    char **argv = xcalloc((size_t)(n + o->sg_argc + 4), sizeof *argv);
     argv[argc++] = xstrdup("tpusim");
     for (int i = 0; i < n; i++)
         argv[argc++] = xstrdup(flags[i]);
+    argv[argc++] = xstrdup("--cfg=contexts/stack-size:256");
+    if (actors > 8000)
+        argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
     for (int i = 0; i < o->sg_argc; i++)
         argv[argc++] = xstrdup(o->sg_argv[i]);
     /* simgrid_init consumes the flags it knows and compacts argv: free a copy */
@@ -481,7 +486,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     r.res = xcalloc((size_t)sc->nops, sizeof *r.res);
     build_kernels(&r);
     trace_tracks(&r);
-    init_simgrid(o);
+    init_simgrid(o, sc->topo.nchips * sc->chip.cores * 2 + sc->topo.nchips * 3);
     simgrid_load_platform(plat);
     if (!o->out_dir)
         remove(plat);

@@ -194,7 +194,8 @@ static void run_part(struct sim_ctx *x, int part)
 {
     struct coll_actor a = {.x = x};
     const struct cfg_scenario *sc = x->core->run->sc;
-    struct coll_ctx c = {&sc->topo, &sc->chip, x->op, x->core->chip, part, &coll_ops, &a};
+    struct coll_ctx c = {&sc->topo, &sc->chip, x->op, x->core->chip, part, &coll_ops, &a,
+                         sc->fidelity == CFG_FIDELITY_FAST};
     coll_run_part(&c, &x->coll->plan);
     flush(&a);
 }
@@ -221,6 +222,7 @@ static void merge_stats(struct pl_stats *into, const struct pl_stats *from)
     into->vpu_flops += from->vpu_flops;
     into->overhead_s += from->overhead_s;
     into->steps += from->steps;
+    into->compute_steps += from->compute_steps;
     into->coalesced_runs += from->coalesced_runs;
 }
 

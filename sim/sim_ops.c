@@ -199,6 +199,7 @@ static void accumulate(struct sim_ctx *x, double t0, double t1)
     o->transcendentals += x->st.transcendentals;
     o->hbm_bytes += x->st.hbm_bytes;
     o->grid_steps += x->st.steps;
+    o->compute_steps += x->st.compute_steps;
     o->dmas += x->st.dmas;
     o->coalesced_runs += x->st.coalesced_runs;
     o->mxu_s += x->st.mxu_s;

@@ -9,11 +9,15 @@ char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n)
 
 int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
 {
-    char dims[64];
+    /* axes of length 1 are left out: SimGrid would declare their self-link twice */
+    char dims[64] = "";
     int len = 0;
     for (int i = 0; i < t->ndims; i++)
-        len += snprintf(dims + len, sizeof dims - (size_t)len, "%s%d", i ? "," : "",
-                        topo_sim_dim(t, i));
+        if (topo_sim_dim(t, i) > 1)
+            len += snprintf(dims + len, sizeof dims - (size_t)len, "%s%d", len ? "," : "",
+                            topo_sim_dim(t, i));
+    if (len == 0)
+        snprintf(dims, sizeof dims, "1");
     fprintf(out, "<?xml version='1.0'?>\n"
                  "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                  "<platform version=\"4.1\">\n");

@@ -35,6 +35,7 @@ static void write_op(FILE *f, const struct summary_op *o)
                "\"vmem_peak_bytes\": %llu, \"grid_steps\": %lld, \"bound\": \"%s\",\n",
             o->flops, o->hbm_bytes, o->ici_bytes, (unsigned long long)o->vmem_peak_bytes,
             (long long)o->grid_steps, bound_name(o->bound));
+    fprintf(f, "     \"compute_steps\": %lld,\n", (long long)o->compute_steps);
     fprintf(f, "     \"peak_fraction\": %.6f, \"cores\": %d, \"dmas\": %lld, "
                "\"coalesced_runs\": %lld, \"vpu_flops\": %.17g, \"transcendentals\": %.17g,\n",
             o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
