@@ -9,6 +9,7 @@
 #include "sim/cfg.h"
 #include "sim/diag.h"
 #include "sim/sim.h"
+#include "sim/sweep.h"
 #include "sim/units.h"
 #include "sim/xalloc.h"
 
@@ -346,6 +347,10 @@ int main(int argc, char **argv)
         return cmd_chips();
     if (!strcmp(cmd, "maskinfo"))
         return cmd_maskinfo(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep"))
+        return sweep_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "compare"))
+        return compare_main(argc - 1, argv + 1);
     struct cli c = {0};
     char *fid = NULL;
     int rc;
