@@ -38,10 +38,12 @@ struct chip_params {
     uint64_t vmem_bytes, smem_bytes;
     uint64_t vmem_limit_bytes;    /* default scoped VMEM limit for a pallas_call */
     double step_overhead_s;       /* fixed cost of one grid step */
+    double launch_s;              /* fixed cost of launching one kernel (pallas_call, copy) */
     double dma_issue_s;           /* latency of one DMA from issue to first byte */
     /* --- per chip --- */
     uint64_t hbm_bytes;
     double hbm_bw_Bps;
+    double hbm_efficiency;        /* achieved fraction of hbm_bw_Bps */
     int ici_links;
     double ici_bw_Bps;            /* one direction of one link */
     double ici_efficiency;        /* achieved fraction of ici_bw_Bps (packet overheads) */

@@ -230,6 +230,24 @@ static int get_dtype(struct walk *w, const struct cfg_node *m, const char *path,
     return -1;
 }
 
+/* A fraction in (0, 1], default 1. */
+static void get_fraction(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                         double *out)
+{
+    *out = 1.0;
+    const struct cfg_node *n = cfg_get(m, key);
+    if (!n)
+        return;
+    char *end = NULL;
+    double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
+    char *q = join(p, key);
+    if (!end || *end || !(v > 0 && v <= 1))
+        type_err(w, n, q, "a fraction in (0, 1]");
+    else
+        *out = v;
+    free(q);
+}
+
 /* ---------------- chip ---------------- */
 
 static void load_peak(struct walk *w, const struct cfg_node *tc, const char *path,
@@ -314,7 +332,7 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     }
     static const char *const keys[] = {"count", "megacore", "mxu", "peak", "clock", "vpu",
                                        "vmem", "smem", "vmem_limit", "step_overhead",
-                                       "dma_latency", NULL};
+                                       "dma_latency", "launch_overhead", NULL};
     check_keys(w, tc, path, keys);
     get_i(w, tc, path, "count", true, 1, 8, &c->cores);
     get_bool(w, tc, path, "megacore", &c->megacore);
@@ -327,6 +345,7 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     get_bytes(w, tc, path, "vmem_limit", true, &c->vmem_limit_bytes);
     get_qty(w, tc, path, "step_overhead", true, UNITS_TIME, true, &c->step_overhead_s);
     get_qty(w, tc, path, "dma_latency", true, UNITS_TIME, true, &c->dma_issue_s);
+    get_qty(w, tc, path, "launch_overhead", false, UNITS_TIME, true, &c->launch_s);
     free(path);
 }
 
@@ -357,10 +376,11 @@ static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pr
     char *p = join(pre, "hbm");
     const struct cfg_node *h = field(w, root, pre, "hbm", true);
     if (h && is_map(w, h, p)) {
-        static const char *const keys[] = {"capacity", "bandwidth", NULL};
+        static const char *const keys[] = {"capacity", "bandwidth", "efficiency", NULL};
         check_keys(w, h, p, keys);
         get_bytes(w, h, p, "capacity", true, &c->hbm_bytes);
         get_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->hbm_bw_Bps);
+        get_fraction(w, h, p, "efficiency", &c->hbm_efficiency);
     }
     free(p);
 }
@@ -380,18 +400,7 @@ static void load_ici(struct walk *w, const struct cfg_node *root, const char *pr
     check_keys(w, ici, p, keys);
     get_i(w, ici, p, "links", true, 0, 12, &c->ici_links);
     get_qty(w, ici, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->ici_bw_Bps);
-    c->ici_efficiency = 1.0;
-    const struct cfg_node *eff = cfg_get(ici, "efficiency");
-    if (eff) {
-        char *end = NULL;
-        double v = eff->type == CFG_SCALAR ? strtod(eff->value, &end) : 0;
-        char *q = join(p, "efficiency");
-        if (!end || *end || !(v > 0 && v <= 1))
-            type_err(w, eff, q, "a fraction in (0, 1]");
-        else
-            c->ici_efficiency = v;
-        free(q);
-    }
+    get_fraction(w, ici, p, "efficiency", &c->ici_efficiency);
     get_qty(w, ici, p, "hop_latency", true, UNITS_TIME, true, &c->ici_hop_lat_s);
     get_qty(w, ici, p, "collective_latency", true, UNITS_TIME, true, &c->ici_collective_lat_s);
     get_qty(w, ici, p, "step_latency", true, UNITS_TIME, true, &c->ici_step_lat_s);

@@ -174,7 +174,7 @@ static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
 {
     p->cores = sc->chip.cores;
     p->core_flops = sc->chip.peak_flops[DT_BF16];
-    p->hbm_bw_Bps = sc->chip.hbm_bw_Bps;
+    p->hbm_bw_Bps = sc->chip.hbm_bw_Bps * sc->chip.hbm_efficiency;
     p->ici_bw_Bps = sc->chip.ici_bw_Bps * sc->chip.ici_efficiency;
     p->ici_lat_s = sc->chip.ici_hop_lat_s;
 }

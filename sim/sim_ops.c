@@ -73,6 +73,7 @@ static void op_kernel(struct sim_ctx *x)
     struct kern *k = r->kern_fn[x->opi].kind && x->core->chip == 0 ? &r->kern_fn[x->opi]
                                                                    : &r->kern[x->opi];
     for (int i = 0; i < k->ncalls; i++) {
+        sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
         if (i > 0 && r->sc->chip.cores > 1) {
             sim_wait_note(x->core, "the other core of its chip between two kernels");
             sg_barrier_wait(r->chip_barrier[x->core->chip]);
@@ -98,6 +99,7 @@ static void op_hbm_copy(struct sim_ctx *x)
     uint64_t limit = x->op->vmem_limit_bytes ? x->op->vmem_limit_bytes : sc->chip.vmem_limit_bytes;
     uint64_t chunk = p->chunk_bytes ? p->chunk_bytes : limit / 2;
     uint64_t n = (p->bytes + chunk - 1) / chunk;
+    sg_actor_sleep_for(sc->chip.launch_s);
     sim_dma_wait(x, sim_dma_local(x, true, chunk_len(p->bytes, chunk, 0, n), 0));
     for (uint64_t i = 0; i < n; i++) {
         struct sim_dma *wr = sim_dma_local(x, false, chunk_len(p->bytes, chunk, i, n), 1);
