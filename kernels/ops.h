@@ -111,6 +111,8 @@ struct op_ragged {
     int64_t num_kv_pages_per_block, num_queries_per_block; /* 0: upstream's default */
     int64_t sliding_window; /* 0: none */
     double soft_cap;        /* 0: none */
+    double sm_scale;        /* default 1.0, as upstream */
+    int64_t max_num_batched_tokens; /* T, the q rows of the call; 0: the sum of q_lens */
     int nseqs;
     int64_t *q_lens, *kv_lens; /* [nseqs], owned */
     bool shuffled_pages;

@@ -161,7 +161,7 @@ static void rg_head_data(struct pl_ctx *ctx, const struct rg *g, int64_t slot, i
                 float a = 0;
                 for (int64_t d = 0; d < D && valid; d++)
                     a += qr[d] * rg_kv(g, k[d]);
-                a *= 1.0f; /* sm_scale */
+                a *= (float)g->p.sm_scale;
                 bool masked = qpos < kv0 + t;
                 if (g->p.sliding_window)
                     masked |= qpos - g->p.sliding_window >= kv0 + t;
@@ -408,6 +408,8 @@ static int rg_init(struct kern *k, char *err, size_t n)
     struct rg *g = xcalloc(1, sizeof *g);
     k->impl = g;
     g->p = k->op->u.ragged;
+    if (g->p.sm_scale <= 0)
+        g->p.sm_scale = 1.0; /* upstream's default */
     const struct op_ragged *p = &g->p;
     g->S = p->nseqs;
     g->pps = cdiv(p->max_model_len, p->page_size);
@@ -419,7 +421,13 @@ static int rg_init(struct kern *k, char *err, size_t n)
     g->cu = xcalloc((size_t)g->S + 1, sizeof *g->cu);
     for (int64_t s = 0; s < g->S; s++)
         g->cu[s + 1] = g->cu[s] + p->q_lens[s];
-    g->T = g->cu[g->S] > 0 ? g->cu[g->S] : 1;
+    g->T = p->max_num_batched_tokens ? p->max_num_batched_tokens
+                                     : (g->cu[g->S] > 0 ? g->cu[g->S] : 1);
+    if (g->T < g->cu[g->S]) {
+        snprintf(err, n, "Total q tokens %lld must be less or equal to max_num_batched_tokens=%lld.",
+                 (long long)g->cu[g->S], (long long)g->T);
+        return -1;
+    }
     rg_blocks(g, k->chip->generation);
     g->kv_scale = p->kv_dt == DT_INT8 ? RG_INT8_SCALE : 0.0f;
     int64_t page[3] = {p->page_size, g->comb_blk, p->head_dim};
@@ -482,6 +490,7 @@ static double rg_ref_row(const struct rg *g, int64_t s, int64_t j, int64_t hq, d
         double a = 0;
         for (int64_t d = 0; d < D; d++)
             a += (double)q[d] * rg_ref_kv(g, s, t, 2 * h, d);
+        a *= g->p.sm_scale;
         if (g->p.soft_cap > 0)
             a = g->p.soft_cap * tanh(a / g->p.soft_cap);
         sc[t] = masked ? -INFINITY : a;

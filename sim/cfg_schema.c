@@ -1168,7 +1168,8 @@ static void load_ragged(struct walk *w, const struct cfg_node *m, const char *p,
         "dtype",        "kv_dtype",       "page_size",     "max_model_len",
         "num_kv_pages_per_block",         "num_queries_per_block", "sliding_window",
         "soft_cap",     "sequences",      "decode",        "prefill",
-        "mixed",        "pages",          "seed",          NULL};
+        "mixed",        "pages",          "seed",          "sm_scale",
+        "max_num_batched_tokens",         NULL};
     check_keys(w, m, p, keys);
     struct op_ragged *r = &op->u.ragged;
     r->dt = r->kv_dt = DT_BF16;
@@ -1194,6 +1195,19 @@ static void load_ragged(struct walk *w, const struct cfg_node *m, const char *p,
             r->soft_cap = v;
         free(q);
     }
+    r->sm_scale = 1.0;
+    const struct cfg_node *sm = cfg_get(m, "sm_scale");
+    if (sm) {
+        char *end = NULL;
+        double v = sm->type == CFG_SCALAR ? strtod(sm->value, &end) : 0;
+        char *q = join(p, "sm_scale");
+        if (!end || *end || !(v > 0))
+            type_err(w, sm, q, "a positive number");
+        else
+            r->sm_scale = v;
+        free(q);
+    }
+    get_int(w, m, p, "max_num_batched_tokens", false, 1, 1 << 24, &r->max_num_batched_tokens);
     static const char *const pg[] = {"contiguous", "shuffled", NULL};
     int sh = 0;
     get_enum(w, m, p, "pages", pg, &sh);
