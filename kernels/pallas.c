@@ -514,7 +514,7 @@ static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t
 
 static void account(struct pl_stats *st, const struct pl_work *w, double n, double o_s)
 {
-    if (w->mxu_s + w->vpu_s > 0)
+    if (w->flops > 0)
         st->compute_steps += (int64_t)n;
     st->flops += w->flops * n;
     st->vpu_flops += w->vpu_flops * n;

@@ -103,7 +103,7 @@ struct pl_exec {
 /* Statistics of one pallas_call on one core. */
 struct pl_stats {
     int64_t steps;          /* grid steps this core ran */
-    int64_t compute_steps;  /* of which did MXU or VPU work (not skipped) */
+    int64_t compute_steps;  /* of which ran matmuls: the blocks a sparse kernel visits */
     int64_t dmas;           /* DMAs issued */
     double hbm_bytes;       /* bytes moved between HBM and VMEM */
     double flops, vpu_flops, transcendentals;

@@ -21,7 +21,7 @@ struct summary_op {
     double hbm_bytes, ici_bytes;
     uint64_t vmem_peak_bytes;
     int64_t grid_steps;         /* summed over cores */
-    int64_t compute_steps;      /* grid steps that did work (the rest were skipped) */
+    int64_t compute_steps;      /* grid steps that ran matmuls (blocks visited; skipped ones did not) */
     int64_t dmas;
     int64_t coalesced_runs;
     /* busy time per unit, summed over cores (seconds) */

@@ -622,6 +622,8 @@ static void test_splash_causal_8k_summary_on_simgrid(void **state)
     /* both visit 256 steps per head; causal computes 136 of them */
     assert_int_equal(r.steps[0], 16 * 256);
     assert_int_equal(r.steps[1], 16 * 256);
+    assert_int_equal(r.compute_steps[0], 16 * 136); /* blocks visited, in the summary */
+    assert_int_equal(r.compute_steps[1], 16 * 256);
     assert_float_equal(r.flops[0], 16 * 136 * block_flops, 0);
     assert_float_equal(r.flops[1], 16 * 256 * block_flops, 0);
     assert_float_equal(r.mxu_s[0] / r.mxu_s[1], 136.0 / 256.0, 1e-9);
