@@ -11,6 +11,33 @@
 
 #include "sim/sim_int.h"
 #include "sim/xalloc.h"
+#include "topology/topo.h"
+
+void sim_note_hbm(struct sim_run *r, int chip, double t0, double t1, double bytes)
+{
+    if (t1 <= t0 || bytes <= 0)
+        return;
+    xgrow(&r->rates, &r->caprates, r->nrates + 1, sizeof *r->rates);
+    r->rates[r->nrates++] = (struct sim_rate){chip, t0, t1, bytes / (t1 - t0)};
+}
+
+void sim_trace_route(struct sim_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
+                     const char *name)
+{
+    const struct topo *t = &r->sc->topo;
+    int n = topo_hops(t, src, dst);
+    if (n == 0)
+        return;
+    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
+    topo_route(t, src, dst, hops);
+    char args[96];
+    snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
+             (unsigned long long)bytes, src, dst);
+    for (int i = 0; i < n; i++)
+        trace_span(r->trace, hops[i].from, SIM_TID_ICI(hops[i].axis, hops[i].dir), "ici", name,
+                   t0, t1, args);
+    free(hops);
+}
 
 void sim_wait_note(struct sim_core *c, const char *what)
 {
@@ -55,6 +82,10 @@ static void trace_dma(struct sim_ctx *x, const struct sim_dma *d, double end, bo
              (unsigned long long)d->bytes, d->operand);
     trace_span(c->run->trace, c->chip, SIM_TID_DMA(c->core), "dma",
                d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue, t1, args);
+    /* the counter spreads the bytes up to the wait (an upper bound of the
+     * completion), so the sum of concurrent DMAs never exceeds the HBM */
+    sim_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end,
+                 (double)d->bytes);
 }
 
 void sim_dma_wait(struct sim_ctx *x, struct sim_dma *d)
@@ -65,6 +96,8 @@ void sim_dma_wait(struct sim_ctx *x, struct sim_dma *d)
     sim_wait_note(x->core, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(x, d, t1, t1 > t0);
+    if (d->in)
+        x->flow_t = d->t_issue;
     free(d);
 }
 
@@ -96,7 +129,8 @@ static void run_group(struct sim_core *c, int first, int last)
     struct sim_ctx *ctx = xcalloc((size_t)n, sizeof *ctx);
     sg_actor_t *helpers = xcalloc((size_t)n, sizeof *helpers);
     for (int i = 0; i < n; i++) {
-        ctx[i] = (struct sim_ctx){.core = c, .op = &r->sc->ops[first + i], .opi = first + i};
+        ctx[i] = (struct sim_ctx){.core = c, .op = &r->sc->ops[first + i], .opi = first + i,
+                                  .flow_t = -1};
         ctx[i].done_mb = ctx_mailbox(c, first + i);
     }
     for (int i = 1; i < n; i++) {

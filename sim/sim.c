@@ -363,6 +363,43 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     }
 }
 
+static int cmp_rate_ev(const void *a, const void *b)
+{
+    const double *x = a, *y = b; /* {chip, t, delta} */
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    if (x[1] != y[1])
+        return x[1] < y[1] ? -1 : 1;
+    return (x[2] > y[2]) - (x[2] < y[2]);
+}
+
+/* The "HBM GB/s" counter of each chip: the sum of the average rates of the
+ * transfers in flight, sampled where it changes. */
+static void hbm_counters(struct sim_run *r)
+{
+    size_t n = r->nrates * 2;
+    double *ev = xcalloc(n ? n * 3 : 3, sizeof *ev);
+    for (size_t i = 0; i < r->nrates; i++) {
+        const struct sim_rate *q = &r->rates[i];
+        double *a = &ev[6 * i];
+        a[0] = q->chip, a[1] = q->t0, a[2] = q->Bps;
+        a[3] = q->chip, a[4] = q->t1, a[5] = -q->Bps;
+    }
+    qsort(ev, n, 3 * sizeof *ev, cmp_rate_ev);
+    double level = 0;
+    for (size_t i = 0; i < n; i++) {
+        double *e = &ev[3 * i];
+        level += e[2];
+        bool last = i + 1 == n || ev[3 * (i + 1)] != e[0] || ev[3 * (i + 1) + 1] != e[1];
+        if (last) {
+            trace_counter(r->trace, (int)e[0], "HBM GB/s", e[1], level > 1 ? level / 1e9 : 0);
+            if (i + 1 == n || ev[3 * (i + 1)] != e[0])
+                level = 0;
+        }
+    }
+    free(ev);
+}
+
 static void collect(struct sim_run *r, struct summary *s)
 {
     const struct cfg_scenario *sc = r->sc;
@@ -433,6 +470,7 @@ static void free_run(struct sim_run *r)
     free(r->op_barrier);
     free(r->res);
     free(r->error);
+    free(r->rates);
     trace_free(r->trace);
 }
 
@@ -498,6 +536,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "%s", r.error);
         rc = 1;
     }
+    hbm_counters(&r);
     collect(&r, s);
     if (rc == 0 && verify(&r, d) != 0)
         rc = 1;

@@ -25,10 +25,18 @@ struct sem_msg {
     uint64_t amount;      /* bytes (DMA) or increment (REGULAR) */
 };
 
+/* A remote DMA: its transfer and what the trace needs once it is done. */
+struct rdma {
+    sg_comm_t comm;
+    int src, dst;
+    uint64_t bytes;
+    double t_post;
+};
+
 struct pending {
     int dst, sem;
     uint64_t bytes;
-    sg_comm_t *slot;
+    struct rdma *slot;
 };
 
 struct coll_actor {
@@ -56,7 +64,8 @@ static void flush(struct coll_actor *a)
         struct pending *p = &a->pend[i];
         struct sem_msg *m = xmalloc(sizeof *m);
         m->amount = p->bytes;
-        *p->slot = sg_mailbox_put_async(sem_mb(p->dst, a->x->opi, p->sem), m, (long)p->bytes);
+        p->slot->t_post = simgrid_get_clock();
+        p->slot->comm = sg_mailbox_put_async(sem_mb(p->dst, a->x->opi, p->sem), m, (long)p->bytes);
     }
     a->npend = 0;
 }
@@ -70,7 +79,8 @@ static void *c_rdma(void *ex, int dst, uint64_t bytes, int sem)
         flush(a);
     if (a->npend == 0)
         a->ready = simgrid_get_clock() + ch->dma_issue_s;
-    sg_comm_t *slot = xcalloc(1, sizeof *slot);
+    struct rdma *slot = xcalloc(1, sizeof *slot);
+    *slot = (struct rdma){.src = x->core->chip, .dst = dst, .bytes = bytes};
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
     x->st.dmas++;
     x->st.hbm_bytes += 2.0 * (double)bytes;
@@ -83,11 +93,16 @@ static void c_wait_send(void *ex, void *h)
 {
     struct coll_actor *a = ex;
     flush(a);
-    sg_comm_t *slot = h;
+    struct rdma *d = h;
+    struct sim_run *r = a->x->core->run;
     sim_wait_note(a->x->core, "a remote DMA send");
-    sg_comm_wait(*slot);
+    sg_comm_wait(d->comm);
     sim_wait_note(a->x->core, NULL);
-    free(slot);
+    double t1 = simgrid_get_clock();
+    sim_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->x->op->name);
+    sim_note_hbm(r, d->src, d->t_post, t1, (double)d->bytes);
+    sim_note_hbm(r, d->dst, d->t_post, t1, (double)d->bytes);
+    free(d);
 }
 
 static void take(struct coll_actor *a, int sem, double amount, const char *what)
@@ -260,7 +275,8 @@ void sim_op_collective(struct sim_ctx *x)
     struct part_actor *pa = xcalloc((size_t)n, sizeof *pa);
     sg_actor_t *act = xcalloc((size_t)n, sizeof *act);
     for (int p = 1; p < n; p++) {
-        pa[p].x = (struct sim_ctx){.core = c, .op = x->op, .opi = x->opi, .coll = &dev};
+        pa[p].x = (struct sim_ctx){.core = c, .op = x->op, .opi = x->opi, .coll = &dev,
+                                   .flow_t = -1};
         pa[p].x.done_mb = part_mailbox(x, p);
         pa[p].part = p;
         char name[48];

@@ -42,6 +42,13 @@ struct sim_ctx {
     sg_mailbox_t done_mb;  /* completions of this actor's local DMAs */
     struct pl_stats st;
     struct sim_coll *coll; /* collectives: the device's shared semaphore state */
+    double flow_t;         /* issue time of the last input DMA waited on, or -1 */
+};
+
+/* A span of HBM traffic on one chip, for the "HBM GB/s" counter. */
+struct sim_rate {
+    int chip;
+    double t0, t1, Bps;
 };
 
 struct sim_run {
@@ -56,6 +63,8 @@ struct sim_run {
     struct kern *kern_fn;  /* per op: functional kernel run by chip 0 (zeroed if none) */
     sg_bar_t *chip_barrier;/* per chip: its cores meet between the pallas_calls of an op */
     char *error;           /* first runtime failure; owned */
+    struct sim_rate *rates;/* HBM traffic spans, turned into counters after the run */
+    size_t nrates, caprates;
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */
@@ -88,6 +97,11 @@ void sim_op_remote_copy(struct sim_ctx *x);
 void sim_op_collective_matmul(struct sim_ctx *x);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int sim_remote_target(const struct cfg_scenario *sc, const struct op_remote_copy *r, int me);
+/* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
+void sim_note_hbm(struct sim_run *r, int chip, double t0, double t1, double bytes);
+/* Puts a span on the ICI track of every hop from chip 'src' to 'dst'. */
+void sim_trace_route(struct sim_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
+                     const char *name);
 /* Records what core 'c' is about to block on (NULL: it runs again). */
 void sim_wait_note(struct sim_core *c, const char *what);
 

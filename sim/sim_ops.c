@@ -33,6 +33,11 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     if (mxu + vpu <= 0)
         return;
     double t0 = now();
+    if (x->flow_t >= 0) { /* an arrow from the DMA that brought the data to its consumer */
+        trace_flow(c->run->trace, c->chip, SIM_TID_DMA(c->core), x->flow_t, c->chip,
+                   mxu > 0 ? SIM_TID_MXU(c->core) : SIM_TID_VPU(c->core), t0);
+        x->flow_t = -1;
+    }
     sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
     char args[96];
     snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
@@ -62,7 +67,11 @@ void sim_run_pallas(struct sim_ctx *x, const struct pl_call *call)
     int64_t b, e;
     pl_core_range(call, core, ncores, &b, &e);
     struct pl_exec ex = {&sim_pl_ops, x, sc->fidelity == CFG_FIDELITY_FAST};
+    char name[48];
+    snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
+    trace_counter(c->run->trace, c->chip, name, now(), (double)pl_vmem_bytes(call, &sc->chip));
     pl_run(call, &sc->chip, b, e, &ex, &x->st);
+    trace_counter(c->run->trace, c->chip, name, now(), 0);
 }
 
 /* Runs the op's pallas_calls in order; on a chip with several cores they
@@ -132,23 +141,6 @@ static int ppermute_target(const struct topo *t, int rank, int axis, int shift)
     return topo_rank(t, c);
 }
 
-static void trace_ici(struct sim_ctx *x, int dst, double t0, double t1, uint64_t bytes)
-{
-    const struct topo *t = &x->core->run->sc->topo;
-    struct topo_hop first;
-    if (topo_hops(t, x->core->chip, dst) == 0)
-        return;
-    struct topo_hop *hops = xcalloc((size_t)topo_hops(t, x->core->chip, dst), sizeof *hops);
-    topo_route(t, x->core->chip, dst, hops);
-    first = hops[0];
-    free(hops);
-    char args[96];
-    snprintf(args, sizeof args, "\"bytes\": %llu, \"dst_chip\": %d", (unsigned long long)bytes,
-             dst);
-    trace_span(x->core->run->trace, x->core->chip, SIM_TID_ICI(first.axis, first.dir), "ici",
-               x->op->name, t0, t1, args);
-}
-
 static void op_ppermute(struct sim_ctx *x)
 {
     struct sim_core *c = x->core;
@@ -173,7 +165,9 @@ static void op_ppermute(struct sim_ctx *x)
                                          x, wire);
     sim_wait_note(c, "its ppermute send");
     sg_comm_wait(put);
-    trace_ici(x, dst, t0, now(), p->bytes);
+    sim_trace_route(r, c->chip, dst, t0, now(), p->bytes, x->op->name);
+    sim_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
+    sim_note_hbm(r, dst, t0, now(), (double)p->bytes);
     sim_wait_note(c, "its ppermute receive");
     sg_mailbox_get(sg_mailbox_by_name(inbox_name(c->chip, x->opi, name, sizeof name)));
     sim_wait_note(c, NULL);
