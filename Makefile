@@ -89,8 +89,8 @@ asan: deps
 
 valgrind: deps
 	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" \
-	    VALGRIND="valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
-	    SGFLAG=--cfg=contexts/factory:thread all unit
+	    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
+	    SGFLAG=--cfg=contexts/factory:thread all unit bad-input e2e
 
 bench: deps $(B)/tpusim
 	@sh tools/bench.sh $(B)/tpusim
