@@ -95,6 +95,11 @@ valgrind: deps
 bench: deps $(B)/tpusim
 	@sh tools/bench.sh $(B)/tpusim
 
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@command -v clang >/dev/null || { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev; }
+	@sh tools/fuzz.sh $(FUZZ_SECONDS)
+
 fidelity: deps $(B)/tpusim
 	@sh tools/fidelity.sh $(B)/tpusim
 
@@ -108,4 +113,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e test asan valgrind bench fidelity check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e test asan valgrind bench fuzz fidelity check-layers format clean FORCE

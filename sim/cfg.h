@@ -38,6 +38,10 @@ struct cfg_node;
 int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
                       struct cfg_scenario *sc, struct diag *d);
 void cfg_scenario_fini(struct cfg_scenario *sc);
+/* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
+int cfg_load_scenario_text(const char *text, size_t len, const char *file,
+                           const char *const *sets, int nsets, struct cfg_scenario *sc,
+                           struct diag *d);
 
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);

@@ -1444,18 +1444,10 @@ static void normalize_chip(struct cfg_node *root)
 
 #define DEFAULT_SCENARIO "configs/scenarios/default.yaml"
 
-int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
-                      struct cfg_scenario *sc, struct diag *d)
+/* Checks the tree 'root' (consumed) of the scenario at 'path' into '*sc'. */
+static int load_tree(struct cfg_node *root, const char *path, const char *const *sets, int nsets,
+                     struct cfg_scenario *sc, struct diag *d)
 {
-    memset(sc, 0, sizeof *sc);
-    if (!path || strcmp(path, "-") == 0)
-        path = DEFAULT_SCENARIO;
-    sc->file = xstrdup(path);
-    struct cfg_node *root = cfg_parse_file(path, d);
-    if (!root) {
-        cfg_scenario_fini(sc);
-        return -1;
-    }
     normalize_chip(root);
     for (int i = 0; i < nsets; i++)
         cfg_apply_set(root, sets[i], d);
@@ -1478,6 +1470,35 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
         return 0;
     cfg_scenario_fini(sc);
     return -1;
+}
+
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
+                      struct cfg_scenario *sc, struct diag *d)
+{
+    memset(sc, 0, sizeof *sc);
+    if (!path || strcmp(path, "-") == 0)
+        path = DEFAULT_SCENARIO;
+    sc->file = xstrdup(path);
+    struct cfg_node *root = cfg_parse_file(path, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    return load_tree(root, path, sets, nsets, sc, d);
+}
+
+int cfg_load_scenario_text(const char *text, size_t len, const char *file,
+                           const char *const *sets, int nsets, struct cfg_scenario *sc,
+                           struct diag *d)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->file = xstrdup(file);
+    struct cfg_node *root = cfg_parse(text, len, file, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    return load_tree(root, file, sets, nsets, sc, d);
 }
 
 void cfg_scenario_fini(struct cfg_scenario *sc)
