@@ -159,6 +159,7 @@ void sim_core_main(int argc, char **argv)
         int j = i + 1;
         while (j < sc->nops && sc->ops[j].overlap)
             j++;
+        sim_stop_if_interrupted();
         sim_wait_note(c, "the barrier between ops");
         sg_barrier_wait(c->run->barrier);
         sim_wait_note(c, NULL);

@@ -5,6 +5,7 @@
 #include "sim/sim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,26 @@
 #include "sim/sim_int.h"
 #include "sim/xalloc.h"
 #include "topology/plat_xml.h"
+
+/* The only mutable global besides SimGrid's: what a signal handler may set. */
+static volatile sig_atomic_t got_sigint;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    got_sigint = 1;
+}
+
+bool sim_interrupted(void)
+{
+    return got_sigint != 0;
+}
+
+void sim_stop_if_interrupted(void)
+{
+    if (got_sigint)
+        sg_actor_kill_all();
+}
 
 static void op_error(struct diag *d, const struct cfg_scenario *sc, int i, const char *msg)
 {
@@ -530,7 +551,17 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         remove(plat);
     free(plat);
     spawn(&r);
+    struct sigaction sa = {.sa_handler = on_sigint}, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
     simgrid_run();
+    sigaction(SIGINT, &old, NULL);
+    if (sim_interrupted()) { /* nothing is written: earlier outputs stay as they were */
+        diag_error(d, NULL, NULL, "interrupted: trace.json and summary.json not written");
+        free_run(&r);
+        memset(s, 0, sizeof *s);
+        return 130;
+    }
     int rc = report_deadlock(&r, d) ? 1 : 0;
     if (r.error) {
         diag_error(d, NULL, NULL, "%s", r.error);

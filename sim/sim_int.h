@@ -97,6 +97,10 @@ void sim_op_remote_copy(struct sim_ctx *x);
 void sim_op_collective_matmul(struct sim_ctx *x);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int sim_remote_target(const struct cfg_scenario *sc, const struct op_remote_copy *r, int me);
+/* True once SIGINT arrived; actors then stop the run (sim_stop_if_interrupted). */
+bool sim_interrupted(void);
+/* Kills every actor if SIGINT arrived, so simgrid_run returns at once. */
+void sim_stop_if_interrupted(void);
 /* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
 void sim_note_hbm(struct sim_run *r, int chip, double t0, double t1, double bytes);
 /* Puts a span on the ICI track of every hop from chip 'src' to 'dst'. */

@@ -52,6 +52,7 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
 static void ex_delay(void *ex, double s)
 {
     (void)ex;
+    sim_stop_if_interrupted(); /* once per grid step */
     if (s > 0)
         sg_actor_sleep_for(s);
 }

@@ -43,6 +43,16 @@ got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --dkv
     && ok || bad "maskinfo causal 8192/512"
 "$bin" maskinfo --mask causal --shape 100,64 --block 16,16 >/dev/null 2>"$t/err"; [ $? = 2 ] \
     && grep -q 'should divide' "$t/err" && ok || bad "maskinfo bad block must exit 2"
+# SIGINT stops a run cleanly: exit 130, no trace or summary, no temporary file
+"$bin" run configs/bench/matmul_8192_b128.yaml -o "$t/int" -q --fidelity exact 2>"$t/int.err" &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+echo $? > "$t/int.rc"
+[ "$(cat "$t/int.rc")" = 130 ] && [ ! -e "$t/int/summary.json" ] && [ ! -e "$t/int/trace.json" ] \
+    && ! ls "$t/int" | grep -q tmp && grep -q interrupted "$t/int.err" && ok \
+    || bad "SIGINT: exit $(cat "$t/int.rc"), $(ls "$t/int" 2>&1)"
 for f in configs/scenarios/*.yaml; do
     "$bin" check "$f" >/dev/null || bad "check $f"
 done
