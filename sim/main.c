@@ -20,7 +20,7 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  run [SCENARIO.yaml] [-o DIR] [--set key.path=value]... [--fidelity fast|exact]\n"
-    "                       [--max-steps N] [--quiet]\n"
+    "                       [--max-steps N] [--max-memory SIZE] [--quiet]\n"
     "        simulate a scenario (default: the embedded configs/scenarios/default.yaml);\n"
     "        writes DIR/trace.json, DIR/summary.json, DIR/platform.xml\n"
     "        (DIR defaults to out/<scenario name>)\n"
@@ -42,6 +42,7 @@ struct cli {
     const char **sets;
     int nsets;
     int64_t max_steps;
+    double max_memory;
     bool quiet;
     char **sg_argv;
     int sg_argc;
@@ -66,6 +67,7 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"set", required_argument, 0, 's'},
                                           {"fidelity", required_argument, 0, 'f'},
                                           {"max-steps", required_argument, 0, 'm'},
+                                          {"max-memory", required_argument, 0, 'M'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"sg", required_argument, 0, 'g'},
                                           {0, 0, 0, 0}};
@@ -92,6 +94,10 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                 return usage_error("--max-steps takes a positive integer");
             break;
         }
+        case 'M':
+            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || c->max_memory <= 0)
+                return usage_error("--max-memory takes a size like 20GiB");
+            break;
         case 'q':
             c->quiet = true;
             break;
@@ -127,7 +133,7 @@ static int cmd_run(struct cli *c)
     if (rc == 0) {
         char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
         struct sim_opts o = {.out_dir = dir, .sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
-                             .max_steps = c->max_steps};
+                             .max_steps = c->max_steps, .max_memory_bytes = c->max_memory};
         struct summary s = {0};
         rc = sim_run(&sc, &o, &s, d);
         if (rc == 0 && !c->quiet) {

@@ -191,6 +191,14 @@ int64_t sim_estimate_steps(const struct cfg_scenario *sc)
     return steps;
 }
 
+double sim_estimate_memory(const struct cfg_scenario *sc)
+{
+    double actors = (double)sc->topo.nchips * (2.0 * sc->chip.cores + 3.0);
+    double steps = (double)sim_estimate_steps(sc);
+    double events = 6.0 * (sc->fidelity == CFG_FIDELITY_EXACT ? steps : steps / 16.0);
+    return actors * 131072.0 + (events < 2e6 ? events : 2e6) * 200.0 + 64e6;
+}
+
 static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
 {
     p->cores = sc->chip.cores;
@@ -524,6 +532,14 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "the run would simulate %lld grid steps, above the limit of "
                                   "%lld; raise it with --max-steps N (or options.max_steps)",
                    (long long)est, (long long)max);
+        return 2;
+    }
+    double mem = sim_estimate_memory(sc), mem_max = o->max_memory_bytes ? o->max_memory_bytes
+                                                                        : 16.0 * 1073741824.0;
+    if (mem > mem_max) {
+        diag_error(d, NULL, NULL, "the run would need about %.1f GiB of memory, above the limit "
+                                  "of %.1f GiB; raise it with --max-memory SIZE",
+                   mem / 1073741824.0, mem_max / 1073741824.0);
         return 2;
     }
     char *plat = NULL;

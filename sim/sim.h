@@ -18,6 +18,7 @@ struct sim_opts {
     char **sg_argv;
     size_t max_trace_events; /* 0: 2,000,000 */
     int64_t max_steps;       /* 0: the scenario's options.max_steps */
+    double max_memory_bytes; /* 0: 16 GiB */
 };
 
 /* Checks every op of 'sc' on its chip and topology without running it
@@ -35,5 +36,8 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
 
 /* Number of grid steps the scenario will simulate (for the resource guard). */
 int64_t sim_estimate_steps(const struct cfg_scenario *sc);
+/* Rough peak memory of a run in bytes: actors (~128 KiB each, measured on a
+ * 6144-chip all-gather) plus the trace (at most 2M events of ~200 bytes). */
+double sim_estimate_memory(const struct cfg_scenario *sc);
 
 #endif
