@@ -1,18 +1,786 @@
-/* sim/sweep.c -- placeholder until sweeps land. */
+/* sim/sweep.c -- `tpusim sweep` and `tpusim compare`.
+ * SimGrid runs once per process, so every point is a fork()ed child that
+ * loads the base scenario with the point's --set overrides, runs it and writes
+ * points/NNNN/summary.json; its stderr goes to points/NNNN/log.txt and becomes
+ * the row's reason when it exits 2 (infeasible) or 1 (failed). The parent
+ * waits with SIGINT/SIGTERM/SIGCHLD blocked (sigtimedwait), so Ctrl-C stops
+ * launching, kills the running points and still writes the tables. */
 #include "sim/sweep.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+#include "sim/sweep_int.h"
+#include "sim/xalloc.h"
+#include "traces/report.h"
+#include "traces/summary.h"
+
+#define MAX_JOBS 1024
+
+struct job {
+    pid_t pid;
+    int point;
+    bool trace; /* a re-run that keeps trace.json */
+};
+
+struct runner {
+    struct sweep_spec *sp;
+    char *dir;
+    int jobs;
+    bool resume, tty;
+    int sg_argc;
+    char **sg_argv;
+    sigset_t oldmask, waitset;
+    int stop;                /* the signal that stopped the sweep, or 0 */
+    bool broken;             /* a runtime failure (fork, mkdir) */
+    struct report_row *rows; /* per point */
+    bool *done;
+    struct job run[MAX_JOBS];
+    int nrun;
+    int ndone, ntodo, nfinished; /* done overall, to run this time, finished this time */
+    int count[REPORT_STATUS_COUNT];
+    double t0, drawn; /* start, last progress bar */
+    int default_point;
+    bool default_is_base;
+    char *base_desc; /* the base scenario, as the report names it */
+};
+
+static const char usage_text[] =
+    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
+    "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
+    "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
+    "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
+    "  -j N       points run at once (default: the number of online CPUs)\n"
+    "  --resume   keep the points already done with the same values\n"
+    "usage: tpusim compare A B\n"
+    "  A and B: summary.json or sweep.json files, or directories holding one\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int make_dirs(const char *path)
+{
+    char *p = xstrdup(path);
+    int rc = 0;
+    for (char *s = p + 1; rc == 0; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    return rc;
+}
+
+static char *point_file(const struct runner *r, int i, const char *name)
+{
+    return xasprintf("%s/points/%04d%s%s", r->dir, i, name ? "/" : "", name ? name : "");
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void remove_point_file(const struct runner *r, int i, const char *name)
+{
+    char *p = point_file(r, i, name);
+    unlink(p);
+    free(p);
+}
+
+/* Reads a small text file (a log); "" when absent. Trailing newlines dropped. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    size_t cap = 1024, n = 0, got;
+    char *s = xmalloc(cap);
+    while (f && (got = fread(s + n, 1, cap - n - 1, f)) > 0)
+        if ((n += got) == cap - 1)
+            s = xrealloc(s, cap *= 2);
+    if (f)
+        fclose(f);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    s[n] = '\0';
+    return s;
+}
+
+/* ---------------- the child ---------------- */
+
+static void child_main(struct runner *r, int i, bool trace)
+{
+    sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
+    char *pdir = point_file(r, i, NULL);
+    char *log = point_file(r, i, trace ? "trace.log" : "log.txt");
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    int n;
+    char **sets = sweep_point_sets(r->sp, i, &n);
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    int rc = 2;
+    if (cfg_load_scenario(r->sp->base_path, (const char *const *)sets, n, &sc, d) == 0) {
+        struct sim_opts o = {
+            .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
+        struct summary s = {0};
+        rc = sim_run(&sc, &o, &s, d);
+        char *path = point_file(r, i, "summary.json");
+        if (rc == 0 && !trace && summary_write_json(&s, path) != 0) {
+            struct diag_loc loc = {path, 0, 0};
+            diag_error(d, &loc, NULL, "cannot write: %s", strerror(errno));
+            rc = 1;
+        }
+        free(path);
+        summary_fini(&s);
+        cfg_scenario_fini(&sc);
+    }
+    diag_print(d, stderr);
+    diag_free(d);
+    sweep_sets_free(sets);
+    free(log);
+    free(pdir);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(rc);
+}
+
+static int launch(struct runner *r, int i, bool trace)
+{
+    char *pdir = point_file(r, i, NULL);
+    int rc = make_dirs(pdir);
+    free(pdir);
+    if (rc != 0) {
+        fprintf(stderr, "tpusim sweep: cannot create %s/points/%04d: %s\n", r->dir, i,
+                strerror(errno));
+        return -1;
+    }
+    if (!trace) {
+        static const char *const stale[] = {"point.json",   "summary.json", "trace.json",
+                                            "platform.xml", "log.txt",      NULL};
+        for (int k = 0; stale[k]; k++)
+            remove_point_file(r, i, stale[k]);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "tpusim sweep: cannot fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0)
+        child_main(r, i, trace);
+    r->run[r->nrun++] = (struct job){pid, i, trace};
+    return 0;
+}
+
+/* ---------------- results ---------------- */
+
+static void row_init(struct runner *r, int i, struct report_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->point = i;
+    row->values = xcalloc((size_t)r->sp->nkeys + 1, sizeof *row->values);
+    for (int k = 0; k < r->sp->nkeys; k++)
+        row->values[k] = xstrdup(r->sp->points[i].shown[k]);
+}
+
+static int write_point_json(struct runner *r, const struct report_row *row, int code)
+{
+    char *path = point_file(r, row->point, "point.json");
+    char *tmp = xasprintf("%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (f) {
+        int n;
+        char **sets = sweep_point_sets(r->sp, row->point, &n);
+        fprintf(f, "{\"point\": %d, \"base\": ", row->point);
+        report_json_string(f, r->sp->base_path);
+        fprintf(f, ", \"base_hash\": \"%016llx\",\n \"sets\": [",
+                (unsigned long long)r->sp->base_hash);
+        for (int k = 0; k < n; k++) {
+            fputs(k ? ", " : "", f);
+            report_json_string(f, sets[k]);
+        }
+        fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
+                report_status_name(row->status), code);
+        report_json_string(f, row->reason);
+        fputs("}\n", f);
+        sweep_sets_free(sets);
+        rc = ferror(f) ? -1 : 0;
+        rc |= fclose(f) != 0 ? -1 : 0;
+        if (rc == 0)
+            rc = rename(tmp, path);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+/* Fills 'row' from points/NNNN/summary.json. */
+static void read_summary(struct runner *r, struct report_row *row)
+{
+    char *path = point_file(r, row->point, "summary.json");
+    char err[512];
+    struct report_json *j = report_json_read_file(path, err, sizeof err);
+    if (!j || report_row_from_summary(row, j, err, sizeof err) != 0) {
+        row->status = REPORT_FAILED;
+        free(row->reason);
+        row->reason = xasprintf("cannot read the point's summary: %s", err);
+    }
+    report_json_free(j);
+    free(path);
+}
+
+static void record(struct runner *r, struct report_row *row)
+{
+    int i = row->point;
+    r->rows[i] = *row;
+    r->done[i] = true;
+    r->ndone++;
+    r->count[row->status]++;
+}
+
+static void progress_line(struct runner *r, const struct report_row *row);
+
+/* True when a child ended because of Ctrl-C (sim_run exits 130 on SIGINT) or our kill. */
+static bool interrupted(const struct runner *r, int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status) == 130;
+    int sig = WTERMSIG(status);
+    return sig == SIGINT || sig == SIGTERM || (r->stop && sig == SIGKILL);
+}
+
+/* A point's child has ended with 'status'. */
+static void finish_point(struct runner *r, int i, int status)
+{
+    char *logp = point_file(r, i, "log.txt");
+    char *log = slurp(logp);
+    struct report_row row;
+    row_init(r, i, &row);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (interrupted(r, status)) { /* not finished: run again by --resume */
+        report_row_fini(&row, r->sp->nkeys);
+        remove_point_file(r, i, "summary.json.tmp");
+        unlink(logp);
+        free(log);
+        free(logp);
+        return;
+    }
+    if (code == 0) {
+        row.reason = xstrdup("");
+        read_summary(r, &row);
+    } else {
+        row.status = code == 2 ? REPORT_INFEASIBLE : REPORT_FAILED;
+        char why[64];
+        if (code >= 0)
+            snprintf(why, sizeof why, "exit status %d", code);
+        else
+            snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
+        row.reason = *log ? sweep_map_message(r->sp, log) : xstrdup(why);
+    }
+    if (row.status != REPORT_OK || !*log)
+        unlink(logp);
+    write_point_json(r, &row, code);
+    record(r, &row);
+    r->nfinished++;
+    progress_line(r, &r->rows[i]);
+    free(log);
+    free(logp);
+}
+
+static void finish_trace(struct runner *r, int i, int status)
+{
+    char *logp = point_file(r, i, "trace.log");
+    char *log = slurp(logp);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (!r->stop)
+            fprintf(stderr, "tpusim sweep: point %d: the run with a trace failed: %s\n", i,
+                    *log ? log : "killed");
+        remove_point_file(r, i, "trace.json");
+    }
+    unlink(logp);
+    free(log);
+    free(logp);
+}
+
+/* Resume: the point's earlier result, if it was run with the same base and values. */
+static bool load_previous(struct runner *r, int i)
+{
+    char *path = point_file(r, i, "point.json");
+    char err[512];
+    struct report_json *j = report_json_read_file(path, err, sizeof err);
+    free(path);
+    if (!j)
+        return false;
+    int n;
+    char **sets = sweep_point_sets(r->sp, i, &n);
+    const struct report_json *js = report_json_get(j, "sets");
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->sp->base_hash);
+    bool same = js && js->type == RJ_ARR && js->n == n &&
+                !strcmp(report_json_str(j, "base_hash", ""), hash);
+    for (int k = 0; same && k < n; k++)
+        same = js->kids[k]->type == RJ_STR && !strcmp(js->kids[k]->str, sets[k]);
+    sweep_sets_free(sets);
+    enum report_status st;
+    bool ok = same && report_status_parse(report_json_str(j, "status", ""), &st) == 0 &&
+              st != REPORT_FAILED;
+    if (ok) {
+        struct report_row row;
+        row_init(r, i, &row);
+        row.status = st;
+        row.reason = xstrdup(report_json_str(j, "reason", ""));
+        if (st == REPORT_OK)
+            read_summary(r, &row);
+        ok = row.status == st;
+        if (ok)
+            record(r, &row);
+        else
+            report_row_fini(&row, r->sp->nkeys);
+    }
+    report_json_free(j);
+    return ok;
+}
+
+/* ---------------- progress ---------------- */
+
+static void fmt_clock(char *buf, size_t n, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void progress_bar(struct runner *r)
+{
+    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->sp->npoints))
+        return;
+    r->drawn = now_s();
+    int total = r->sp->npoints, w = 30;
+    int fill = total ? (int)((double)w * r->ndone / total) : w;
+    char bar[64], el[32], eta[32] = "--:--";
+    for (int k = 0; k < w; k++)
+        bar[k] = k < fill ? '#' : '.';
+    bar[w] = '\0';
+    double e = now_s() - r->t0;
+    fmt_clock(el, sizeof el, e);
+    int left = r->ntodo - r->nfinished;
+    if (r->nfinished > 0)
+        fmt_clock(eta, sizeof eta, e / r->nfinished * left);
+    fprintf(stderr, "\r\033[K[%s] %d/%d points, %d running, %s elapsed, ETA %s", bar, r->ndone,
+            total, r->nrun, el, eta);
+    fflush(stderr);
+}
+
+static void progress_line(struct runner *r, const struct report_row *row)
+{
+    if (r->tty) {
+        progress_bar(r);
+        return;
+    }
+    char tm[32] = "";
+    if (row->status == REPORT_OK)
+        report_format_time(tm, sizeof tm, row->time_s);
+    fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->sp->npoints, row->point,
+            report_status_name(row->status), *tm ? " " : "", tm);
+}
+
+/* ---------------- the loop ---------------- */
+
+static void reaped(struct runner *r, int j, int status)
+{
+    struct job jb = r->run[j];
+    r->run[j] = r->run[--r->nrun];
+    if (jb.trace)
+        finish_trace(r, jb.point, status);
+    else
+        finish_point(r, jb.point, status);
+}
+
+static void reap(struct runner *r, bool block)
+{
+    for (int j = 0; j < r->nrun;) {
+        int status;
+        pid_t p = waitpid(r->run[j].pid, &status, block ? 0 : WNOHANG);
+        if (p == r->run[j].pid || (p < 0 && errno == ECHILD))
+            reaped(r, j, p < 0 ? 0x7f00 : status); /* a lost child counts as exit 127 */
+        else if (p < 0 && errno == EINTR)
+            continue;
+        else
+            j++;
+    }
+}
+
+static void take_signal(struct runner *r, int sig)
+{
+    if ((sig == SIGINT || sig == SIGTERM) && !r->stop) {
+        r->stop = sig;
+        for (int j = 0; j < r->nrun; j++)
+            kill(r->run[j].pid, SIGKILL);
+    }
+}
+
+static void poll_signals(struct runner *r, double timeout_s)
+{
+    struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - (double)(time_t)timeout_s) * 1e9)};
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    struct timespec zero = {0, 0};
+    int sig;
+    while ((sig = sigtimedwait(&stops, NULL, &zero)) > 0) /* stops first, before reaping */
+        take_signal(r, sig);
+    if (timeout_s > 0 && (sig = sigtimedwait(&r->waitset, NULL, &ts)) > 0)
+        take_signal(r, sig);
+}
+
+/* Runs 'todo' (point indices), 'trace' selecting the kind of run, -j at a time. */
+static void run_list(struct runner *r, const int *todo, int ntodo, bool trace)
+{
+    int next = 0;
+    for (;;) {
+        poll_signals(r, 0);
+        reap(r, false);
+        while (!r->stop && !r->broken && r->nrun < r->jobs && next < ntodo)
+            if (launch(r, todo[next++], trace) != 0)
+                r->broken = true;
+        if (r->stop || r->broken) {
+            for (int j = 0; j < r->nrun; j++)
+                kill(r->run[j].pid, SIGKILL);
+            reap(r, true);
+            return;
+        }
+        if (r->nrun == 0)
+            return;
+        progress_bar(r);
+        poll_signals(r, r->tty ? 0.25 : 5.0);
+    }
+}
+
+/* ---------------- outputs ---------------- */
+
+static char *trace_rel(struct runner *r, int point)
+{
+    if (point < 0)
+        return NULL;
+    char *p = point_file(r, point, "trace.json");
+    bool ok = exists(p);
+    free(p);
+    return ok ? xasprintf("points/%04d/trace.json", point) : NULL;
+}
+
+static void build_table(struct runner *r, struct report_table *t, struct report_row *rows)
+{
+    memset(t, 0, sizeof *t);
+    t->name = r->sp->name;
+    t->base = r->base_desc;
+    t->nkeys = r->sp->nkeys;
+    t->keys = xcalloc((size_t)t->nkeys + 1, sizeof *t->keys);
+    for (int k = 0; k < t->nkeys; k++)
+        t->keys[k] = r->sp->keys[k].path;
+    t->npoints = r->sp->npoints;
+    t->rows = rows;
+    for (int i = 0; i < r->sp->npoints; i++)
+        if (r->done[i])
+            rows[t->nrows++] = r->rows[i];
+    t->default_point = r->default_point;
+    t->default_is_base = r->default_is_base;
+}
+
+static int write_outputs(struct runner *r)
+{
+    struct report_table t;
+    struct report_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
+    build_table(r, &t, rows);
+    int best = report_best_row(&t);
+    t.best_trace = trace_rel(r, best >= 0 ? t.rows[best].point : -1);
+    t.default_trace = trace_rel(r, r->default_point);
+    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
+    int (*const writers[])(const struct report_table *, const char *) = {
+        report_write_csv, report_write_json, report_write_markdown};
+    int rc = 0;
+    for (int w = 0; w < 3 && rc == 0; w++) {
+        char *path = xasprintf("%s/%s", r->dir, names[w]);
+        if ((rc = writers[w](&t, path)) != 0)
+            fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+        free(path);
+    }
+    if (rc == 0 && (rc = report_write_plots(&t, r->dir)) != 0)
+        fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", r->dir,
+                strerror(errno));
+    free(t.best_trace);
+    free(t.default_trace);
+    free(t.keys);
+    free(rows);
+    return rc;
+}
+
+/* Re-runs the best and the default point with a trace (unless they have one)
+ * and drops the traces other points kept from earlier sweeps. */
+static void keep_traces(struct runner *r)
+{
+    struct report_table t;
+    struct report_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
+    build_table(r, &t, rows);
+    int best = report_best_row(&t);
+    int want[2] = {best >= 0 ? t.rows[best].point : -1, -1}, n = 0, todo[2];
+    if (r->default_point >= 0 && r->done[r->default_point] &&
+        r->rows[r->default_point].status == REPORT_OK && r->default_point != want[0])
+        want[1] = r->default_point;
+    free(t.keys);
+    free(rows);
+    for (int k = 0; k < 2; k++) {
+        char *p = want[k] >= 0 ? point_file(r, want[k], "trace.json") : NULL;
+        if (p && !exists(p))
+            todo[n++] = want[k];
+        free(p);
+    }
+    run_list(r, todo, n, true);
+    for (int i = 0; i < r->sp->npoints; i++) {
+        if (i == want[0] || i == want[1])
+            continue;
+        remove_point_file(r, i, "trace.json");
+        remove_point_file(r, i, "platform.xml");
+    }
+}
+
+/* ---------------- sweep_main ---------------- */
+
+static int parse_jobs(const char *s, int *jobs)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 1 || v > MAX_JOBS)
+        return -1;
+    *jobs = (int)v;
+    return 0;
+}
+
+static int sweep_usage(const char *msg)
+{
+    fprintf(stderr, "tpusim sweep: %s\n%s", msg, usage_text);
+    return 2;
+}
+
+static int parse_sweep_args(int argc, char **argv, struct runner *r, const char **spec,
+                            const char **out)
+{
+    static const struct option longs[] = {
+        {"out", required_argument, 0, 'o'}, {"jobs", required_argument, 0, 'j'},
+        {"resume", no_argument, 0, 'r'},    {"sg", required_argument, 0, 'g'},
+        {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    r->jobs = cpus < 1 ? 1 : cpus > MAX_JOBS ? MAX_JOBS : (int)cpus;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:j:h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'o':
+            *out = optarg;
+            break;
+        case 'j':
+            if (parse_jobs(optarg, &r->jobs) != 0)
+                return sweep_usage("-j takes a number of processes from 1 to 1024");
+            break;
+        case 'r':
+            r->resume = true;
+            break;
+        case 'g':
+            r->sg_argv = xrealloc(r->sg_argv, sizeof(char *) * (size_t)(r->sg_argc + 1));
+            r->sg_argv[r->sg_argc++] = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default:
+            return sweep_usage("bad option");
+        }
+    }
+    if (optind + 1 != argc)
+        return sweep_usage(optind < argc ? "too many arguments" : "missing SWEEP.yaml");
+    *spec = argv[optind];
+    return 0;
+}
+
+/* Resumed points, then the list of points to run; returns its length. */
+static int plan(struct runner *r, int *todo)
+{
+    int n = 0;
+    for (int i = 0; i < r->sp->npoints; i++)
+        if (!(r->resume && load_previous(r, i)))
+            todo[n++] = i;
+    if (r->resume)
+        fprintf(stderr, "resume: %d of %d points already done, %d to run\n", r->ndone,
+                r->sp->npoints, n);
+    return n;
+}
+
+static void print_result(struct runner *r, double wall_s)
+{
+    if (r->tty)
+        fputs("\r\033[K", stderr);
+    printf("sweep %s: %d of %d points (%d ok, %d infeasible, %d failed) in %.1f s with -j %d\n",
+           r->sp->name, r->ndone, r->sp->npoints, r->count[REPORT_OK], r->count[REPORT_INFEASIBLE],
+           r->count[REPORT_FAILED], wall_s, r->jobs);
+    int best = -1;
+    for (int i = 0; i < r->sp->npoints; i++)
+        if (r->done[i] && r->rows[i].status == REPORT_OK &&
+            (best < 0 || r->rows[i].time_s < r->rows[best].time_s))
+            best = i;
+    if (best >= 0) {
+        char tm[32];
+        report_format_time(tm, sizeof tm, r->rows[best].time_s);
+        printf("best: point %d, %s, bound %s", best, tm, r->rows[best].bound);
+        int d = r->default_point;
+        if (d == best)
+            printf(" (the default point)");
+        else if (d >= 0 && r->done[d] && r->rows[d].status == REPORT_OK && r->rows[best].time_s > 0)
+            printf("; %.2fx the speed of the default (point %d)",
+                   r->rows[d].time_s / r->rows[best].time_s, d);
+        printf("\n");
+    }
+    printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
+           r->dir);
+    if (r->stop)
+        printf("interrupted: run `tpusim sweep %s -o %s --resume` to finish\n", r->sp->file,
+               r->dir);
+}
+
+/* Creates the output directory and writes an inline base into it. Returns 0 or 1. */
+static int prepare_dir(struct runner *r)
+{
+    if (make_dirs(r->dir) != 0) {
+        fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", r->dir, strerror(errno));
+        return 1;
+    }
+    if (!r->sp->base_inline)
+        return 0;
+    char *bp = xasprintf("%s/base.yaml", r->dir);
+    int rc = sweep_spec_write_base(r->sp, bp);
+    if (rc != 0)
+        fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", bp, strerror(errno));
+    free(bp);
+    return rc != 0;
+}
+
+/* SIGINT, SIGTERM and SIGCHLD are only ever taken by sigtimedwait() while points run. */
+static void block_signals(struct runner *r, bool block)
+{
+    if (block) {
+        sigemptyset(&r->waitset);
+        sigaddset(&r->waitset, SIGINT);
+        sigaddset(&r->waitset, SIGTERM);
+        sigaddset(&r->waitset, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &r->waitset, &r->oldmask);
+        return;
+    }
+    poll_signals(r, 0);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&r->waitset, NULL, &zero) > 0) /* drop pending SIGCHLDs */
+        ;
+    sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
+}
+
+static int run_sweep(struct runner *r)
+{
+    if (prepare_dir(r) != 0)
+        return 1;
+    r->base_desc = r->sp->base_inline ? xasprintf("base.yaml (inline in %s)", r->sp->file)
+                                      : xstrdup(r->sp->base_path);
+    int n = r->sp->npoints;
+    r->rows = xcalloc((size_t)n, sizeof *r->rows);
+    r->done = xcalloc((size_t)n, sizeof *r->done);
+    r->default_point = sweep_default_point(r->sp, &r->default_is_base);
+    r->tty = isatty(STDERR_FILENO);
+    block_signals(r, true);
+    r->t0 = now_s();
+    int *todo = xcalloc((size_t)n, sizeof *todo);
+    r->ntodo = plan(r, todo);
+    run_list(r, todo, r->ntodo, false);
+    if (!r->stop && !r->broken)
+        keep_traces(r);
+    int rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
+    block_signals(r, false);
+    print_result(r, now_s() - r->t0);
+    for (int i = 0; i < n; i++)
+        if (r->done[i])
+            report_row_fini(&r->rows[i], r->sp->nkeys);
+    free(todo);
+    free(r->base_desc);
+    free(r->rows);
+    free(r->done);
+    return r->stop ? 128 + r->stop : rc;
+}
 
 int sweep_main(int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "tpusim: sweep is not implemented yet\n");
-    return 2;
+    struct runner r;
+    memset(&r, 0, sizeof r);
+    const char *spec = NULL, *out = NULL;
+    int rc = parse_sweep_args(argc, argv, &r, &spec, &out);
+    if (rc != 0) {
+        free(r.sg_argv);
+        return rc < 0 ? 0 : rc;
+    }
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    if (sweep_spec_load(spec, &sp, d) != 0) {
+        diag_print(d, stderr);
+        rc = 2;
+    } else {
+        r.sp = &sp;
+        r.dir = out ? xstrdup(out) : xasprintf("out/%s", sp.name);
+        rc = run_sweep(&r);
+        free(r.dir);
+    }
+    sweep_spec_fini(&sp);
+    diag_free(d);
+    free(r.sg_argv);
+    return rc;
 }
 
 int compare_main(int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "tpusim: compare is not implemented yet\n");
-    return 2;
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (argc != 3) {
+        fprintf(stderr, "tpusim compare: expected two inputs\n%s", usage_text);
+        return 2;
+    }
+    return report_compare(argv[1], argv[2], stdout, stderr);
 }

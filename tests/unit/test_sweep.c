@@ -1,0 +1,820 @@
+/* tests/unit/test_sweep.c -- sweep specs (parsing, expansion, messages with
+ * file:line:col), the JSON reader, and whole sweeps run through the tpusim
+ * binary next to this test (build/<variant>/tpusim): infeasible points are
+ * rows, --resume skips finished points, Ctrl-C keeps finished points and
+ * valid tables, -j does not change the tables, compare. */
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/sweep.h"
+#include "sim/sweep_int.h"
+#include "sim/xalloc.h"
+#include "traces/report.h"
+
+static char tmpdir[64];
+static char bin[4096];
+
+/* ---------------- helpers ---------------- */
+
+static char *path_in(const char *name)
+{
+    return xasprintf("%s/%s", tmpdir, name);
+}
+
+static char *write_file(const char *name, const char *text)
+{
+    char *p = path_in(name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0, r;
+    char *s = xmalloc(cap);
+    while ((r = fread(s + n, 1, cap - n - 1, f)) > 0)
+        if ((n += r) == cap - 1)
+            s = xrealloc(s, cap *= 2);
+    fclose(f);
+    s[n] = '\0';
+    return s;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Runs `tpusim ARGS...` with stdout to 'out' and stderr to 'err' (file paths).
+ * Returns the child's pid without waiting when 'nowait', else its exit status. */
+static int run_bin(const char *const *args, const char *out, const char *err, bool nowait)
+{
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = bin;
+    for (; *args; args++)
+        argv[n++] = *args;
+    char *flags = getenv("TPUSIM_SIMFLAGS");
+    char *sg = flags && *flags ? xasprintf("--sg=%s", flags) : NULL;
+    if (sg && !strcmp(argv[1], "sweep"))
+        argv[n++] = sg;
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    free(sg);
+    if (nowait)
+        return pid;
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs sweep_main() itself in a child (so valgrind and ASan see the sweep code). */
+static int run_inproc(const char *const *args, const char *err)
+{
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = "sweep";
+    for (; *args; args++)
+        argv[n++] = *args;
+    char *flags = getenv("TPUSIM_SIMFLAGS");
+    char *sg = flags && *flags ? xasprintf("--sg=%s", flags) : NULL;
+    if (sg)
+        argv[n++] = sg;
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fo = open("/dev/null", O_WRONLY);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        int rc = sweep_main(n, (char **)argv);
+        free(sg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    free(sg);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void need_bin(void)
+{
+    if (!exists(bin)) {
+        print_message("skipped: %s is not built\n", bin);
+        skip();
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tpusim-test-sweep-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    /* this test is build/<variant>/tests/test_sweep; the binary is build/<variant>/tpusim */
+    ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
+    bin[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(bin, '/');
+    if (slash && slash - bin >= 6 && !strncmp(slash - 6, "/tests", 6))
+        strcpy(slash - 6, "/tpusim");
+    else
+        strcpy(bin, "build/release/tpusim");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+    int rc = system(cmd);
+    free(cmd);
+    return rc == 0 ? 0 : -1;
+}
+
+static const char base_yaml[] = "name: mm\n"
+                                "chip: v5e\n"
+                                "topology: {shape: [1]}\n"
+                                "workload:\n"
+                                "  - op: matmul\n"
+                                "    m: 256\n"
+                                "    k: 256\n"
+                                "    n: 256\n"
+                                "    block: {bm: 128, bk: 128, bn: 128}\n";
+
+/* Loads spec text 'yaml' (written as 'name' next to base.yaml); returns the rc. */
+static int load_spec(const char *name, const char *yaml, struct sweep_spec *sp, struct diag *d)
+{
+    free(write_file("base.yaml", base_yaml));
+    char *p = write_file(name, yaml);
+    int rc = sweep_spec_load(p, sp, d);
+    free(p);
+    return rc;
+}
+
+static const char *point_set(const struct sweep_spec *sp, int i, int k)
+{
+    return sp->points[i].values[k];
+}
+
+/* 'text' with each 'word' replaced by 'spec' (a new string). */
+static char *subst(const char *text, const char *word, const char *spec)
+{
+    char *out = xstrdup("");
+    for (const char *p = text;;) {
+        const char *q = strstr(p, word);
+        char *n = xasprintf("%s%.*s%s", out, (int)(q ? q - p : (long)strlen(p)), p, q ? spec : "");
+        free(out);
+        out = n;
+        if (!q)
+            return out;
+        p = q + strlen(word);
+    }
+}
+
+/* Asserts that message 'i' of 'd' is 'want_text', where SPEC stands for the spec's path
+ * and BASE for base.yaml's. */
+static void assert_message(struct diag *d, int i, const char *name, const char *want_text)
+{
+    char *spec = path_in(name), *base = path_in("base.yaml");
+    char *want0 = subst(want_text, "SPEC", spec);
+    char *want = subst(want0, "BASE", base);
+    free(want0);
+    free(base);
+    assert_true(diag_count(d) > i);
+    if (strcmp(diag_message(d, i), want))
+        print_error("got  %s\nwant %s\n", diag_message(d, i), want);
+    assert_string_equal(diag_message(d, i), want);
+    free(want);
+    free(spec);
+}
+
+/* ---------------- spec parsing and expansion ---------------- */
+
+static void test_spec_cartesian_in_written_order(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("cart.yaml",
+                       "base: base.yaml\n"
+                       "sweep:\n"
+                       "  workload.0.block.bm: [128, 256]\n"
+                       "  workload.0.block.bn: [64, 128, 256]\n",
+                       &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_string_equal(sp.name, "cart");
+    assert_int_equal(sp.nkeys, 2);
+    assert_int_equal(sp.npoints, 6);
+    static const char *const want[6][2] = {{"128", "64"}, {"128", "128"}, {"128", "256"},
+                                           {"256", "64"}, {"256", "128"}, {"256", "256"}};
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(point_set(&sp, i, 0), want[i][0]);
+        assert_string_equal(point_set(&sp, i, 1), want[i][1]);
+    }
+    int n;
+    char **sets = sweep_point_sets(&sp, 4, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(sets[0], "workload.0.block.bm=256");
+    assert_string_equal(sets[1], "workload.0.block.bn=128");
+    assert_null(sets[2]);
+    sweep_sets_free(sets);
+    bool is_base;
+    assert_int_equal(sweep_default_point(&sp, &is_base), 1); /* 128 x 128 */
+    assert_true(is_base);
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static void test_spec_zip_and_points(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("zip.yaml",
+                       "name: zz\n"
+                       "base: base.yaml\n"
+                       "sweep:\n"
+                       "  workload.0.k: [256, 512]\n"
+                       "zip:\n"
+                       "  workload.0.m: [512, 1024]\n"
+                       "  workload.0.n: [1024, 2048]\n"
+                       "points:\n"
+                       "  - {workload.0.m: 8}\n"
+                       "  - {topology.shape: [2, 2], workload.0.dtype: 'f32'}\n",
+                       &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_string_equal(sp.name, "zz");
+    assert_int_equal(sp.nkeys, 5);
+    assert_string_equal(sp.keys[0].path, "workload.0.k");
+    assert_string_equal(sp.keys[3].path, "topology.shape");
+    assert_int_equal(sp.npoints, 6);
+    /* zip varies fastest, its keys together */
+    assert_string_equal(point_set(&sp, 1, 0), "256");
+    assert_string_equal(point_set(&sp, 1, 1), "1024");
+    assert_string_equal(point_set(&sp, 1, 2), "2048");
+    assert_string_equal(point_set(&sp, 2, 0), "512");
+    assert_string_equal(point_set(&sp, 2, 1), "512");
+    /* explicit points come last; keys they do not set stay unset (base values shown) */
+    assert_string_equal(point_set(&sp, 4, 1), "8");
+    assert_null(point_set(&sp, 4, 0));
+    assert_string_equal(sp.points[4].shown[0], "256");
+    assert_string_equal(point_set(&sp, 5, 3), "[2, 2]");
+    assert_string_equal(sp.points[5].shown[3], "[2, 2]");
+    assert_string_equal(point_set(&sp, 5, 4), "\"f32\"");
+    assert_string_equal(sp.points[5].shown[4], "f32");
+    assert_string_equal(sp.keys[3].base_value, "[1]");
+    assert_null(sp.keys[4].base_value); /* the base does not say */
+    bool is_base;
+    assert_int_equal(sweep_default_point(&sp, &is_base), 0);
+    assert_false(is_base);
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static void test_spec_errors_name_file_line_col(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("bad.yaml",
+                       "base: nope.yaml\n"
+                       "swep: {}\n"
+                       "sweep:\n"
+                       "  workload.0.m: 512\n"
+                       "zip:\n"
+                       "  workload.0.k: [1, 2]\n"
+                       "  workload.0.n: [1, 2, 3]\n",
+                       &sp, d);
+    assert_int_equal(rc, -1);
+    assert_int_equal(diag_count(d), 4);
+    assert_message(d, 0, "bad.yaml", "SPEC:2:1: unknown key 'swep' (did you mean 'sweep'?)");
+    assert_message(
+        d, 1, "bad.yaml",
+        "SPEC:4:17: sweep.workload.0.m: expected a non-empty list of values, got a scalar");
+    assert_message(
+        d, 2, "bad.yaml",
+        "SPEC:7:17: zip.workload.0.n: expected a list of 2 values (like zip.workload.0.k), "
+        "got 3");
+    char *missing = path_in("nope.yaml");
+    char *fmt = xasprintf("SPEC:1:7: base: expected a scenario file (relative to the spec's "
+                          "directory), got 'nope.yaml' (%s: No such file or directory)",
+                          missing);
+    assert_message(d, 3, "bad.yaml", fmt);
+    free(fmt);
+    free(missing);
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    rc = load_spec("syntax.yaml", "base: base.yaml\nsweep:\n  workload.0.m: [1, 2\n", &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "syntax.yaml",
+                   "SPEC:4:1: did not find expected ',' or ']' while parsing a flow sequence");
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    rc = load_spec("empty.yaml", "base: base.yaml\n", &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "empty.yaml", "SPEC:1:1: expected at least one of sweep, zip or points");
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static void test_spec_unknown_key_path_points_at_the_spec(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("keys.yaml",
+                       "base: base.yaml\n"
+                       "sweep:\n"
+                       "  workload.0.block.bmm: [128]\n"
+                       "  workload.3.m: [1]\n"
+                       "  workload.0.m: [256, x]\n",
+                       &sp, d);
+    assert_int_equal(rc, -1);
+    assert_int_equal(diag_count(d), 2); /* 'x' is a point's problem (infeasible), not the spec's */
+    assert_message(
+        d, 0, "keys.yaml",
+        "SPEC:3:3: sweep.workload.0.block.bmm: expected a key path of the base scenario, "
+        "got BASE: workload.0.block: unknown key 'bmm' (did you mean 'bm'?)");
+    assert_message(d, 1, "keys.yaml",
+                   "SPEC:4:3: sweep.workload.3.m: expected a key path of the base scenario, got "
+                   "--set workload.3.m=1: workload.3.m: expected an index below 1, got '3'");
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static void test_spec_inline_base_messages_point_into_the_spec(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("inline.yaml",
+                       "base:\n"
+                       "  chip: v5e\n"
+                       "  workload:\n"
+                       "    - op: matmul\n"
+                       "      m: 256\n"
+                       "      k: 256\n"
+                       "      n: abc\n"
+                       "sweep:\n"
+                       "  workload.0.m: [128, 256]\n",
+                       &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "inline.yaml",
+                   "SPEC:7:10: workload.0.n: expected a positive integer, got 'abc'");
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    rc = load_spec("inline2.yaml",
+                   "base:\n"
+                   "  chip: v5e\n"
+                   "  workload:\n"
+                   "    - {op: matmul, m: 256, k: 256, n: 256, block: {bm: 128}}\n"
+                   "sweep:\n"
+                   "  workload.0.block.bm: [128, 100]\n",
+                   &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_true(sp.base_inline);
+    char *bp = path_in("base_out.yaml");
+    assert_int_equal(sweep_spec_write_base(&sp, bp), 0);
+    assert_string_equal(sp.base_path, bp);
+    char *text = read_all(bp);
+    assert_non_null(strstr(text, "name: \"inline2\"\n"));
+    assert_non_null(strstr(text, "    block:\n      bm: 128\n"));
+    /* a message about line 11 col 11 of the generated file (the bm value) maps back */
+    char *msg =
+        xasprintf("%s:11:11: workload.0.block.bm: bad\n%s: workload.0: matmul: rule", bp, bp);
+    char *mapped = sweep_map_message(&sp, msg);
+    char *want = xasprintf("%s:4:56: workload.0.block.bm: bad\n%s: workload.0: matmul: rule",
+                           sp.file, sp.file);
+    assert_string_equal(mapped, want);
+    free(want);
+    free(mapped);
+    free(msg);
+    free(text);
+    free(bp);
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static void test_node_text_round_trips(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"512", "512"},           {"-1", "-1"},
+        {"1GiB", "1GiB"},         {"'f32'", "\"f32\""},
+        {"[16, 16]", "[16, 16]"}, {"{a: 1, b: [x]}", "{a: 1, b: [x]}"},
+        {"\"a,b\"", "\"a,b\""},   {"true", "true"},
+        {"null", "null"}};
+    struct diag *d = diag_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct cfg_node *n = cfg_parse(cases[i][0], strlen(cases[i][0]), "t", d);
+        assert_non_null(n);
+        char *t = sweep_node_text(n);
+        assert_string_equal(t, cases[i][1]);
+        /* and it parses back to the same text */
+        struct cfg_node *m = cfg_parse(t, strlen(t), "t", d);
+        char *t2 = sweep_node_text(m);
+        assert_string_equal(t2, t);
+        free(t2);
+        free(t);
+        cfg_node_free(m);
+        cfg_node_free(n);
+    }
+    assert_int_equal(diag_count(d), 0);
+    diag_free(d);
+}
+
+static void test_json_reader(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "{\"a\": [1, -2.5e3, true, null], \"s\": \"x\\n\\u00e9\\ud83d\\ude00\","
+        " \"o\": {}}";
+    char err[128];
+    struct report_json *j = report_json_parse(text, strlen(text), err, sizeof err);
+    assert_non_null(j);
+    const struct report_json *a = report_json_get(j, "a");
+    assert_int_equal(a->type, RJ_ARR);
+    assert_int_equal(a->n, 4);
+    assert_true(a->kids[1]->num == -2500.0);
+    assert_true(a->kids[2]->b);
+    assert_int_equal(a->kids[3]->type, RJ_NULL);
+    assert_string_equal(report_json_str(j, "s", NULL), "x\n\xc3\xa9\xf0\x9f\x98\x80");
+    assert_int_equal(report_json_get(j, "o")->type, RJ_OBJ);
+    assert_null(report_json_get(j, "missing"));
+    report_json_free(j);
+    static const char *const bad[] = {"{\"a\": }", "[1, 2", "{\"a\" 1}", "\"abc", "[1] x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_null(report_json_parse(bad[i], strlen(bad[i]), err, sizeof err));
+        assert_non_null(strstr(err, "line 1: "));
+    }
+}
+
+/* ---------------- whole sweeps ---------------- */
+
+static void test_sweep_infeasible_point_is_a_row(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("blocks"), *err = path_in("blocks.err");
+    const char *args[] = {"tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "-j", "2", NULL};
+    assert_int_equal(run_inproc(args, err), 0);
+    char *csvp = xasprintf("%s/sweep.csv", dir);
+    char *csv = read_all(csvp);
+    assert_non_null(csv);
+    assert_int_equal(count(csv, "\n"), 7);
+    assert_int_equal(count(csv, ",ok,\n"), 2);
+    assert_int_equal(count(csv, ",infeasible,"), 4);
+    /* the reason is exactly what `tpusim run` prints for that point */
+    char *rout = path_in("run.out"), *rerr = path_in("run.err"), *rdir = path_in("run");
+    const char *run_args[] = {"run",
+                              "tests/data/sweeps/matmul_base.yaml",
+                              "-o",
+                              rdir,
+                              "-q",
+                              "--set",
+                              "workload.0.block.bm=100",
+                              "--set",
+                              "workload.0.block.bn=128",
+                              NULL};
+    assert_int_equal(run_bin(run_args, rout, rerr, false), 2);
+    char *msg = read_all(rerr);
+    msg[strcspn(msg, "\n")] = '\0';
+    assert_string_equal(msg, "tests/data/sweeps/matmul_base.yaml: workload.0: matmul: m=256 "
+                             "should be divisible by bm=100");
+    char *row = xasprintf("\n3,100,128,,,,,,infeasible,%s\n", msg);
+    assert_non_null(strstr(csv, row));
+    /* the JSON and the report carry it too; only the best and default keep a trace */
+    char *jp = xasprintf("%s/sweep.json", dir), *mdp = xasprintf("%s/report.md", dir);
+    char why[256];
+    struct report_json *j = report_json_read_file(jp, why, sizeof why);
+    assert_non_null(j);
+    const struct report_json *pts = report_json_get(j, "points");
+    assert_int_equal(pts->n, 6);
+    assert_string_equal(report_json_str(pts->kids[3], "status", ""), "infeasible");
+    assert_string_equal(report_json_str(pts->kids[3], "reason", ""), msg);
+    int best = (int)report_json_num(j, "best_point", -1);
+    assert_true(best == 0 || best == 1); /* the feasible points */
+    assert_true(report_json_num(j, "default_point", -1) == 0);
+    report_json_free(j);
+    char *md = read_all(mdp);
+    char *best_line = xasprintf("- **Best**: point %d (bm=128, bn=%s)", best, best ? "256" : "128");
+    assert_non_null(strstr(md, best_line));
+    free(best_line);
+    assert_non_null(strstr(md, "- **Default**: point 0 (bm=128, bn=128)"));
+    assert_non_null(strstr(md, "| 3 | 100 | 128 | infeasible | "));
+    for (int i = 0; i < 6; i++) {
+        char *t = xasprintf("%s/points/%04d/trace.json", dir, i);
+        assert_int_equal(exists(t), i == best || i == 0);
+        free(t);
+    }
+    char *heat = xasprintf("%s/heatmap.svg", dir),
+         *plot = xasprintf("%s/plot_workload.0.block.bm.svg", dir);
+    assert_true(exists(heat) && exists(plot));
+    char *svg = read_all(heat);
+    assert_int_equal(count(svg, ">infeasible</text>"), 4 + 1); /* 4 cells and the legend */
+    free(svg);
+    free(heat);
+    free(plot);
+    free(md);
+    free(mdp);
+    free(jp);
+    free(row);
+    free(msg);
+    free(rdir);
+    free(rerr);
+    free(rout);
+    free(csv);
+    free(csvp);
+    free(err);
+    free(dir);
+}
+
+static void test_sweep_failed_point_is_a_row(void **state)
+{
+    (void)state;
+    need_bin();
+    /* a directory where point 0's summary.json goes: its run exits 1 */
+    char *dir = path_in("failed"), *out = path_in("failed.out"), *err = path_in("failed.err");
+    char *blocker = xasprintf("%s/points/0000/summary.json", dir);
+    char *cmd = xasprintf("mkdir -p '%s'", blocker);
+    assert_int_equal(system(cmd), 0);
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    char *csvp = xasprintf("%s/sweep.csv", dir);
+    char *csv = read_all(csvp);
+    char *want = xasprintf("\n0,128,128,,,,,,failed,%s: cannot write: Is a directory\n", blocker);
+    assert_non_null(strstr(csv, want));
+    assert_int_equal(count(csv, ",ok,\n"), 1);
+    free(want);
+    free(csv);
+    free(csvp);
+    free(cmd);
+    free(blocker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+static void test_sweep_resume_skips_finished_points(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("resume"), *out = path_in("resume.out"), *err = path_in("resume.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "-j", "2",
+                          NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    char *text = read_all(err);
+    assert_int_equal(count(text, " done: "), 6); /* six launches */
+    free(text);
+    char *csvp = xasprintf("%s/sweep.csv", dir);
+    char *csv1 = read_all(csvp);
+
+    const char *again[] = {
+        "sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "-j", "2", "--resume", NULL};
+    assert_int_equal(run_bin(again, out, err, false), 0);
+    text = read_all(err);
+    assert_non_null(strstr(text, "resume: 6 of 6 points already done, 0 to run"));
+    assert_int_equal(count(text, " done: "), 0);
+    free(text);
+    char *csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+
+    /* a point without its marker, and one whose summary is gone, run again */
+    char *m1 = xasprintf("%s/points/0001/point.json", dir);
+    char *m4 = xasprintf("%s/points/0004/point.json", dir);
+    char *s0 = xasprintf("%s/points/0000/summary.json", dir);
+    unlink(m1);
+    unlink(m4);
+    unlink(s0);
+    assert_int_equal(run_bin(again, out, err, false), 0);
+    text = read_all(err);
+    assert_non_null(strstr(text, "resume: 3 of 6 points already done, 3 to run"));
+    assert_int_equal(count(text, " done: "), 3);
+    assert_non_null(strstr(text, "done: 0000 ok"));
+    assert_non_null(strstr(text, "done: 0001 ok"));
+    assert_non_null(strstr(text, "done: 0004 infeasible"));
+    free(text);
+    csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+    free(m1);
+    free(m4);
+    free(s0);
+    free(csv1);
+    free(csvp);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_sweep_sigint_keeps_finished_points(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("slow"), *out = path_in("slow.out"), *err = path_in("slow.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_slow.yaml", "-o", dir, "-j", "1",
+                          NULL};
+    pid_t pid = run_bin(args, out, err, true);
+    char *marker = xasprintf("%s/points/0000/point.json", dir);
+    double t0 = now_s();
+    while (!exists(marker) && now_s() - t0 < 60) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(exists(marker));
+    struct timespec ts = {0, 200000000}; /* the slow point is running by now */
+    nanosleep(&ts, NULL);
+    double t1 = now_s();
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    /* it did not wait for the slow point (about 9 s) to finish */
+    assert_true(now_s() - t1 < 5);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+
+    char *s0 = xasprintf("%s/points/0000/summary.json", dir);
+    char *s1 = xasprintf("%s/points/0001/summary.json", dir);
+    char *m1 = xasprintf("%s/points/0001/point.json", dir);
+    assert_true(exists(s0));
+    assert_false(exists(s1));
+    assert_false(exists(m1));
+    char *csvp = xasprintf("%s/sweep.csv", dir), *jp = xasprintf("%s/sweep.json", dir);
+    char *csv = read_all(csvp);
+    assert_int_equal(count(csv, "\n"), 2);
+    assert_non_null(strstr(csv, "\n0,256,"));
+    char why[256];
+    struct report_json *j = report_json_read_file(jp, why, sizeof why);
+    assert_non_null(j);
+    assert_false(report_json_get(j, "complete")->b);
+    assert_true(report_json_num(j, "points_done", 0) == 1);
+    assert_true(report_json_num(j, "points_total", 0) == 2);
+    report_json_free(j);
+    char *md = xasprintf("%s/report.md", dir);
+    char *mdt = read_all(md);
+    assert_non_null(strstr(mdt, "**Interrupted**: 1 of 2 points finished"));
+    char *cmd = xasprintf("ls -R '%s' | grep -c '\\.tmp$'", dir);
+    FILE *p = popen(cmd, "r");
+    int ntmp = -1;
+    assert_int_equal(fscanf(p, "%d", &ntmp), 1);
+    pclose(p);
+    assert_int_equal(ntmp, 0);
+    free(cmd);
+    free(mdt);
+    free(md);
+    free(jp);
+    free(csv);
+    free(csvp);
+    free(m1);
+    free(s1);
+    free(s0);
+    free(marker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+static void test_sweep_jobs_give_identical_tables(void **state)
+{
+    (void)state;
+    need_bin();
+    char *d1 = path_in("j1"), *d2 = path_in("j2"), *out = path_in("j.out"), *err = path_in("j.err");
+    const char *a1[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", d1, "-j", "1", NULL};
+    const char *a2[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", d2, "-j", "2", NULL};
+    assert_int_equal(run_bin(a1, out, err, false), 0);
+    assert_int_equal(run_bin(a2, out, err, false), 0);
+    static const char *const files[] = {"sweep.csv",
+                                        "sweep.json",
+                                        "report.md",
+                                        "heatmap.svg",
+                                        "plot_workload.0.block.bm.svg",
+                                        "plot_workload.0.block.bn.svg"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *p1 = xasprintf("%s/%s", d1, files[i]), *p2 = xasprintf("%s/%s", d2, files[i]);
+        char *t1 = read_all(p1), *t2 = read_all(p2);
+        assert_non_null(t1);
+        assert_non_null(t2);
+        assert_string_equal(t1, t2);
+        free(t1);
+        free(t2);
+        free(p1);
+        free(p2);
+    }
+    free(err);
+    free(out);
+    free(d2);
+    free(d1);
+}
+
+static void test_compare_summaries_and_sweeps(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("cmp"), *out = path_in("cmp.out"), *err = path_in("cmp.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    char *a = xasprintf("%s/points/0000/summary.json", dir);
+    char *b = xasprintf("%s/points/0001/summary.json", dir);
+    const char *c1[] = {"compare", a, b, NULL};
+    assert_int_equal(run_bin(c1, out, err, false), 0);
+    char *text = read_all(out);
+    assert_non_null(strstr(text, "\nmm "));
+    assert_non_null(strstr(text, "%"));
+    assert_non_null(strstr(text, " -> "));
+    assert_non_null(strstr(text, "\ntotal "));
+    free(text);
+    const char *c2[] = {"compare", dir, dir, NULL};
+    assert_int_equal(run_bin(c2, out, err, false), 0);
+    text = read_all(out);
+    assert_non_null(strstr(text, "ok -> ok"));
+    assert_non_null(strstr(text, "infeasible -> infeasible"));
+    assert_non_null(strstr(text, "+0.0%"));
+    free(text);
+    const char *c3[] = {"compare", a, dir, NULL};
+    assert_int_equal(run_bin(c3, out, err, false), 2);
+    char *missing = path_in("missing.json");
+    const char *c4[] = {"compare", a, missing, NULL};
+    assert_int_equal(run_bin(c4, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "missing.json: No such file or directory"));
+    free(text);
+    char *garbage = write_file("garbage.json", "{\"ops\": [}");
+    const char *c5[] = {"compare", a, garbage, NULL};
+    assert_int_equal(run_bin(c5, out, err, false), 2);
+    free(garbage);
+    free(missing);
+    free(b);
+    free(a);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_cartesian_in_written_order),
+        cmocka_unit_test(test_spec_zip_and_points),
+        cmocka_unit_test(test_spec_errors_name_file_line_col),
+        cmocka_unit_test(test_spec_unknown_key_path_points_at_the_spec),
+        cmocka_unit_test(test_spec_inline_base_messages_point_into_the_spec),
+        cmocka_unit_test(test_node_text_round_trips),
+        cmocka_unit_test(test_json_reader),
+        cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
+        cmocka_unit_test(test_sweep_failed_point_is_a_row),
+        cmocka_unit_test(test_sweep_resume_skips_finished_points),
+        cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
+        cmocka_unit_test(test_sweep_jobs_give_identical_tables),
+        cmocka_unit_test(test_compare_summaries_and_sweeps),
+    };
+    return cmocka_run_group_tests_name("sweep", tests, setup, teardown);
+}
