@@ -12,7 +12,7 @@ bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
 cc -O1 -o "$t/jsoncheck" tests/jsoncheck.c || exit 1
 
 $VALGRIND "$bin" run -o "$t/a" $SIMFLAGS >"$t/stdout" 2>"$t/stderr" && ok || bad "default run exit $?"
-grep -q '^matmul-4k .*mxu' "$t/stdout" && ok || bad "table lacks the matmul row"
+grep -q '^attention-fwd-bwd .*flash_attention' "$t/stdout" && grep -q '^gather-weights .*ici' "$t/stdout" && ok || bad "table lacks the op rows"
 "$t/jsoncheck" "$t/a/trace.json" "$t/a/summary.json" && ok || bad "outputs are not JSON"
 for k in '"scenario"' '"chip"' '"topology"' '"total_time_s"' '"ops"' '"name"' '"kind"' \
          '"start_s"' '"end_s"' '"time_s"' '"flops"' '"hbm_bytes"' '"ici_bytes"' \
