@@ -46,7 +46,8 @@ got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --dkv
 # SIGINT stops a run cleanly: exit 130, no trace or summary, no temporary file
 "$bin" run configs/bench/matmul_8192_b128.yaml -o "$t/int" -q --fidelity exact 2>"$t/int.err" &
 pid=$!
-sleep 1
+w=0; while [ ! -e "$t/int/platform.xml" ] && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+sleep 0.5
 kill -INT $pid
 wait $pid
 echo $? > "$t/int.rc"
