@@ -155,6 +155,36 @@ static int get_i(struct walk *w, const struct cfg_node *m, const char *path, con
     return rc;
 }
 
+/* Item 'i' of sequence 'seq' (path 'p') as an integer in [min, max]. */
+static int get_item(struct walk *w, const struct cfg_node *seq, const char *p, int i, int64_t min,
+                    int64_t max, int64_t *out)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%d", i);
+    char *keys[1] = {key};
+    struct cfg_node *kids[1] = {seq->kids[i]};
+    struct cfg_node holder = {.type = CFG_MAP, .n = 1, .keys = keys, .kids = kids,
+                              .file = seq->file};
+    return get_int(w, &holder, p, key, true, min, max, out);
+}
+
+/* A positive real number (no unit), like sm_scale; leaves '*out' if absent. */
+static void get_positive(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                         double *out)
+{
+    const struct cfg_node *n = cfg_get(m, key);
+    if (!n)
+        return;
+    char *end = NULL;
+    double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
+    char *q = join(p, key);
+    if (!end || *end || !(v > 0) || !isfinite(v))
+        type_err(w, n, q, "a positive number");
+    else
+        *out = v;
+    free(q);
+}
+
 static int get_bool(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                     bool *out)
 {
@@ -573,13 +603,9 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
         sh = NULL;
     }
     for (int i = 0; sh && i < sh->n; i++) {
-        struct cfg_node holder = {.type = CFG_MAP};
-        char key[16];
-        snprintf(key, sizeof key, "%d", i);
-        char *keys[1] = {key};
-        struct cfg_node *kids[1] = {sh->kids[i]};
-        holder.n = 1, holder.keys = keys, holder.kids = kids, holder.file = sh->file;
-        get_i(w, &holder, "topology.shape", key, true, 1, 4096, &shape[i]);
+        int64_t v = 1;
+        get_item(w, sh, "topology.shape", i, 1, 4096, &v);
+        shape[i] = (int)v;
         nd = sh->n;
     }
     default_wrap(sc->chip.wrap, nd, shape, wrap);
@@ -684,13 +710,7 @@ static int get_lengths(struct walk *w, const struct cfg_node *n, const char *p, 
     }
     int64_t sum = 0;
     for (int i = 0; i < n->n; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", i);
-        struct cfg_node holder = {.type = CFG_MAP, .n = 1, .file = n->file};
-        char *keys[1] = {key};
-        struct cfg_node *kids[1] = {n->kids[i]};
-        holder.keys = keys, holder.kids = kids;
-        if (get_int(w, &holder, p, key, true, 1, INT64_MAX, &out[i]) != 0)
+        if (get_item(w, n, p, i, 1, INT64_MAX, &out[i]) != 0)
             return 0;
         sum += out[i];
     }
@@ -753,17 +773,7 @@ static void load_flash(struct walk *w, const struct cfg_node *m, const char *p, 
     get_bool(w, m, p, "causal", &f->causal);
     get_bool(w, m, p, "bias", &f->bias);
     get_mode(w, m, p, &f->mode);
-    const struct cfg_node *sm = cfg_get(m, "sm_scale");
-    if (sm) {
-        char *end = NULL;
-        double v = sm->type == CFG_SCALAR ? strtod(sm->value, &end) : 0;
-        char *q = join(p, "sm_scale");
-        if (!end || *end || !(v > 0))
-            type_err(w, sm, q, "a positive number");
-        else
-            f->sm_scale = v;
-        free(q);
-    }
+    get_positive(w, m, p, "sm_scale", &f->sm_scale);
     const struct cfg_node *seg = field(w, m, p, "segment_ids", false);
     char *sp = join(p, "segment_ids");
     if (seg && is_map(w, seg, sp)) {
@@ -1050,15 +1060,8 @@ static void load_paged(struct walk *w, const struct cfg_node *m, const char *p, 
         } else {
             g->batch = ln->n;
             g->lengths = xcalloc((size_t)ln->n, sizeof *g->lengths);
-            for (int i = 0; i < ln->n; i++) {
-                char key[16];
-                snprintf(key, sizeof key, "%d", i);
-                struct cfg_node holder = {.type = CFG_MAP, .n = 1, .file = ln->file};
-                char *keys1[1] = {key};
-                struct cfg_node *kids[1] = {ln->kids[i]};
-                holder.keys = keys1, holder.kids = kids;
-                get_int(w, &holder, lp, key, true, 0, max_len, &g->lengths[i]);
-            }
+            for (int i = 0; i < ln->n; i++)
+                get_item(w, ln, lp, i, 0, max_len, &g->lengths[i]);
         }
         free(lp);
         return;
@@ -1184,29 +1187,9 @@ static void load_ragged(struct walk *w, const struct cfg_node *m, const char *p,
     get_int(w, m, p, "num_kv_pages_per_block", false, 1, 1 << 16, &r->num_kv_pages_per_block);
     get_int(w, m, p, "num_queries_per_block", false, 1, 1 << 16, &r->num_queries_per_block);
     get_int(w, m, p, "sliding_window", false, 1, 1 << 24, &r->sliding_window);
-    const struct cfg_node *sc = cfg_get(m, "soft_cap");
-    if (sc) {
-        char *end = NULL;
-        double v = sc->type == CFG_SCALAR ? strtod(sc->value, &end) : 0;
-        char *q = join(p, "soft_cap");
-        if (!end || *end || !(v > 0))
-            type_err(w, sc, q, "a positive number");
-        else
-            r->soft_cap = v;
-        free(q);
-    }
+    get_positive(w, m, p, "soft_cap", &r->soft_cap);
     r->sm_scale = 1.0;
-    const struct cfg_node *sm = cfg_get(m, "sm_scale");
-    if (sm) {
-        char *end = NULL;
-        double v = sm->type == CFG_SCALAR ? strtod(sm->value, &end) : 0;
-        char *q = join(p, "sm_scale");
-        if (!end || *end || !(v > 0))
-            type_err(w, sm, q, "a positive number");
-        else
-            r->sm_scale = v;
-        free(q);
-    }
+    get_positive(w, m, p, "sm_scale", &r->sm_scale);
     get_int(w, m, p, "max_num_batched_tokens", false, 1, 1 << 24, &r->max_num_batched_tokens);
     static const char *const pg[] = {"contiguous", "shuffled", NULL};
     int sh = 0;
@@ -1239,13 +1222,9 @@ static void load_axes(struct walk *w, const struct cfg_node *m, const char *p,
     } else if (ax) {
         c->naxes = ax->n;
         for (int i = 0; i < ax->n; i++) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", i);
-            struct cfg_node holder = {.type = CFG_MAP, .n = 1, .file = ax->file};
-            char *keys1[1] = {key};
-            struct cfg_node *kids[1] = {ax->kids[i]};
-            holder.keys = keys1, holder.kids = kids;
-            get_i(w, &holder, ap, key, true, 0, TOPO_MAX_DIMS - 1, &c->axes[i]);
+            int64_t v = 0;
+            get_item(w, ax, ap, i, 0, TOPO_MAX_DIMS - 1, &v);
+            c->axes[i] = (int)v;
         }
     }
     free(ap);
@@ -1313,13 +1292,9 @@ static void load_remote_copy(struct walk *w, const struct cfg_node *m, const cha
         r->id_kind = sh ? 0 : 1;
         r->ncoords = t->n;
         for (int i = 0; i < t->n; i++) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", i);
-            struct cfg_node holder = {.type = CFG_MAP, .n = 1, .file = t->file};
-            char *keys1[1] = {key};
-            struct cfg_node *kids[1] = {t->kids[i]};
-            holder.keys = keys1, holder.kids = kids;
-            get_i(w, &holder, tp, key, true, INT32_MIN / 2, INT32_MAX / 2, &r->coords[i]);
+            int64_t v = 0;
+            get_item(w, t, tp, i, INT32_MIN / 2, INT32_MAX / 2, &v);
+            r->coords[i] = (int)v;
         }
     }
     free(tp);

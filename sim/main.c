@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/maskinfo.h"
 #include "sim/cfg.h"
@@ -369,6 +370,10 @@ int main(int argc, char **argv)
             rc = cmd_run(&c);
         else
             rc = cmd_check(&c, !strcmp(cmd, "platform"));
+    }
+    if (rc == 130) { /* interrupted: the killed actors' memory is not worth freeing */
+        fflush(NULL);
+        _exit(rc);
     }
     free(c.sets);
     free(c.sg_argv);

@@ -542,6 +542,9 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
                    mem / 1073741824.0, mem_max / 1073741824.0);
         return 2;
     }
+    struct sigaction sa = {.sa_handler = on_sigint}, old_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sigint);
     char *plat = NULL;
     if (o->out_dir && make_dirs(o->out_dir) != 0) {
         struct diag_loc loc = {o->out_dir, 0, 0};
@@ -567,11 +570,9 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         remove(plat);
     free(plat);
     spawn(&r);
-    struct sigaction sa = {.sa_handler = on_sigint}, old;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGINT, &sa, NULL); /* simgrid_init installed its own (verbose-exit) */
     simgrid_run();
-    sigaction(SIGINT, &old, NULL);
+    sigaction(SIGINT, &old_sigint, NULL);
     if (sim_interrupted()) { /* nothing is written: earlier outputs stay as they were */
         diag_error(d, NULL, NULL, "interrupted: trace.json and summary.json not written");
         free_run(&r);

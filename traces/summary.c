@@ -92,14 +92,14 @@ void summary_print_table(const struct summary *s, FILE *out)
     fprintf(out, "scenario %s on %s [", s->scenario, s->chip);
     for (int i = 0; i < s->ndims; i++)
         fprintf(out, "%s%d", i ? "x" : "", s->shape[i]);
-    fprintf(out, "]\n%-20s %-10s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
+    fprintf(out, "]\n%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
             "% peak", "bound", "steps");
     for (int i = 0; i < s->nops; i++) {
         const struct summary_op *o = &s->ops[i];
         char st[32], tm[32];
         fmt_time(st, sizeof st, o->start_s);
         fmt_time(tm, sizeof tm, o->end_s - o->start_s);
-        fprintf(out, "%-20.20s %-10s %12s %12s %7.1f%% %-9s %10lld\n", o->name, o->kind, st, tm,
+        fprintf(out, "%-20.20s %-22s %12s %12s %7.1f%% %-9s %10lld\n", o->name, o->kind, st, tm,
                 100.0 * o->peak_frac, bound_name(o->bound), (long long)o->grid_steps);
     }
     char tt[32];
