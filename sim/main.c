@@ -33,6 +33,11 @@ static const char usage_text[] =
     "        splash attention's MaskInfo (block_mask, data_next, mask_next) exactly as\n"
     "        upstream computes it; SPEC is causal[:OFFSET], local:LEFT,RIGHT[:OFFSET],\n"
     "        chunked:C, full or file:PATH; one --mask for all heads or one per head\n"
+    "  sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
+    "        run every point of a sweep spec in parallel; writes DIR/sweep.csv, sweep.json,\n"
+    "        report.md and SVG plots (DIR defaults to out/<sweep name>)\n"
+    "  compare A B                                    two summary.json files or sweep outputs\n"
+    "                                                 side by side, with per-op deltas\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 runtime failure, 2 bad input\n";

@@ -770,8 +770,10 @@ int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
     memset(sp, 0, sizeof *sp);
     sp->file = xstrdup(path);
     struct cfg_node *root = cfg_parse_file(path, d);
-    if (!root)
+    if (!root) {
+        sweep_spec_fini(sp);
         return -1;
+    }
     struct parse p = {sp, d, NULL, 0, NULL};
     int rc = parse_root(&p, root);
     if (rc == 0) {
@@ -790,6 +792,8 @@ int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
     }
     free(p.dims);
     cfg_node_free(root);
+    if (rc != 0)
+        sweep_spec_fini(sp); /* a failed load owns nothing (fini twice is harmless) */
     return rc;
 }
 

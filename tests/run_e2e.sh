@@ -54,6 +54,11 @@ echo $? > "$t/int.rc"
 [ "$(cat "$t/int.rc")" = 130 ] && [ ! -e "$t/int/summary.json" ] && [ ! -e "$t/int/trace.json" ] \
     && ! ls "$t/int" | grep -q tmp && grep -q interrupted "$t/int.err" && ok \
     || bad "SIGINT: exit $(cat "$t/int.rc"), $(ls "$t/int" 2>&1)"
+# a sweep example: tables, report, plots; infeasible points are rows
+"$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
+    && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
+    && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] && ok \
+    || bad "sweep example"
 for f in configs/scenarios/*.yaml; do
     "$bin" check "$f" >/dev/null || bad "check $f"
 done
