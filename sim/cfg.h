@@ -55,6 +55,10 @@ struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struc
 /* Reads and parses the file 'path' (or an embedded file of that path). */
 struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
 void cfg_node_free(struct cfg_node *n);
+/* The candidate (NULL-terminated list) closest to 'word' by edit distance,
+ * if within 2 edits and 'word' is not one of them, for "did you mean" hints;
+ * else NULL. Sets '*known' when 'word' is a candidate. */
+const char *cfg_suggest(const char *word, const char *const *candidates, bool *known);
 /* Applies "key.path=value" to 'root'. Returns 0 or -1 with a message. */
 int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d);
 

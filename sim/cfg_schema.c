@@ -53,19 +53,30 @@ static int edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
+const char *cfg_suggest(const char *word, const char *const *candidates, bool *known)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    *known = false;
+    for (const char *const *a = candidates; *a; a++) {
+        if (strcmp(*a, word) == 0) {
+            *known = true;
+            return NULL;
+        }
+        int dist = edit_distance(*a, word);
+        if (dist < best_d)
+            best_d = dist, best = *a;
+    }
+    return best;
+}
+
 /* Reports every key of map 'm' that is not in 'allowed'. */
 static void check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                        const char *const *allowed)
 {
     for (int i = 0; i < m->n; i++) {
-        const char *best = NULL;
-        int best_d = 3, found = 0;
-        for (const char *const *a = allowed; *a && !found; a++) {
-            found = strcmp(*a, m->keys[i]) == 0;
-            int dist = edit_distance(*a, m->keys[i]);
-            if (dist < best_d)
-                best_d = dist, best = *a;
-        }
+        bool found;
+        const char *best = cfg_suggest(m->keys[i], allowed, &found);
         if (found)
             continue;
         struct diag_loc loc = {m->file, m->key_line[i], m->key_col[i]};
@@ -1318,15 +1329,15 @@ static void load_op(struct walk *w, const struct cfg_node *m, int i, struct op *
     char *kp = join(p, "op");
     if (k && (k->type != CFG_SCALAR || op_kind_parse(k->value, &op->kind) != 0)) {
         char want[400] = "an op kind (";
-        const char *best = NULL;
-        int best_d = 4;
+        const char *names[OP_KIND_COUNT + 1];
         for (int j = 0; j < OP_KIND_COUNT; j++) {
-            const char *nm = op_kind_name((enum op_kind)j);
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "", nm);
-            int dist = k->type == CFG_SCALAR ? edit_distance(nm, k->value) : 99;
-            if (dist < best_d)
-                best_d = dist, best = nm;
+            names[j] = op_kind_name((enum op_kind)j);
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "",
+                     names[j]);
         }
+        names[OP_KIND_COUNT] = NULL;
+        bool known;
+        const char *best = k->type == CFG_SCALAR ? cfg_suggest(k->value, names, &known) : NULL;
         strcat(want, ")");
         if (best) {
             struct diag_loc loc;

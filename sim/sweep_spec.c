@@ -297,41 +297,12 @@ static const char *kind(const struct cfg_node *n)
     return n->type == CFG_MAP ? "a mapping" : n->type == CFG_SEQ ? "a list" : "a scalar";
 }
 
-static int lev(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 30 || lb > 30)
-        return 99;
-    int row[32];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int prev = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int cur = row[j];
-            int sub = prev + (a[i - 1] != b[j - 1]);
-            int m = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
-            row[j] = sub < m ? sub : m;
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 static void check_top_keys(struct parse *p, const struct cfg_node *root)
 {
     static const char *const keys[] = {"name", "base", "sweep", "zip", "points", NULL};
     for (int i = 0; i < root->n; i++) {
-        const char *best = NULL;
-        int bd = 3;
-        bool known = false;
-        for (int k = 0; keys[k]; k++) {
-            known |= !strcmp(keys[k], root->keys[i]);
-            int dd = lev(keys[k], root->keys[i]);
-            if (dd < bd)
-                bd = dd, best = keys[k];
-        }
+        bool known;
+        const char *best = cfg_suggest(root->keys[i], keys, &known);
         if (known)
             continue;
         struct diag_loc loc = {p->sp->file, root->key_line[i], root->key_col[i]};
