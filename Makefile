@@ -88,6 +88,7 @@ asan: deps
 	    all unit bad-input e2e
 
 valgrind: deps
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" \
 	    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
 	    SGFLAG=--cfg=contexts/factory:thread all unit bad-input e2e
