@@ -28,6 +28,7 @@ struct pl_ctx {
     int slot[PL_MAX_OPERANDS];
     float *scratch[PL_MAX_OPERANDS];
     void *state;
+    int64_t begin; /* first step of this core's range */
 };
 
 /* One operand's pipeline state on this core. */
@@ -41,6 +42,7 @@ struct opstate {
 
 /* The decisions of one step, compared to coalesce runs. */
 struct plan {
+    int64_t s; /* flat step index */
     uint32_t fetch, wait, out_start, out_wait;
     uint64_t fetch_bytes, out_bytes;
     struct pl_work w;
@@ -529,8 +531,7 @@ static void exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *
 {
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, st);
-    wait_inputs(os, c->call->nops, p->wait & ~p->fetch, x);
-    wait_inputs(os, c->call->nops, p->wait & p->fetch, x);
+    wait_inputs(os, c->call->nops, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, st);
     x->ops->compute(x->ex, &p->w, s, 1);
     account(st, &p->w, 1, c->chip->step_overhead_s);
@@ -543,8 +544,7 @@ static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p
     const struct pl_exec *x = c->x;
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, c->st);
-    wait_inputs(os, c->call->nops, p->wait & ~p->fetch, x);
-    wait_inputs(os, c->call->nops, p->wait & p->fetch, x);
+    wait_inputs(os, c->call->nops, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, c->st);
     int64_t g[PL_MAX_GRID];
     unflatten(c->call, s, g);
@@ -649,12 +649,181 @@ static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl
     }
 }
 
+/* ---- step execution, with runs of identical steady steps coalesced ---- */
+
+struct stepper {
+    struct plan run;
+    int64_t run_start, run_len;
+    bool coalesce; /* runs may be coalesced (fast fidelity, not functional or manual) */
+};
+
+/* Executes step 'p' (of index 'p->s'), or adds it to the current run. */
+static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const struct plan *p)
+{
+    const struct pl_exec *x = c->x;
+    bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->nops);
+    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run))) {
+        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, x, c->st);
+        sp->run_len = 0;
+    }
+    if (ok) {
+        if (sp->run_len++ == 0) {
+            sp->run = *p;
+            sp->run_start = p->s;
+        }
+    } else {
+        exact_step(c, os, p, p->s, x, c->st);
+        outputs(c, os, p, x, c->st);
+        advance_bufs(c, os, p);
+    }
+}
+
+static void feed_end(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
+{
+    if (sp->run_len > 0)
+        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, c->x, c->st);
+    sp->run_len = 0;
+}
+
+/* Every step planned and executed in turn (exact fidelity, functional and
+ * manual calls). */
+static void run_steps(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
+{
+    struct stepper sp = {0};
+    struct plan p;
+    for (int64_t s = b; s < e; s++) {
+        plan_step(c, os, s, b, e, &p);
+        p.s = s;
+        if (c->call->manual) {
+            live_step(c, os, &p, s);
+            outputs(c, os, &p, c->x, c->st);
+            advance_bufs(c, os, &p);
+        } else {
+            run_body(c, s, &p.w);
+            feed(c, os, &sp, &p);
+        }
+        advance_idx(c, os, s, e);
+        c->st->steps++;
+    }
+    feed_end(c, os, &sp);
+}
+
+/* A group: the steps from one output write-back to the next. */
+struct group {
+    struct plan *p;
+    size_t n, cap;
+};
+
+static bool same_group(const struct group *a, const struct group *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (!same_plan(&a->p[i], &b->p[i]) || a->p[i].out_wait != b->p[i].out_wait)
+            return false;
+    return true;
+}
+
+/* Runs 'r' more repeats of group 'g' (just executed) as one input DMA, one
+ * write-back DMA and one execution: exact when the repeats are compute-bound
+ * or bandwidth-bound throughout, as for runs of steps. */
+static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group *g, int64_t r)
+{
+    const struct pl_exec *x = c->x;
+    int nops = c->call->nops;
+    const struct plan *first = &g->p[0], *last = &g->p[g->n - 1];
+    uint64_t in = 0, out = 0;
+    int64_t per = 0, busy = 0;
+    struct pl_work w = {0};
+    for (size_t i = 0; i < g->n; i++) {
+        const struct plan *p = &g->p[i];
+        in += p->fetch_bytes, out += p->out_bytes;
+        per += __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
+        busy += p->w.flops > 0;
+        w.mxu_s += p->w.mxu_s, w.vpu_s += p->w.vpu_s, w.flops += p->w.flops;
+        w.vpu_flops += p->w.vpu_flops, w.transcendentals += p->w.transcendentals;
+    }
+    double o = c->chip->step_overhead_s;
+    int64_t steps = r * (int64_t)g->n;
+    x->ops->delay(x->ex, o);
+    void *h = in ? start_dma(x, c->st, true, in * (uint64_t)r, -1) : NULL;
+    void *hw = out * (uint64_t)r > last->out_bytes
+                   ? start_dma(x, c->st, false, out * (uint64_t)r - last->out_bytes, -1)
+                   : NULL;
+    wait_inputs(os, nops, first->wait, x);
+    x->ops->compute(x->ex, &w, first->s + (int64_t)g->n, r);
+    x->ops->delay(x->ex, o * (double)(steps - 1));
+    for (int i = 0; i < nops; i++)
+        if ((first->out_wait & (1u << i)) && os[i].pending) {
+            x->ops->dma_wait(x->ex, os[i].pending);
+            os[i].pending = NULL;
+        }
+    if (hw)
+        x->ops->dma_wait(x->ex, hw);
+    for (int i = 0; i < nops; i++) {
+        if (last->fetch & (1u << i))
+            os[i].cur = h;
+        if (last->out_start & (1u << i))
+            os[i].pending = start_dma(x, c->st, false, os[i].bytes, i);
+    }
+    struct pl_stats *st = c->st;
+    st->dmas += per * r - (h ? 1 : 0) - (hw ? 1 : 0) - __builtin_popcount(last->out_start);
+    account(st, &w, (double)r, o * (double)g->n);
+    st->compute_steps += busy * r - (w.flops > 0 ? r : 0);
+    st->coalesced_runs++;
+}
+
+static void group_push(struct group *g, const struct plan *p)
+{
+    xgrow(&g->p, &g->cap, g->n + 1, sizeof *g->p);
+    g->p[g->n++] = *p;
+}
+
+/* Fidelity fast: steps are planned a group at a time; a group identical to
+ * the one before is not executed but counted, and a series of them runs as
+ * one (bulk_groups). Other groups run step by step, runs coalesced. */
+static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
+{
+    struct group cur = {0}, prev = {0};
+    struct stepper sp = {.coalesce = true};
+    int64_t repeats = 0;
+    struct plan p;
+    for (int64_t s = b; s < e; s++) {
+        plan_step(c, os, s, b, e, &p);
+        p.s = s;
+        run_body(c, s, &p.w);
+        advance_idx(c, os, s, e);
+        c->st->steps++;
+        group_push(&cur, &p);
+        if (!p.out_start && s + 1 < e)
+            continue;
+        if (prev.n && same_group(&cur, &prev)) {
+            repeats++;
+        } else {
+            if (repeats)
+                bulk_groups(c, os, &prev, repeats);
+            repeats = 0;
+            for (size_t i = 0; i < cur.n; i++)
+                feed(c, os, &sp, &cur.p[i]);
+            feed_end(c, os, &sp);
+            struct group t = prev;
+            prev = cur;
+            cur = t;
+        }
+        cur.n = 0;
+    }
+    if (repeats)
+        bulk_groups(c, os, &prev, repeats);
+    free(cur.p);
+    free(prev.p);
+}
+
 void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
             const struct pl_exec *x, struct pl_stats *st)
 {
     if (b >= e)
         return;
-    struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st};
+    struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st, .begin = b};
     struct opstate os[PL_MAX_OPERANDS];
     if (call->functional)
         ctx_alloc(&c);
@@ -665,40 +834,11 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
         x->ops->dma_wait(x->ex, start_dma(x, st, true, call->smem_prefetch_bytes, -1));
     trivial_inputs(&c, os, x, st);
     prologue(&c, os, x, st);
-    struct plan p, run = {0};
-    int64_t run_start = -1, run_len = 0;
     bool may_coalesce = x->coalesce && !call->functional && !call->manual;
-    for (int64_t s = b; s < e; s++) {
-        plan_step(&c, os, s, b, e, &p);
-        if (call->manual) {
-            live_step(&c, os, &p, s);
-            outputs(&c, os, &p, x, st);
-            advance_bufs(&c, os, &p);
-            advance_idx(&c, os, s, e);
-            st->steps++;
-            continue;
-        }
-        run_body(&c, s, &p.w);
-        bool ok = may_coalesce && s > b && steady(&p, os, call->nops);
-        if (run_len > 0 && !(ok && same_plan(&p, &run))) {
-            bulk_steps(&c, os, &run, run_start, run_len, x, st);
-            run_len = 0;
-        }
-        if (ok) {
-            if (run_len++ == 0) {
-                run = p;
-                run_start = s;
-            }
-        } else {
-            exact_step(&c, os, &p, s, x, st);
-            outputs(&c, os, &p, x, st);
-            advance_bufs(&c, os, &p);
-        }
-        advance_idx(&c, os, s, e);
-        st->steps++;
-    }
-    if (run_len > 0)
-        bulk_steps(&c, os, &run, run_start, run_len, x, st);
+    if (may_coalesce)
+        run_grouped(&c, os, b, e);
+    else
+        run_steps(&c, os, b, e);
     epilogue(&c, os, x, st);
     ctx_free(&c);
     free(c.state);

@@ -95,6 +95,25 @@ static void test_matmul_fast_equals_exact_when_coalescing_is_exact(void **state)
     assert_int_equal(a.steps[0], b.steps[0]);
 }
 
+/* Output blocks written in turn: whole groups of steps (one write-back to the
+ * next) repeat, and fast mode runs the repeats as one; the M03 benchmark
+ * shape, scaled down, is compute-bound, so both modes agree exactly. */
+static void test_matmul_repeated_groups_coalesce_exactly(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v5e\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, "
+                       "block: {bm: 128, bk: 128, bn: 128}}\n";
+    const char *exact[] = {"options.fidelity=exact"};
+    struct result a = run(yaml, NULL, 0), b = run(yaml, exact, 1);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(b.rc, 0);
+    assert_true(a.runs[0] <= 4); /* 64 output blocks, a handful of bulk executions */
+    assert_time(a.end[0] - a.start[0], b.end[0] - b.start[0]);
+    assert_int_equal(a.dmas[0], b.dmas[0]);
+    assert_int_equal(a.steps[0], 512);
+    assert_int_equal(a.compute_steps[0], b.compute_steps[0]);
+}
+
 static void test_matmul_megacore_splits_parallel_dims(void **state)
 {
     (void)state;
@@ -187,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_ppermute_time_hand_derived),
         cmocka_unit_test(test_matmul_pipeline_timeline_hand_derived),
         cmocka_unit_test(test_matmul_fast_equals_exact_when_coalescing_is_exact),
+        cmocka_unit_test(test_matmul_repeated_groups_coalesce_exactly),
         cmocka_unit_test(test_matmul_megacore_splits_parallel_dims),
         cmocka_unit_test(test_matmul_functional_matches_reference),
         cmocka_unit_test(test_vmem_overflow_is_bad_input),
