@@ -179,21 +179,31 @@ static int get_item(struct walk *w, const struct cfg_node *seq, const char *p, i
     return get_int(w, &holder, p, key, true, min, max, out);
 }
 
-/* A positive real number (no unit), like sm_scale; leaves '*out' if absent. */
-static void get_positive(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
-                         double *out)
+/* A real number (no unit) in (0, max] described by 'want'; leaves '*out' if
+ * absent (an error when 'required'). Returns 0 or -1. */
+static int get_real(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                    bool required, double max, const char *want, double *out)
 {
-    const struct cfg_node *n = cfg_get(m, key);
+    const struct cfg_node *n = field(w, m, p, key, required);
     if (!n)
-        return;
+        return required ? -1 : 0;
     char *end = NULL;
     double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
     char *q = join(p, key);
-    if (!end || *end || !(v > 0) || !isfinite(v))
-        type_err(w, n, q, "a positive number");
+    int rc = -1;
+    if (!end || *end || !(v > 0 && v <= max))
+        type_err(w, n, q, want);
     else
-        *out = v;
+        *out = v, rc = 0;
     free(q);
+    return rc;
+}
+
+/* A positive real number, like sm_scale. */
+static void get_positive(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                         double *out)
+{
+    get_real(w, m, p, key, false, HUGE_VAL / 2, "a positive number", out);
 }
 
 static int get_bool(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
@@ -276,17 +286,7 @@ static void get_fraction(struct walk *w, const struct cfg_node *m, const char *p
                          double *out)
 {
     *out = 1.0;
-    const struct cfg_node *n = cfg_get(m, key);
-    if (!n)
-        return;
-    char *end = NULL;
-    double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
-    char *q = join(p, key);
-    if (!end || *end || !(v > 0 && v <= 1))
-        type_err(w, n, q, "a fraction in (0, 1]");
-    else
-        *out = v;
-    free(q);
+    get_real(w, m, p, key, false, 1.0, "a fraction in (0, 1]", out);
 }
 
 /* ---------------- chip ---------------- */
@@ -323,7 +323,6 @@ static void load_vpu(struct walk *w, const struct cfg_node *tc, const char *path
         check_keys(w, v, p, keys);
         get_i(w, v, p, "sublanes", true, 1, 64, &c->vpu_sublanes);
         get_i(w, v, p, "lanes", true, 1, 1024, &c->vpu_lanes);
-        int64_t tmp;
         struct {
             const char *key;
             double *dst;
@@ -332,18 +331,8 @@ static void load_vpu(struct walk *w, const struct cfg_node *tc, const char *path
                      {"store_per_cycle", &c->vpu_store_per_cycle},
                      {"eup_per_cycle", &c->eup_per_cycle},
                      {"xlu_per_cycle", &c->xlu_per_cycle}};
-        for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
-            const struct cfg_node *n = field(w, v, p, rates[i].key, true);
-            char *q = join(p, rates[i].key);
-            char *end = NULL;
-            double x = n && n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
-            if (n && (!end || *end || x <= 0 || x > 64))
-                type_err(w, n, q, "a rate per cycle in (0, 64]");
-            else if (n)
-                *rates[i].dst = x;
-            free(q);
-        }
-        (void)tmp;
+        for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+            get_real(w, v, p, rates[i].key, true, 64, "a rate per cycle in (0, 64]", rates[i].dst);
     }
     free(p);
 }
@@ -570,16 +559,11 @@ static void default_wrap(enum wrap_rule rule, int nd, const int *shape, bool *wr
 
 static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
 {
-    if (wr->type == CFG_SCALAR) {
-        struct cfg_node tmp = {0};
-        (void)tmp;
-        bool v;
-        if (strcmp(wr->value, "true") == 0 || strcmp(wr->value, "false") == 0) {
-            v = wr->value[0] == 't';
-            for (int i = 0; i < nd; i++)
-                wrap[i] = v;
-            return;
-        }
+    if (wr->type == CFG_SCALAR &&
+        (strcmp(wr->value, "true") == 0 || strcmp(wr->value, "false") == 0)) {
+        for (int i = 0; i < nd; i++)
+            wrap[i] = wr->value[0] == 't';
+        return;
     }
     if (wr->type != CFG_SEQ || wr->n != nd) {
         char want[96];
