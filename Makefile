@@ -19,7 +19,7 @@ SIMFLAGS = $(if $(SGFLAG),--sg=$(SGFLAG))
 VALGRIND ?=
 DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev pkg-config
 
-SRC     := $(wildcard sim/*.c topology/*.c kernels/*.c models/*.c traces/*.c)
+SRC     := $(wildcard base/*.c sim/*.c topology/*.c kernels/*.c models/*.c traces/*.c)
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
 EMBED   := $(sort $(wildcard configs/chips/*.yaml)) configs/scenarios/default.yaml
 TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -74,7 +74,11 @@ unit: $(TESTS)
 bad-input: $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" sh tests/run_bad.sh $(B)/tpusim
 
-e2e: $(B)/tpusim
+$(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
+	@mkdir -p $(@D)
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(B)/libtpusim.a -o $@ $(LDLIBS)
+
+e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 
 test: deps

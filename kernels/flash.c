@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 
 #define MIN_BLOCK 128 /* MIN_BLOCK_SIZE (FA L321) */
 #define LANES 128     /* NUM_LANES (FA L30) */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 
 static const struct kern_kind *const kinds[] = {&kern_matmul_kind, &kern_flash_kind,
                                                 &kern_splash_kind, &kern_paged_kind,

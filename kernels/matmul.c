@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 
 enum { X, Y, O };
 

@@ -15,8 +15,8 @@
 
 #include "kernels/kernel.h"
 #include "models/hbm.h"
-#include "sim/check.h"
-#include "sim/xalloc.h"
+#include "base/check.h"
+#include "base/xalloc.h"
 
 enum { Q, KP, VP, KS, VS };        /* operands, then o, m, l at g->io; KS/VS only when int8 */
 enum { KBUF, VBUF, KSBUF, VSBUF }; /* scratch; the scales only when int8 */

@@ -13,8 +13,8 @@
 
 #include "models/hbm.h"
 #include "models/mxu.h"
-#include "sim/check.h"
-#include "sim/xalloc.h"
+#include "base/check.h"
+#include "base/xalloc.h"
 
 struct pl_ctx {
     const struct pl_call *call;

@@ -16,8 +16,8 @@
 
 #include "kernels/kernel.h"
 #include "models/hbm.h"
-#include "sim/check.h"
-#include "sim/xalloc.h"
+#include "base/check.h"
+#include "base/xalloc.h"
 
 enum { Q, KV, O };                  /* operands */
 enum { KVBUF, LBUF, MBUF, ACCBUF }; /* scratch */

@@ -12,8 +12,8 @@
 
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
-#include "sim/check.h"
-#include "sim/xalloc.h"
+#include "base/check.h"
+#include "base/xalloc.h"
 
 #define LANES 128  /* NUM_LANES, K L39 */
 #define SUBLANES 8 /* NUM_SUBLANES, K L40 */

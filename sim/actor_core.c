@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "sim/sim_int.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 #include "topology/topo.h"
 
 void sim_note_hbm(struct sim_run *r, int chip, double t0, double t1, double bytes)

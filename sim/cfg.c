@@ -11,8 +11,9 @@
 #include <yaml.h>
 
 #include "sim/cfg_node.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 #include "sim/embedded.h"
-#include "sim/xalloc.h"
 
 static struct cfg_node *node_new(enum cfg_type t, const char *file, int line, int col)
 {
@@ -138,30 +139,17 @@ struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struc
 
 static char *read_file(const char *path, size_t *len, struct diag *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *buf = fs_read_all(path, CFG_MAX_FILE_BYTES, len);
+    if (!buf) {
         struct diag_loc loc = {path, 0, 0};
-        diag_error(d, &loc, NULL, "cannot open: %s", strerror(errno));
-        return NULL;
+        if (errno == EFBIG)
+            diag_error(d, &loc, NULL, "file is larger than the limit of %d MiB",
+                       (int)(CFG_MAX_FILE_BYTES >> 20));
+        else if (errno == EISDIR)
+            diag_error(d, &loc, NULL, "expected a file, got a directory");
+        else
+            diag_error(d, &loc, NULL, "cannot open: %s", strerror(errno));
     }
-    size_t cap = 4096, n = 0;
-    char *buf = xmalloc(cap);
-    size_t r;
-    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (cap - n - 1 == 0)
-            buf = xrealloc(buf, cap *= 2);
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        struct diag_loc loc = {path, 0, 0};
-        diag_error(d, &loc, NULL, "read error");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 

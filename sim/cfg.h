@@ -12,8 +12,11 @@
 
 #include "kernels/ops.h"
 #include "models/chip.h"
-#include "sim/diag.h"
+#include "base/diag.h"
 #include "topology/topo.h"
+
+/* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
+#define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 

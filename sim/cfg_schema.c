@@ -12,8 +12,8 @@
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
 #include "sim/cfg_node.h"
-#include "sim/units.h"
-#include "sim/xalloc.h"
+#include "base/units.h"
+#include "base/xalloc.h"
 
 struct walk {
     struct diag *d;

@@ -8,11 +8,11 @@
 
 #include "kernels/maskinfo.h"
 #include "sim/cfg.h"
-#include "sim/diag.h"
+#include "base/diag.h"
 #include "sim/sim.h"
 #include "sim/sweep.h"
-#include "sim/units.h"
-#include "sim/xalloc.h"
+#include "base/units.h"
+#include "base/xalloc.h"
 
 #define TPUSIM_VERSION "0.1.0"
 

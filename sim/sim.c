@@ -12,9 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "kernels/collective.h"
 #include "sim/sim_int.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 #include "topology/plat_xml.h"
 
 /* The only mutable global besides SimGrid's: what a signal handler may set. */
@@ -215,22 +216,17 @@ int sim_write_platform(const struct cfg_scenario *sc, FILE *f)
     return plat_write_xml(f, &sc->topo, &p);
 }
 
-/* Writes the platform to 'path' via a temporary file. */
+/* Writes the platform to 'path' atomically. */
 static int write_platform_file(const struct cfg_scenario *sc, const char *path)
 {
-    char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = -1;
-    if (f) {
-        rc = sim_write_platform(sc, f);
-        rc |= fclose(f) != 0 ? -1 : 0;
-        if (rc == 0)
-            rc = rename(tmp, path);
-        if (rc)
-            remove(tmp);
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
+        return -1;
+    if (sim_write_platform(sc, a.f) != 0) {
+        fs_atomic_abort(&a);
+        return -1;
     }
-    free(tmp);
-    return rc;
+    return fs_atomic_commit(&a);
 }
 
 /* Many actors: small stacks without guard pages, to stay under the
@@ -503,25 +499,6 @@ static void free_run(struct sim_run *r)
     trace_free(r->trace);
 }
 
-/* Makes 'dir' (and its parents); returns 0 or -1 with errno. */
-static int make_dirs(const char *dir)
-{
-    char *p = xstrdup(dir);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
-}
-
 int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
             struct diag *d)
 {
@@ -546,7 +523,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sigint);
     char *plat = NULL;
-    if (o->out_dir && make_dirs(o->out_dir) != 0) {
+    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
         struct diag_loc loc = {o->out_dir, 0, 0};
         diag_error(d, &loc, NULL, "cannot create output directory: %s", strerror(errno));
         return 1;

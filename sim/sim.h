@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "sim/cfg.h"
-#include "sim/diag.h"
+#include "base/diag.h"
 #include "traces/summary.h"
 
 struct sim_opts {

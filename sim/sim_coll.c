@@ -13,7 +13,7 @@
 
 #include "kernels/collective.h"
 #include "sim/sim_int.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 
 struct sim_coll {
     struct coll_plan plan;

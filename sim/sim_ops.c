@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "sim/sim_int.h"
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 #include "topology/topo.h"
 
 static double now(void)

@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
 #include "sim/sim.h"
 #include "sim/sweep_int.h"
-#include "sim/xalloc.h"
 #include "traces/report.h"
 #include "traces/summary.h"
 
@@ -72,25 +74,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int make_dirs(const char *path)
-{
-    char *p = xstrdup(path);
-    int rc = 0;
-    for (char *s = p + 1; rc == 0; s++) {
-        if (*s != '/' && *s != '\0')
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            rc = -1;
-        *s = c;
-        if (!c)
-            break;
-    }
-    free(p);
-    return rc;
-}
-
 static char *point_file(const struct runner *r, int i, const char *name)
 {
     return xasprintf("%s/points/%04d%s%s", r->dir, i, name ? "/" : "", name ? name : "");
@@ -112,14 +95,10 @@ static void remove_point_file(const struct runner *r, int i, const char *name)
 /* Reads a small text file (a log); "" when absent. Trailing newlines dropped. */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    size_t cap = 1024, n = 0, got;
-    char *s = xmalloc(cap);
-    while (f && (got = fread(s + n, 1, cap - n - 1, f)) > 0)
-        if ((n += got) == cap - 1)
-            s = xrealloc(s, cap *= 2);
-    if (f)
-        fclose(f);
+    size_t n = 0;
+    char *s = fs_read_all(path, 1 << 20, &n);
+    if (!s)
+        return xstrdup("");
     while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
         n--;
     s[n] = '\0';
@@ -172,7 +151,7 @@ static void child_main(struct runner *r, int i, bool trace)
 static int launch(struct runner *r, int i, bool trace)
 {
     char *pdir = point_file(r, i, NULL);
-    int rc = make_dirs(pdir);
+    int rc = fs_mkdirs(pdir);
     free(pdir);
     if (rc != 0) {
         fprintf(stderr, "tpusim sweep: cannot create %s/points/%04d: %s\n", r->dir, i,
@@ -212,35 +191,29 @@ static void row_init(struct runner *r, int i, struct report_row *row)
 static int write_point_json(struct runner *r, const struct report_row *row, int code)
 {
     char *path = point_file(r, row->point, "point.json");
-    char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = -1;
-    if (f) {
+    struct fs_atomic a;
+    int rc = fs_atomic_open(&a, path);
+    if (rc == 0) {
+        FILE *f = a.f;
         int n;
         char **sets = sweep_point_sets(r->sp, row->point, &n);
         fprintf(f, "{\"point\": %d, \"base\": ", row->point);
-        report_json_string(f, r->sp->base_path);
+        json_write_string(f, r->sp->base_path);
         fprintf(f, ", \"base_hash\": \"%016llx\",\n \"sets\": [",
                 (unsigned long long)r->sp->base_hash);
         for (int k = 0; k < n; k++) {
             fputs(k ? ", " : "", f);
-            report_json_string(f, sets[k]);
+            json_write_string(f, sets[k]);
         }
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 report_status_name(row->status), code);
-        report_json_string(f, row->reason);
+        json_write_string(f, row->reason);
         fputs("}\n", f);
         sweep_sets_free(sets);
-        rc = ferror(f) ? -1 : 0;
-        rc |= fclose(f) != 0 ? -1 : 0;
-        if (rc == 0)
-            rc = rename(tmp, path);
+        rc = fs_atomic_commit(&a);
     }
-    if (rc != 0) {
+    if (rc != 0)
         fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
     free(path);
     return rc;
 }
@@ -250,13 +223,13 @@ static void read_summary(struct runner *r, struct report_row *row)
 {
     char *path = point_file(r, row->point, "summary.json");
     char err[512];
-    struct report_json *j = report_json_read_file(path, err, sizeof err);
+    struct json *j = json_read_file(path, JSON_MAX_BYTES, err, sizeof err);
     if (!j || report_row_from_summary(row, j, err, sizeof err) != 0) {
         row->status = REPORT_FAILED;
         free(row->reason);
         row->reason = xasprintf("cannot read the point's summary: %s", err);
     }
-    report_json_free(j);
+    json_free(j);
     free(path);
 }
 
@@ -290,7 +263,9 @@ static void finish_point(struct runner *r, int i, int status)
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (interrupted(r, status)) { /* not finished: run again by --resume */
         report_row_fini(&row, r->sp->nkeys);
-        remove_point_file(r, i, "summary.json.tmp");
+        char *dir = point_file(r, i, NULL);
+        fs_remove_temps(dir);
+        free(dir);
         unlink(logp);
         free(log);
         free(logp);
@@ -338,28 +313,28 @@ static bool load_previous(struct runner *r, int i)
 {
     char *path = point_file(r, i, "point.json");
     char err[512];
-    struct report_json *j = report_json_read_file(path, err, sizeof err);
+    struct json *j = json_read_file(path, JSON_MAX_BYTES, err, sizeof err);
     free(path);
     if (!j)
         return false;
     int n;
     char **sets = sweep_point_sets(r->sp, i, &n);
-    const struct report_json *js = report_json_get(j, "sets");
+    const struct json *js = json_get(j, "sets");
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->sp->base_hash);
-    bool same = js && js->type == RJ_ARR && js->n == n &&
-                !strcmp(report_json_str(j, "base_hash", ""), hash);
+    bool same = js && js->type == JSON_ARR && js->n == n &&
+                !strcmp(json_str(j, "base_hash", ""), hash);
     for (int k = 0; same && k < n; k++)
-        same = js->kids[k]->type == RJ_STR && !strcmp(js->kids[k]->str, sets[k]);
+        same = js->kids[k]->type == JSON_STR && !strcmp(js->kids[k]->str, sets[k]);
     sweep_sets_free(sets);
     enum report_status st;
-    bool ok = same && report_status_parse(report_json_str(j, "status", ""), &st) == 0 &&
+    bool ok = same && report_status_parse(json_str(j, "status", ""), &st) == 0 &&
               st != REPORT_FAILED;
     if (ok) {
         struct report_row row;
         row_init(r, i, &row);
         row.status = st;
-        row.reason = xstrdup(report_json_str(j, "reason", ""));
+        row.reason = xstrdup(json_str(j, "reason", ""));
         if (st == REPORT_OK)
             read_summary(r, &row);
         ok = row.status == st;
@@ -368,7 +343,7 @@ static bool load_previous(struct runner *r, int i)
         else
             report_row_fini(&row, r->sp->nkeys);
     }
-    report_json_free(j);
+    json_free(j);
     return ok;
 }
 
@@ -682,7 +657,7 @@ static void print_result(struct runner *r, double wall_s)
 /* Creates the output directory and writes an inline base into it. Returns 0 or 1. */
 static int prepare_dir(struct runner *r)
 {
-    if (make_dirs(r->dir) != 0) {
+    if (fs_mkdirs(r->dir) != 0) {
         fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", r->dir, strerror(errno));
         return 1;
     }

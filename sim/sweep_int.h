@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "sim/cfg.h"
-#include "sim/diag.h"
+#include "base/diag.h"
 
 struct sweep_key {
     char *path;       /* owned: the key path, exactly as for --set */

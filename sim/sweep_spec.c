@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "sim/cfg_node.h"
-#include "sim/xalloc.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 
 #define SWEEP_MAX_POINTS 100000
 
@@ -464,12 +465,10 @@ static char *resolve(const char *spec, const char *rel)
     return xasprintf("%.*s/%s", (int)(slash - spec), spec, rel);
 }
 
-static int write_base_file(struct sweep_spec *sp, const struct cfg_node *base, FILE *f)
+static void write_base_file(struct sweep_spec *sp, const struct cfg_node *base, FILE *f)
 {
     linemap_fini(&sp->map);
     emit_base(f, base, sp->name, &sp->map);
-    int bad = ferror(f);
-    return fclose(f) != 0 || bad ? -1 : 0;
 }
 
 static int parse_base(struct parse *p, const struct cfg_node *b)
@@ -495,7 +494,9 @@ static int parse_base(struct parse *p, const struct cfg_node *b)
     char tmpl[] = "/tmp/tpusim-sweep-base-XXXXXX";
     int fd = mkstemp(tmpl);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f || write_base_file(sp, b, f) != 0) {
+    if (f)
+        write_base_file(sp, b, f);
+    if (!f || ferror(f) || fclose(f) != 0) {
         struct diag_loc loc = {tmpl, 0, 0};
         diag_error(p->d, &loc, NULL, "cannot write a temporary file: %s", strerror(errno));
         if (fd >= 0)
@@ -511,19 +512,15 @@ int sweep_spec_write_base(struct sweep_spec *sp, const char *path)
 {
     if (!sp->base_inline)
         return 0;
-    char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = f ? write_base_file(sp, sp->base_tree, f) : -1;
-    if (rc == 0)
-        rc = rename(tmp, path);
-    if (rc != 0)
-        remove(tmp);
-    free(tmp);
-    if (rc == 0) {
-        free(sp->base_path);
-        sp->base_path = xstrdup(path);
-    }
-    return rc;
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
+        return -1;
+    write_base_file(sp, sp->base_tree, a.f);
+    if (fs_atomic_commit(&a) != 0)
+        return -1;
+    free(sp->base_path);
+    sp->base_path = xstrdup(path);
+    return 0;
 }
 
 /* "chip: v5e" is "chip: {base: v5e}" to the loader, so key paths like chip.base work. */

@@ -28,7 +28,7 @@ for f in tests/data/bad/*.yaml; do
     if [ -z "$expect" ] || ! grep -qF -- "$expect" "$out/err"; then
         echo "FAIL $f: stderr lacks: $expect"; cat "$out/err"; fail=$((fail + 1)); continue
     fi
-    if [ -d "$out/run" ] && ls "$out/run" | grep -q '\.tmp$'; then
+    if [ -d "$out/run" ] && ls "$out/run" | grep -q '\.tmp\.'; then
         echo "FAIL $f: left a temporary file"; fail=$((fail + 1)); continue
     fi
 done

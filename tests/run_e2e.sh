@@ -9,7 +9,7 @@ t=$(mktemp -d)
 ok() { n=$((n + 1)); }
 bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
 
-cc -O1 -o "$t/jsoncheck" tests/jsoncheck.c || exit 1
+cp "$dir/tests/jsoncheck" "$t/jsoncheck" || exit 1
 
 $VALGRIND "$bin" run -o "$t/a" $SIMFLAGS >"$t/stdout" 2>"$t/stderr" && ok || bad "default run exit $?"
 grep -q '^attention-fwd-bwd .*flash_attention' "$t/stdout" && grep -q '^gather-weights .*ici' "$t/stdout" && ok || bad "table lacks the op rows"

@@ -1,7 +1,7 @@
 /* traces/report.c -- sweep tables (CSV, JSON, Markdown, SVG plots), a minimal
  * JSON reader, and `tpusim compare`. Rows come sorted by point index and no
  * file carries a timestamp, so a sweep's outputs do not depend on how many
- * processes ran it. Every file goes to 'path'.tmp, then rename(). */
+ * processes ran it. Every file is written atomically (base/fsutil.h). */
 #include "traces/report.h"
 
 #include <errno.h>
@@ -10,323 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sim/xalloc.h"
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
 #include "traces/svg.h"
-
-/* ---------------- JSON reader ---------------- */
-
-struct jp {
-    const char *s;
-    size_t i, n;
-    int line;
-    char *err;
-    size_t errn;
-    bool failed;
-};
-
-static void jp_fail(struct jp *p, const char *what)
-{
-    if (!p->failed)
-        snprintf(p->err, p->errn, "line %d: %s", p->line, what);
-    p->failed = true;
-}
-
-static void jp_ws(struct jp *p)
-{
-    while (p->i < p->n && strchr(" \t\r\n", p->s[p->i])) {
-        if (p->s[p->i] == '\n')
-            p->line++;
-        p->i++;
-    }
-}
-
-static struct report_json *jnew(enum report_json_type t)
-{
-    struct report_json *j = xcalloc(1, sizeof *j);
-    j->type = t;
-    return j;
-}
-
-static void jadd(struct report_json *j, char *key, struct report_json *kid)
-{
-    j->kids = xrealloc(j->kids, sizeof *j->kids * (size_t)(j->n + 1));
-    if (j->type == RJ_OBJ)
-        j->keys = xrealloc(j->keys, sizeof *j->keys * (size_t)(j->n + 1)), j->keys[j->n] = key;
-    j->kids[j->n++] = kid;
-}
-
-static void put_utf8(char *out, size_t *o, unsigned long c)
-{
-    if (c < 0x80) {
-        out[(*o)++] = (char)c;
-    } else if (c < 0x800) {
-        out[(*o)++] = (char)(0xc0 | c >> 6);
-        out[(*o)++] = (char)(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-        out[(*o)++] = (char)(0xe0 | c >> 12);
-        out[(*o)++] = (char)(0x80 | (c >> 6 & 0x3f));
-        out[(*o)++] = (char)(0x80 | (c & 0x3f));
-    } else {
-        out[(*o)++] = (char)(0xf0 | c >> 18);
-        out[(*o)++] = (char)(0x80 | (c >> 12 & 0x3f));
-        out[(*o)++] = (char)(0x80 | (c >> 6 & 0x3f));
-        out[(*o)++] = (char)(0x80 | (c & 0x3f));
-    }
-}
-
-static int hex4(struct jp *p, unsigned long *c)
-{
-    if (p->n - p->i < 4)
-        return -1;
-    char h[5] = {0};
-    memcpy(h, p->s + p->i, 4);
-    char *end;
-    *c = strtoul(h, &end, 16);
-    p->i += 4;
-    return *end ? -1 : 0;
-}
-
-static int jp_escape(struct jp *p, char *out, size_t *o)
-{
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    char e = p->s[p->i++];
-    const char *k = e ? strchr(from, e) : NULL;
-    if (k) {
-        out[(*o)++] = to[k - from];
-        return 0;
-    }
-    unsigned long c, lo;
-    if (e != 'u' || hex4(p, &c))
-        return -1;
-    if (c >= 0xd800 && c < 0xdc00) {
-        if (p->n - p->i < 6 || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u')
-            return -1;
-        p->i += 2;
-        if (hex4(p, &lo) || lo < 0xdc00 || lo > 0xdfff)
-            return -1;
-        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
-    }
-    put_utf8(out, o, c);
-    return 0;
-}
-
-static char *jp_string(struct jp *p)
-{
-    p->i++; /* the opening quote */
-    size_t cap = 16, o = 0;
-    char *out = xmalloc(cap);
-    while (p->i < p->n && p->s[p->i] != '"') {
-        xgrow(&out, &cap, o + 8, 1);
-        char c = p->s[p->i++];
-        if ((unsigned char)c < 0x20) {
-            jp_fail(p, "control character in a string");
-            break;
-        }
-        if (c != '\\')
-            out[o++] = c;
-        else if (p->i >= p->n || jp_escape(p, out, &o) != 0) {
-            jp_fail(p, "bad escape in a string");
-            break;
-        }
-    }
-    if (p->i >= p->n)
-        jp_fail(p, "unterminated string");
-    p->i++;
-    out[o] = '\0';
-    if (p->failed) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
-static struct report_json *jp_value(struct jp *p, int depth);
-
-static struct report_json *jp_container(struct jp *p, int depth, bool obj)
-{
-    struct report_json *j = jnew(obj ? RJ_OBJ : RJ_ARR);
-    char close = obj ? '}' : ']';
-    p->i++;
-    jp_ws(p);
-    if (p->i < p->n && p->s[p->i] == close) {
-        p->i++;
-        return j;
-    }
-    while (!p->failed) {
-        char *key = NULL;
-        if (obj) {
-            jp_ws(p);
-            if (p->i >= p->n || p->s[p->i] != '"' || !(key = jp_string(p))) {
-                jp_fail(p, "expected a member name");
-                break;
-            }
-            jp_ws(p);
-            if (p->i >= p->n || p->s[p->i++] != ':') {
-                free(key);
-                jp_fail(p, "expected ':'");
-                break;
-            }
-        }
-        struct report_json *v = jp_value(p, depth + 1);
-        if (!v) {
-            free(key);
-            break;
-        }
-        jadd(j, key, v);
-        jp_ws(p);
-        char c = p->i < p->n ? p->s[p->i++] : '\0';
-        if (c == close)
-            return j;
-        if (c != ',')
-            jp_fail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-    report_json_free(j);
-    return NULL;
-}
-
-static struct report_json *jp_scalar(struct jp *p)
-{
-    static const char *const words[] = {"true", "false", "null"};
-    for (int w = 0; w < 3; w++) {
-        size_t k = strlen(words[w]);
-        if (p->n - p->i >= k && !strncmp(p->s + p->i, words[w], k)) {
-            p->i += k;
-            struct report_json *j = jnew(w == 2 ? RJ_NULL : RJ_BOOL);
-            j->b = w == 0;
-            return j;
-        }
-    }
-    size_t k = 0;
-    char buf[64];
-    while (p->i + k < p->n && k < sizeof buf - 1 && strchr("+-0123456789.eE", p->s[p->i + k]))
-        buf[k] = p->s[p->i + k], k++;
-    buf[k] = '\0';
-    char *end;
-    double v = k ? strtod(buf, &end) : 0;
-    if (!k || *end) {
-        jp_fail(p, "expected a value");
-        return NULL;
-    }
-    p->i += k;
-    struct report_json *j = jnew(RJ_NUM);
-    j->num = v;
-    return j;
-}
-
-static struct report_json *jp_value(struct jp *p, int depth)
-{
-    jp_ws(p);
-    if (depth > 64) {
-        jp_fail(p, "nested too deeply");
-        return NULL;
-    }
-    if (p->i >= p->n) {
-        jp_fail(p, "unexpected end of input");
-        return NULL;
-    }
-    char c = p->s[p->i];
-    if (c == '{' || c == '[')
-        return jp_container(p, depth, c == '{');
-    if (c == '"') {
-        char *s = jp_string(p);
-        if (!s)
-            return NULL;
-        struct report_json *j = jnew(RJ_STR);
-        j->str = s;
-        return j;
-    }
-    return jp_scalar(p);
-}
-
-struct report_json *report_json_parse(const char *text, size_t len, char *err, size_t errn)
-{
-    struct jp p = {text, 0, len, 1, err, errn, false};
-    struct report_json *j = jp_value(&p, 0);
-    jp_ws(&p);
-    if (j && p.i < p.n) {
-        jp_fail(&p, "trailing characters after the value");
-        report_json_free(j);
-        return NULL;
-    }
-    return j;
-}
-
-struct report_json *report_json_read_file(const char *path, char *err, size_t errn)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errn, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = xmalloc(cap);
-    while ((r = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += r) == cap)
-            buf = xrealloc(buf, cap *= 2);
-    bool bad = ferror(f);
-    fclose(f);
-    struct report_json *j = NULL;
-    char why[256] = "read error";
-    if (!bad)
-        j = report_json_parse(buf, n, why, sizeof why);
-    if (!j)
-        snprintf(err, errn, "%s: %s", path, why);
-    free(buf);
-    return j;
-}
-
-void report_json_free(struct report_json *j)
-{
-    if (!j)
-        return;
-    for (int i = 0; i < j->n; i++) {
-        if (j->keys)
-            free(j->keys[i]);
-        report_json_free(j->kids[i]);
-    }
-    free(j->keys);
-    free(j->kids);
-    free(j->str);
-    free(j);
-}
-
-const struct report_json *report_json_get(const struct report_json *o, const char *key)
-{
-    for (int i = 0; o && o->type == RJ_OBJ && i < o->n; i++)
-        if (!strcmp(o->keys[i], key))
-            return o->kids[i];
-    return NULL;
-}
-
-double report_json_num(const struct report_json *o, const char *key, double dflt)
-{
-    const struct report_json *v = report_json_get(o, key);
-    return v && v->type == RJ_NUM ? v->num : dflt;
-}
-
-const char *report_json_str(const struct report_json *o, const char *key, const char *dflt)
-{
-    const struct report_json *v = report_json_get(o, key);
-    return v && v->type == RJ_STR ? v->str : dflt;
-}
-
-void report_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(f, "\\%c", *c);
-        else if (*c == '\n')
-            fputs("\\n", f);
-        else if (*c == '\t')
-            fputs("\\t", f);
-        else if (*c < 0x20)
-            fprintf(f, "\\u%04x", *c);
-        else
-            fputc(*c, f);
-    }
-    fputc('"', f);
-}
 
 /* ---------------- rows ---------------- */
 
@@ -346,34 +33,34 @@ int report_status_parse(const char *name, enum report_status *s)
     return -1;
 }
 
-int report_row_from_summary(struct report_row *r, const struct report_json *j, char *err,
+int report_row_from_summary(struct report_row *r, const struct json *j, char *err,
                             size_t errn)
 {
-    const struct report_json *ops = report_json_get(j, "ops");
-    const struct report_json *tt = report_json_get(j, "total_time_s");
-    if (!ops || ops->type != RJ_ARR || !tt || tt->type != RJ_NUM) {
+    const struct json *ops = json_get(j, "ops");
+    const struct json *tt = json_get(j, "total_time_s");
+    if (!ops || ops->type != JSON_ARR || !tt || tt->type != JSON_NUM) {
         snprintf(err, errn, "not a summary.json (no total_time_s and ops)");
         return -1;
     }
     r->status = REPORT_OK;
     r->time_s = tt->num;
-    r->scenario = xstrdup(report_json_str(j, "scenario", ""));
-    r->chip = xstrdup(report_json_str(j, "chip", ""));
-    const struct report_json *top = NULL;
+    r->scenario = xstrdup(json_str(j, "scenario", ""));
+    r->chip = xstrdup(json_str(j, "chip", ""));
+    const struct json *top = NULL;
     r->vmem_peak_bytes = 0;
     r->grid_steps = 0;
     for (int i = 0; i < ops->n; i++) {
-        const struct report_json *o = ops->kids[i];
-        if (!top || report_json_num(o, "time_s", 0) > report_json_num(top, "time_s", 0))
+        const struct json *o = ops->kids[i];
+        if (!top || json_num(o, "time_s", 0) > json_num(top, "time_s", 0))
             top = o;
-        double v = report_json_num(o, "vmem_peak_bytes", 0);
+        double v = json_num(o, "vmem_peak_bytes", 0);
         if (v > (double)r->vmem_peak_bytes)
             r->vmem_peak_bytes = (uint64_t)v;
-        r->grid_steps += (int64_t)report_json_num(o, "grid_steps", 0);
+        r->grid_steps += (int64_t)json_num(o, "grid_steps", 0);
     }
-    r->op = xstrdup(report_json_str(top, "name", ""));
-    r->bound = xstrdup(report_json_str(top, "bound", ""));
-    r->peak_fraction = report_json_num(top, "peak_fraction", 0);
+    r->op = xstrdup(json_str(top, "name", ""));
+    r->bound = xstrdup(json_str(top, "bound", ""));
+    r->peak_fraction = json_num(top, "peak_fraction", 0);
     return 0;
 }
 
@@ -479,33 +166,6 @@ static bool is_json_number(const char *s)
     return *p == '\0';
 }
 
-static FILE *open_tmp(const char *path, char **tmp)
-{
-    *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(*tmp, "w");
-    if (!f) {
-        free(*tmp);
-        *tmp = NULL;
-    }
-    return f;
-}
-
-static int commit(FILE *f, char *tmp, const char *path)
-{
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    int saved = errno;
-    if (bad || rename(tmp, path) != 0) {
-        saved = bad ? (saved ? saved : EIO) : errno;
-        remove(tmp);
-        free(tmp);
-        errno = saved;
-        return -1;
-    }
-    free(tmp);
-    return 0;
-}
-
 /* ---------------- sweep.csv ---------------- */
 
 static void csv_field(FILE *f, const char *s)
@@ -526,10 +186,10 @@ static void csv_field(FILE *f, const char *s)
 
 int report_write_csv(const struct report_table *t, const char *path)
 {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp);
-    if (!f)
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
+    FILE *f = a.f;
     fputs("point", f);
     for (int k = 0; k < t->nkeys; k++)
         fputc(',', f), csv_field(f, t->keys[k]);
@@ -548,7 +208,7 @@ int report_write_csv(const struct report_table *t, const char *path)
         csv_field(f, r->reason);
         fputc('\n', f);
     }
-    return commit(f, tmp, path);
+    return fs_atomic_commit(&a);
 }
 
 /* ---------------- sweep.json ---------------- */
@@ -560,7 +220,7 @@ static void json_value(FILE *f, const char *v)
     else if (is_json_number(v))
         fputs(v, f);
     else
-        report_json_string(f, v);
+        json_write_string(f, v);
 }
 
 static void json_row(FILE *f, const struct report_table *t, const struct report_row *r)
@@ -568,21 +228,21 @@ static void json_row(FILE *f, const struct report_table *t, const struct report_
     fprintf(f, "    {\"point\": %d, \"dir\": \"points/%04d\", \"values\": {", r->point, r->point);
     for (int k = 0; k < t->nkeys; k++) {
         fputs(k ? ", " : "", f);
-        report_json_string(f, t->keys[k]);
+        json_write_string(f, t->keys[k]);
         fputs(": ", f);
         json_value(f, r->values[k]);
     }
     fprintf(f, "},\n     \"status\": \"%s\", \"reason\": ", report_status_name(r->status));
-    report_json_string(f, r->reason);
+    json_write_string(f, r->reason);
     if (r->status == REPORT_OK) {
         fputs(",\n     \"scenario\": ", f);
-        report_json_string(f, r->scenario);
+        json_write_string(f, r->scenario);
         fputs(", \"chip\": ", f);
-        report_json_string(f, r->chip);
+        json_write_string(f, r->chip);
         fprintf(f, ", \"time_s\": %.9e, \"op\": ", r->time_s);
-        report_json_string(f, r->op);
+        json_write_string(f, r->op);
         fputs(", \"bound\": ", f);
-        report_json_string(f, r->bound);
+        json_write_string(f, r->bound);
         fprintf(f, ", \"peak_fraction\": %.6f, \"vmem_peak_bytes\": %llu, \"grid_steps\": %lld}",
                 r->peak_fraction, (unsigned long long)r->vmem_peak_bytes, (long long)r->grid_steps);
     } else {
@@ -594,19 +254,19 @@ static void json_row(FILE *f, const struct report_table *t, const struct report_
 
 int report_write_json(const struct report_table *t, const char *path)
 {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp);
-    if (!f)
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
+    FILE *f = a.f;
     int best = report_best_row(t);
     fputs("{\n  \"sweep\": ", f);
-    report_json_string(f, t->name);
+    json_write_string(f, t->name);
     fputs(",\n  \"base\": ", f);
-    report_json_string(f, t->base);
+    json_write_string(f, t->base);
     fputs(",\n  \"keys\": [", f);
     for (int k = 0; k < t->nkeys; k++) {
         fputs(k ? ", " : "", f);
-        report_json_string(f, t->keys[k]);
+        json_write_string(f, t->keys[k]);
     }
     fprintf(f, "],\n  \"points_total\": %d, \"points_done\": %d, \"complete\": %s,\n", t->npoints,
             t->nrows, t->nrows == t->npoints ? "true" : "false");
@@ -627,7 +287,7 @@ int report_write_json(const struct report_table *t, const char *path)
         fputs(i + 1 < t->nrows ? ",\n" : "\n", f);
     }
     fputs("  ]\n}\n", f);
-    return commit(f, tmp, path);
+    return fs_atomic_commit(&a);
 }
 
 /* ---------------- report.md ---------------- */
@@ -833,16 +493,16 @@ static void md_files(FILE *f, const struct report_table *t)
 
 int report_write_markdown(const struct report_table *t, const char *path)
 {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp);
-    if (!f)
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
+    FILE *f = a.f;
     md_header(f, t);
     md_summary(f, t);
     md_ranked(f, t);
     md_infeasible(f, t);
     md_files(f, t);
-    return commit(f, tmp, path);
+    return fs_atomic_commit(&a);
 }
 
 /* ---------------- plots ---------------- */
@@ -991,15 +651,15 @@ static void plot_data_fini(struct plot_data *d)
 
 static int write_svg_file(const char *path, const struct svg_plot *p, const struct svg_heatmap *h)
 {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp);
-    if (!f)
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
+    FILE *f = a.f;
     if (p)
         svg_write_plot(f, p);
     else
         svg_write_heatmap(f, h);
-    return commit(f, tmp, path);
+    return fs_atomic_commit(&a);
 }
 
 static int plot_key(const struct report_table *t, int k, const char *dir)
@@ -1145,57 +805,57 @@ int report_write_plots(const struct report_table *t, const char *dir)
 
 /* ---------------- reading sweep.json back ---------------- */
 
-static char *value_text(const struct report_json *v)
+static char *value_text(const struct json *v)
 {
-    if (!v || v->type == RJ_NULL)
+    if (!v || v->type == JSON_NULL)
         return xstrdup("");
-    if (v->type == RJ_STR)
+    if (v->type == JSON_STR)
         return xstrdup(v->str);
-    if (v->type == RJ_BOOL)
+    if (v->type == JSON_BOOL)
         return xstrdup(v->b ? "true" : "false");
-    return v->type == RJ_NUM ? xasprintf("%.15g", v->num) : xstrdup("?");
+    return v->type == JSON_NUM ? xasprintf("%.15g", v->num) : xstrdup("?");
 }
 
-static int row_from_json(struct report_table *t, struct report_row *r, const struct report_json *p)
+static int row_from_json(struct report_table *t, struct report_row *r, const struct json *p)
 {
-    const struct report_json *vals = report_json_get(p, "values");
-    r->point = (int)report_json_num(p, "point", -1);
+    const struct json *vals = json_get(p, "values");
+    r->point = (int)json_num(p, "point", -1);
     r->values = xcalloc((size_t)t->nkeys + 1, sizeof *r->values);
     for (int k = 0; k < t->nkeys; k++)
-        r->values[k] = value_text(report_json_get(vals, t->keys[k]));
-    r->reason = xstrdup(report_json_str(p, "reason", ""));
-    if (report_status_parse(report_json_str(p, "status", NULL), &r->status) != 0)
+        r->values[k] = value_text(json_get(vals, t->keys[k]));
+    r->reason = xstrdup(json_str(p, "reason", ""));
+    if (report_status_parse(json_str(p, "status", NULL), &r->status) != 0)
         return -1;
-    r->time_s = report_json_num(p, "time_s", 0);
-    r->scenario = xstrdup(report_json_str(p, "scenario", ""));
-    r->chip = xstrdup(report_json_str(p, "chip", ""));
-    r->op = xstrdup(report_json_str(p, "op", ""));
-    r->bound = xstrdup(report_json_str(p, "bound", ""));
-    r->peak_fraction = report_json_num(p, "peak_fraction", 0);
-    r->vmem_peak_bytes = (uint64_t)report_json_num(p, "vmem_peak_bytes", 0);
-    r->grid_steps = (int64_t)report_json_num(p, "grid_steps", 0);
+    r->time_s = json_num(p, "time_s", 0);
+    r->scenario = xstrdup(json_str(p, "scenario", ""));
+    r->chip = xstrdup(json_str(p, "chip", ""));
+    r->op = xstrdup(json_str(p, "op", ""));
+    r->bound = xstrdup(json_str(p, "bound", ""));
+    r->peak_fraction = json_num(p, "peak_fraction", 0);
+    r->vmem_peak_bytes = (uint64_t)json_num(p, "vmem_peak_bytes", 0);
+    r->grid_steps = (int64_t)json_num(p, "grid_steps", 0);
     return 0;
 }
 
-int report_table_from_json(struct report_table *t, const struct report_json *j, char *err,
+int report_table_from_json(struct report_table *t, const struct json *j, char *err,
                            size_t errn)
 {
     memset(t, 0, sizeof *t);
     t->owned = true;
     t->default_point = -1;
-    const struct report_json *keys = report_json_get(j, "keys");
-    const struct report_json *pts = report_json_get(j, "points");
-    if (!keys || keys->type != RJ_ARR || !pts || pts->type != RJ_ARR) {
+    const struct json *keys = json_get(j, "keys");
+    const struct json *pts = json_get(j, "points");
+    if (!keys || keys->type != JSON_ARR || !pts || pts->type != JSON_ARR) {
         snprintf(err, errn, "not a sweep.json (no keys and points)");
         return -1;
     }
-    t->name = xstrdup(report_json_str(j, "sweep", ""));
-    t->base = xstrdup(report_json_str(j, "base", ""));
+    t->name = xstrdup(json_str(j, "sweep", ""));
+    t->base = xstrdup(json_str(j, "base", ""));
     t->keys = xcalloc((size_t)keys->n + 1, sizeof *t->keys);
     for (int k = 0; k < keys->n; k++)
         t->keys[t->nkeys++] = value_text(keys->kids[k]);
-    t->npoints = (int)report_json_num(j, "points_total", pts->n);
-    t->default_point = (int)report_json_num(j, "default_point", -1);
+    t->npoints = (int)json_num(j, "points_total", pts->n);
+    t->default_point = (int)json_num(j, "default_point", -1);
     t->rows = xcalloc((size_t)pts->n + 1, sizeof *t->rows);
     for (int i = 0; i < pts->n; i++) {
         if (row_from_json(t, &t->rows[t->nrows++], pts->kids[i]) != 0) {
@@ -1227,7 +887,7 @@ void report_table_fini(struct report_table *t)
 
 struct cmp_input {
     char *path; /* the JSON file read */
-    struct report_json *j;
+    struct json *j;
     bool sweep;
 };
 
@@ -1246,13 +906,13 @@ static int cmp_load(const char *arg, struct cmp_input *in, FILE *err)
     } else {
         in->path = xstrdup(arg);
     }
-    in->j = report_json_read_file(in->path, why, sizeof why);
+    in->j = json_read_file(in->path, JSON_MAX_BYTES, why, sizeof why);
     if (!in->j) {
         fprintf(err, "tpusim compare: %s\n", why);
         return -1;
     }
-    in->sweep = report_json_get(in->j, "points") != NULL;
-    if (!in->sweep && !report_json_get(in->j, "ops")) {
+    in->sweep = json_get(in->j, "points") != NULL;
+    if (!in->sweep && !json_get(in->j, "ops")) {
         fprintf(err, "tpusim compare: %s: expected a summary.json or a sweep.json\n", in->path);
         return -1;
     }
@@ -1273,49 +933,49 @@ static void delta_cols(FILE *out, double a, double b)
         fprintf(out, " %9s", "-");
 }
 
-static const struct report_json *find_op(const struct report_json *ops, const char *name, int i)
+static const struct json *find_op(const struct json *ops, const char *name, int i)
 {
     for (int k = 0; k < ops->n; k++)
-        if (!strcmp(report_json_str(ops->kids[k], "name", ""), name))
+        if (!strcmp(json_str(ops->kids[k], "name", ""), name))
             return ops->kids[k];
-    return i < ops->n && !report_json_get(ops->kids[i], "name") ? ops->kids[i] : NULL;
+    return i < ops->n && !json_get(ops->kids[i], "name") ? ops->kids[i] : NULL;
 }
 
 static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, FILE *out)
 {
-    const struct report_json *oa = report_json_get(a->j, "ops"), *ob = report_json_get(b->j, "ops");
+    const struct json *oa = json_get(a->j, "ops"), *ob = json_get(b->j, "ops");
     fprintf(out, "A: %s (%s on %s)\nB: %s (%s on %s)\n", a->path,
-            report_json_str(a->j, "scenario", "?"), report_json_str(a->j, "chip", "?"), b->path,
-            report_json_str(b->j, "scenario", "?"), report_json_str(b->j, "chip", "?"));
+            json_str(a->j, "scenario", "?"), json_str(a->j, "chip", "?"), b->path,
+            json_str(b->j, "scenario", "?"), json_str(b->j, "chip", "?"));
     fprintf(out, "%-24s %-16s %12s %12s %13s %9s  %s\n", "op", "kind", "time A", "time B", "delta",
             "delta %", "bound A -> B");
     for (int i = 0; oa && i < oa->n; i++) {
-        const struct report_json *x = oa->kids[i];
-        const char *name = report_json_str(x, "name", "?");
-        const struct report_json *y = ob ? find_op(ob, name, i) : NULL;
-        fprintf(out, "%-24.24s %-16.16s", name, report_json_str(x, "kind", ""));
+        const struct json *x = oa->kids[i];
+        const char *name = json_str(x, "name", "?");
+        const struct json *y = ob ? find_op(ob, name, i) : NULL;
+        fprintf(out, "%-24.24s %-16.16s", name, json_str(x, "kind", ""));
         if (y) {
-            delta_cols(out, report_json_num(x, "time_s", 0), report_json_num(y, "time_s", 0));
-            fprintf(out, "  %s -> %s\n", report_json_str(x, "bound", "?"),
-                    report_json_str(y, "bound", "?"));
+            delta_cols(out, json_num(x, "time_s", 0), json_num(y, "time_s", 0));
+            fprintf(out, "  %s -> %s\n", json_str(x, "bound", "?"),
+                    json_str(y, "bound", "?"));
         } else {
             char ta[32];
-            report_format_time(ta, sizeof ta, report_json_num(x, "time_s", 0));
+            report_format_time(ta, sizeof ta, json_num(x, "time_s", 0));
             fprintf(out, " %12s %12s  (only in A)\n", ta, "-");
         }
     }
     for (int i = 0; ob && i < ob->n; i++) {
-        const char *name = report_json_str(ob->kids[i], "name", "?");
+        const char *name = json_str(ob->kids[i], "name", "?");
         if (oa && find_op(oa, name, i))
             continue;
         char tb[32];
-        report_format_time(tb, sizeof tb, report_json_num(ob->kids[i], "time_s", 0));
+        report_format_time(tb, sizeof tb, json_num(ob->kids[i], "time_s", 0));
         fprintf(out, "%-24.24s %-16.16s %12s %12s  (only in B)\n", name,
-                report_json_str(ob->kids[i], "kind", ""), "-", tb);
+                json_str(ob->kids[i], "kind", ""), "-", tb);
     }
     fprintf(out, "%-24s %-16s", "total", "");
-    delta_cols(out, report_json_num(a->j, "total_time_s", 0),
-               report_json_num(b->j, "total_time_s", 0));
+    delta_cols(out, json_num(a->j, "total_time_s", 0),
+               json_num(b->j, "total_time_s", 0));
     fputc('\n', out);
 }
 
@@ -1416,7 +1076,7 @@ int report_compare(const char *a, const char *b, FILE *out, FILE *err)
     }
     for (int i = 0; i < 2; i++) {
         free(in[i].path);
-        report_json_free(in[i].j);
+        json_free(in[i].j);
     }
     return rc;
 }

@@ -11,33 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* ---------------- a minimal JSON reader (RFC 8259) ---------------- */
-
-enum report_json_type { RJ_NULL, RJ_BOOL, RJ_NUM, RJ_STR, RJ_ARR, RJ_OBJ };
-
-struct report_json {
-    enum report_json_type type;
-    bool b;
-    double num;
-    char *str;                 /* RJ_STR, owned, UTF-8 */
-    int n;                     /* RJ_ARR items or RJ_OBJ members */
-    char **keys;               /* RJ_OBJ, owned */
-    struct report_json **kids; /* owned */
-};
-
-/* Returns a new tree for the JSON text 'text' ('len' bytes); caller frees with
- * report_json_free(). On a syntax error returns NULL with "line L: what" in 'err'. */
-struct report_json *report_json_parse(const char *text, size_t len, char *err, size_t errn);
-/* Reads and parses the file 'path'; NULL with "path: why" in 'err' on failure. */
-struct report_json *report_json_read_file(const char *path, char *err, size_t errn);
-void report_json_free(struct report_json *j); /* NULL is a no-op */
-/* Member 'key' of object 'o', or NULL (also when 'o' is not an object). Borrowed. */
-const struct report_json *report_json_get(const struct report_json *o, const char *key);
-/* The number / string member 'key' of 'o', or 'dflt' when absent or of another type. */
-double report_json_num(const struct report_json *o, const char *key, double dflt);
-const char *report_json_str(const struct report_json *o, const char *key, const char *dflt);
-/* Writes 's' as a JSON string literal (quotes and escapes) to 'f'. */
-void report_json_string(FILE *f, const char *s);
+#include "base/json.h"
 
 /* ---------------- sweep tables ---------------- */
 
@@ -65,7 +39,7 @@ struct report_row {
 
 /* Fills the summary fields of 'r' (status REPORT_OK) from the summary.json
  * tree 'j'. Returns 0, or -1 with a message in 'err' if 'j' is not a summary. */
-int report_row_from_summary(struct report_row *r, const struct report_json *j, char *err,
+int report_row_from_summary(struct report_row *r, const struct json *j, char *err,
                             size_t errn);
 void report_row_fini(struct report_row *r, int nkeys);
 
@@ -104,7 +78,7 @@ int report_write_plots(const struct report_table *t, const char *dir);
 char *report_plot_name(const char *key);
 
 /* Fills 't' (owned) from a sweep.json tree. Returns 0, or -1 with a message in 'err'. */
-int report_table_from_json(struct report_table *t, const struct report_json *j, char *err,
+int report_table_from_json(struct report_table *t, const struct json *j, char *err,
                            size_t errn);
 void report_table_fini(struct report_table *t); /* no-op unless t->owned */
 

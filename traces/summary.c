@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/xalloc.h"
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
 #include "traces/trace.h"
 
 const char *bound_name(enum bound b)
@@ -28,7 +30,7 @@ void summary_pick_bound(struct summary_op *op)
 static void write_op(FILE *f, const struct summary_op *o)
 {
     fprintf(f, "    {\"name\": ");
-    trace_json_string(f, o->name);
+    json_write_string(f, o->name);
     fprintf(f, ", \"kind\": \"%s\", \"start_s\": %.9e, \"end_s\": %.9e, \"time_s\": %.9e,\n",
             o->kind, o->start_s, o->end_s, o->end_s - o->start_s);
     fprintf(f, "     \"flops\": %.17g, \"hbm_bytes\": %.17g, \"ici_bytes\": %.17g, "
@@ -47,16 +49,14 @@ static void write_op(FILE *f, const struct summary_op *o)
 
 int summary_write_json(const struct summary *s, const char *path)
 {
-    char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(tmp);
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
-    }
+    FILE *f = a.f;
     fprintf(f, "{\n  \"scenario\": ");
-    trace_json_string(f, s->scenario);
+    json_write_string(f, s->scenario);
     fprintf(f, ",\n  \"chip\": ");
-    trace_json_string(f, s->chip);
+    json_write_string(f, s->chip);
     fprintf(f, ",\n  \"topology\": [");
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->shape[i]);
@@ -66,15 +66,7 @@ int summary_write_json(const struct summary *s, const char *path)
         fputs(i + 1 < s->nops ? ",\n" : "\n", f);
     }
     fprintf(f, "  ]\n}\n");
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return fs_atomic_commit(&a);
 }
 
 static void fmt_time(char *buf, size_t n, double s)

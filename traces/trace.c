@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/xalloc.h"
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
 
 enum ev_kind { EV_SPAN, EV_COUNTER, EV_FLOW_OUT, EV_FLOW_IN, EV_PROC, EV_THREAD };
 
@@ -137,22 +139,6 @@ size_t trace_dropped(const struct trace *t)
     return t->dropped;
 }
 
-void trace_json_string(void *fp, const char *s)
-{
-    FILE *f = fp;
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static int cmp_seq(const struct event *x, const struct event *y)
 {
     return (x->seq > y->seq) - (x->seq < y->seq);
@@ -192,13 +178,13 @@ static void write_event(FILE *f, const struct event *e)
     switch (e->kind) {
     case EV_PROC:
         fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", e->pid);
-        trace_json_string(f, e->name);
+        json_write_string(f, e->name);
         fprintf(f, "}}");
         return;
     case EV_THREAD:
         fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
                 e->pid, e->tid);
-        trace_json_string(f, e->name);
+        json_write_string(f, e->name);
         fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"sort_index\":%d}}", e->pid, e->tid, e->sort);
         return;
@@ -208,9 +194,9 @@ static void write_event(FILE *f, const struct event *e)
         fputs(",\"dur\":", f);
         put_us(f, e->t1 - e->t0);
         fputs(",\"cat\":", f);
-        trace_json_string(f, e->cat);
+        json_write_string(f, e->cat);
         fprintf(f, ",\"name\":");
-        trace_json_string(f, e->name);
+        json_write_string(f, e->name);
         if (e->args)
             fprintf(f, ",\"args\":{%s}", e->args);
         fputc('}', f);
@@ -219,7 +205,7 @@ static void write_event(FILE *f, const struct event *e)
         fprintf(f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", e->pid);
         put_us(f, e->t0);
         fputs(",\"name\":", f);
-        trace_json_string(f, e->name);
+        json_write_string(f, e->name);
         fprintf(f, ",\"args\":{\"value\":%.6g}}", e->v);
         return;
     case EV_FLOW_OUT:
@@ -235,21 +221,19 @@ static void write_event(FILE *f, const struct event *e)
 
 int trace_write(const struct trace *t, const char *path)
 {
-    char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(tmp);
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
         return -1;
-    }
+    FILE *f = a.f;
     struct event *ev = xmalloc(sizeof *ev * (t->n ? t->n : 1));
     memcpy(ev, t->ev, sizeof *ev * t->n);
     qsort(ev, t->n, sizeof *ev, cmp_event);
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{");
     for (size_t i = 0; i + 1 < t->nmeta; i += 2) {
         fprintf(f, "%s", i ? "," : "");
-        trace_json_string(f, t->meta[i]);
+        json_write_string(f, t->meta[i]);
         fputc(':', f);
-        trace_json_string(f, t->meta[i + 1]);
+        json_write_string(f, t->meta[i + 1]);
     }
     fprintf(f, "%s\"dropped_events\":\"%zu\"},\n\"traceEvents\":[\n", t->nmeta ? "," : "",
             t->dropped);
@@ -259,13 +243,5 @@ int trace_write(const struct trace *t, const char *path)
     }
     fputs("]}\n", f);
     free(ev);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return fs_atomic_commit(&a);
 }

@@ -34,10 +34,7 @@ void trace_meta(struct trace *t, const char *key, const char *value);
 size_t trace_count(const struct trace *t);
 size_t trace_dropped(const struct trace *t);
 
-/* Writes the trace as JSON to 'path' (via 'path'.tmp and rename). Returns 0 or -1 (errno set). */
+/* Writes the trace as JSON to 'path' (atomically: base/fsutil.h). Returns 0 or -1 (errno set). */
 int trace_write(const struct trace *t, const char *path);
-
-/* Writes 's' as a JSON string literal (with quotes) to 'f'. */
-void trace_json_string(void *f, const char *s);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "sim/cfg.h"
-#include "sim/diag.h"
+#include "base/diag.h"
 #include "sim/sim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "sim/diag.h"
+#include "base/diag.h"
 #include "sim/sweep_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

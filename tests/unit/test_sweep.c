@@ -17,7 +17,8 @@
 
 #include "sim/sweep.h"
 #include "sim/sweep_int.h"
-#include "sim/xalloc.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 #include "traces/report.h"
 
 static char tmpdir[64];
@@ -42,17 +43,8 @@ static char *write_file(const char *name, const char *text)
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0, r;
-    char *s = xmalloc(cap);
-    while ((r = fread(s + n, 1, cap - n - 1, f)) > 0)
-        if ((n += r) == cap - 1)
-            s = xrealloc(s, cap *= 2);
-    fclose(f);
-    s[n] = '\0';
-    return s;
+    size_t n;
+    return fs_read_all(path, (size_t)1 << 30, &n);
 }
 
 static bool exists(const char *path)
@@ -471,21 +463,21 @@ static void test_json_reader(void **state)
         "{\"a\": [1, -2.5e3, true, null], \"s\": \"x\\n\\u00e9\\ud83d\\ude00\","
         " \"o\": {}}";
     char err[128];
-    struct report_json *j = report_json_parse(text, strlen(text), err, sizeof err);
+    struct json *j = json_parse(text, strlen(text), err, sizeof err);
     assert_non_null(j);
-    const struct report_json *a = report_json_get(j, "a");
-    assert_int_equal(a->type, RJ_ARR);
+    const struct json *a = json_get(j, "a");
+    assert_int_equal(a->type, JSON_ARR);
     assert_int_equal(a->n, 4);
     assert_true(a->kids[1]->num == -2500.0);
     assert_true(a->kids[2]->b);
-    assert_int_equal(a->kids[3]->type, RJ_NULL);
-    assert_string_equal(report_json_str(j, "s", NULL), "x\n\xc3\xa9\xf0\x9f\x98\x80");
-    assert_int_equal(report_json_get(j, "o")->type, RJ_OBJ);
-    assert_null(report_json_get(j, "missing"));
-    report_json_free(j);
+    assert_int_equal(a->kids[3]->type, JSON_NULL);
+    assert_string_equal(json_str(j, "s", NULL), "x\n\xc3\xa9\xf0\x9f\x98\x80");
+    assert_int_equal(json_get(j, "o")->type, JSON_OBJ);
+    assert_null(json_get(j, "missing"));
+    json_free(j);
     static const char *const bad[] = {"{\"a\": }", "[1, 2", "{\"a\" 1}", "\"abc", "[1] x", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_null(report_json_parse(bad[i], strlen(bad[i]), err, sizeof err));
+        assert_null(json_parse(bad[i], strlen(bad[i]), err, sizeof err));
         assert_non_null(strstr(err, "line 1: "));
     }
 }
@@ -527,16 +519,16 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     /* the JSON and the report carry it too; only the best and default keep a trace */
     char *jp = xasprintf("%s/sweep.json", dir), *mdp = xasprintf("%s/report.md", dir);
     char why[256];
-    struct report_json *j = report_json_read_file(jp, why, sizeof why);
+    struct json *j = json_read_file(jp, JSON_MAX_BYTES, why, sizeof why);
     assert_non_null(j);
-    const struct report_json *pts = report_json_get(j, "points");
+    const struct json *pts = json_get(j, "points");
     assert_int_equal(pts->n, 6);
-    assert_string_equal(report_json_str(pts->kids[3], "status", ""), "infeasible");
-    assert_string_equal(report_json_str(pts->kids[3], "reason", ""), msg);
-    int best = (int)report_json_num(j, "best_point", -1);
+    assert_string_equal(json_str(pts->kids[3], "status", ""), "infeasible");
+    assert_string_equal(json_str(pts->kids[3], "reason", ""), msg);
+    int best = (int)json_num(j, "best_point", -1);
     assert_true(best == 0 || best == 1); /* the feasible points */
-    assert_true(report_json_num(j, "default_point", -1) == 0);
-    report_json_free(j);
+    assert_true(json_num(j, "default_point", -1) == 0);
+    json_free(j);
     char *md = read_all(mdp);
     char *best_line = xasprintf("- **Best**: point %d (bm=128, bn=%s)", best, best ? "256" : "128");
     assert_non_null(strstr(md, best_line));
@@ -693,16 +685,16 @@ static void test_sweep_sigint_keeps_finished_points(void **state)
     assert_int_equal(count(csv, "\n"), 2);
     assert_non_null(strstr(csv, "\n0,256,"));
     char why[256];
-    struct report_json *j = report_json_read_file(jp, why, sizeof why);
+    struct json *j = json_read_file(jp, JSON_MAX_BYTES, why, sizeof why);
     assert_non_null(j);
-    assert_false(report_json_get(j, "complete")->b);
-    assert_true(report_json_num(j, "points_done", 0) == 1);
-    assert_true(report_json_num(j, "points_total", 0) == 2);
-    report_json_free(j);
+    assert_false(json_get(j, "complete")->b);
+    assert_true(json_num(j, "points_done", 0) == 1);
+    assert_true(json_num(j, "points_total", 0) == 2);
+    json_free(j);
     char *md = xasprintf("%s/report.md", dir);
     char *mdt = read_all(md);
     assert_non_null(strstr(mdt, "**Interrupted**: 1 of 2 points finished"));
-    char *cmd = xasprintf("ls -R '%s' | grep -c '\\.tmp$'", dir);
+    char *cmd = xasprintf("ls -R '%s' | grep -c '\\.tmp\\.'", dir);
     FILE *p = popen(cmd, "r");
     int ntmp = -1;
     assert_int_equal(fscanf(p, "%d", &ntmp), 1);

@@ -1,7 +1,7 @@
 /* tests/unit/test_units.c -- the quantity parser. */
 #include "test_util.h"
 
-#include "sim/units.h"
+#include "base/units.h"
 
 static void test_units_parse_bytes(void **state)
 {

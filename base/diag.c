@@ -1,10 +1,10 @@
-/* sim/diag.c -- collected "file:line:col: path: message" errors. */
-#include "sim/diag.h"
+/* base/diag.c -- collected "file:line:col: path: message" errors. */
+#include "base/diag.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "sim/xalloc.h"
+#include "base/xalloc.h"
 
 struct diag {
     char **msgs;

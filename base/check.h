@@ -1,8 +1,8 @@
-/* sim/check.h -- internal invariants, kept in release builds.
+/* base/check.h -- internal invariants, kept in release builds.
  * TPU_ASSERT(cond, fmt, ...) prints "file:line: assertion 'cond' failed: msg"
  * and aborts: a broken invariant is a bug in tpusim, not bad input. */
-#ifndef TPUSIM_SIM_CHECK_H
-#define TPUSIM_SIM_CHECK_H
+#ifndef TPUSIM_BASE_CHECK_H
+#define TPUSIM_BASE_CHECK_H
 
 #include <stdio.h>
 #include <stdlib.h>

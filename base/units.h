@@ -1,9 +1,9 @@
-/* sim/units.h -- the one parser for quantities with units.
+/* base/units.h -- the one parser for quantities with units.
  * Spellings follow SimGrid platform files: "128MiB", "16GB", "819GBps",
  * "100Gbps", "1us", "800ns", "197Tf", "1.5GHz". Results are SI: bytes,
  * bytes per second, seconds, FLOP per second, hertz. */
-#ifndef TPUSIM_SIM_UNITS_H
-#define TPUSIM_SIM_UNITS_H
+#ifndef TPUSIM_BASE_UNITS_H
+#define TPUSIM_BASE_UNITS_H
 
 #include <stddef.h>
 

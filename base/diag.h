@@ -1,9 +1,9 @@
-/* sim/diag.h -- user-facing error collection.
+/* base/diag.h -- user-facing error collection.
  * Every message reads "file:line:col: key.path: what was expected, got what" (or
  * without position when none is known). Messages are collected, then printed
  * together; the caller exits 2 for bad input, 1 for runtime failures. */
-#ifndef TPUSIM_SIM_DIAG_H
-#define TPUSIM_SIM_DIAG_H
+#ifndef TPUSIM_BASE_DIAG_H
+#define TPUSIM_BASE_DIAG_H
 
 #include <stdio.h>
 

@@ -1,8 +1,8 @@
-/* sim/xalloc.h -- allocation that never returns NULL.
+/* base/xalloc.h -- allocation that never returns NULL.
  * On failure these print "tpusim: out of memory allocating N bytes" and abort(),
  * so no caller checks for NULL (house style rule 10). */
-#ifndef TPUSIM_SIM_XALLOC_H
-#define TPUSIM_SIM_XALLOC_H
+#ifndef TPUSIM_BASE_XALLOC_H
+#define TPUSIM_BASE_XALLOC_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
-/* sim/units.c -- quantity parser: number followed by a unit suffix.
+/* base/units.c -- quantity parser: number followed by a unit suffix.
  * Decimal prefixes (k, M, G, T, P) are powers of 1000; binary ones (Ki, Mi,
  * Gi, Ti) powers of 1024. Bandwidth in bits ("bps") is divided by 8. */
-#include "sim/units.h"
+#include "base/units.h"
 
 #include <math.h>
 #include <stdio.h>

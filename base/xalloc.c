@@ -1,5 +1,5 @@
-/* sim/xalloc.c -- allocation that aborts on out-of-memory. */
-#include "sim/xalloc.h"
+/* base/xalloc.c -- allocation that aborts on out-of-memory. */
+#include "base/xalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>

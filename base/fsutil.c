@@ -1,0 +1,173 @@
+/* base/fsutil.c -- atomic writes, whole-file reads, mkdir -p. */
+#include "base/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+
+/* The mode a plain fopen(path, "w") would give: 0666 less the umask. */
+static mode_t file_mode(void)
+{
+    mode_t m = umask(0);
+    umask(m);
+    return 0666 & ~m;
+}
+
+int fs_atomic_open(struct fs_atomic *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    char *tmp = xasprintf("%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    fchmod(fd, file_mode());
+    a->f = fdopen(fd, "w");
+    if (!a->f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    a->tmp = tmp;
+    a->path = xstrdup(path);
+    return 0;
+}
+
+static void release(struct fs_atomic *a)
+{
+    free(a->tmp);
+    free(a->path);
+    memset(a, 0, sizeof *a);
+}
+
+int fs_atomic_commit(struct fs_atomic *a)
+{
+    int bad = ferror(a->f);
+    int e = bad ? EIO : 0;
+    if (fclose(a->f) != 0 && !bad)
+        bad = 1, e = errno;
+    if (!bad && rename(a->tmp, a->path) != 0)
+        bad = 1, e = errno;
+    if (bad)
+        unlink(a->tmp);
+    release(a);
+    errno = e;
+    return bad ? -1 : 0;
+}
+
+void fs_atomic_abort(struct fs_atomic *a)
+{
+    if (a->f)
+        fclose(a->f);
+    if (a->tmp)
+        unlink(a->tmp);
+    release(a);
+}
+
+int fs_write_all(const char *path, const void *data, size_t len)
+{
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
+        return -1;
+    if (len)
+        fwrite(data, 1, len, a.f);
+    return fs_atomic_commit(&a);
+}
+
+char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, got;
+    char *buf = xmalloc(cap);
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n > max_bytes)
+            break;
+        if (n == cap - 1)
+            buf = xrealloc(buf, cap *= 2);
+    }
+    int e = ferror(f) ? (errno ? errno : EIO) : n > max_bytes ? EFBIG : 0;
+    fclose(f);
+    if (e) {
+        free(buf);
+        errno = e;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int fs_mkdirs(const char *dir)
+{
+    if (!dir[0]) {
+        errno = ENOENT;
+        return -1;
+    }
+    char *p = xstrdup(dir);
+    int rc = 0;
+    for (char *s = p + 1; *s && rc == 0; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *s = '/';
+    }
+    if (rc == 0 && mkdir(p, 0777) != 0 && errno != EEXIST)
+        rc = -1;
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc;
+}
+
+int fs_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* "<name>.tmp.XXXXXX": the names fs_atomic_open makes. */
+static int is_temp_name(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    return t && t != name && strlen(t + 5) == 6;
+}
+
+int fs_remove_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!is_temp_name(e->d_name))
+            continue;
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        n += unlink(p) == 0;
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}

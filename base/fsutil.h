@@ -1,0 +1,48 @@
+/* base/fsutil.h -- files: atomic writes, whole-file reads, directories.
+ * Uses libc and POSIX only (the bottom layer). An atomic write goes to a
+ * temporary file created next to its target with mkstemp (a unique name,
+ * O_EXCL: it never follows a planted link) and is renamed onto the target
+ * only once everything was written, so a reader never sees half a file and
+ * two writers never share a temporary. */
+#ifndef TPUSIM_BASE_FSUTIL_H
+#define TPUSIM_BASE_FSUTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct fs_atomic {
+    FILE *f;    /* write here */
+    char *tmp;  /* owned: the temporary file ("<path>.tmp.XXXXXX") */
+    char *path; /* owned: the target */
+};
+
+/* Opens a new temporary file for 'path'. Returns 0, or -1 with errno. */
+int fs_atomic_open(struct fs_atomic *a, const char *path);
+/* Closes the temporary file and renames it onto the target. On a write,
+ * close or rename error removes the temporary and returns -1 with errno.
+ * Either way 'a' is released. */
+int fs_atomic_commit(struct fs_atomic *a);
+/* Closes and removes the temporary file; releases 'a'. */
+void fs_atomic_abort(struct fs_atomic *a);
+
+/* Writes 'len' bytes of 'data' to 'path' atomically. Returns 0 or -1 with errno. */
+int fs_write_all(const char *path, const void *data, size_t len);
+
+/* Reads the whole regular file 'path' into a new NUL-terminated buffer
+ * (caller frees) and sets '*len'. Returns NULL with errno on failure: EISDIR
+ * for a directory, EFBIG when the file holds more than 'max_bytes' (a device
+ * or FIFO is read up to that limit too, so /dev/zero is refused, not
+ * swallowed). */
+char *fs_read_all(const char *path, size_t max_bytes, size_t *len);
+
+/* Makes directory 'dir' and its missing parents. Returns 0 or -1 with errno. */
+int fs_mkdirs(const char *dir);
+
+/* Removes the temporaries fs_atomic_open left in directory 'dir' (those of
+ * a writer that was killed). Returns how many were removed. */
+int fs_remove_temps(const char *dir);
+
+/* True if 'path' exists (any type). */
+int fs_exists(const char *path);
+
+#endif

@@ -1,0 +1,42 @@
+/* base/json.h -- the one JSON string writer and a small RFC 8259 reader.
+ * Every JSON file tpusim writes escapes strings with json_write_string (one
+ * rule: \" \\ \n \t, other control characters as \u00XX); summary.json and
+ * sweep.json are read back with json_parse (compare, --resume, sweep merge). */
+#ifndef TPUSIM_BASE_JSON_H
+#define TPUSIM_BASE_JSON_H
+
+/* Largest JSON file tpusim reads back (summaries, sweep tables). */
+#define JSON_MAX_BYTES ((size_t)256 << 20)
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum json_type { JSON_NULL, JSON_BOOL, JSON_NUM, JSON_STR, JSON_ARR, JSON_OBJ };
+
+struct json {
+    enum json_type type;
+    bool b;
+    double num;
+    char *str;          /* JSON_STR, owned, UTF-8 */
+    int n;              /* JSON_ARR items or JSON_OBJ members */
+    char **keys;        /* JSON_OBJ, owned */
+    struct json **kids; /* owned */
+};
+
+/* Returns a new tree for the JSON text 'text' ('len' bytes); caller frees with
+ * json_free(). On a syntax error returns NULL with "line L: what" in 'err'. */
+struct json *json_parse(const char *text, size_t len, char *err, size_t errn);
+/* Reads (at most 'max_bytes') and parses the file 'path'; NULL with "path: why" in 'err'. */
+struct json *json_read_file(const char *path, size_t max_bytes, char *err, size_t errn);
+void json_free(struct json *j); /* NULL is a no-op */
+/* Member 'key' of object 'o', or NULL (also when 'o' is not an object). Borrowed. */
+const struct json *json_get(const struct json *o, const char *key);
+/* The number / string member 'key' of 'o', or 'dflt' when absent or of another type. */
+double json_num(const struct json *o, const char *key, double dflt);
+const char *json_str(const struct json *o, const char *key, const char *dflt);
+
+/* Writes 's' (NULL: "") as a JSON string literal to 'f'. */
+void json_write_string(FILE *f, const char *s);
+
+#endif
