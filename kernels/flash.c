@@ -1416,4 +1416,5 @@ static void fl_fini(struct kern *k)
     k->impl = NULL;
 }
 
-const struct kern_kind kern_flash_kind = {OP_FLASH, fl_init, fl_data, fl_verify, fl_fini};
+const struct kern_kind kern_flash_kind = {.init = fl_init, .data = fl_data, .verify = fl_verify,
+                                         .fini = fl_fini};

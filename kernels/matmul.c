@@ -158,4 +158,5 @@ static void mm_fini(struct kern *k)
     free(mm);
 }
 
-const struct kern_kind kern_matmul_kind = {OP_MATMUL, mm_init, mm_data, mm_verify, mm_fini};
+const struct kern_kind kern_matmul_kind = {.init = mm_init, .data = mm_data, .verify = mm_verify,
+                                          .fini = mm_fini};

@@ -554,4 +554,11 @@ static void pg_fini(struct kern *k)
     free(g);
 }
 
-const struct kern_kind kern_paged_kind = {OP_PAGED, pg_init_kind, pg_data, pg_verify, pg_fini};
+static void pg_params_fini(struct op *op)
+{
+    free(op->u.paged.lengths);
+}
+
+const struct kern_kind kern_paged_kind = {.init = pg_init_kind, .data = pg_data,
+                                         .verify = pg_verify, .fini = pg_fini,
+                                         .params_fini = pg_params_fini};

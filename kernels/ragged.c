@@ -542,4 +542,11 @@ static void rg_fini(struct kern *k)
     free(g);
 }
 
-const struct kern_kind kern_ragged_kind = {OP_RAGGED, rg_init, rg_data, rg_verify, rg_fini};
+static void rg_params_fini(struct op *op)
+{
+    free(op->u.ragged.q_lens);
+    free(op->u.ragged.kv_lens);
+}
+
+const struct kern_kind kern_ragged_kind = {.init = rg_init, .data = rg_data, .verify = rg_verify,
+                                          .fini = rg_fini, .params_fini = rg_params_fini};

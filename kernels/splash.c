@@ -1489,5 +1489,13 @@ static void splash_fini(struct kern *k)
     free(s);
 }
 
-const struct kern_kind kern_splash_kind = {OP_SPLASH, splash_init, splash_data, splash_verify,
-                                           splash_fini};
+static void splash_params_fini(struct op *op)
+{
+    for (int i = 0; i < op->u.splash.nmasks; i++)
+        mask_free(op->u.splash.masks[i]);
+    free(op->u.splash.masks);
+}
+
+const struct kern_kind kern_splash_kind = {.init = splash_init, .data = splash_data,
+                                          .verify = splash_verify, .fini = splash_fini,
+                                          .params_fini = splash_params_fini};

@@ -1,8 +1,12 @@
-/* sim/cfg.h -- scenario YAML -> typed parameters.
- * The only module that sees libyaml. A scenario names a chip preset
+/* sim/cfg.h -- a scenario: YAML in, typed parameters out.
+ * The loader runs in stages: YAML -> tree (sim/cfg_yaml.c, the only file that
+ * sees libyaml), --set overrides and chip presets merged into the tree
+ * (sim/cfg_tree.c), then a typed walk (sim/cfg_walk.h) fills the chip
+ * (sim/cfg_chip.c), the topology and options (sim/cfg.c) and the ops
+ * (sim/cfg_ops.c, driven by the op table). A scenario names a chip preset
  * (configs/chips/<name>.yaml, embedded in the binary) and may override any of
- * its keys; `--set key.path=value` edits the document before it is checked.
- * Every error is "file:line:col: key.path: expected X, got Y", all collected. */
+ * its keys. Every error is "file:line:col: key.path: expected X, got Y", all
+ * collected. */
 #ifndef TPUSIM_SIM_CFG_H
 #define TPUSIM_SIM_CFG_H
 
@@ -10,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
-#include "base/diag.h"
 #include "topology/topo.h"
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
@@ -32,9 +36,6 @@ struct cfg_scenario {
     int64_t max_steps;     /* resource guard: refuse runs above this many grid steps */
 };
 
-/* A parsed YAML document with source marks (opaque). */
-struct cfg_node;
-
 /* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
@@ -49,20 +50,7 @@ int cfg_load_scenario_text(const char *text, size_t len, const char *file,
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
 
-/* Names of the embedded chip presets, NULL-terminated. Static. */
+/* Names of the embedded chip presets (configs/chips/), NULL-terminated. Static. */
 const char *const *cfg_chip_names(void);
-
-/* --- the document layer, shared with the sweep loader --- */
-/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
-struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
-/* Reads and parses the file 'path' (or an embedded file of that path). */
-struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
-void cfg_node_free(struct cfg_node *n);
-/* The candidate (NULL-terminated list) closest to 'word' by edit distance,
- * if within 2 edits and 'word' is not one of them, for "did you mean" hints;
- * else NULL. Sets '*known' when 'word' is a candidate. */
-const char *cfg_suggest(const char *word, const char *const *candidates, bool *known);
-/* Applies "key.path=value" to 'root'. Returns 0 or -1 with a message. */
-int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d);
 
 #endif

@@ -118,3 +118,26 @@ int topo_sim_node(const struct topo *t, int rank)
         id = id * topo_sim_dim(t, i) + c[i];
     return id;
 }
+
+void topo_default_wrap(enum topo_wrap_rule rule, int nd, const int *shape, bool *wrap)
+{
+    bool cube = true;
+    for (int i = 0; i < TOPO_MAX_DIMS; i++)
+        cube &= (i < nd ? shape[i] : 1) % 4 == 0;
+    for (int i = 0; i < nd; i++) {
+        switch (rule) {
+        case TOPO_WRAP_AXIS16:
+            wrap[i] = shape[i] == 16;
+            break;
+        case TOPO_WRAP_CUBE4:
+            wrap[i] = cube;
+            break;
+        case TOPO_WRAP_ALWAYS:
+            wrap[i] = shape[i] > 2;
+            break;
+        case TOPO_WRAP_NEVER:
+            wrap[i] = false;
+            break;
+        }
+    }
+}

@@ -11,6 +11,14 @@
 
 #define TOPO_MAX_DIMS 3
 
+/* The default wraparound rule of a TPU generation (configs/chips/ name it). */
+enum topo_wrap_rule {
+    TOPO_WRAP_AXIS16, /* v5e/v6e: an axis wraps only when its length is 16 */
+    TOPO_WRAP_CUBE4,  /* v4/v5p: full torus when every axis is a multiple of 4 */
+    TOPO_WRAP_ALWAYS, /* every axis of length > 2 wraps */
+    TOPO_WRAP_NEVER,
+};
+
 struct topo {
     int ndims;
     int shape[TOPO_MAX_DIMS];
@@ -29,6 +37,12 @@ struct topo_hop {
  * length is < 1 or ndims is out of range. A length-1 or length-2 axis never
  * wraps (a 2-ring's wrap link would duplicate its only neighbour link). */
 int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap);
+
+/* Sets 'wrap' (ndims entries) to the wraparound 'rule' gives a slice of
+ * 'shape': v5e/v6e wrap an axis only when it is 16 long; v4/v5p are full tori
+ * when every axis of the 3-D shape is a multiple of 4 (one 4x4x4 cube or
+ * more). */
+void topo_default_wrap(enum topo_wrap_rule rule, int ndims, const int *shape, bool *wrap);
 
 void topo_coords(const struct topo *t, int rank, int *coords);
 int topo_rank(const struct topo *t, const int *coords);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "sim/op_table.h"
 #include "kernels/pallas.h"
 #include "sim_fork.h"
 
@@ -108,7 +109,7 @@ static int op_index(const struct pl_call *c, const char *name)
 static void init_ok(struct kern *k, const struct op *op, const struct chip_params *ch, bool fn)
 {
     char err[512] = "";
-    int rc = kern_init(k, op, ch, fn, err, sizeof err);
+    int rc = kern_init(k, op_row((op)->kind)->kern, op, ch, fn, err, sizeof err);
     if (rc != 0)
         fail_msg("kern_init: %s", err);
 }
@@ -307,7 +308,7 @@ static void test_flash_errors_match_upstream(void **state)
         cases[i].set(&o.u.flash);
         struct kern k;
         char err[512] = "";
-        int rc = kern_init(&k, &o, &ch, false, err, sizeof err);
+        int rc = kern_init(&k, op_row((&o)->kind)->kern, &o, &ch, false, err, sizeof err);
         kern_fini(&k);
         if (!cases[i].want && rc != 0)
             fail_msg("case %zu: unexpected error: %s", i, err);

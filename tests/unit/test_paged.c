@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "sim/op_table.h"
 #include "kernels/pallas.h"
 #include "sim_fork.h"
 
@@ -108,7 +109,7 @@ static double paged_functional(const struct op *op, struct kern *k)
 {
     struct chip_params ch = chip(5, false);
     char err[512] = "";
-    int rc = kern_init(k, op, &ch, true, err, sizeof err);
+    int rc = kern_init(k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
     if (rc)
         print_error("%s\n", err);
     assert_int_equal(rc, 0);
@@ -184,7 +185,7 @@ static void test_paged_dma_count_hand(void **state)
         struct op op = paged_op(3, 8, 2, lens);
         op.u.paged.kv_dt = quant ? DT_INT8 : DT_F32;
         struct kern k;
-        assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
         struct rec r = {0};
         struct pl_stats st = run_core(&k, &ch, 0, 1, &r);
         assert_int_equal(st.dmas, quant ? 89 : 57);
@@ -204,7 +205,7 @@ static void megacore_case(enum megacore_mode mode)
     char err[256];
     for (int core = 0; core < 2; core++) {
         struct kern k;
-        assert_int_equal(kern_init(&k, &op, &ch, true, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, true, err, sizeof err), 0);
         assert_int_equal(k.calls[0].grid[0], 2);
         assert_int_equal(k.calls[0].grid[1], mode == MEGACORE_BATCH ? 2 : 4);
         assert_int_equal(k.calls[0].grid[2], mode == MEGACORE_KV_HEAD ? 2 : 4);
@@ -226,7 +227,7 @@ static void megacore_case(enum megacore_mode mode)
     }
     /* both cores together match the reference */
     struct kern k;
-    assert_int_equal(kern_init(&k, &op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 3);
     for (int core = 0; core < 2; core++) {
         struct rec r = {0};
@@ -255,7 +256,7 @@ static void expect_error(const struct op *op, const struct chip_params *ch, cons
 {
     struct kern k;
     char err[512] = "";
-    assert_int_equal(kern_init(&k, op, ch, false, err, sizeof err), -1);
+    assert_int_equal(kern_init(&k, op_row((op)->kind)->kern, op, ch, false, err, sizeof err), -1);
     kern_fini(&k);
     if (!strstr(err, want))
         print_error("got: %s\nwant: %s\n", err, want);
@@ -306,7 +307,7 @@ static double ragged_functional(const struct op *op)
     struct chip_params ch = chip(5, false);
     struct kern k;
     char err[512] = "";
-    int rc = kern_init(&k, op, &ch, true, err, sizeof err);
+    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
     if (rc)
         print_error("%s\n", err);
     assert_int_equal(rc, 0);
@@ -377,7 +378,7 @@ static void test_ragged_dma_count_hand(void **state)
     struct chip_params ch = chip(5, false);
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.calls[0].grid[0], 2);
     assert_int_equal(k.calls[0].grid[1], 3);
     struct rec r = {0};
@@ -448,7 +449,7 @@ static void test_ragged_default_block_sizes(void **state)
         struct chip_params ch = chip(gen, false);
         struct kern k;
         char err[256];
-        assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
         assert_int_equal(k.calls[0].scratch[0].shape[1], gen == 4 ? 32 : 128);
         assert_int_equal(k.calls[0].ops[0].block[0], 31); /* min(32, T = 31) */
         assert_int_equal(k.calls[0].grid[0], 1);          /* 16 combined heads: all 32 q heads */
@@ -459,7 +460,7 @@ static void test_ragged_default_block_sizes(void **state)
     struct chip_params ch = chip(5, false);
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.calls[0].scratch[0].shape[1], 4);
     kern_fini(&k);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "sim/op_table.h"
 #include "kernels/pallas.h"
 #include "models/hbm.h"
 #include "models/mxu.h"
@@ -125,7 +126,7 @@ static void test_pl_output_written_when_index_changes(void **state)
                                      .bm = 128, .bk = 128, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
     struct pl_stats st = {0};
@@ -148,7 +149,7 @@ static void test_pl_coalesces_steady_steps(void **state)
                                      .bm = 128, .bk = 128, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, true};
     struct pl_stats st = {0};
@@ -187,12 +188,12 @@ static void test_pl_block_shape_rule(void **state)
                                      .bm = 128, .bk = 64, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), -1);
     kern_fini(&km);
     assert_non_null(strstr(err, "operand 'x': block shape's last two dims must be divisible by "
                                 "(8, 128)"));
     op.u.matmul.bk = 128, op.u.matmul.m = 200, op.u.matmul.bm = 128;
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), -1);
     kern_fini(&km);
     assert_string_equal(err, "m=200 should be divisible by bm=128");
 }

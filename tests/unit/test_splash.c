@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "sim/op_table.h"
 #include "kernels/maskinfo.h"
 #include "kernels/pallas.h"
 #include "sim_fork.h"
@@ -115,7 +116,7 @@ static double functional(const struct op *op, bool *ok, char *msg, size_t n)
     struct chip_params ch = chip();
     struct kern k;
     char err[512];
-    int rc = kern_init(&k, op, &ch, true, err, sizeof err);
+    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
     if (rc)
         print_error("kern_init: %s\n", err);
     assert_int_equal(rc, 0);
@@ -145,7 +146,7 @@ static void expect_error(const struct op *op, const char *want)
     struct chip_params ch = chip();
     struct kern k;
     char err[512] = "";
-    int rc = kern_init(&k, op, &ch, false, err, sizeof err);
+    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, false, err, sizeof err);
     kern_fini(&k);
     if (rc == 0 || strcmp(err, want) != 0)
         print_error("got rc %d '%s', want '%s'\n", rc, err, want);
@@ -271,7 +272,7 @@ static void test_splash_verify_detects_wrong_mask(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 1);
     memset(t.m[0]->dense, 1, 256 * 256);
     for (int i = 0; i < k.ncalls; i++) {
@@ -370,7 +371,7 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 1);
     struct pl_call *c = &k.calls[0];
     assert_string_equal(c->name, "splash_mha_fwd_no_residuals");
@@ -402,7 +403,7 @@ static void test_splash_data_next_prefetches_next_block(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     int ko = find_op(c, "k");
     assert_int_equal(ko, 1);
@@ -444,7 +445,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     int mo = find_op(c, "mask");
     assert_true(mo >= 0);
@@ -463,7 +464,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     /* a random mask: distinct partial blocks; one DMA per change of mask_next */
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = random_mask(512, 0.02, 4);
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     c = &k.calls[0];
     mo = find_op(c, "mask");
     int changes = 1;
@@ -497,7 +498,7 @@ static void test_splash_dynamic_mask_has_no_lookahead(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     assert_int_equal(c->grid[2], 4);
     int ko = find_op(c, "k"), mo = find_op(c, "mask");
@@ -523,7 +524,7 @@ static void test_splash_shrunk_grid_removes_steps(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 4); /* fwd, di glue, dkv, dq */
     struct pl_call *f = find_call(&k, "splash_mha_fwd_residuals");
     struct pl_call *dkv = find_call(&k, "splash_mha_dkv");
@@ -554,7 +555,7 @@ static void test_splash_dkv_writes_once_per_group(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 3); /* di glue, dkv, dq sum */
     struct pl_call *c = find_call(&k, "splash_mha_dkv");
     assert_non_null(c);
@@ -583,7 +584,7 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     struct chip_params ch = chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *f = find_call(&k, "splash_mha_fwd"), *dq = find_call(&k, "splash_mha_dq");
     assert_int_equal(f->ngrid, 4);
     assert_int_equal(f->grid[0], 3);

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/cfg_tree.h"
+#include "sim/cli.h"
 #include "sim/sweep.h"
 #include "sim/sweep_int.h"
 #include "base/fsutil.h"
@@ -94,7 +96,7 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Runs sweep_main() itself in a child (so valgrind and ASan see the sweep code). */
+/* Runs cmd_sweep() itself in a child (so valgrind and ASan see the sweep code). */
 static int run_inproc(const char *const *args, const char *err)
 {
     const char *argv[32];
@@ -115,7 +117,7 @@ static int run_inproc(const char *const *args, const char *err)
         int fo = open("/dev/null", O_WRONLY);
         dup2(fo, 1);
         dup2(fe, 2);
-        int rc = sweep_main(n, (char **)argv);
+        int rc = cmd_sweep(n, (char **)argv);
         free(sg);
         fflush(stdout);
         fflush(stderr);
