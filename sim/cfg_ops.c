@@ -12,6 +12,7 @@
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
 #include "sim/cfg_int.h"
+#include "sim/mask_file.h"
 #include "sim/op_table.h"
 
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "kernels/maskinfo.h"
+#include "sim/mask_file.h"
 #include "sim/cli.h"
 
 struct maskinfo_args {
