@@ -301,7 +301,7 @@ int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                       const struct topo *topo, char *err, size_t n)
 {
     (void)chip;
-    const struct op_collective_matmul *p = &op->u.cmm;
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
     if (p->axis >= topo->ndims) {
         snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
                  topo->ndims);
@@ -372,7 +372,7 @@ static int check_pow2_route(const struct chip_params *chip, const struct topo *t
 int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
                            const struct topo *topo, char *err, size_t n)
 {
-    const struct op_remote_copy *r = &op->u.rc;
+    const struct op_remote_copy *r = &op->u.remote_copy;
     if (r->id_kind != 2 && r->ncoords != topo->ndims) {
         snprintf(err, n, "device id has %d coordinates, the mesh has %d axes", r->ncoords,
                  topo->ndims);
@@ -398,10 +398,10 @@ static int64_t pick_block(int64_t dim, int64_t max, int64_t quantum)
     return dim;
 }
 
-void coll_matmul_op(const struct op *cmm, int64_t m, struct op *mm)
+void coll_matmul_op(const struct op *op, int64_t m, struct op *mm)
 {
-    const struct op_collective_matmul *p = &cmm->u.cmm;
-    *mm = (struct op){.kind = OP_MATMUL, .name = cmm->name};
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    *mm = (struct op){.kind = OP_MATMUL, .name = op->name};
     mm->u.matmul = (struct op_matmul){.m = m, .k = p->k, .n = p->n, .dt = p->dt};
     mm->u.matmul.bm = pick_block(m, 512, 8);
     mm->u.matmul.bk = pick_block(p->k, 1024, 128);
@@ -429,11 +429,11 @@ void coll_reduce_call(struct coll_reduce *k, uint64_t bytes, enum dtype dt, stru
     k->rows = (int64_t)(bytes / (uint64_t)(k->cols * dtype_bytes(dt)));
     k->rows = k->rows < 1 ? 1 : k->rows;
     k->block_rows = k->rows < 512 ? k->rows : 512;
-    *c = (struct pl_call){.name = "reduce", .ngrid = 1, .nops = 3, .body = add_body, .user = k};
+    *c = (struct pl_call){.name = "reduce", .ngrid = 1, .noperands = 3, .body = add_body, .user = k};
     c->grid[0] = (k->rows + k->block_rows - 1) / k->block_rows;
     static const char *const names[3] = {"acc", "recv", "out"};
     for (int i = 0; i < 3; i++)
-        c->ops[i] = (struct pl_operand){.name = names[i], .dir = i < 2 ? PL_IN : PL_OUT,
+        c->operands[i] = (struct pl_operand){.name = names[i], .dir = i < 2 ? PL_IN : PL_OUT,
                                         .space = PL_VMEM, .dt = dt, .rank = 2,
                                         .shape = {k->rows, k->cols},
                                         .block = {k->block_rows, k->cols},

@@ -91,9 +91,9 @@ int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
                            const struct topo *topo, char *err, size_t n);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me);
-/* The per-chunk matmul of a collective_matmul 'cmm' on 'm' rows: the Pallas
+/* The per-chunk matmul of a collective_matmul 'op' on 'm' rows: the Pallas
  * blocked matmul with the largest blocks up to 512 x 1024 x 1024 that divide it. */
-void coll_matmul_op(const struct op *cmm, int64_t m, struct op *mm);
+void coll_matmul_op(const struct op *op, int64_t m, struct op *mm);
 
 /* The accumulate step of a reduction, acc += recv over 'bytes' of 'dt', as a
  * pipelined HBM->VMEM->HBM pallas_call over (512, 1024) blocks. 'r' holds the

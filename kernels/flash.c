@@ -328,8 +328,8 @@ static void dq_ks_index(const int64_t *g, const void *u, int64_t *b)
 static int add_op(struct pl_call *c, const char *name, enum pl_dir dir, enum dtype dt, int rank,
                   const int64_t *shape, const int64_t *block, pl_index_fn *fn)
 {
-    int i = c->nops++;
-    struct pl_operand *o = &c->ops[i];
+    int i = c->noperands++;
+    struct pl_operand *o = &c->operands[i];
     *o = (struct pl_operand){
         .name = name, .dir = dir, .space = PL_VMEM, .dt = dt, .rank = rank, .index = fn};
     memcpy(o->shape, shape, sizeof(int64_t) * (size_t)rank);
@@ -1256,7 +1256,7 @@ static void host_forward(struct flash *f)
 static void bind(struct pl_call *c, const int *x, int role, float *data)
 {
     if (x[role] >= 0)
-        c->ops[x[role]].data = data;
+        c->operands[x[role]].data = data;
 }
 
 static void bind_fwd(struct kern *k, struct flash *f)

@@ -166,8 +166,8 @@ struct op {
         struct op_paged paged;
         struct op_ragged ragged;
         struct op_collective coll;
-        struct op_collective_matmul cmm;
-        struct op_remote_copy rc;
+        struct op_collective_matmul coll_matmul;
+        struct op_remote_copy remote_copy;
     } u;
 };
 

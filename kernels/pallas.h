@@ -69,8 +69,8 @@ struct pl_call {
     int ngrid;
     int64_t grid[PL_MAX_GRID];
     enum pl_dim_sem sem[PL_MAX_GRID];
-    int nops;
-    struct pl_operand ops[PL_MAX_OPERANDS];
+    int noperands;
+    struct pl_operand operands[PL_MAX_OPERANDS];
     int nscratch;
     struct pl_scratch scratch[PL_MAX_OPERANDS];
     pl_body_fn *body;

@@ -563,7 +563,7 @@ void cfg_load_remote_copy(struct walk *w, const struct cfg_node *m, const char *
     static const char *const keys[] = {CFG_OP_COMMON_KEYS, "bytes", "shift", "device_id", "recv_bytes",
                                        NULL};
     walk_check_keys(w, m, p, keys);
-    struct op_remote_copy *r = &op->u.rc;
+    struct op_remote_copy *r = &op->u.remote_copy;
     walk_bytes(w, m, p, "bytes", true, &r->bytes);
     r->recv_bytes = r->bytes;
     const struct cfg_node *rb = cfg_get(m, "recv_bytes");

@@ -276,7 +276,7 @@ void eng_run_remote_copy(struct eng_task *task)
     struct eng_core *c = task->core;
     struct eng_run *r = c->run;
     const struct cfg_scenario *sc = r->sc;
-    const struct op_remote_copy *rc = &task->op->u.rc;
+    const struct op_remote_copy *rc = &task->op->u.remote_copy;
     if (c->core != 0)
         return;
     struct sim_coll dev = {.nsems = 1};
@@ -330,7 +330,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     struct eng_core *c = task->core;
     struct eng_run *r = c->run;
     const struct cfg_scenario *sc = r->sc;
-    const struct op_collective_matmul *p = &task->op->u.cmm;
+    const struct op_collective_matmul *p = &task->op->u.coll_matmul;
     if (c->core != 0 && !sc->chip.megacore)
         return;
     int X = sc->topo.shape[p->axis];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "models/hbm.h"
 #include "sim/engine.h"
 #include "topology/topo.h"
 
@@ -72,8 +73,7 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
 static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
 {
     struct eng_core *c = task->core;
-    const struct chip_params *ch = &c->run->sc->chip;
-    double model = d->ready + (double)d->bytes / ch->hbm_bw_Bps;
+    double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
     double t1 = blocked ? end : (model < end ? model : end);
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d",

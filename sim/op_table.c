@@ -49,13 +49,13 @@ static const struct walk_key collective_keys[] = {
     {0}};
 static const char *const collective_extra[] = {"axes", NULL};
 
-static const struct walk_key cmm_keys[] = {
-    KEY("m", WALK_INT, cmm.m, .required = true, .min = 1, .max = 1 << 24),
-    KEY("k", WALK_INT, cmm.k, .required = true, .min = 1, .max = 1 << 24),
-    KEY("n", WALK_INT, cmm.n, .required = true, .min = 1, .max = 1 << 24),
-    KEY("dtype", WALK_DTYPE, cmm.dt, .dflt = DT_BF16),
-    KEY("axis", WALK_INT32, cmm.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
-    KEY("overlapped", WALK_BOOL, cmm.overlap, .dflt = 1),
+static const struct walk_key coll_matmul_keys[] = {
+    KEY("m", WALK_INT, coll_matmul.m, .required = true, .min = 1, .max = 1 << 24),
+    KEY("k", WALK_INT, coll_matmul.k, .required = true, .min = 1, .max = 1 << 24),
+    KEY("n", WALK_INT, coll_matmul.n, .required = true, .min = 1, .max = 1 << 24),
+    KEY("dtype", WALK_DTYPE, coll_matmul.dt, .dflt = DT_BF16),
+    KEY("axis", WALK_INT32, coll_matmul.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
+    KEY("overlapped", WALK_BOOL, coll_matmul.overlap, .dflt = 1),
     {0}};
 
 #define COLLECTIVE(nm)                                                                         \
@@ -83,7 +83,7 @@ static const struct op_row rows[] = {
     [OP_ALL_REDUCE] = COLLECTIVE("all_reduce"),
     [OP_ALL_TO_ALL] = COLLECTIVE("all_to_all"),
     [OP_COLLECTIVE_MATMUL] = {.name = "collective_matmul", .category = "collective",
-                              .keys = cmm_keys, .check = coll_check_matmul,
+                              .keys = coll_matmul_keys, .check = coll_check_matmul,
                               .run = eng_run_collective_matmul},
     [OP_REMOTE_COPY] = {.name = "remote_copy", .category = "collective",
                         .load = cfg_load_remote_copy, .check = coll_check_remote_copy,

@@ -99,8 +99,8 @@ static void run_call(const struct pl_call *c, const struct chip_params *ch, stru
 
 static int op_index(const struct pl_call *c, const char *name)
 {
-    for (int i = 0; i < c->nops; i++)
-        if (!strcmp(c->ops[i].name, name))
+    for (int i = 0; i < c->noperands; i++)
+        if (!strcmp(c->operands[i].name, name))
             return i;
     fail_msg("call %s has no operand %s", c->name, name);
     return -1;
@@ -343,12 +343,12 @@ static void test_flash_calls_grids_and_operands(void **state)
         assert_int_equal(dkv->sem[i], sem);
         assert_int_equal(dq->sem[i], sem);
     }
-    assert_int_equal(fw->nops, 6); /* q k v | o l m */
+    assert_int_equal(fw->noperands, 6); /* q k v | o l m */
     assert_int_equal(fw->nscratch, 3);
-    assert_int_equal(fw->ops[op_index(fw, "l")].shape[3], 128);
-    assert_int_equal(dkv->nops, 9); /* q k v l m do di | dk dv (no ab, segment ids) */
-    assert_int_equal(dq->ops[op_index(dq, "di")].shape[3], 256); /* broadcast to bkM_dq lanes */
-    assert_int_equal(dq->ops[op_index(dq, "di")].block[3], 128); /* only 128 fetched */
+    assert_int_equal(fw->operands[op_index(fw, "l")].shape[3], 128);
+    assert_int_equal(dkv->noperands, 9); /* q k v l m do di | dk dv (no ab, segment ids) */
+    assert_int_equal(dq->operands[op_index(dq, "di")].shape[3], 256); /* broadcast to bkM_dq lanes */
+    assert_int_equal(dq->operands[op_index(dq, "di")].block[3], 128); /* only 128 fetched */
     kern_fini(&k);
 
     f->mode = ATTN_FWD;
@@ -356,7 +356,7 @@ static void test_flash_calls_grids_and_operands(void **state)
     init_ok(&k, &o, &ch, false);
     assert_int_equal(k.ncalls, 1);
     assert_int_equal(k.calls[0].nscratch, 0); /* single-step variant */
-    assert_int_equal(k.calls[0].nops, 4);     /* no residuals */
+    assert_int_equal(k.calls[0].noperands, 4);     /* no residuals */
     kern_fini(&k);
 }
 

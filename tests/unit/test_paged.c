@@ -138,7 +138,7 @@ static void test_paged_functional_gqa_ragged_lengths(void **state)
     double worst = paged_functional(&op, &k);
     assert_true(worst < 1e-5);
     /* the zero-length sequence keeps the initialised o = 0 (inline_seq_dim) */
-    const float *o = k.calls[0].ops[3].data;
+    const float *o = k.calls[0].operands[3].data;
     for (int e = 0; e < 8 * 128; e++)
         assert_true(o[e] == 0.0f);
     kern_fini(&k);
@@ -213,7 +213,7 @@ static void megacore_case(enum megacore_mode mode)
         struct rec r = {0};
         struct pl_stats st = run_core(&k, &ch, core, 2, &r);
         assert_int_equal(st.steps, 8);
-        const float *o = k.calls[0].ops[3].data;
+        const float *o = k.calls[0].operands[3].data;
         for (int b = 0; b < 4; b++)
             for (int hq = 0; hq < 8; hq++) {
                 int h = hq / 2;
@@ -451,7 +451,7 @@ static void test_ragged_default_block_sizes(void **state)
         char err[256];
         assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
         assert_int_equal(k.calls[0].scratch[0].shape[1], gen == 4 ? 32 : 128);
-        assert_int_equal(k.calls[0].ops[0].block[0], 31); /* min(32, T = 31) */
+        assert_int_equal(k.calls[0].operands[0].block[0], 31); /* min(32, T = 31) */
         assert_int_equal(k.calls[0].grid[0], 1);          /* 16 combined heads: all 32 q heads */
         kern_fini(&k);
     }

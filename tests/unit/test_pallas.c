@@ -95,8 +95,8 @@ static struct pl_call aba_call(void)
     memset(&c, 0, sizeof c);
     c.name = "aba";
     c.ngrid = 1, c.grid[0] = 4;
-    c.nops = 1;
-    c.ops[0] = (struct pl_operand){.name = "x", .dir = PL_IN, .space = PL_VMEM, .dt = DT_F32,
+    c.noperands = 1;
+    c.operands[0] = (struct pl_operand){.name = "x", .dir = PL_IN, .space = PL_VMEM, .dt = DT_F32,
                                    .rank = 1, .shape = {2048}, .block = {1024}, .index = aba_index};
     c.body = noop_body;
     return c;
@@ -168,8 +168,8 @@ static void test_pl_trivial_window_moves_once(void **state)
     (void)state;
     struct chip_params ch = chip();
     struct pl_call c = aba_call();
-    c.ops[0].index = NULL;
-    c.ops[0].block[0] = 2048;
+    c.operands[0].index = NULL;
+    c.operands[0].block[0] = 2048;
     c.grid[0] = 5;
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};

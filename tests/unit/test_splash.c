@@ -353,8 +353,8 @@ static struct pl_call *find_call(struct kern *k, const char *prefix)
 
 static int find_op(const struct pl_call *c, const char *name)
 {
-    for (int i = 0; i < c->nops; i++)
-        if (strcmp(c->ops[i].name, name) == 0)
+    for (int i = 0; i < c->noperands; i++)
+        if (strcmp(c->operands[i].name, name) == 0)
             return i;
     return -1;
 }
@@ -410,7 +410,7 @@ static void test_splash_data_next_prefetches_next_block(void **state)
     static const int64_t want_idx[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 1, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
         int64_t g[3] = {0, s / 4, s % 4}, b[PL_MAX_RANK] = {0};
-        c->ops[ko].index(g, c->user, b);
+        c->operands[ko].index(g, c->user, b);
         assert_int_equal(b[1], want_idx[s]);
     }
     struct rec r = {0};
@@ -450,8 +450,8 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     int mo = find_op(c, "mask");
     assert_true(mo >= 0);
     assert_true(find_op(c, "q_sequence") < 0);
-    assert_int_equal(c->ops[mo].dt, DT_INT32);
-    assert_int_equal(c->ops[mo].shape[0], 1); /* the 4 diagonal blocks are one deduplicated block */
+    assert_int_equal(c->operands[mo].dt, DT_INT32);
+    assert_int_equal(c->operands[mo].shape[0], 1); /* the 4 diagonal blocks are one deduplicated block */
     struct rec r = {0};
     run_call(c, &ch, &r);
     int nm = 0;
@@ -471,7 +471,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     int64_t prev = -1;
     for (int64_t s = 0; s < pl_num_steps(c); s++) {
         int64_t g[3] = {0, s / c->grid[2], s % c->grid[2]}, b[PL_MAX_RANK] = {0};
-        c->ops[mo].index(g, c->user, b);
+        c->operands[mo].index(g, c->user, b);
         changes += s > 0 && b[0] != prev;
         prev = b[0];
     }
@@ -481,7 +481,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     for (int i = 0; i < r.n; i++)
         nm += r.op[i] == mo;
     assert_int_equal(nm, changes);
-    assert_true(c->ops[mo].shape[0] > 1);
+    assert_true(c->operands[mo].shape[0] > 1);
     kern_fini(&k);
     tc_fini(&t);
 }
@@ -502,11 +502,11 @@ static void test_splash_dynamic_mask_has_no_lookahead(void **state)
     struct pl_call *c = &k.calls[0];
     assert_int_equal(c->grid[2], 4);
     int ko = find_op(c, "k"), mo = find_op(c, "mask");
-    assert_int_equal(c->ops[mo].shape[0], 16);
+    assert_int_equal(c->operands[mo].shape[0], 16);
     static const int64_t want[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
         int64_t g[3] = {0, s / 4, s % 4}, b[PL_MAX_RANK] = {0};
-        c->ops[ko].index(g, c->user, b);
+        c->operands[ko].index(g, c->user, b);
         assert_int_equal(b[1], want[s]);
     }
     kern_fini(&k);
@@ -593,7 +593,7 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     assert_int_equal(dq->sem[0], PL_PARALLEL);
     assert_int_equal(dq->sem[1], PL_ARBITRARY);
     int m = find_op(f, "m_scratch");
-    assert_non_null(f->ops[m].index);
+    assert_non_null(f->operands[m].index);
     struct rec r = {0};
     run_call(f, &ch, &r);
     int nw = 0;
