@@ -13,7 +13,6 @@
 #include "sim/cfg_tree.h"
 #include "sim/op_table.h"
 
-
 static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
 {
     if (wr->type == CFG_SCALAR &&
@@ -109,8 +108,7 @@ static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *k
     }
     char want[400] = "an op kind (";
     for (int j = 0; j < OP_KIND_COUNT; j++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "",
-                 names[j]);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "", names[j]);
     strcat(want, ")");
     walk_type_error(w, k, kp, want);
 }
@@ -132,13 +130,10 @@ static void load_kind(struct walk *w, const struct cfg_node *m, const char *p, s
         row->load(w, m, p, op);
 }
 
-static void load_op(struct walk *w, const struct cfg_node *m, int i, struct op *op)
+static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int i, struct op *op)
 {
-    char *p = xasprintf("workload.%d", i);
-    if (!walk_is_map(w, m, p)) {
-        free(p);
+    if (!walk_is_map(w, m, p))
         return;
-    }
     const struct cfg_node *k = walk_field(w, m, p, "op", true);
     char *kp = walk_join(p, "op");
     if (k && (k->type != CFG_SCALAR || op_kind_parse(k->value, &op->kind) != 0)) {
@@ -146,16 +141,148 @@ static void load_op(struct walk *w, const struct cfg_node *m, int i, struct op *
         k = NULL;
     }
     free(kp);
-    if (k) {
-        walk_bool(w, m, p, "overlap", &op->overlap);
-        walk_bool(w, m, p, "functional", &op->functional);
-        walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
-        const struct cfg_node *nm = cfg_get(m, "name");
-        op->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value)
-                                                 : xasprintf("%d:%s", i, op_kind_name(op->kind));
-        load_kind(w, m, p, op);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    if (nm && (nm->type != CFG_SCALAR || !cfg_name_ok(nm->value))) {
+        char *np = walk_join(p, "name");
+        walk_type_error(w, nm, np,
+                        "a name of letters, digits, '_' and '-' (no dots: they "
+                        "separate block and op names in after:)");
+        free(np);
+        nm = NULL;
     }
-    free(p);
+    op->name = nm ? xstrdup(nm->value) : xasprintf("%d:%s", i, k ? op_kind_name(op->kind) : "op");
+    if (!k)
+        return;
+    walk_bool(w, m, p, "overlap", &op->overlap);
+    walk_bool(w, m, p, "functional", &op->functional);
+    walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
+    load_kind(w, m, p, op);
+}
+
+/* What the loader keeps of each op while it reads the workload (document order). */
+struct op_load {
+    struct walk *w;
+    struct cfg_scenario *sc;
+    struct graph_draft draft;
+    struct op *ops;               /* document order */
+    const struct cfg_node **node; /* the op's mapping */
+    int cap;
+    int nblocks;
+};
+
+static void read_after(struct op_load *L, int op, const struct cfg_node *m, const char *p)
+{
+    const struct cfg_node *a = cfg_get(m, "after");
+    if (!a)
+        return;
+    char *ap = walk_join(p, "after");
+    graph_draft_has_after(&L->draft, op);
+    const struct cfg_node *one[1] = {a};
+    const struct cfg_node *const *items =
+        a->type == CFG_SEQ ? (const struct cfg_node *const *)a->kids : one;
+    int n = a->type == CFG_SEQ ? a->n : 1;
+    if (a->type == CFG_MAP)
+        walk_type_error(L->w, a, ap, "a list of op names, like [qkv, prev.wgather]");
+    for (int i = 0; a->type != CFG_MAP && i < n; i++) {
+        char *ip = a->type == CFG_SEQ ? xasprintf("%s.%d", ap, i) : xstrdup(ap);
+        struct diag_loc loc;
+        walk_loc(items[i], &loc);
+        if (items[i]->type != CFG_SCALAR || !items[i]->value[0])
+            walk_type_error(L->w, items[i], ip, "an op name");
+        else
+            graph_draft_after(&L->draft, op, items[i]->value, &loc, ip);
+        free(ip);
+    }
+    free(ap);
+}
+
+static void add_op(struct op_load *L, const struct cfg_node *m, const char *p, int block)
+{
+    int i = L->draft.nops;
+    if (i == L->cap) {
+        L->cap = L->cap ? 2 * L->cap : 16;
+        L->ops = xrealloc(L->ops, sizeof *L->ops * (size_t)L->cap);
+        L->node = xrealloc(L->node, sizeof *L->node * (size_t)L->cap);
+    }
+    struct op *op = &L->ops[i];
+    memset(op, 0, sizeof *op);
+    L->node[i] = m;
+    load_op(L->w, m, p, i, op);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    struct diag_loc loc;
+    walk_loc(nm ? nm : m, &loc);
+    graph_draft_op(&L->draft, block, op->name ? op->name : "?", nm != NULL, &loc, p, op->overlap);
+    read_after(L, i, m, p);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block);
+
+static const char *const repeat_keys[] = {"count", "ops", "name", NULL};
+
+/* `- repeat: {count: N, ops: [...], name: NAME}` */
+static void load_repeat(struct op_load *L, const struct cfg_node *item, const char *p, int block)
+{
+    char *rp = walk_join(p, "repeat");
+    const struct cfg_node *r = cfg_get(item, "repeat");
+    static const char *const outer[] = {"repeat", NULL};
+    walk_check_keys(L->w, item, p, outer);
+    if (walk_is_map(L->w, r, rp)) {
+        walk_check_keys(L->w, r, rp, repeat_keys);
+        int64_t count = 1;
+        walk_int(L->w, r, rp, "count", true, 1, GRAPH_MAX_INSTANCES, &count);
+        const struct cfg_node *nm = cfg_get(r, "name"), *ops = walk_field(L->w, r, rp, "ops", true);
+        char *name =
+            nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : xasprintf("repeat%d", L->nblocks);
+        struct diag_loc loc;
+        walk_loc(nm ? nm : r, &loc);
+        L->nblocks++;
+        int b = graph_draft_block(&L->draft, block, name, count, &loc);
+        free(name);
+        char *op = walk_join(rp, "ops");
+        if (ops)
+            load_items(L, ops, op, b);
+        free(op);
+    }
+    free(rp);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block)
+{
+    if (list->type != CFG_SEQ || list->n == 0) {
+        walk_type_error(L->w, list, p, "a non-empty list of ops");
+        return;
+    }
+    for (int i = 0; i < list->n; i++) {
+        char *ip = xasprintf("%s.%d", p, i);
+        const struct cfg_node *m = list->kids[i];
+        if (m->type == CFG_MAP && cfg_get(m, "repeat") && !cfg_get(m, "op"))
+            load_repeat(L, m, ip, block);
+        else
+            add_op(L, m, ip, block);
+        free(ip);
+    }
+}
+
+/* Puts the ops in program order, with their qualified names and sources. */
+static void install_program(struct op_load *L, const int *order)
+{
+    struct cfg_scenario *sc = L->sc;
+    int n = L->draft.nops;
+    sc->ops = xcalloc((size_t)n + 1, sizeof *sc->ops);
+    sc->src = xcalloc((size_t)n + 1, sizeof *sc->src);
+    sc->nops = n;
+    for (int p = 0; p < n; p++) {
+        int d = order[p];
+        sc->ops[p] = L->ops[d];
+        free(sc->ops[p].name);
+        sc->ops[p].name = xstrdup(sc->graph.node[p].qname);
+        walk_loc(L->node[d], &sc->src[p].loc);
+        sc->src[p].loc.file = xstrdup(sc->src[p].loc.file ? sc->src[p].loc.file : "");
+        sc->src[p].path = xstrdup(L->draft.op[d].path);
+        sc->src[p].node = L->node[d];
+    }
+    free(L->ops);
+    L->ops = NULL;
 }
 
 static void load_workload(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
@@ -163,33 +290,37 @@ static void load_workload(struct walk *w, const struct cfg_node *root, struct cf
     const struct cfg_node *wl = walk_field(w, root, "", "workload", true);
     if (!wl)
         return;
-    if (wl->type != CFG_SEQ || wl->n == 0) {
-        walk_type_error(w, wl, "workload", "a non-empty list of ops");
-        return;
-    }
-    sc->ops = xcalloc((size_t)wl->n, sizeof *sc->ops);
-    sc->nops = wl->n;
-    for (int i = 0; i < wl->n; i++)
-        load_op(w, wl->kids[i], i, &sc->ops[i]);
+    struct op_load L = {.w = w, .sc = sc};
+    int before = diag_count(w->d);
+    load_items(&L, wl, "workload", -1);
+    int *order = xcalloc((size_t)L.draft.nops + 1, sizeof *order);
+    if (diag_count(w->d) == before && graph_finish(&L.draft, &sc->graph, order, w->d) == 0)
+        install_program(&L, order);
+    for (int i = 0; L.ops && i < L.draft.nops; i++)
+        op_fini(&L.ops[i]);
+    free(L.ops);
+    free(L.node);
+    free(order);
+    graph_draft_fini(&L.draft);
 }
 
-static void check_semantics(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
-    const struct cfg_node *wl = cfg_get(root, "workload");
-    for (int i = 0; i < sc->nops && wl && wl->type == CFG_SEQ; i++) {
+    for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
-        char *p = xasprintf("workload.%d", i);
+        const struct cfg_node *m = sc->src[i].node;
+        const char *p = sc->src[i].path;
         if (op->kind == OP_PPERMUTE && op->u.ppermute.axis >= sc->topo.ndims) {
             char want[96];
             snprintf(want, sizeof want, "an axis below %d (the topology has %d)", sc->topo.ndims,
                      sc->topo.ndims);
-            const struct cfg_node *a = cfg_get(wl->kids[i], "axis");
+            const struct cfg_node *a = cfg_get(m, "axis");
             char *ap = walk_join(p, "axis");
-            walk_type_error(w, a ? a : wl->kids[i], ap, want);
+            walk_type_error(w, a ? a : m, ap, want);
             free(ap);
         }
         if (op->vmem_limit_bytes > sc->chip.vmem_bytes) {
-            const struct cfg_node *a = cfg_get(wl->kids[i], "vmem_limit_bytes");
+            const struct cfg_node *a = cfg_get(m, "vmem_limit_bytes");
             char *ap = walk_join(p, "vmem_limit_bytes");
             char want[96];
             snprintf(want, sizeof want, "at most the chip's VMEM (%llu bytes)",
@@ -197,7 +328,6 @@ static void check_semantics(struct walk *w, const struct cfg_node *root, struct 
             walk_type_error(w, a, ap, want);
             free(ap);
         }
-        free(p);
     }
 }
 
@@ -223,8 +353,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_apply_set(root, sets[i], d);
     struct walk w = {d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
-        static const char *const keys[] = {"name", "chip", "topology", "options", "workload",
-                                           NULL};
+        static const char *const keys[] = {"name", "chip", "topology", "options", "workload", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
@@ -233,7 +362,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         load_options(&w, root, sc);
         load_workload(&w, root, sc);
         if (diag_count(d) == 0)
-            check_semantics(&w, root, sc);
+            check_semantics(&w, sc);
     }
     cfg_node_free(root);
     if (diag_count(d) == 0)
@@ -242,8 +371,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     return -1;
 }
 
-int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
-                      struct cfg_scenario *sc, struct diag *d)
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d)
 {
     memset(sc, 0, sizeof *sc);
     if (!path || strcmp(path, "-") == 0)
@@ -257,9 +386,8 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
     return load_tree(root, path, sets, nsets, sc, d);
 }
 
-int cfg_load_scenario_text(const char *text, size_t len, const char *file,
-                           const char *const *sets, int nsets, struct cfg_scenario *sc,
-                           struct diag *d)
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d)
 {
     memset(sc, 0, sizeof *sc);
     sc->file = xstrdup(file);
@@ -271,11 +399,23 @@ int cfg_load_scenario_text(const char *text, size_t len, const char *file,
     return load_tree(root, file, sets, nsets, sc, d);
 }
 
+bool cfg_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 1 && n <= 64 &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:") == n;
+}
+
 void cfg_scenario_fini(struct cfg_scenario *sc)
 {
-    for (int i = 0; i < sc->nops; i++)
+    for (int i = 0; i < sc->nops; i++) {
         op_fini(&sc->ops[i]);
+        free((char *)sc->src[i].loc.file);
+        free(sc->src[i].path);
+    }
     free(sc->ops);
+    free(sc->src);
+    graph_fini(&sc->graph);
     free(sc->name);
     free(sc->file);
     memset(sc, 0, sizeof *sc);

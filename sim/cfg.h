@@ -17,38 +17,53 @@
 #include "base/diag.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
+#include "sim/graph.h"
 #include "topology/topo.h"
+
+struct cfg_node;
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
 #define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 
+/* Where an op was written: for messages about it after loading. */
+struct cfg_op_src {
+    struct diag_loc loc;         /* its mapping ('file' owned) */
+    char *path;                  /* owned: its key path, "workload.2.repeat.ops.0" */
+    const struct cfg_node *node; /* the mapping; valid while loading only */
+};
+
 struct cfg_scenario {
-    char *name;            /* owned */
-    char *file;            /* owned; path the scenario came from */
+    char *name; /* owned */
+    char *file; /* owned; path the scenario came from */
     struct chip_params chip;
     struct topo topo;
-    struct op *ops;        /* owned array of 'nops' */
+    struct op *ops;         /* owned array of 'nops', in program order */
+    struct cfg_op_src *src; /* owned, per op */
     int nops;
+    struct graph graph; /* the program: dependencies and repeat blocks of the ops */
     enum cfg_fidelity fidelity;
     uint64_t seed;
-    int64_t max_steps;     /* resource guard: refuse runs above this many grid steps */
+    int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
 };
 
 /* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
-int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
-                      struct cfg_scenario *sc, struct diag *d);
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d);
 void cfg_scenario_fini(struct cfg_scenario *sc);
 /* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
-int cfg_load_scenario_text(const char *text, size_t len, const char *file,
-                           const char *const *sets, int nsets, struct cfg_scenario *sc,
-                           struct diag *d);
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d);
 
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
+
+/* True if 'name' may name a scenario, an op or a block: 1 to 64 letters,
+ * digits, '_', '-' or ':' (no path separators, dots or blanks). */
+bool cfg_name_ok(const char *name);
 
 /* Names of the embedded chip presets (configs/chips/), NULL-terminated. Static. */
 const char *const *cfg_chip_names(void);

@@ -7,7 +7,7 @@
 #include "sim/cfg_walk.h"
 
 /* Keys every op of a workload takes, whatever its kind. */
-#define CFG_OP_COMMON_KEYS "op", "name", "overlap", "functional", "vmem_limit_bytes"
+#define CFG_OP_COMMON_KEYS "op", "name", "after", "overlap", "functional", "vmem_limit_bytes"
 
 /* The scenario's chip: a preset name, or {base: name, key: override...}. */
 void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);

@@ -18,12 +18,12 @@
 
 struct sim_coll {
     struct coll_plan plan;
-    double *count;        /* per semaphore id */
+    double *count; /* per semaphore id */
     int nsems;
 };
 
 struct sem_msg {
-    uint64_t amount;      /* bytes (DMA) or increment (REGULAR) */
+    uint64_t amount; /* bytes (DMA) or increment (REGULAR) */
 };
 
 /* A remote DMA: its transfer and what the trace needs once it is done. */
@@ -44,7 +44,7 @@ struct coll_actor {
     struct eng_task *task;
     struct pending pend[64];
     int npend;
-    double ready;         /* when the pending DMAs may start */
+    double ready; /* when the pending DMAs may start */
 };
 
 static sg_mailbox_t sem_mb(int chip, int opi, int sem)
@@ -66,7 +66,8 @@ static void flush(struct coll_actor *a)
         struct sem_msg *m = xmalloc(sizeof *m);
         m->amount = p->bytes;
         p->slot->t_post = simgrid_get_clock();
-        p->slot->comm = sg_mailbox_put_async(sem_mb(p->dst, a->task->opi, p->sem), m, (long)p->bytes);
+        p->slot->comm =
+            sg_mailbox_put_async(sem_mb(p->dst, a->task->opi, p->sem), m, (long)p->bytes);
     }
     a->npend = 0;
 }
@@ -96,9 +97,9 @@ static void cx_wait_send(void *ex, void *h)
     flush(a);
     struct remote_dma *d = h;
     struct eng_run *r = a->task->core->run;
-    eng_wait_note(a->task->core, "a remote DMA send");
+    eng_wait_note(a->task, "a remote DMA send");
     sg_comm_wait(d->comm);
-    eng_wait_note(a->task->core, NULL);
+    eng_wait_note(a->task, NULL);
     double t1 = simgrid_get_clock();
     eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
     eng_note_hbm(r, d->src, d->t_post, t1, (double)d->bytes);
@@ -115,12 +116,12 @@ static void take(struct coll_actor *a, int sem, double amount, const char *what)
     while (*c < amount) {
         snprintf(note, sizeof note, "%s %d of op '%s' to reach %.0f (it holds %.0f)", what, sem,
                  task->op->name, amount, *c);
-        eng_wait_note(task->core, note);
+        eng_wait_note(task, note);
         struct sem_msg *m = sg_mailbox_get(sem_mb(task->core->chip, task->opi, sem));
         *c += (double)m->amount;
         free(m);
     }
-    eng_wait_note(task->core, NULL);
+    eng_wait_note(task, NULL);
     *c -= amount;
 }
 
@@ -168,9 +169,14 @@ static void cx_delay(void *ex, double s)
         sg_actor_sleep_for(s);
 }
 
-static const struct coll_exec_ops coll_ops = {
-    .rdma = cx_rdma, .wait_send = cx_wait_send, .wait_recv = cx_wait_recv, .signal = cx_signal,
-    .wait = cx_wait, .reduce = cx_reduce, .local_copy = cx_local_copy, .delay = cx_delay};
+static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
+                                              .wait_send = cx_wait_send,
+                                              .wait_recv = cx_wait_recv,
+                                              .signal = cx_signal,
+                                              .wait = cx_wait,
+                                              .reduce = cx_reduce,
+                                              .local_copy = cx_local_copy,
+                                              .delay = cx_delay};
 
 /* One actor per part: its own DMA mailbox and statistics. */
 struct part_actor {
@@ -182,8 +188,8 @@ static void run_part(struct eng_task *task, int part)
 {
     struct coll_actor a = {.task = task};
     const struct cfg_scenario *sc = task->core->run->sc;
-    struct coll_ctx c = {&sc->topo, &sc->chip, task->op, task->core->chip, part, &coll_ops, &a,
-                         sc->fidelity == CFG_FIDELITY_FAST};
+    struct coll_ctx c = {&sc->topo, &sc->chip, task->op, task->core->chip,
+                         part,      &coll_ops, &a,       sc->fidelity == CFG_FIDELITY_FAST};
     coll_run_part(&c, &task->coll->plan);
     flush(&a);
 }
@@ -239,15 +245,20 @@ void eng_run_collective(struct eng_task *task)
     task->coll = &dev;
     for (int s = 0; s < dev.nsems; s++) /* push-only DMAs need a receiver from the start */
         sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
-    eng_barrier_wait(c, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     r->res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
     int n = dev.plan.nparts;
     struct part_actor *pa = xcalloc((size_t)n, sizeof *pa);
     sg_actor_t *act = xcalloc((size_t)n, sizeof *act);
     for (int p = 1; p < n; p++) {
-        pa[p].task = (struct eng_task){.core = c, .op = task->op, .opi = task->opi, .coll = &dev,
-                                   .flow_t = -1};
+        pa[p].task = (struct eng_task){.core = c,
+                                       .op = task->op,
+                                       .opi = task->opi,
+                                       .inst = task->inst,
+                                       .note = task->note,
+                                       .coll = &dev,
+                                       .flow_t = -1};
         pa[p].task.done_mb = part_mailbox(task, p);
         pa[p].part = p;
         char name[48];
@@ -283,7 +294,7 @@ void eng_run_remote_copy(struct eng_task *task)
     dev.count = xcalloc(1, sizeof *dev.count);
     task->coll = &dev;
     sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
-    eng_barrier_wait(c, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
     int dst = coll_remote_target(&sc->topo, rc, c->chip);
@@ -320,7 +331,7 @@ static void chip_sync(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
     if (r->sc->chip.cores > 1 && r->sc->chip.megacore) {
-        eng_barrier_wait(task->core, r->chip_barrier[task->core->chip],
+        eng_barrier_wait(task, r->chip_barrier[task->core->chip],
                          "the other core of its chip in a collective matmul");
     }
 }
@@ -349,7 +360,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
             sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
-        eng_barrier_wait(c, r->op_barrier[task->opi], "the device barrier at kernel start");
+        eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
         sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     }
     chip_sync(task);

@@ -33,14 +33,14 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
     snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
              (unsigned long long)bytes, src, dst);
     for (int i = 0; i < n; i++)
-        trace_span(r->trace, hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici", name,
-                   t0, t1, args);
+        trace_span(r->trace, hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici", name, t0,
+                   t1, args);
     free(hops);
 }
 
-void eng_wait_note(struct eng_core *c, const char *what)
+void eng_wait_note(struct eng_task *task, const char *what)
 {
-    snprintf(c->waiting, sizeof c->waiting, "%s", what ? what : "");
+    snprintf(task->note, ENG_NOTE_BYTES, "%s", what ? what : "");
 }
 
 sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi)
@@ -76,22 +76,21 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
     double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
     double t1 = blocked ? end : (model < end ? model : end);
     char args[96];
-    snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d",
-             (unsigned long long)d->bytes, d->operand);
+    snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
+             d->operand);
     trace_span(c->run->trace, c->chip, ENG_TID_DMA(c->core), "dma",
                d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue, t1, args);
     /* the counter spreads the bytes up to the wait (an upper bound of the
      * completion), so the sum of concurrent DMAs never exceeds the HBM */
-    eng_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end,
-                 (double)d->bytes);
+    eng_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end, (double)d->bytes);
 }
 
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
 {
     double t0 = simgrid_get_clock();
-    eng_wait_note(task->core, "a local DMA");
+    eng_wait_note(task, "a local DMA");
     sg_comm_wait(d->comm);
-    eng_wait_note(task->core, NULL);
+    eng_wait_note(task, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(task, d, t1, t1 > t0);
     if (d->in)
@@ -112,12 +111,11 @@ void eng_dma_engine_main(int argc, char **argv)
     }
 }
 
-
-void eng_barrier_wait(struct eng_core *c, sg_bar_t b, const char *what)
+void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what)
 {
-    eng_wait_note(c, what);
+    eng_wait_note(task, what);
     sg_barrier_wait(b);
-    eng_wait_note(c, NULL);
+    eng_wait_note(task, NULL);
 }
 
 void eng_stop_if_interrupted(void)

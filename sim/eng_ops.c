@@ -19,11 +19,11 @@ void eng_run_kernel(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
     struct kern *k = r->kern_fn[task->opi].kind && task->core->chip == 0 ? &r->kern_fn[task->opi]
-                                                                   : &r->kern[task->opi];
+                                                                         : &r->kern[task->opi];
     for (int i = 0; i < k->ncalls; i++) {
         sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
         if (i > 0 && r->sc->chip.cores > 1)
-            eng_barrier_wait(task->core, r->chip_barrier[task->core->chip],
+            eng_barrier_wait(task, r->chip_barrier[task->core->chip],
                              "the other core of its chip between two kernels");
         eng_run_pallas(task, &k->calls[i]);
     }
@@ -78,24 +78,23 @@ void eng_run_ppermute(struct eng_task *task)
         return;
     char name[48];
     sg_mailbox_set_receiver(inbox_name(c->chip, task->opi, name, sizeof name));
-    eng_barrier_wait(c, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     int dst = copy_ppermute_target(&sc->topo, c->chip, p->axis, p->shift);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
     double t0 = now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */
     long wire = (long)(dst == c->chip ? 2 * p->bytes : p->bytes);
-    sg_comm_t put = sg_mailbox_put_async(sg_mailbox_by_name(inbox_name(dst, task->opi, name,
-                                                                       sizeof name)),
-                                         task, wire);
-    eng_wait_note(c, "its ppermute send");
+    sg_comm_t put = sg_mailbox_put_async(
+        sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)), task, wire);
+    eng_wait_note(task, "its ppermute send");
     sg_comm_wait(put);
     eng_trace_route(r, c->chip, dst, t0, now(), p->bytes, task->op->name);
     eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
     eng_note_hbm(r, dst, t0, now(), (double)p->bytes);
-    eng_wait_note(c, "its ppermute receive");
+    eng_wait_note(task, "its ppermute receive");
     sg_mailbox_get(sg_mailbox_by_name(inbox_name(c->chip, task->opi, name, sizeof name)));
-    eng_wait_note(c, NULL);
+    eng_wait_note(task, NULL);
     task->st.dmas += 1;
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
     if (dst != c->chip)
@@ -104,4 +103,3 @@ void eng_run_ppermute(struct eng_task *task)
                  sc->chip.ici_hop_lat_s * topo_hops(&sc->topo, c->chip, dst);
     r->res[task->opi].latency_s += lat;
 }
-

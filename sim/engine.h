@@ -13,9 +13,11 @@
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/comm.h>
+#include <simgrid/cond.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
+#include <simgrid/mutex.h>
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
@@ -26,21 +28,35 @@
 #include "traces/trace.h"
 
 /* Trace tracks (thread ids) within a chip's process. */
-#define ENG_TID_TC(c) ((c) * 10 + 0)
-#define ENG_TID_MXU(c) ((c) * 10 + 1)
-#define ENG_TID_VPU(c) ((c) * 10 + 2)
-#define ENG_TID_DMA(c) ((c) * 10 + 3)
-#define ENG_TID_ICI(axis, dir) (100 + (axis) * 2 + ((dir) > 0 ? 0 : 1))
+#define ENG_TID_TC(c) ((c)*10 + 0)
+#define ENG_TID_MXU(c) ((c)*10 + 1)
+#define ENG_TID_VPU(c) ((c)*10 + 2)
+#define ENG_TID_DMA(c) ((c)*10 + 3)
+#define ENG_TID_ASYNC(c) ((c)*10 + 4)
+#define ENG_TID_ICI(axis, dir) (100 + (axis)*2 + ((dir) > 0 ? 0 : 1))
+
+#define ENG_NOTE_BYTES 240
 
 struct eng_run;
 
 struct eng_core {
     struct eng_run *run;
-    int chip, core, gid;   /* gid = chip * cores + core */
+    int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
-    sg_mailbox_t engine;   /* DMA engine requests */
-    bool done;             /* finished every op */
-    char waiting[240];     /* what it blocks on, for deadlock reports ("" when running) */
+    sg_mailbox_t engine;                /* DMA engine requests */
+    bool done;                          /* finished every op */
+    char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
+    char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
+    int async_running;                  /* async op instances running on it */
+    uint8_t *done_bits; /* per op instance (eng_run.inst_off): finished on this core */
+};
+
+/* What the cores of one chip share: the completion of op instances. */
+struct eng_chip {
+    sg_mutex_t mutex;
+    sg_cond_t changed;            /* notified whenever an op instance finishes on the chip */
+    bool async_done;              /* its async walker issued every async op */
+    char waiting[ENG_NOTE_BYTES]; /* what its async stream blocks on */
 };
 
 /* One actor running one op on one core. */
@@ -48,7 +64,9 @@ struct eng_task {
     struct eng_core *core;
     const struct op *op;
     int opi;
-    sg_mailbox_t done_mb;  /* completions of this actor's local DMAs */
+    int64_t inst;         /* which instance of the op (graph_instance) */
+    char *note;           /* where its waits are noted: its core's compute or async note */
+    sg_mailbox_t done_mb; /* completions of this actor's local DMAs */
     struct pl_stats st;
     struct sim_coll *coll; /* collectives: the device's shared semaphore state */
     double flow_t;         /* issue time of the last input DMA waited on, or -1 */
@@ -64,15 +82,18 @@ struct eng_run {
     const struct cfg_scenario *sc;
     struct trace *trace;
     struct eng_core *cores;
-    int ncores;            /* all TensorCores of the slice */
-    sg_bar_t barrier;      /* between op groups */
-    sg_bar_t *op_barrier;  /* per op, for ops that start with a device barrier */
-    struct summary_op *res;/* per op */
-    struct kern *kern;     /* per op: timing-only kernels (zeroed for other kinds) */
-    struct kern *kern_fn;  /* per op: functional kernel run by chip 0 (zeroed if none) */
-    sg_bar_t *chip_barrier;/* per chip: its cores meet between the pallas_calls of an op */
-    char *error;           /* first runtime failure; owned */
-    struct eng_rate *rates;/* HBM traffic spans, turned into counters after the run */
+    int ncores;                /* all TensorCores of the slice */
+    struct eng_chip *chips;    /* per chip */
+    int64_t *inst_off;         /* per op: its first instance's bit in eng_core.done_bits */
+    double *inst_dur;      /* per op instance: its longest run on any core */
+    double *chip0_t0, *chip0_t1; /* per op instance: the same on chip 0 (its timeline) */
+    sg_bar_t *op_barrier;      /* per op, for ops that start with a device barrier */
+    struct summary_op *res;    /* per op */
+    struct kern *kern;         /* per op: timing-only kernels (zeroed for other kinds) */
+    struct kern *kern_fn;      /* per op: functional kernel run by chip 0 (zeroed if none) */
+    sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
+    char *error;               /* first runtime failure; owned */
+    struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
     size_t nrates, caprates;
 };
 
@@ -81,7 +102,7 @@ struct eng_dma {
     double t_issue, ready;
     uint64_t bytes;
     sg_mailbox_t dst;
-    sg_comm_t comm;  /* the get (local) or the put (remote) */
+    sg_comm_t comm; /* the get (local) or the put (remote) */
     void *got;
     int operand;
     bool in;
@@ -98,14 +119,14 @@ void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double byte
 /* Puts a span on the ICI track of every hop from chip 'src' to 'dst'. */
 void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
                      const char *name);
-/* Records what core 'c' is about to block on (NULL: it runs again). */
-void eng_wait_note(struct eng_core *c, const char *what);
+/* Records what 'task' is about to block on (NULL: it runs again). */
+void eng_wait_note(struct eng_task *task, const char *what);
 /* The mailbox where the local DMAs of op 'opi' on core 'c' complete. */
 sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi);
 /* Kills every actor if SIGINT arrived, so simgrid_run returns at once. */
 void eng_stop_if_interrupted(void);
 /* Waits on barrier 'b', noting 'what' for deadlock reports meanwhile. */
-void eng_barrier_wait(struct eng_core *c, sg_bar_t b, const char *what);
+void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;
@@ -117,8 +138,12 @@ void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int
 
 /* --- eng_ops.c, eng_coll.c: the runners (op_run_fn, sim/op_table.h) --- */
 
-/* --- eng_core.c: TensorCore actors --- */
+/* --- eng_core.c: the program on each chip --- */
+/* A TensorCore's compute stream: runs the compute ops in program order. */
 void eng_core_main(int argc, char **argv);
+/* A chip's async stream: issues the async ops (collectives, copies) in
+ * program order as soon as what they wait for is done. */
+void eng_async_main(int argc, char **argv);
 /* Runs the op of 'task' through its row's runner and accounts for it. */
 void eng_task_run(struct eng_task *task);
 

@@ -11,8 +11,10 @@
 #include "kernels/kernel.h"
 
 /* One key: its name, its type and the field of struct op it fills, then options. */
-#define KEY(name, type_, field, ...)                                                           \
-    {.key = name, .type = type_, .offset = offsetof(struct op, u.field), __VA_ARGS__}
+#define KEY(name, type_, field, ...)                                                               \
+    {                                                                                              \
+        .key = name, .type = type_, .offset = offsetof(struct op, u.field), __VA_ARGS__            \
+    }
 
 static const struct walk_key hbm_copy_keys[] = {
     KEY("bytes", WALK_BYTES, hbm_copy.bytes, .required = true),
@@ -39,8 +41,8 @@ static const struct walk_key matmul_keys[] = {
     {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys},
     {0}};
 
-static const char *const coll_algos[] = {"default", "unidirectional", "bidirectional",
-                                         "ring_psum", "reduce_scatter_all_gather", NULL};
+static const char *const coll_algos[] = {
+    "default", "unidirectional", "bidirectional", "ring_psum", "reduce_scatter_all_gather", NULL};
 
 static const struct walk_key collective_keys[] = {
     KEY("bytes", WALK_BYTES, coll.bytes, .required = true),
@@ -58,35 +60,65 @@ static const struct walk_key coll_matmul_keys[] = {
     KEY("overlapped", WALK_BOOL, coll_matmul.overlap, .dflt = 1),
     {0}};
 
-#define COLLECTIVE(nm)                                                                         \
-    {.name = nm, .category = "collective", .keys = collective_keys,                          \
-     .extra_keys = collective_extra, .load = cfg_load_axes, .check = coll_check,              \
-     .run = eng_run_collective}
+#define COLLECTIVE(nm)                                                                             \
+    {                                                                                              \
+        .name = nm, .category = "collective", .async = true, .keys = collective_keys,              \
+        .extra_keys = collective_extra, .load = cfg_load_axes, .check = coll_check,                \
+        .run = eng_run_collective                                                                  \
+    }
 
 static const struct op_row rows[] = {
-    [OP_HBM_COPY] = {.name = "hbm_copy", .category = "copy", .keys = hbm_copy_keys,
-                     .check = copy_check_hbm, .run = eng_run_hbm_copy},
-    [OP_PPERMUTE] = {.name = "ppermute", .category = "collective", .keys = ppermute_keys,
-                     .check = copy_check_ppermute, .run = eng_run_ppermute},
-    [OP_MATMUL] = {.name = "matmul", .category = "matmul", .keys = matmul_keys,
-                   .kern = &kern_matmul_kind, .run = eng_run_kernel},
-    [OP_FLASH] = {.name = "flash_attention", .category = "attention", .load = cfg_load_flash,
-                  .kern = &kern_flash_kind, .run = eng_run_kernel},
-    [OP_SPLASH] = {.name = "splash_attention", .category = "attention", .load = cfg_load_splash,
-                   .kern = &kern_splash_kind, .run = eng_run_kernel},
-    [OP_PAGED] = {.name = "paged_attention", .category = "attention", .load = cfg_load_paged,
-                  .kern = &kern_paged_kind, .run = eng_run_kernel},
-    [OP_RAGGED] = {.name = "ragged_paged_attention", .category = "attention",
-                   .load = cfg_load_ragged, .kern = &kern_ragged_kind, .run = eng_run_kernel},
+    [OP_HBM_COPY] = {.name = "hbm_copy",
+                     .category = "copy",
+                     .async = true,
+                     .keys = hbm_copy_keys,
+                     .check = copy_check_hbm,
+                     .run = eng_run_hbm_copy},
+    [OP_PPERMUTE] = {.name = "ppermute",
+                     .category = "collective",
+                     .async = true,
+                     .keys = ppermute_keys,
+                     .check = copy_check_ppermute,
+                     .run = eng_run_ppermute},
+    [OP_MATMUL] = {.name = "matmul",
+                   .category = "matmul",
+                   .keys = matmul_keys,
+                   .kern = &kern_matmul_kind,
+                   .run = eng_run_kernel},
+    [OP_FLASH] = {.name = "flash_attention",
+                  .category = "attention",
+                  .load = cfg_load_flash,
+                  .kern = &kern_flash_kind,
+                  .run = eng_run_kernel},
+    [OP_SPLASH] = {.name = "splash_attention",
+                   .category = "attention",
+                   .load = cfg_load_splash,
+                   .kern = &kern_splash_kind,
+                   .run = eng_run_kernel},
+    [OP_PAGED] = {.name = "paged_attention",
+                  .category = "attention",
+                  .load = cfg_load_paged,
+                  .kern = &kern_paged_kind,
+                  .run = eng_run_kernel},
+    [OP_RAGGED] = {.name = "ragged_paged_attention",
+                   .category = "attention",
+                   .load = cfg_load_ragged,
+                   .kern = &kern_ragged_kind,
+                   .run = eng_run_kernel},
     [OP_ALL_GATHER] = COLLECTIVE("all_gather"),
     [OP_REDUCE_SCATTER] = COLLECTIVE("reduce_scatter"),
     [OP_ALL_REDUCE] = COLLECTIVE("all_reduce"),
     [OP_ALL_TO_ALL] = COLLECTIVE("all_to_all"),
-    [OP_COLLECTIVE_MATMUL] = {.name = "collective_matmul", .category = "collective",
-                              .keys = coll_matmul_keys, .check = coll_check_matmul,
+    [OP_COLLECTIVE_MATMUL] = {.name = "collective_matmul",
+                              .category = "collective",
+                              .keys = coll_matmul_keys,
+                              .check = coll_check_matmul,
                               .run = eng_run_collective_matmul},
-    [OP_REMOTE_COPY] = {.name = "remote_copy", .category = "collective",
-                        .load = cfg_load_remote_copy, .check = coll_check_remote_copy,
+    [OP_REMOTE_COPY] = {.name = "remote_copy",
+                        .category = "collective",
+                        .async = true,
+                        .load = cfg_load_remote_copy,
+                        .check = coll_check_remote_copy,
                         .run = eng_run_remote_copy},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");

@@ -19,8 +19,7 @@
 struct eng_task; /* sim/engine.h: one op running on one core */
 
 /* Reads what the key table cannot (lists, generators, masks) into 'op'. */
-typedef void op_load_fn(struct walk *w, const struct cfg_node *m, const char *path,
-                        struct op *op);
+typedef void op_load_fn(struct walk *w, const struct cfg_node *m, const char *path, struct op *op);
 /* Checks 'op' on its chip and topology; 0, or -1 with the reason in 'err'. */
 typedef int op_check_fn(const struct op *op, const struct chip_params *chip,
                         const struct topo *topo, char *err, size_t n);
@@ -28,14 +27,15 @@ typedef int op_check_fn(const struct op *op, const struct chip_params *chip,
 typedef void op_run_fn(struct eng_task *t);
 
 struct op_row {
-    const char *name;               /* the YAML name */
-    const char *category;           /* matmul, attention, collective, copy */
-    const struct walk_key *keys;    /* plain keys read into struct op (NULL: 'load' reads all) */
-    const char *const *extra_keys;  /* further keys 'load' reads (with 'keys') */
-    op_load_fn *load;               /* may be NULL */
-    op_check_fn *check;             /* rules of non-Pallas kinds (Pallas: the builder checks) */
-    const struct kern_kind *kern;   /* Pallas kinds: built into pallas_calls by kern_init */
-    op_run_fn *run;                 /* how the engine runs it */
+    const char *name;              /* the YAML name */
+    const char *category;          /* matmul, attention, fusion, collective, copy */
+    bool async;                    /* runs beside the compute stream (start/done), not on it */
+    const struct walk_key *keys;   /* plain keys read into struct op (NULL: 'load' reads all) */
+    const char *const *extra_keys; /* further keys 'load' reads (with 'keys') */
+    op_load_fn *load;              /* may be NULL */
+    op_check_fn *check;            /* rules of non-Pallas kinds (Pallas: the builder checks) */
+    const struct kern_kind *kern;  /* Pallas kinds: built into pallas_calls by kern_init */
+    op_run_fn *run;                /* how the engine runs it */
 };
 
 /* The row of 'kind'. */

@@ -6,8 +6,8 @@
 #include "sim/sim.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +19,7 @@
 #include "models/ici.h"
 #include "sim/engine.h"
 #include "sim/outputs.h"
+#include "sim/timeline.h"
 #include "sim/validate.h"
 #include "topology/plat_xml.h"
 
@@ -29,8 +30,9 @@ static void init_simgrid(const struct sim_opts *o, int actors)
     static const char *const flags[] = {
         "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
         "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
-        "--cfg=surf/precision:1e-12",   "--cfg=maxmin/precision:1e-9",   "--log=root.thresh:critical",
-        "--log=ker_engine.app:file:/dev/null", "--log=ker_engine.add:0"};
+        "--cfg=surf/precision:1e-12",     "--cfg=maxmin/precision:1e-9",
+        "--log=root.thresh:critical",     "--log=ker_engine.app:file:/dev/null",
+        "--log=ker_engine.add:0"};
     int n = (int)(sizeof flags / sizeof flags[0]);
     int argc = 0;
     char **argv = xcalloc((size_t)(n + o->sg_argc + 4), sizeof *argv);
@@ -83,10 +85,16 @@ static void trace_tracks(struct eng_run *r)
         snprintf(name, sizeof name, "chip %d (%d,%d,%d)", chip, c[0], c[1], c[2]);
         trace_process(r->trace, chip, name);
         for (int k = 0; k < sc->chip.cores; k++) {
-            static const char *const unit[4] = {"", " MXU", " VPU", " DMA"};
-            for (int u = 0; u < 4; u++) {
-                snprintf(name, sizeof name, "TC%d%s", k, unit[u]);
-                trace_thread(r->trace, chip, k * 10 + u, name, k * 10 + u);
+            /* the compute stream, then the async stream under it, then the units */
+            static const struct {
+                const char *name;
+                int tid, order;
+            } tracks[] = {{"", 0, 0}, {" async", 4, 1}, {" MXU", 1, 2}, {" VPU", 2, 3},
+                          {" DMA", 3, 4}};
+            for (int u = 0; u < 5; u++) {
+                snprintf(name, sizeof name, "TC%d%s", k, tracks[u].name);
+                trace_thread(r->trace, chip, k * 10 + tracks[u].tid, name,
+                             k * 10 + tracks[u].order);
             }
         }
         for (int a = 0; a < sc->topo.ndims; a++)
@@ -97,12 +105,44 @@ static void trace_tracks(struct eng_run *r)
     }
 }
 
+/* Per-chip completion state and per-instance timing of the program. */
+static void alloc_program_state(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->inst_off = xcalloc((size_t)sc->nops + 1, sizeof *r->inst_off);
+    int64_t total = 0;
+    for (int i = 0; i < sc->nops; i++) {
+        r->inst_off[i] = total;
+        total += sc->graph.node[i].instances;
+    }
+    r->inst_dur = xcalloc((size_t)total + 1, sizeof *r->inst_dur);
+    r->chip0_t0 = xcalloc((size_t)total + 1, sizeof *r->chip0_t0);
+    r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
+    for (int i = 0; i < r->ncores; i++)
+        r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
+    r->chips = xcalloc((size_t)sc->topo.nchips, sizeof *r->chips);
+    for (int i = 0; i < sc->topo.nchips; i++) {
+        r->chips[i].mutex = sg_mutex_init();
+        r->chips[i].changed = sg_cond_init();
+    }
+}
+
+static void start_actor(const char *name, sg_host_t h, void *data, void (*code)(int, char **),
+                        bool daemon)
+{
+    sg_actor_t a = sg_actor_init(name, h);
+    sg_actor_set_data(a, data);
+    sg_actor_start(a, code, 0, NULL);
+    if (daemon)
+        sg_actor_daemonize(a);
+}
+
 static void spawn(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
     r->ncores = sc->topo.nchips * sc->chip.cores;
     r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
-    r->barrier = sg_barrier_init((unsigned)r->ncores);
+    alloc_program_state(r);
     r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
     for (int i = 0; i < sc->nops; i++)
         r->op_barrier[i] = sg_barrier_init((unsigned)sc->topo.nchips);
@@ -112,47 +152,68 @@ static void spawn(struct eng_run *r)
             r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
     for (int chip = 0; chip < sc->topo.nchips; chip++) {
-        char host[32];
+        char host[32], name[48];
         sg_host_t h = sg_host_by_name(plat_host_name(&sc->topo, chip, host, sizeof host));
         for (int k = 0; k < sc->chip.cores; k++) {
             struct eng_core *c = &r->cores[chip * sc->chip.cores + k];
-            *c = (struct eng_core){.run = r, .chip = chip, .core = k, .host = h};
+            uint8_t *bits = c->done_bits;
+            *c = (struct eng_core){.run = r, .chip = chip, .core = k, .host = h, .done_bits = bits};
             c->gid = chip * sc->chip.cores + k;
-            char name[48];
             snprintf(name, sizeof name, "eng.%d", c->gid);
             c->engine = sg_mailbox_by_name(name);
-            sg_actor_t eng = sg_actor_init(name, h);
-            sg_actor_set_data(eng, c);
-            sg_actor_start(eng, eng_dma_engine_main, 0, NULL);
-            sg_actor_daemonize(eng);
+            start_actor(name, h, c, eng_dma_engine_main, true);
             snprintf(name, sizeof name, "tc%d", c->gid);
-            sg_actor_t a = sg_actor_init(name, h);
-            sg_actor_set_data(a, c);
-            sg_actor_start(a, eng_core_main, 0, NULL);
+            start_actor(name, h, c, eng_core_main, false);
         }
+        snprintf(name, sizeof name, "async%d", chip);
+        start_actor(name, h, &r->cores[chip * sc->chip.cores], eng_async_main, false);
     }
 }
 
-/* Cores that never finished: the ones blocked on something other than a
- * barrier are the cause, so they are listed first. */
+/* Streams and async ops that never finished: the ones blocked on something
+ * other than a barrier or another op are the cause, so they are listed first. */
+static void stuck_list(struct eng_run *r, const char **what, int *chip, int *core, int *n)
+{
+    int cores = r->sc->chip.cores;
+    *n = 0;
+    for (int i = 0; i < r->ncores; i++) {
+        const struct eng_core *c = &r->cores[i];
+        if (!c->done)
+            what[*n] = c->waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
+        if (c->async_running > 0)
+            what[*n] = c->async_waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
+    }
+    for (int i = 0; i < r->sc->topo.nchips; i++)
+        if (!r->chips[i].async_done)
+            what[*n] = r->chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
+    (void)cores;
+}
+
 static int report_deadlock(struct eng_run *r, struct diag *d)
 {
-    int stuck = 0, shown = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < r->ncores; i++) {
-            const struct eng_core *c = &r->cores[i];
-            bool barrier = strstr(c->waiting, "barrier") != NULL;
-            if (c->done || barrier != (pass == 1))
+    int max = 2 * r->ncores + r->sc->topo.nchips;
+    const char **what = xcalloc((size_t)max, sizeof *what);
+    int *chip = xcalloc((size_t)max, sizeof *chip), *core = xcalloc((size_t)max, sizeof *core);
+    int n, shown = 0;
+    stuck_list(r, what, chip, core, &n);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            bool secondary = strstr(what[i], "barrier") || strstr(what[i], "waiting for op");
+            if (secondary != (pass == 1) || shown++ >= 8)
                 continue;
-            stuck++;
-            if (shown++ < 8)
-                diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", c->chip,
-                           c->core, c->waiting[0] ? c->waiting : "?");
+            if (core[i] < 0)
+                diag_error(d, NULL, NULL, "deadlock: chip %d async stream: %s", chip[i],
+                           what[i][0] ? what[i] : "?");
+            else
+                diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", chip[i], core[i],
+                           what[i][0] ? what[i] : "?");
         }
-    }
-    if (stuck > 8)
-        diag_error(d, NULL, NULL, "deadlock: ... and %d more cores", stuck - 8);
-    return stuck ? -1 : 0;
+    if (n > 8)
+        diag_error(d, NULL, NULL, "deadlock: ... and %d more", n - 8);
+    free(what);
+    free(chip);
+    free(core);
+    return n ? -1 : 0;
 }
 
 /* Per-op totals: busy time per unit per core (models/ decide the HBM and
@@ -161,7 +222,7 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
 {
     const struct chip_params *ch = &sc->chip;
     int chips = sc->topo.nchips, cores = o->cores ? o->cores : 1;
-    double t = o->end_s - o->start_s;
+    double t = o->time_s;
     o->name = xstrdup(op->name);
     o->kind = op_kind_name(op->kind);
     o->mxu_s /= cores;
@@ -171,8 +232,8 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
     o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
     summary_pick_bound(o);
-    double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s,
-                                o->latency_s};
+    double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s,      o->hbm_s,
+                                o->ici_s, o->overhead_s, o->latency_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
         o->peak_frac = o->flops / (t * ch->peak_flops[DT_BF16] * used);
@@ -222,6 +283,15 @@ static void hbm_counters(struct eng_run *r)
     free(ev);
 }
 
+/* The sum over an op's instances of its longest run on any core. */
+static double instance_time(const struct eng_run *r, int op)
+{
+    double t = 0;
+    for (int64_t k = 0; k < r->sc->graph.node[op].instances; k++)
+        t += r->inst_dur[r->inst_off[op] + k];
+    return t;
+}
+
 static void collect(struct eng_run *r, struct summary *s)
 {
     const struct cfg_scenario *sc = r->sc;
@@ -234,10 +304,18 @@ static void collect(struct eng_run *r, struct summary *s)
     s->ops = r->res;
     r->res = NULL;
     for (int i = 0; i < sc->nops; i++) {
-        finish_op(sc, &s->ops[i], &sc->ops[i]);
-        s->total_steps += s->ops[i].grid_steps;
-        if (s->ops[i].end_s > s->total_time_s)
-            s->total_time_s = s->ops[i].end_s;
+        struct summary_op *o = &s->ops[i];
+        o->category = op_row(sc->ops[i].kind)->category;
+        o->instances = sc->graph.node[i].instances;
+        o->time_s = instance_time(r, i);
+        finish_op(sc, o, &sc->ops[i]);
+        s->total_steps += o->grid_steps;
+        if (o->end_s > s->total_time_s)
+            s->total_time_s = o->end_s;
+    }
+    if (sc->nops > 1) {
+        struct timeline_times tt = {r->inst_off, r->chip0_t0, r->chip0_t1};
+        timeline_fill(sc, &tt, s);
     }
 }
 
@@ -269,9 +347,18 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->chip_barrier && i < r->sc->topo.nchips; i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
+    for (int i = 0; r->cores && i < r->ncores; i++)
+        free(r->cores[i].done_bits);
     free(r->cores);
-    if (r->barrier)
-        sg_barrier_destroy(r->barrier);
+    for (int i = 0; r->chips && i < r->sc->topo.nchips; i++) {
+        sg_cond_destroy(r->chips[i].changed);
+        sg_mutex_destroy(r->chips[i].mutex);
+    }
+    free(r->chips);
+    free(r->inst_off);
+    free(r->inst_dur);
+    free(r->chip0_t0);
+    free(r->chip0_t1);
     for (int i = 0; r->op_barrier && i < r->sc->nops; i++)
         sg_barrier_destroy(r->op_barrier[i]);
     free(r->op_barrier);
@@ -295,8 +382,7 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
 }
 
 /* Writes the platform where the run keeps it (or a temporary file); NULL on failure. */
-static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts *o,
-                           struct diag *d)
+static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d)
 {
     if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
         struct diag_loc loc = {o->out_dir, 0, 0};
@@ -315,8 +401,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts 
 }
 
 /* After the run: failures, summary, functional checks, outputs. */
-static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s,
-                  struct diag *d)
+static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {

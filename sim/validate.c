@@ -6,12 +6,10 @@
 #include "kernels/kernel.h"
 #include "sim/op_table.h"
 
+/* A rule an op breaks, reported where the op is written. */
 static void op_error(struct diag *d, const struct cfg_scenario *sc, int i, const char *msg)
 {
-    struct diag_loc loc = {sc->file, 0, 0};
-    char path[32];
-    snprintf(path, sizeof path, "workload.%d", i);
-    diag_error(d, &loc, path, "%s: %s", op_kind_name(sc->ops[i].kind), msg);
+    diag_error(d, &sc->src[i].loc, sc->src[i].path, "%s: %s", op_kind_name(sc->ops[i].kind), msg);
 }
 
 /* Checks one op: a Pallas kind by building its calls, others by their rules. */
@@ -71,16 +69,18 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
     int64_t max = lim->max_steps ? lim->max_steps : sc->max_steps;
     int64_t est = validate_estimate_steps(sc);
     if (est > max) {
-        diag_error(d, NULL, NULL, "the run would simulate %lld grid steps, above the limit of "
-                                  "%lld; raise it with --max-steps N (or options.max_steps)",
+        diag_error(d, NULL, NULL,
+                   "the run would simulate %lld grid steps, above the limit of "
+                   "%lld; raise it with --max-steps N (or options.max_steps)",
                    (long long)est, (long long)max);
         return -1;
     }
     double mem = validate_estimate_memory(sc);
     double mem_max = lim->max_memory_bytes ? lim->max_memory_bytes : 16.0 * 1073741824.0;
     if (mem > mem_max) {
-        diag_error(d, NULL, NULL, "the run would need about %.1f GiB of memory, above the limit "
-                                  "of %.1f GiB; raise it with --max-memory SIZE",
+        diag_error(d, NULL, NULL,
+                   "the run would need about %.1f GiB of memory, above the limit "
+                   "of %.1f GiB; raise it with --max-memory SIZE",
                    mem / 1073741824.0, mem_max / 1073741824.0);
         return -1;
     }

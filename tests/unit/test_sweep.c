@@ -15,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 #include "sim/cfg_tree.h"
 #include "sim/cli.h"
 #include "sim/sweep.h"
 #include "sim/sweep_int.h"
-#include "base/fsutil.h"
-#include "base/xalloc.h"
 #include "traces/report.h"
 
 static char tmpdir[64];
@@ -514,7 +514,7 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     assert_int_equal(run_bin(run_args, rout, rerr, false), 2);
     char *msg = read_all(rerr);
     msg[strcspn(msg, "\n")] = '\0';
-    assert_string_equal(msg, "tests/data/sweeps/matmul_base.yaml: workload.0: matmul: m=256 "
+    assert_string_equal(msg, "tests/data/sweeps/matmul_base.yaml:6:5: workload.0: matmul: m=256 "
                              "should be divisible by bm=100");
     char *row = xasprintf("\n3,100,128,,,,,,infeasible,%s\n", msg);
     assert_non_null(strstr(csv, row));
