@@ -439,3 +439,44 @@ void coll_reduce_call(struct coll_reduce *k, uint64_t bytes, enum dtype dt, stru
                                         .block = {k->block_rows, k->cols},
                                         .index = c->grid[0] > 1 ? row_index : NULL};
 }
+
+/* ---- reach: how far the transfers go, for SPMD folding ---- */
+
+/* Shortest hops between coordinates 'off' apart on axis 'a'. */
+static int axis_hops(const struct topo *t, int a, int off)
+{
+    int L = t->shape[a];
+    off = ((off % L) + L) % L;
+    return t->wrap[a] && L - off < off ? L - off : off;
+}
+
+int coll_reach(const struct op *op, const struct topo *topo, int *hops)
+{
+    const struct op_collective *c = &op->u.coll;
+    for (int i = 0; i < c->naxes; i++) {
+        int a = c->axes[i];
+        int h = op->kind == OP_ALL_TO_ALL ? topo->shape[a] : 1;
+        hops[a] = h > hops[a] ? h : hops[a];
+    }
+    return 0;
+}
+
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops)
+{
+    (void)topo;
+    int a = op->u.coll_matmul.axis;
+    hops[a] = hops[a] > 1 ? hops[a] : 1;
+    return 0;
+}
+
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops)
+{
+    const struct op_remote_copy *r = &op->u.remote_copy;
+    if (r->id_kind != 0)
+        return -1;
+    for (int a = 0; a < r->ncoords && a < topo->ndims; a++) {
+        int h = axis_hops(topo, a, r->coords[a]);
+        hops[a] = h > hops[a] ? h : hops[a];
+    }
+    return 0;
+}

@@ -89,6 +89,13 @@ int coll_check_matmul(const struct op *op, const struct chip_params *chip,
  * chips that route only to power-of-2 offsets (v5e), one such offset away. */
 int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
                            const struct topo *topo, char *err, size_t n);
+/* The farthest its transfers go along each axis of 'topo' (hops), for SPMD
+ * folding (topology/topo.h): ring and line neighbours are 1 hop, an
+ * all-to-all reaches every chip of its axes. Returns 0. */
+int coll_reach(const struct op *op, const struct topo *topo, int *hops);
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops);
+/* remote_copy: its shift's hops; -1 for absolute device ids (not the same on every chip). */
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me);
 /* The per-chunk matmul of a collective_matmul 'op' on 'm' rows: the Pallas

@@ -69,3 +69,12 @@ int copy_ppermute_target(const struct topo *t, int rank, int axis, int shift)
     c[axis] = ((c[axis] + shift) % L + L) % L;
     return topo_rank(t, c);
 }
+
+int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops)
+{
+    const struct op_ppermute *p = &op->u.ppermute;
+    int L = topo->shape[p->axis], off = ((p->shift % L) + L) % L;
+    int h = topo->wrap[p->axis] && L - off < off ? L - off : off;
+    hops[p->axis] = h > hops[p->axis] ? h : hops[p->axis];
+    return 0;
+}

@@ -12,6 +12,7 @@
 #include "sim/cfg_int.h"
 #include "sim/cfg_tree.h"
 #include "sim/op_table.h"
+#include "sim/spmd.h"
 
 static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
 {
@@ -79,8 +80,9 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
     sc->max_steps = 2000000000;
     if (!o || !walk_is_map(w, o, "options"))
         return;
-    static const char *const keys[] = {"fidelity", "seed", "max_steps", NULL};
+    static const char *const keys[] = {"fidelity", "seed", "max_steps", "all_chips", NULL};
     walk_check_keys(w, o, "options", keys);
+    walk_bool(w, o, "options", "all_chips", &sc->all_chips);
     static const char *const fid[] = {"fast", "exact", NULL};
     int f = 0;
     walk_enum(w, o, "options", "fidelity", fid, &f);
@@ -363,6 +365,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         load_workload(&w, root, sc);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
+        if (diag_count(d) == 0)
+            spmd_fold(sc, sc->all_chips);
     }
     cfg_node_free(root);
     if (diag_count(d) == 0)

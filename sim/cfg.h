@@ -38,7 +38,10 @@ struct cfg_scenario {
     char *name; /* owned */
     char *file; /* owned; path the scenario came from */
     struct chip_params chip;
-    struct topo topo;
+    struct topo topo;      /* the slice */
+    struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
+    int sim_mult;          /* chips of the slice each simulated chip stands for */
+    bool all_chips;        /* options.all_chips: simulate every chip, no folding */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
     int nops;

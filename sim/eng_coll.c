@@ -72,11 +72,16 @@ static void flush(struct coll_actor *a)
     a->npend = 0;
 }
 
+/* A remote DMA to chip 'dst' of the slice, which the engine's chip
+ * eng_sim_chip(dst) plays. */
 static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
 {
     struct coll_actor *a = ex;
     struct eng_task *task = a->task;
-    const struct chip_params *ch = &task->core->run->sc->chip;
+    struct eng_run *r = task->core->run;
+    const struct chip_params *ch = &r->sc->chip;
+    bool remote = dst != eng_slice_chip(r, task->core->chip);
+    dst = eng_sim_chip(r, dst);
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
@@ -86,8 +91,8 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
-    if (dst != task->core->chip)
-        task->core->run->res[task->opi].ici_bytes += (double)bytes;
+    if (remote)
+        r->res[task->opi].ici_bytes += (double)bytes;
     return slot;
 }
 
@@ -133,6 +138,7 @@ static void cx_wait_recv(void *ex, int sem, uint64_t bytes)
 static void cx_signal(void *ex, int dst, int sem, int inc)
 {
     struct coll_actor *a = ex;
+    dst = eng_sim_chip(a->task->core->run, dst);
     struct sem_msg *m = xmalloc(sizeof *m);
     m->amount = (uint64_t)inc;
     sg_comm_detach(sg_mailbox_put_init(sem_mb(dst, a->task->opi, sem), m, 0), free);
@@ -188,7 +194,7 @@ static void run_part(struct eng_task *task, int part)
 {
     struct coll_actor a = {.task = task};
     const struct cfg_scenario *sc = task->core->run->sc;
-    struct coll_ctx c = {&sc->topo, &sc->chip, task->op, task->core->chip,
+    struct coll_ctx c = {&sc->topo, &sc->chip, task->op, eng_slice_chip(task->core->run, task->core->chip),
                          part,      &coll_ops, &a,       sc->fidelity == CFG_FIDELITY_FAST};
     coll_run_part(&c, &task->coll->plan);
     flush(&a);
@@ -297,7 +303,7 @@ void eng_run_remote_copy(struct eng_task *task)
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
-    int dst = coll_remote_target(&sc->topo, rc, c->chip);
+    int dst = coll_remote_target(&sc->topo, rc, eng_slice_chip(r, c->chip));
     cx_wait_send(&a, cx_rdma(&a, dst, rc->bytes, 0));
     if (rc->recv_bytes)
         cx_wait_recv(&a, 0, rc->recv_bytes);
@@ -351,7 +357,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     task->coll = &dev;
     struct coll_actor a = {.task = task};
     int co[TOPO_MAX_DIMS];
-    topo_coords(&sc->topo, c->chip, co);
+    topo_coords(&sc->topo, eng_slice_chip(r, c->chip), co);
     int pos = co[p->axis], nb[2];
     co[p->axis] = (pos + 1) % X;
     nb[0] = topo_rank(&sc->topo, co);

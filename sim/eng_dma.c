@@ -12,6 +12,16 @@
 #include "sim/engine.h"
 #include "topology/topo.h"
 
+int eng_sim_chip(const struct eng_run *r, int slice_chip)
+{
+    return topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
+}
+
+int eng_slice_chip(const struct eng_run *r, int sim_chip)
+{
+    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip);
+}
+
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
 {
     if (t1 <= t0 || bytes <= 0)
@@ -23,7 +33,7 @@ void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double byte
 void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
                      const char *name)
 {
-    const struct topo *t = &r->sc->topo;
+    const struct topo *t = &r->sc->sim;
     int n = topo_hops(t, src, dst);
     if (n == 0)
         return;

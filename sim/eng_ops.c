@@ -80,11 +80,13 @@ void eng_run_ppermute(struct eng_task *task)
     sg_mailbox_set_receiver(inbox_name(c->chip, task->opi, name, sizeof name));
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
-    int dst = copy_ppermute_target(&sc->topo, c->chip, p->axis, p->shift);
+    int me = eng_slice_chip(r, c->chip);
+    int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
+    int dst = eng_sim_chip(r, to);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
     double t0 = now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */
-    long wire = (long)(dst == c->chip ? 2 * p->bytes : p->bytes);
+    long wire = (long)(to == me ? 2 * p->bytes : p->bytes);
     sg_comm_t put = sg_mailbox_put_async(
         sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)), task, wire);
     eng_wait_note(task, "its ppermute send");
@@ -97,9 +99,9 @@ void eng_run_ppermute(struct eng_task *task)
     eng_wait_note(task, NULL);
     task->st.dmas += 1;
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
-    if (dst != c->chip)
+    if (to != me)
         r->res[task->opi].ici_bytes += (double)p->bytes;
     double lat = sc->chip.ici_collective_lat_s + sc->chip.dma_issue_s +
-                 sc->chip.ici_hop_lat_s * topo_hops(&sc->topo, c->chip, dst);
+                 sc->chip.ici_hop_lat_s * topo_hops(&sc->topo, me, to);
     r->res[task->opi].latency_s += lat;
 }

@@ -109,6 +109,10 @@ struct eng_dma {
 };
 
 /* --- eng_dma.c: local DMAs, the DMA engine, trace helpers --- */
+/* Chip numbers: the engine's chips are the simulated ones (sc->sim, the SPMD
+ * fold of the slice); algorithms work on the slice (sc->topo). */
+int eng_sim_chip(const struct eng_run *r, int slice_chip);
+int eng_slice_chip(const struct eng_run *r, int sim_chip);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);

@@ -64,7 +64,7 @@ static const struct walk_key coll_matmul_keys[] = {
     {                                                                                              \
         .name = nm, .category = "collective", .async = true, .keys = collective_keys,              \
         .extra_keys = collective_extra, .load = cfg_load_axes, .check = coll_check,                \
-        .run = eng_run_collective                                                                  \
+        .run = eng_run_collective, .reach = coll_reach                                             \
     }
 
 static const struct op_row rows[] = {
@@ -79,7 +79,8 @@ static const struct op_row rows[] = {
                      .async = true,
                      .keys = ppermute_keys,
                      .check = copy_check_ppermute,
-                     .run = eng_run_ppermute},
+                     .run = eng_run_ppermute,
+                     .reach = copy_reach_ppermute},
     [OP_MATMUL] = {.name = "matmul",
                    .category = "matmul",
                    .keys = matmul_keys,
@@ -113,13 +114,13 @@ static const struct op_row rows[] = {
                               .category = "collective",
                               .keys = coll_matmul_keys,
                               .check = coll_check_matmul,
-                              .run = eng_run_collective_matmul},
+                              .run = eng_run_collective_matmul, .reach = coll_reach_matmul},
     [OP_REMOTE_COPY] = {.name = "remote_copy",
                         .category = "collective",
                         .async = true,
                         .load = cfg_load_remote_copy,
                         .check = coll_check_remote_copy,
-                        .run = eng_run_remote_copy},
+                        .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 

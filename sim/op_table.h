@@ -25,6 +25,9 @@ typedef int op_check_fn(const struct op *op, const struct chip_params *chip,
                         const struct topo *topo, char *err, size_t n);
 /* The engine's body for one op on one core. */
 typedef void op_run_fn(struct eng_task *t);
+/* How far the op's ICI transfers go along each axis (raises hops[axis]);
+ * -1 if they differ from chip to chip (absolute targets). */
+typedef int op_reach_fn(const struct op *op, const struct topo *topo, int *hops);
 
 struct op_row {
     const char *name;              /* the YAML name */
@@ -36,6 +39,7 @@ struct op_row {
     op_check_fn *check;            /* rules of non-Pallas kinds (Pallas: the builder checks) */
     const struct kern_kind *kern;  /* Pallas kinds: built into pallas_calls by kern_init */
     op_run_fn *run;                /* how the engine runs it */
+    op_reach_fn *reach;            /* ICI reach, for SPMD folding (NULL: no ICI traffic) */
 };
 
 /* The row of 'kind'. */

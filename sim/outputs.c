@@ -24,7 +24,7 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
 {
     struct plat_params p;
     plat_params(sc, &p);
-    return plat_write_xml(f, &sc->topo, &p);
+    return plat_write_xml(f, &sc->sim, &p);
 }
 
 int outputs_platform_file(const struct cfg_scenario *sc, const char *path)

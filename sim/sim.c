@@ -30,6 +30,7 @@ static void init_simgrid(const struct sim_opts *o, int actors)
     static const char *const flags[] = {
         "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
         "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
+        "--cfg=network/optim:Full",
         "--cfg=surf/precision:1e-12",     "--cfg=maxmin/precision:1e-9",
         "--log=root.thresh:critical",     "--log=ker_engine.app:file:/dev/null",
         "--log=ker_engine.add:0"};
@@ -78,11 +79,15 @@ static void trace_tracks(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     trace_meta(r->trace, "scenario", sc->name);
     trace_meta(r->trace, "chip", sc->chip.name);
-    for (int chip = 0; chip < sc->topo.nchips; chip++) {
+    for (int chip = 0; chip < sc->sim.nchips; chip++) {
         int c[TOPO_MAX_DIMS] = {0};
-        topo_coords(&sc->topo, chip, c);
+        topo_coords(&sc->sim, chip, c);
         char name[96];
-        snprintf(name, sizeof name, "chip %d (%d,%d,%d)", chip, c[0], c[1], c[2]);
+        if (sc->sim_mult > 1)
+            snprintf(name, sizeof name, "chip %d (%d,%d,%d), standing for %d chips", chip, c[0],
+                     c[1], c[2], sc->sim_mult);
+        else
+            snprintf(name, sizeof name, "chip %d (%d,%d,%d)", chip, c[0], c[1], c[2]);
         trace_process(r->trace, chip, name);
         for (int k = 0; k < sc->chip.cores; k++) {
             /* the compute stream, then the async stream under it, then the units */
@@ -97,7 +102,7 @@ static void trace_tracks(struct eng_run *r)
                              k * 10 + tracks[u].order);
             }
         }
-        for (int a = 0; a < sc->topo.ndims; a++)
+        for (int a = 0; a < sc->sim.ndims; a++)
             for (int dir = 1; dir >= -1; dir -= 2) {
                 snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
                 trace_thread(r->trace, chip, ENG_TID_ICI(a, dir), name, ENG_TID_ICI(a, dir));
@@ -120,8 +125,8 @@ static void alloc_program_state(struct eng_run *r)
     r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
     for (int i = 0; i < r->ncores; i++)
         r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
-    r->chips = xcalloc((size_t)sc->topo.nchips, sizeof *r->chips);
-    for (int i = 0; i < sc->topo.nchips; i++) {
+    r->chips = xcalloc((size_t)sc->sim.nchips, sizeof *r->chips);
+    for (int i = 0; i < sc->sim.nchips; i++) {
         r->chips[i].mutex = sg_mutex_init();
         r->chips[i].changed = sg_cond_init();
     }
@@ -140,20 +145,20 @@ static void start_actor(const char *name, sg_host_t h, void *data, void (*code)(
 static void spawn(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->ncores = sc->topo.nchips * sc->chip.cores;
+    r->ncores = sc->sim.nchips * sc->chip.cores;
     r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
     alloc_program_state(r);
     r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
     for (int i = 0; i < sc->nops; i++)
-        r->op_barrier[i] = sg_barrier_init((unsigned)sc->topo.nchips);
+        r->op_barrier[i] = sg_barrier_init((unsigned)sc->sim.nchips);
     if (sc->chip.cores > 1) {
-        r->chip_barrier = xcalloc((size_t)sc->topo.nchips, sizeof *r->chip_barrier);
-        for (int i = 0; i < sc->topo.nchips; i++)
+        r->chip_barrier = xcalloc((size_t)sc->sim.nchips, sizeof *r->chip_barrier);
+        for (int i = 0; i < sc->sim.nchips; i++)
             r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
-    for (int chip = 0; chip < sc->topo.nchips; chip++) {
+    for (int chip = 0; chip < sc->sim.nchips; chip++) {
         char host[32], name[48];
-        sg_host_t h = sg_host_by_name(plat_host_name(&sc->topo, chip, host, sizeof host));
+        sg_host_t h = sg_host_by_name(plat_host_name(&sc->sim, chip, host, sizeof host));
         for (int k = 0; k < sc->chip.cores; k++) {
             struct eng_core *c = &r->cores[chip * sc->chip.cores + k];
             uint8_t *bits = c->done_bits;
@@ -183,7 +188,7 @@ static void stuck_list(struct eng_run *r, const char **what, int *chip, int *cor
         if (c->async_running > 0)
             what[*n] = c->async_waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
     }
-    for (int i = 0; i < r->sc->topo.nchips; i++)
+    for (int i = 0; i < r->sc->sim.nchips; i++)
         if (!r->chips[i].async_done)
             what[*n] = r->chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
     (void)cores;
@@ -191,7 +196,7 @@ static void stuck_list(struct eng_run *r, const char **what, int *chip, int *cor
 
 static int report_deadlock(struct eng_run *r, struct diag *d)
 {
-    int max = 2 * r->ncores + r->sc->topo.nchips;
+    int max = 2 * r->ncores + r->sc->sim.nchips;
     const char **what = xcalloc((size_t)max, sizeof *what);
     int *chip = xcalloc((size_t)max, sizeof *chip), *core = xcalloc((size_t)max, sizeof *core);
     int n, shown = 0;
@@ -303,8 +308,11 @@ static void collect(struct eng_run *r, struct summary *s)
     s->nops = sc->nops;
     s->ops = r->res;
     r->res = NULL;
+    s->sim_chips = sc->sim.nchips;
+    memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
         struct summary_op *o = &s->ops[i];
+        summary_op_scale(o, sc->sim_mult); /* each simulated chip stands for sim_mult chips */
         o->category = op_row(sc->ops[i].kind)->category;
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
@@ -344,13 +352,13 @@ static void free_run(struct eng_run *r)
     }
     free(r->kern);
     free(r->kern_fn);
-    for (int i = 0; r->chip_barrier && i < r->sc->topo.nchips; i++)
+    for (int i = 0; r->chip_barrier && i < r->sc->sim.nchips; i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
     for (int i = 0; r->cores && i < r->ncores; i++)
         free(r->cores[i].done_bits);
     free(r->cores);
-    for (int i = 0; r->chips && i < r->sc->topo.nchips; i++) {
+    for (int i = 0; r->chips && i < r->sc->sim.nchips; i++) {
         sg_cond_destroy(r->chips[i].changed);
         sg_mutex_destroy(r->chips[i].mutex);
     }
@@ -376,7 +384,7 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
     build_kernels(r);
     trace_tracks(r);
-    init_simgrid(o, sc->topo.nchips * sc->chip.cores * 2 + sc->topo.nchips * 3);
+    init_simgrid(o, sc->sim.nchips * sc->chip.cores * 2 + sc->sim.nchips * 3);
     simgrid_load_platform(plat);
     spawn(r);
 }

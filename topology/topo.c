@@ -141,3 +141,36 @@ void topo_default_wrap(enum topo_wrap_rule rule, int nd, const int *shape, bool 
         }
     }
 }
+
+int topo_fold(const struct topo *t, const int *period, struct topo *q)
+{
+    int shape[TOPO_MAX_DIMS];
+    bool wrap[TOPO_MAX_DIMS];
+    for (int a = 0; a < t->ndims; a++) {
+        int p = period[a];
+        if (p < 1 || t->shape[a] % p != 0)
+            return -1;
+        if (p < t->shape[a] && p > 1 && !t->wrap[a])
+            return -1;
+        shape[a] = p;
+        /* a folded ring keeps its wraparound: period[a] > 2 chips still form a ring */
+        wrap[a] = p < t->shape[a] ? p > 2 : t->wrap[a];
+    }
+    return topo_init(q, t->ndims, shape, wrap);
+}
+
+int topo_fold_rank(const struct topo *t, const struct topo *q, int rank)
+{
+    int c[TOPO_MAX_DIMS];
+    topo_coords(t, rank, c);
+    for (int a = 0; a < t->ndims; a++)
+        c[a] %= q->shape[a];
+    return topo_rank(q, c);
+}
+
+int topo_unfold_rank(const struct topo *t, const struct topo *q, int qrank)
+{
+    int c[TOPO_MAX_DIMS];
+    topo_coords(q, qrank, c);
+    return topo_rank(t, c);
+}

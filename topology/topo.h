@@ -62,6 +62,23 @@ int topo_hops(const struct topo *t, int a, int b);
  * topo_hops() entries); returns the number of hops. */
 int topo_route(const struct topo *t, int a, int b, struct topo_hop *hops);
 
+/* --- SPMD symmetry: a torus folded onto its distinct chips ---
+ * When every chip runs the same program, chips that a translation along a
+ * wrapped axis maps onto each other behave alike. Folding axis a to length
+ * period[a] (a divisor of its length) keeps one chip per class: a ring of
+ * period[a] chips whose links stand for the links between the classes. A
+ * transfer of h hops along a folded axis takes the same links in the fold as
+ * in the torus when h < period[a] / 2 (the caller picks periods so). */
+
+/* Fills 'q' with 't' folded to 'period' (period[a] divides t->shape[a]; an
+ * axis not folded has period[a] == shape[a]). Returns 0, or -1 if a period
+ * does not divide its axis, or folds an axis without wraparound to more than 1. */
+int topo_fold(const struct topo *t, const int *period, struct topo *q);
+/* The chip of fold 'q' that stands for chip 'rank' of 't'. */
+int topo_fold_rank(const struct topo *t, const struct topo *q, int rank);
+/* The chip of 't' that chip 'qrank' of fold 'q' is (same coordinates). */
+int topo_unfold_rank(const struct topo *t, const struct topo *q, int qrank);
+
 /* --- mapping onto SimGrid's TORUS cluster ---
  * SimGrid's torus always wraps. An axis without wraparound of length L >= 2 is
  * embedded in a ring of 2L whose upper half is unused: shortest routes

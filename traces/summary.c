@@ -25,6 +25,17 @@ const char *bound_name(enum bound b)
     return b < BOUND_COUNT ? names[b] : "?";
 }
 
+void summary_op_scale(struct summary_op *o, int mult)
+{
+    double m = mult;
+    o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m;
+    o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
+    o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
+    o->latency_s *= m;
+    o->cores *= mult;
+}
+
 void summary_pick_bound(struct summary_op *op)
 {
     double t[BOUND_COUNT] = {op->mxu_s, op->vpu_s, op->hbm_s, op->ici_s, op->overhead_s,
@@ -96,6 +107,9 @@ int summary_write_json(const struct summary *s, const char *path)
     fprintf(f, ",\n  \"topology\": [");
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->shape[i]);
+    fprintf(f, "],\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
+    for (int i = 0; i < s->ndims; i++)
+        fprintf(f, "%s%d", i ? ", " : "", s->sim_shape[i]);
     fprintf(f, "],\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
     for (int i = 0; i < s->nops; i++) {
         write_op(f, &s->ops[i]);
@@ -150,7 +164,18 @@ void summary_print_table(const struct summary *s, FILE *out)
     fprintf(out, "scenario %s on %s [", s->scenario, s->chip);
     for (int i = 0; i < s->ndims; i++)
         fprintf(out, "%s%d", i ? "x" : "", s->shape[i]);
-    fprintf(out, "]\n%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
+    int chips = 1;
+    for (int i = 0; i < s->ndims; i++)
+        chips *= s->shape[i];
+    if (s->sim_chips && s->sim_chips < chips) {
+        fprintf(out, "], simulating %d of %d chips (SPMD fold [", s->sim_chips, chips);
+        for (int i = 0; i < s->ndims; i++)
+            fprintf(out, "%s%d", i ? "x" : "", s->sim_shape[i]);
+        fputs("])\n", out);
+    } else {
+        fputs("]\n", out);
+    }
+    fprintf(out, "%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
             "% peak", "bound", "steps");
     for (int i = 0; i < s->nops; i++) {
         const struct summary_op *o = &s->ops[i];

@@ -66,6 +66,8 @@ struct summary {
     int nops;
     struct summary_op *ops;     /* owned */
     int64_t total_steps;
+    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h) */
+    int sim_shape[3];
     /* the program's timeline (chip 0): present when 'timeline' */
     bool timeline;
     double cat_s[CAT_COUNT];
@@ -79,6 +81,9 @@ struct summary {
 const char *summary_cat_name(enum summary_cat c);
 
 const char *bound_name(enum bound b);
+/* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
+ * busy times, cores) by 'mult'. */
+void summary_op_scale(struct summary_op *op, int mult);
 /* Sets op->bound to the unit with the most busy time per core. */
 void summary_pick_bound(struct summary_op *op);
 /* Writes summary.json to 'path' via a temporary file. Returns 0 or -1 (errno). */
