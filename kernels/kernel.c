@@ -1,6 +1,7 @@
 /* kernels/kernel.c -- an op built into pallas_calls by its kind's builder. */
 #include "kernels/kernel.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/xalloc.h"
@@ -13,8 +14,10 @@ int kern_init(struct kern *k, const struct kern_kind *kind, const struct op *op,
     k->op = op;
     k->chip = chip;
     k->functional = functional;
+    k->calls = xcalloc(KERN_MAX_CALLS, sizeof *k->calls);
     if (k->kind->init(k, err, n) != 0)
         return -1;
+    k->calls = xrealloc(k->calls, sizeof *k->calls * (size_t)(k->ncalls ? k->ncalls : 1));
     for (int i = 0; i < k->ncalls; i++) {
         k->calls[i].functional = functional;
         if (!k->calls[i].vmem_limit_bytes)
@@ -43,6 +46,7 @@ void kern_fini(struct kern *k)
 {
     if (k->kind && k->kind->fini)
         k->kind->fini(k);
+    free(k->calls);
     memset(k, 0, sizeof *k);
 }
 

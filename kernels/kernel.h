@@ -39,7 +39,7 @@ struct kern {
     const struct chip_params *chip; /* borrowed */
     bool functional;
     int ncalls;
-    struct pl_call calls[KERN_MAX_CALLS];
+    struct pl_call *calls;          /* owned: ncalls of them (room for KERN_MAX_CALLS while built) */
     void *impl;                     /* the kind's state; freed by fini */
 };
 

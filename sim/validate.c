@@ -3,7 +3,10 @@
 
 #include <stdio.h>
 
+#include "base/units.h"
+#include "kernels/copy.h"
 #include "kernels/kernel.h"
+#include "sim/graph.h"
 #include "sim/op_table.h"
 
 /* A rule an op breaks, reported where the op is written. */
@@ -36,31 +39,90 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d)
     return diag_count(d) > before ? -1 : 0;
 }
 
+/* Grid steps and pallas_calls of one instance of each op on one chip. */
+static void op_cost(const struct cfg_scenario *sc, const struct op *op, int64_t *steps,
+                    int *calls)
+{
+    const struct kern_kind *kind = op_row(op->kind)->kern;
+    *steps = 0, *calls = 0;
+    if (!kind)
+        return;
+    char err[512];
+    struct kern k;
+    if (kern_init(&k, kind, op, &sc->chip, false, err, sizeof err) == 0) {
+        int cores = sc->chip.megacore ? 1 : sc->chip.cores;
+        *steps = kern_steps(&k) * cores;
+        *calls = k.ncalls;
+    }
+    kern_fini(&k);
+}
+
 int64_t validate_estimate_steps(const struct cfg_scenario *sc)
 {
     int64_t steps = 0;
     for (int i = 0; i < sc->nops; i++) {
-        const struct op *op = &sc->ops[i];
-        const struct kern_kind *kind = op_row(op->kind)->kern;
-        if (!kind)
-            continue;
-        char err[512];
-        struct kern k;
-        if (kern_init(&k, kind, op, &sc->chip, false, err, sizeof err) == 0) {
-            int cores = sc->chip.megacore ? 1 : sc->chip.cores;
-            steps += kern_steps(&k) * sc->topo.nchips * cores;
-        }
-        kern_fini(&k);
+        int64_t s;
+        int calls;
+        op_cost(sc, &sc->ops[i], &s, &calls);
+        steps += s * sc->graph.node[i].instances * sc->sim.nchips;
     }
     return steps;
 }
 
+/* Trace events one instance of 'op' leaves per core: its span, and per
+ * grid step (or coalesced run of them, about 40 per kernel in fast mode) its
+ * DMA, MXU and VPU spans and flow arrows; per chunk of a copy two DMA spans;
+ * per collective a few ICI and DMA spans per phase. */
+static double op_events(const struct cfg_scenario *sc, const struct op *op, int64_t steps)
+{
+    if (op_row(op->kind)->kern)
+        return 10.0 + (sc->fidelity == CFG_FIDELITY_EXACT ? 6.0 * (double)steps : 40.0);
+    if (op->kind == OP_HBM_COPY)
+        return 2.0 + 2.0 * (double)copy_chunks(op, &sc->chip);
+    return 40.0;
+}
+
+/* Bytes a run holds besides SimGrid's actors: per op its parameters, graph
+ * node, summary row and built pallas_calls (twice when functional); per op
+ * instance its completion bits and times. Sets '*events' to the trace events. */
+static double data_bytes(const struct cfg_scenario *sc, double *events)
+{
+    double bytes = 0;
+    int cores = sc->sim.nchips * sc->chip.cores;
+    *events = 0;
+    for (int i = 0; i < sc->nops; i++) {
+        int64_t s;
+        int calls;
+        op_cost(sc, &sc->ops[i], &s, &calls);
+        int built = sc->ops[i].functional ? 2 : 1;
+        double inst = (double)sc->graph.node[i].instances;
+        bytes += (double)(sizeof(struct op) + sizeof(struct graph_node) + 512) +
+                 (double)built * calls * (double)sizeof(struct pl_call);
+        bytes += inst * (3 * sizeof(double) + cores / 8.0 + 1);
+        *events += inst * cores * op_events(sc, &sc->ops[i], s);
+    }
+    return bytes;
+}
+
 double validate_estimate_memory(const struct cfg_scenario *sc)
 {
-    double actors = (double)sc->topo.nchips * (2.0 * sc->chip.cores + 3.0);
-    double steps = (double)validate_estimate_steps(sc);
-    double events = 6.0 * (sc->fidelity == CFG_FIDELITY_EXACT ? steps : steps / 16.0);
-    return actors * 131072.0 + (events < 2e6 ? events : 2e6) * 200.0 + 64e6;
+    /* per chip: a compute stream and a DMA engine per core, an async stream,
+     * and room for a few async ops (collective parts) in flight */
+    double actors = (double)sc->sim.nchips * (2.0 * sc->chip.cores + 5.0);
+    double events;
+    double data = data_bytes(sc, &events);
+    /* an event and its strings take about 260 bytes; the trace keeps at most 2M */
+    return 24e6 + actors * 131072.0 + data + (events < 2e6 ? events : 2e6) * 260.0;
+}
+
+/* "2.7 GiB", or "310 MiB" below 1 GiB. */
+static const char *gib(char *buf, size_t n, double bytes)
+{
+    if (bytes >= 1073741824.0)
+        snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
+    else
+        snprintf(buf, n, "%.0f MiB", bytes / 1048576.0);
+    return buf;
 }
 
 int validate_guards(const struct cfg_scenario *sc, const struct validate_limits *lim,
@@ -78,10 +140,11 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
     double mem = validate_estimate_memory(sc);
     double mem_max = lim->max_memory_bytes ? lim->max_memory_bytes : 16.0 * 1073741824.0;
     if (mem > mem_max) {
+        char need[32], have[32];
         diag_error(d, NULL, NULL,
-                   "the run would need about %.1f GiB of memory, above the limit "
-                   "of %.1f GiB; raise it with --max-memory SIZE",
-                   mem / 1073741824.0, mem_max / 1073741824.0);
+                   "the run would need about %s of memory, above the limit of %s; raise it "
+                   "with --max-memory SIZE",
+                   gib(need, sizeof need, mem), gib(have, sizeof have, mem_max));
         return -1;
     }
     return 0;

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/xalloc.h"
 #include "sim/cfg.h"
 #include "sim/sim.h"
+#include "sim/validate.h"
 
 #define MAXOPS 8
 
@@ -30,6 +33,8 @@ struct result {
     int npath;                 /* critical path: ops and their instances on it */
     char path[MAXOPS][32];
     int64_t path_inst[MAXOPS];
+    double est_memory;         /* validate_estimate_memory() of the scenario */
+    long maxrss_kb;            /* the child's peak resident memory */
     char err[512];
 };
 
@@ -49,9 +54,13 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
     struct cfg_scenario sc;
     r->rc = 2;
     if (cfg_load_scenario(path, sets, nsets, &sc, d) == 0) {
+        r->est_memory = validate_estimate_memory(&sc);
         char *flags = getenv("TPUSIM_SIMFLAGS");
         char *argv[1] = {flags};
-        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv};
+        /* a run writes its outputs (a real run's peak memory includes them) */
+        char dir[64];
+        snprintf(dir, sizeof dir, "/tmp/tpusim-test-out-%d", (int)getpid());
+        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv, .out_dir = dir};
         struct summary s = {0};
         r->rc = sim_run(&sc, &o, &s, d);
         r->nops = s.nops;
@@ -76,6 +85,10 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
         }
         summary_fini(&s);
         cfg_scenario_fini(&sc);
+        char *rm = xasprintf("rm -rf '%s'", dir);
+        if (system(rm) != 0)
+            r->rc = 1;
+        free(rm);
     }
     if (diag_count(d))
         snprintf(r->err, sizeof r->err, "%s", diag_message(d, 0));
@@ -101,7 +114,9 @@ static struct result run(const char *yaml, const char *const *sets, int nsets)
     ssize_t got = read(fd[0], &r, sizeof r);
     close(fd[0]);
     int status;
-    waitpid(pid, &status, 0);
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    r.maxrss_kb = ru.ru_maxrss;
     unlink(path);
     assert_int_equal(got, (ssize_t)sizeof r);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

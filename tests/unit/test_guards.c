@@ -1,0 +1,56 @@
+/* tests/unit/test_guards.c -- the memory estimate the run guard uses stays
+ * within 2x of the memory runs really take, on workloads where different
+ * parts dominate: many ops, repeated blocks on a folded slice, a long trace. */
+#include "test_util.h"
+
+#include "base/xalloc.h"
+#include "sim_fork.h"
+
+static char *many_ops(const char *op, int n)
+{
+    size_t len = strlen(op) + 8, cap = 64 + (size_t)n * len;
+    char *y = xmalloc(cap);
+    size_t o = (size_t)snprintf(y, cap, "chip: v5e\nworkload:\n");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(y + o, cap - o, "  - %s\n", op);
+    return y;
+}
+
+static void within_2x(const char *what, const struct result *r)
+{
+    double peak = (double)r->maxrss_kb * 1024.0;
+    print_message("%-28s estimate %6.0f MiB, peak %6.0f MiB\n", what, r->est_memory / 1048576.0,
+                  peak / 1048576.0);
+    assert_int_equal(r->rc, 0);
+    assert_true(r->est_memory > 0);
+    assert_true(r->est_memory <= 2.0 * peak);
+    assert_true(peak <= 2.0 * r->est_memory);
+}
+
+static void test_memory_estimate_tracks_the_peak(void **state)
+{
+    (void)state;
+    char *y = many_ops("{op: matmul, m: 256, k: 256, n: 256}", 800);
+    struct result r = run(y, NULL, 0);
+    within_2x("800 matmuls", &r);
+    free(y);
+    y = many_ops("{op: hbm_copy, bytes: 64KiB}", 2000);
+    r = run(y, NULL, 0);
+    within_2x("2000 copies", &r);
+    free(y);
+    r = run("chip: v5e\ntopology: {shape: [16, 16]}\nworkload:\n  - repeat:\n"
+            "      count: 120\n      ops:\n"
+            "        - {op: matmul, m: 512, k: 512, n: 512}\n"
+            "        - {op: all_gather, bytes: 1MiB, axes: [0, 1], overlap: true}\n"
+            "        - {op: hbm_copy, bytes: 1MiB}\n",
+            NULL, 0);
+    within_2x("120 layers on a 16x16 fold", &r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_estimate_tracks_the_peak),
+    };
+    return cmocka_run_group_tests_name("guards", tests, NULL, NULL);
+}
