@@ -19,7 +19,7 @@
 #include "sim/sweep_int.h"
 #include "base/fsutil.h"
 #include "base/xalloc.h"
-#include "traces/report.h"
+#include "base/json.h"
 
 static char tmpdir[64];
 static char bin[4096];
