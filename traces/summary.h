@@ -41,13 +41,15 @@ struct summary {
     int64_t total_steps;
 };
 
+/* "mxu", "vpu", "hbm", "ici", "overhead", "latency" ("?" out of range). Static. */
 const char *bound_name(enum bound b);
 /* Sets op->bound to the unit with the most busy time per core. */
 void summary_pick_bound(struct summary_op *op);
-/* Writes summary.json to 'path' via a temporary file. Returns 0 or -1 (errno). */
+/* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */
 int summary_write_json(const struct summary *s, const char *path);
-/* Prints the per-op table (time, % of peak, bound) to 'out'. */
+/* Prints the per-op table (start, time, % of peak, bound, grid steps) and the
+ * total to 'out'. */
 void summary_print_table(const struct summary *s, FILE *out);
-void summary_fini(struct summary *s);
+void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
 #endif
