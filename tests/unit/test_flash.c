@@ -13,24 +13,6 @@
 #include "kernels/pallas.h"
 #include "sim_fork.h"
 
-/* A v5e-like TensorCore. */
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 197e12;
-    c.peak_flops[DT_F32] = 65.67e12;
-    c.clock_hz = 1.5e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20;
-    c.hbm_bw_Bps = 819e9, c.step_overhead_s = 0.18e-6;
-    return c;
-}
-
 /* flash_attention with upstream's default block sizes (all 128, block_b 1). */
 static struct op flash_op(int64_t B, int64_t H, int64_t Sq, int64_t Skv, int64_t D)
 {
@@ -116,7 +98,7 @@ static void init_ok(struct kern *k, const struct op *op, const struct chip_param
 /* Runs every call of 'op' functionally in process and verifies; returns the error. */
 static double functional(const char *what, const struct op *op)
 {
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     init_ok(&k, op, &ch, true);
     kern_data(&k, 11);
@@ -301,7 +283,7 @@ static void test_flash_errors_match_upstream(void **state)
         {e_dq_seg, "kv block size must be a multiple of 128"},
         {e_single, NULL}, /* the single-step kernel checks neither block_k nor head_dim */
     };
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct op o = flash_op(2, 2, 512, 512, 64);
         cases[i].set(&o.u.flash);
@@ -321,7 +303,7 @@ static void test_flash_errors_match_upstream(void **state)
 static void test_flash_calls_grids_and_operands(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(3, 4, 320, 512, 64);
     struct op_flash *f = &o.u.flash;
     f->mode = ATTN_FWD_BWD;
@@ -364,7 +346,8 @@ static void test_flash_vmem_footprint_matches_formula(void **state)
 {
     (void)state;
     static const int64_t lens[] = {1024};
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
+    ch.vpu_sublanes = 8, ch.vpu_lanes = 128; /* the (8, 128) tiles of the formula */
     struct op o = flash_op(4, 2, 1024, 1024, 64);
     struct op_flash *f = &o.u.flash;
     f->mode = ATTN_FWD_BWD, f->bias = true;
@@ -393,7 +376,7 @@ static void test_flash_vmem_footprint_matches_formula(void **state)
 static void test_flash_causal_skipped_steps_fetch_no_kv(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     for (int causal = 0; causal < 2; causal++) {
         struct op o = flash_op(1, 1, 512, 512, 64);
         o.u.flash.causal = causal;
@@ -420,7 +403,7 @@ static void test_flash_causal_skipped_steps_fetch_no_kv(void **state)
 static void test_flash_bwd_causal_remaps(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(1, 1, 512, 512, 64);
     o.u.flash.causal = o.u.flash.bias = true;
     o.u.flash.mode = ATTN_BWD;
@@ -452,7 +435,7 @@ static void test_flash_bwd_causal_remaps(void **state)
 static void test_flash_causal_flops_count_run_blocks(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(1, 1, 2048, 2048, 64);
     o.u.flash.causal = true;
     struct kern k;

@@ -56,23 +56,6 @@ static void r_delay(void *ex, double s)
 
 static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
 
-static struct chip_params chip(int generation, bool megacore)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, megacore ? "test-megacore" : "test");
-    c.generation = generation, c.cores = megacore ? 2 : 1, c.megacore = megacore;
-    c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 32 << 20, c.smem_bytes = 1 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
-
 /* Runs core 'core' of 'ncores' (all of the call when ncores == 1); every DMA
  * started must have been waited on at the end. */
 static struct pl_stats run_core(const struct kern *k, const struct chip_params *ch, int core,
@@ -106,7 +89,7 @@ static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *len
 /* Runs 'op' functionally on one core and returns the worst error. */
 static double paged_functional(const struct op *op, struct kern *k)
 {
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     char err[512] = "";
     int rc = kern_init(k, op, &ch, true, err, sizeof err);
     if (rc)
@@ -178,7 +161,7 @@ static void test_paged_dma_count_hand(void **state)
 {
     (void)state;
     static const int64_t lens[] = {0, 20, 70};
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     char err[256];
     for (int quant = 0; quant < 2; quant++) {
         struct op op = paged_op(3, 8, 2, lens);
@@ -198,7 +181,8 @@ static void test_paged_dma_count_hand(void **state)
 static void megacore_case(enum megacore_mode mode)
 {
     static const int64_t lens[] = {17, 40, 128, 5};
-    struct chip_params ch = chip(5, true);
+    struct chip_params ch = test_chip();
+    ch.cores = 2, ch.megacore = true;
     struct op op = paged_op(4, 8, 4, lens);
     op.u.paged.megacore_mode = mode;
     char err[256];
@@ -266,7 +250,8 @@ static void test_paged_upstream_errors(void **state)
 {
     (void)state;
     static const int64_t lens[] = {1, 2, 3};
-    struct chip_params ch = chip(5, false), mc = chip(4, true);
+    struct chip_params ch = test_chip(), mc = test_chip();
+    mc.cores = 2, mc.megacore = true;
     struct op op = paged_op(3, 6, 4, lens);
     expect_error(&op, &ch,
                  "Number of Q heads must be divisible by number of KV heads. Got 6 "
@@ -303,7 +288,7 @@ static struct op ragged_op(int64_t hq, int64_t hkv, int n, int64_t *q_lens, int6
 
 static double ragged_functional(const struct op *op)
 {
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[512] = "";
     int rc = kern_init(&k, op, &ch, true, err, sizeof err);
@@ -374,7 +359,7 @@ static void test_ragged_dma_count_hand(void **state)
     (void)state;
     int64_t q[] = {3, 1, 5}, kv[] = {40, 17, 5};
     struct op op = ragged_op(16, 8, 3, q, kv);
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
@@ -420,7 +405,7 @@ static void test_paged_simgrid_runs(void **state)
 static void test_ragged_upstream_errors(void **state)
 {
     (void)state;
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     int64_t q[] = {3, 6}, kv[] = {40, 5};
     struct op op = ragged_op(16, 8, 2, q, kv);
     expect_error(&op, &ch, "q_len=6 must be less or equal to kv_len=5 at sequence 1.");
@@ -445,7 +430,10 @@ static void test_ragged_default_block_sizes(void **state)
     op.u.ragged.max_model_len = 4096; /* 256 pages of 16 per sequence */
     op.u.ragged.num_kv_pages_per_block = 0, op.u.ragged.num_queries_per_block = 0;
     for (int gen = 4; gen <= 6; gen++) {
-        struct chip_params ch = chip(gen, false);
+        struct chip_params ch = test_chip();
+        ch.generation = gen; /* v4 defaults to 32 kv pages per block, later ones to 128 */
+        /* 128 pages: kv_bufs alone are 16 MiB, over the 16 MiB default limit */
+        ch.vmem_limit_bytes = 32 << 20;
         struct kern k;
         char err[256];
         assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
@@ -456,7 +444,7 @@ static void test_ragged_default_block_sizes(void **state)
     }
     op.u.ragged.max_model_len = 64; /* 4 pages per sequence */
     kv[1] = 64;
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);

@@ -57,23 +57,6 @@ static void r_delay(void *ex, double s)
 
 static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
 
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.peak_flops[DT_INT8] = 262.144e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
-
 /* An input whose block index goes A, B, A is fetched three times. */
 static const int64_t aba[] = {0, 1, 0, 0};
 static void aba_index(const int64_t *g, const void *u, int64_t *b)
@@ -104,7 +87,7 @@ static struct pl_call aba_call(void)
 static void test_pl_skip_rule_compares_only_previous_step(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
@@ -119,7 +102,7 @@ static void test_pl_skip_rule_compares_only_previous_step(void **state)
 static void test_pl_output_written_when_index_changes(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
@@ -142,7 +125,7 @@ static void test_pl_output_written_when_index_changes(void **state)
 static void test_pl_coalesces_steady_steps(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 128, .k = 1024, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
@@ -165,7 +148,7 @@ static void test_pl_coalesces_steady_steps(void **state)
 static void test_pl_trivial_window_moves_once(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     c.ops[0].index = NULL;
     c.ops[0].block[0] = 2048;
@@ -181,7 +164,7 @@ static void test_pl_trivial_window_moves_once(void **state)
 static void test_pl_block_shape_rule(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 256, .dt = DT_BF16,
                                      .bm = 128, .bk = 64, .bn = 128};
@@ -220,7 +203,7 @@ static void test_pl_megacore_split_contiguous(void **state)
 static void test_pl_parallel_must_be_prefix(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     c.ngrid = 2, c.grid[1] = 1;
     c.sem[0] = PL_ARBITRARY, c.sem[1] = PL_PARALLEL;
@@ -232,7 +215,11 @@ static void test_pl_parallel_must_be_prefix(void **state)
 static void test_models_mxu_vpu_hbm(void **state)
 {
     (void)state;
-    struct chip_params ch = chip(); /* MXU clock 131.072e12 / (2*16384*4) = 1 GHz */
+    struct chip_params ch = test_chip();
+    ch.mxu_count = 4, ch.mxu_dim = 128, ch.clock_hz = 1e9;
+    ch.peak_flops[DT_BF16] = 131.072e12; /* MXU clock 131.072e12 / (2*16384*4) = 1 GHz */
+    ch.peak_flops[DT_INT8] = 262.144e12;
+    ch.vpu_sublanes = 8, ch.vpu_lanes = 128, ch.vpu_store_per_cycle = 1;
     /* 1 pass of 128 rows + 128 fill = 256 cycles */
     assert_float_equal(mxu_time_s(&ch, 128, 128, 128, DT_BF16), 256e-9, 1e-18);
     /* 64 passes over 4 MXUs x 512 rows + 128 */

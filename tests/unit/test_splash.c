@@ -59,22 +59,6 @@ static void r_delay(void *ex, double s)
 
 static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
 
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20, c.smem_bytes = 1 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
-
 /* ---- ops ---- */
 
 struct tcase {
@@ -112,7 +96,7 @@ static void run_call(const struct pl_call *c, const struct chip_params *ch, stru
 /* Runs every call of 'op' in functional mode and returns the verified error. */
 static double functional(const struct op *op, bool *ok, char *msg, size_t n)
 {
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[512];
     int rc = kern_init(&k, op, &ch, true, err, sizeof err);
@@ -142,7 +126,7 @@ static void expect_match(const struct op *op, const char *what)
 
 static void expect_error(const struct op *op, const char *want)
 {
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[512] = "";
     int rc = kern_init(&k, op, &ch, false, err, sizeof err);
@@ -268,7 +252,7 @@ static void test_splash_verify_detects_wrong_mask(void **state)
     struct mask *causal = mask_new_causal(256, 256, 0);
     t.m[0] = mask_dense_from(causal);
     mask_free(causal);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, true, err, sizeof err), 0);
@@ -367,7 +351,7 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     tc_init(&t, 16, 16, 8192, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_causal(8192, 8192, 0);
     t.op.u.splash.bs.block_q = t.op.u.splash.bs.block_kv = 512;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -399,7 +383,7 @@ static void test_splash_data_next_prefetches_next_block(void **state)
     struct tcase t;
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_causal(512, 512, 0);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -441,7 +425,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     struct mask *causal = mask_new_causal(512, 512, 0);
     t.m[0] = mask_dense_from(causal);
     mask_free(causal);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -494,7 +478,7 @@ static void test_splash_dynamic_mask_has_no_lookahead(void **state)
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_local(512, 512, 128, 0, 0); /* row i: kv blocks i-1, i */
     t.op.u.splash.dynamic = true;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -520,7 +504,7 @@ static void test_splash_shrunk_grid_removes_steps(void **state)
     struct tcase t;
     tc_init(&t, 2, 2, 1024, 64, ATTN_FWD_BWD, 1);
     t.m[0] = mask_new_local(1024, 1024, 128, 0, 0);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -551,7 +535,7 @@ static void test_splash_dkv_writes_once_per_group(void **state)
     tc_init(&t, 4, 2, 512, 64, ATTN_BWD, 1);
     t.m[0] = mask_new_full(512, 512);
     t.op.u.splash.bs = (struct splash_block_sizes){128, 128, 0, 128, 128, 0, 0, 0, true};
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
@@ -580,7 +564,7 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     tc_init(&t, 2, 2, 256, 64, ATTN_FWD_BWD, 1);
     t.m[0] = mask_new_causal(256, 256, 0);
     t.op.u.splash.batch = 3;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
     assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
