@@ -10,68 +10,8 @@
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
+#include "pl_rec.h"
 #include "sim_fork.h"
-
-/* ---- an in-process executor: counts DMAs, checks each is waited once ---- */
-
-#define REC_MAX 4096
-
-struct rec {
-    int started, waited, computes;
-    unsigned char state[REC_MAX]; /* 1 started, 2 waited */
-    uint64_t in_bytes;
-};
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    (void)op;
-    assert_true(r->started < REC_MAX - 1);
-    r->state[++r->started] = 1;
-    if (in)
-        r->in_bytes += bytes;
-    return (void *)(intptr_t)r->started;
-}
-
-static void r_wait(void *ex, void *h)
-{
-    struct rec *r = ex;
-    int i = (int)(intptr_t)h;
-    assert_true(i >= 1 && i <= r->started);
-    assert_int_equal(r->state[i], 1); /* started, not waited yet */
-    r->state[i] = 2;
-    r->waited++;
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    (void)w, (void)step;
-    ((struct rec *)ex)->computes += (int)n;
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
-
-/* Runs core 'core' of 'ncores' (all of the call when ncores == 1); every DMA
- * started must have been waited on at the end. */
-static struct pl_stats run_core(const struct kern *k, const struct chip_params *ch, int core,
-                                int ncores, struct rec *r)
-{
-    struct pl_stats st = {0};
-    struct pl_exec ex = {&rec_ops, r, false};
-    for (int i = 0; i < k->ncalls; i++) {
-        int64_t b, e;
-        pl_core_range(&k->calls[i], core, ncores, &b, &e);
-        pl_run(&k->calls[i], ch, b, e, &ex, &st);
-    }
-    assert_int_equal(r->started, r->waited);
-    assert_int_equal(st.dmas, r->started);
-    return st;
-}
 
 static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *lengths)
 {
@@ -86,27 +26,12 @@ static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *len
     return op;
 }
 
-/* Runs 'op' functionally on one core and returns the worst error. */
+/* Runs 'op' functionally on one core and returns the worst error; 'k' stays
+ * initialised for the caller to inspect and release. */
 static double paged_functional(const struct op *op, struct kern *k)
 {
     struct chip_params ch = test_chip();
-    char err[512] = "";
-    int rc = kern_init(k, op, &ch, true, err, sizeof err);
-    if (rc)
-        print_error("%s\n", err);
-    assert_int_equal(rc, 0);
-    kern_data(k, 11);
-    struct rec r = {0};
-    run_core(k, &ch, 0, 1, &r);
-    bool ok = false;
-    char msg[256];
-    double worst = kern_verify(k, &ok, msg, sizeof msg);
-    if (!ok)
-        print_error("%s\n", msg);
-    if (getenv("TEST_PAGED_VERBOSE"))
-        print_message("worst error %.3g\n", worst);
-    assert_true(ok);
-    return worst;
+    return rec_functional_ok(k, op, &ch, 11);
 }
 
 static const int64_t RAGGED_LENS[] = {0, 3, 20, 33, 64, 128};
@@ -169,7 +94,7 @@ static void test_paged_dma_count_hand(void **state)
         struct kern k;
         assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
         struct rec r = {0};
-        struct pl_stats st = run_core(&k, &ch, 0, 1, &r);
+        struct pl_stats st = rec_run_core(&k, &ch, 0, 1, &r);
         assert_int_equal(st.dmas, quant ? 89 : 57);
         assert_int_equal(st.steps, 6);
         kern_fini(&k);
@@ -194,7 +119,7 @@ static void megacore_case(enum megacore_mode mode)
         assert_int_equal(k.calls[0].grid[2], mode == MEGACORE_KV_HEAD ? 2 : 4);
         kern_data(&k, 3);
         struct rec r = {0};
-        struct pl_stats st = run_core(&k, &ch, core, 2, &r);
+        struct pl_stats st = rec_run_core(&k, &ch, core, 2, &r);
         assert_int_equal(st.steps, 8);
         const float *o = k.calls[0].ops[3].data;
         for (int b = 0; b < 4; b++)
@@ -214,7 +139,7 @@ static void megacore_case(enum megacore_mode mode)
     kern_data(&k, 3);
     for (int core = 0; core < 2; core++) {
         struct rec r = {0};
-        run_core(&k, &ch, core, 2, &r);
+        rec_run_core(&k, &ch, core, 2, &r);
     }
     bool ok = false;
     char msg[256];
@@ -235,17 +160,6 @@ static void test_paged_megacore_batch_interleaved(void **state)
     megacore_case(MEGACORE_BATCH);
 }
 
-static void expect_error(const struct op *op, const struct chip_params *ch, const char *want)
-{
-    struct kern k;
-    char err[512] = "";
-    assert_int_equal(kern_init(&k, op, ch, false, err, sizeof err), -1);
-    kern_fini(&k);
-    if (!strstr(err, want))
-        print_error("got: %s\nwant: %s\n", err, want);
-    assert_non_null(strstr(err, want));
-}
-
 static void test_paged_upstream_errors(void **state)
 {
     (void)state;
@@ -253,22 +167,26 @@ static void test_paged_upstream_errors(void **state)
     struct chip_params ch = test_chip(), mc = test_chip();
     mc.cores = 2, mc.megacore = true;
     struct op op = paged_op(3, 6, 4, lens);
-    expect_error(&op, &ch,
-                 "Number of Q heads must be divisible by number of KV heads. Got 6 "
-                 "and 4.");
+    rec_expect_error(&op, &ch,
+                     "Number of Q heads must be divisible by number of KV heads. Got 6 "
+                     "and 4.");
     op = paged_op(3, 8, 2, lens);
     op.u.paged.pages_per_compute_block = 3;
-    expect_error(&op, &ch,
-                 "pages_per_compute_block must be divisible by pages per sequence. "
-                 "Got 3 and 8.");
+    rec_expect_error(&op, &ch,
+                     "pages_per_compute_block must be divisible by pages per sequence. "
+                     "Got 3 and 8.");
     op = paged_op(3, 3, 3, lens);
     op.u.paged.megacore_mode = MEGACORE_KV_HEAD;
-    expect_error(&op, &mc, "number of KV heads must be even when megacore_mode is 'kv_head'");
+    rec_expect_error(&op, &mc, "number of KV heads must be even when megacore_mode is 'kv_head'");
     op = paged_op(3, 8, 2, lens);
     op.u.paged.megacore_mode = MEGACORE_BATCH;
-    expect_error(&op, &mc, "batch size must be even when megacore_mode is 'batch'");
+    rec_expect_error(&op, &mc, "batch size must be even when megacore_mode is 'batch'");
     op.u.paged.megacore_mode = MEGACORE_KV_HEAD;
-    expect_error(&op, &ch, "megacore_mode 'kv_head' needs a megacore chip");
+    rec_expect_error(&op, &ch,
+                     "megacore_mode 'kv_head' needs a megacore chip (v4, v5p): on test both "
+                     "core_index values run on one TensorCore and the second waits for a "
+                     "prefetch that was never issued (upstream: \"set this only if megacore is "
+                     "enabled, otherwise the kernel may hang\")");
 }
 
 /* ---- ragged_paged_attention ---- */
@@ -290,22 +208,7 @@ static double ragged_functional(const struct op *op)
 {
     struct chip_params ch = test_chip();
     struct kern k;
-    char err[512] = "";
-    int rc = kern_init(&k, op, &ch, true, err, sizeof err);
-    if (rc)
-        print_error("%s\n", err);
-    assert_int_equal(rc, 0);
-    kern_data(&k, 21);
-    struct rec r = {0};
-    run_core(&k, &ch, 0, 1, &r);
-    bool ok = false;
-    char msg[256];
-    double worst = kern_verify(&k, &ok, msg, sizeof msg);
-    if (!ok)
-        print_error("%s\n", msg);
-    if (getenv("TEST_PAGED_VERBOSE"))
-        print_message("worst error %.3g\n", worst);
-    assert_true(ok);
+    double worst = rec_functional_ok(&k, op, &ch, 21);
     kern_fini(&k);
     return worst;
 }
@@ -366,7 +269,7 @@ static void test_ragged_dma_count_hand(void **state)
     assert_int_equal(k.calls[0].grid[0], 2);
     assert_int_equal(k.calls[0].grid[1], 3);
     struct rec r = {0};
-    struct pl_stats st = run_core(&k, &ch, 0, 1, &r);
+    struct pl_stats st = rec_run_core(&k, &ch, 0, 1, &r);
     assert_int_equal(st.dmas, 33);
     kern_fini(&k);
     /* the same count in the summary of a SimGrid run (v5e: one core) */
@@ -408,16 +311,17 @@ static void test_ragged_upstream_errors(void **state)
     struct chip_params ch = test_chip();
     int64_t q[] = {3, 6}, kv[] = {40, 5};
     struct op op = ragged_op(16, 8, 2, q, kv);
-    expect_error(&op, &ch, "q_len=6 must be less or equal to kv_len=5 at sequence 1.");
+    rec_expect_error(&op, &ch, "q_len=6 must be less or equal to kv_len=5 at sequence 1.");
     q[1] = 2;
     op = ragged_op(12, 8, 2, q, kv);
-    expect_error(&op, &ch, "num_q_heads=12 must be divisible by num_kv_heads=8");
+    rec_expect_error(&op, &ch, "num_q_heads=12 must be divisible by num_kv_heads=8");
     op = ragged_op(16, 8, 2, q, kv);
     op.u.ragged.num_kv_pages_per_block = 5;
-    expect_error(&op, &ch, "num_kv_pages_per_block=5 must be in range (0, 4].");
+    rec_expect_error(&op, &ch, "num_kv_pages_per_block=5 must be in range (0, 4].");
     op = ragged_op(6, 3, 2, q, kv);
     op.u.ragged.dt = op.u.ragged.kv_dt = DT_BF16;
-    expect_error(&op, &ch, "Not implemented: num_combined_kv_heads=6 can not be XLA fully tiled.");
+    rec_expect_error(&op, &ch,
+                     "Not implemented: num_combined_kv_heads=6 can not be XLA fully tiled.");
 }
 
 /* Block sizes left at 0: (128, 32) clipped to (pages_per_seq, T); v4 (32, 32). */

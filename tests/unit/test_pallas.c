@@ -1,5 +1,5 @@
 /* tests/unit/test_pallas.c -- the Pallas pipeline schedule, recorded without
- * an engine: which DMAs start and are waited on at which step. */
+ * an engine (pl_rec.h): which DMAs start and are waited on at which step. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -11,51 +11,7 @@
 #include "models/hbm.h"
 #include "models/mxu.h"
 #include "models/vpu.h"
-
-struct rec {
-    char log[4096];
-    int handles;
-    int64_t computes;
-};
-
-static void logf_(struct rec *r, const char *s)
-{
-    strncat(r->log, s, sizeof r->log - strlen(r->log) - 1);
-}
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    char b[48];
-    (void)bytes;
-    snprintf(b, sizeof b, "%s%d ", in ? "F" : "W", op);
-    logf_(r, b);
-    return (void *)(intptr_t)(++r->handles);
-}
-
-static void r_wait(void *ex, void *h)
-{
-    char b[32];
-    snprintf(b, sizeof b, "w%d ", (int)(intptr_t)h);
-    logf_(ex, b);
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    struct rec *r = ex;
-    char b[48];
-    (void)w;
-    snprintf(b, sizeof b, "C%lld%s ", (long long)step, n > 1 ? "+" : "");
-    r->computes += n;
-    logf_(r, b);
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
+#include "pl_rec.h"
 
 /* An input whose block index goes A, B, A is fetched three times. */
 static const int64_t aba[] = {0, 1, 0, 0};
