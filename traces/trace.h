@@ -15,9 +15,10 @@
 
 struct trace;
 
-/* Returns a new trace keeping at most 'max_events' events; caller frees with
- * trace_free(). Spans, counters and flows past that are dropped and counted
- * (trace_dropped); process and thread names are always kept. */
+/* Returns a new trace of at most 'max_events' events, names included; caller
+ * frees with trace_free(). Spans, counters and flows that would go past it are
+ * dropped and counted (trace_dropped); process and thread names are always
+ * kept, even past it. */
 struct trace *trace_new(size_t max_events);
 void trace_free(struct trace *t);
 
