@@ -122,6 +122,20 @@ static void md_summary(FILE *f, const struct table *t)
     fputs("\n", f);
 }
 
+/* A table's header and alignment rows: the 'lead' columns, one right-aligned
+ * column per swept key, then the 'tail' columns. */
+static void md_table_head(FILE *f, const struct table *t, const char *lead, const char *tail,
+                          const char *lead_align, const char *tail_align)
+{
+    fputs(lead, f);
+    for (int k = 0; k < t->nkeys; k++)
+        fprintf(f, " %s |", table_short_key(t, k));
+    fprintf(f, "%s\n%s", tail, lead_align);
+    for (int k = 0; k < t->nkeys; k++)
+        fputs("---:|", f);
+    fprintf(f, "%s\n", tail_align);
+}
+
 static int cmp_time(const void *a, const void *b)
 {
     const struct table_row *x = *(const struct table_row *const *)a;
@@ -141,13 +155,10 @@ static void md_ranked(FILE *f, const struct table *t)
     qsort(ok, (size_t)n, sizeof *ok, cmp_time);
     int d = table_find_row(t, t->default_point);
     const struct table_row *def = d >= 0 && t->rows[d].status == TABLE_OK ? &t->rows[d] : NULL;
-    fputs("## Ranked points\n\n| rank | point |", f);
-    for (int k = 0; k < t->nkeys; k++)
-        fprintf(f, " %s |", table_short_key(t, k));
-    fputs(" time | vs default | % peak | bound | op | VMEM peak | grid steps |\n|---:|---:|", f);
-    for (int k = 0; k < t->nkeys; k++)
-        fputs("---:|", f);
-    fputs("---:|---:|---:|:---|:---|---:|---:|\n", f);
+    fputs("## Ranked points\n\n", f);
+    md_table_head(f, t, "| rank | point |",
+                  " time | vs default | % peak | bound | op | VMEM peak | grid steps |",
+                  "|---:|---:|", "---:|---:|---:|:---|:---|---:|---:|");
     for (int i = 0; i < n; i++) {
         const struct table_row *r = ok[i];
         char tm[32], vm[32];
@@ -179,13 +190,8 @@ static void md_infeasible(FILE *f, const struct table *t)
         n += t->rows[i].status != TABLE_OK;
     if (!n)
         return;
-    fputs("## Infeasible and failed points\n\n| point |", f);
-    for (int k = 0; k < t->nkeys; k++)
-        fprintf(f, " %s |", table_short_key(t, k));
-    fputs(" status | reason |\n|---:|", f);
-    for (int k = 0; k < t->nkeys; k++)
-        fputs("---:|", f);
-    fputs(":---|:---|\n", f);
+    fputs("## Infeasible and failed points\n\n", f);
+    md_table_head(f, t, "| point |", " status | reason |", "|---:|", ":---|:---|");
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
         if (r->status == TABLE_OK)
