@@ -138,8 +138,7 @@ static void need_bin(void)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tpusim-test-sweep-XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (test_tmpdir_make(tmpdir, sizeof tmpdir, "sweep") != 0)
         return -1;
     /* this test is build/<variant>/tests/test_sweep; the binary is build/<variant>/tpusim */
     ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
@@ -155,10 +154,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return test_tmpdir_remove(tmpdir);
 }
 
 static const char base_yaml[] = "name: mm\n"

@@ -25,17 +25,13 @@ static char tmpdir[64];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tpusim-test-traces-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return test_tmpdir_make(tmpdir, sizeof tmpdir, "traces");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return test_tmpdir_remove(tmpdir);
 }
 
 static char *path_in(const char *name)
@@ -141,15 +137,27 @@ static void two_op_summary(struct summary *s)
     s->total_time_s = 1.5e-3;
     s->nops = 2;
     s->ops = xcalloc(2, sizeof *s->ops);
-    s->ops[0] = (struct summary_op){.name = xstrdup("matmul-4k"), .kind = "matmul",
-                                    .start_s = 0, .end_s = 1e-3, .flops = 2e12,
-                                    .hbm_bytes = 7e9, .vmem_peak_bytes = 10485760,
-                                    .grid_steps = 2048, .mxu_s = 7e-4, .hbm_s = 5e-4,
-                                    .peak_frac = 0.865, .cores = 8};
+    s->ops[0] = (struct summary_op){.name = xstrdup("matmul-4k"),
+                                    .kind = "matmul",
+                                    .start_s = 0,
+                                    .end_s = 1e-3,
+                                    .flops = 2e12,
+                                    .hbm_bytes = 7e9,
+                                    .vmem_peak_bytes = 10485760,
+                                    .grid_steps = 2048,
+                                    .mxu_s = 7e-4,
+                                    .hbm_s = 5e-4,
+                                    .peak_frac = 0.865,
+                                    .cores = 8};
     s->ops[1] = (struct summary_op){.name = xstrdup("a-very-long-all-gather-name"),
-                                    .kind = "all_gather", .start_s = 1e-3, .end_s = 1.5e-3,
-                                    .ici_bytes = 1e8, .ici_s = 4e-4, .latency_s = 1e-5,
-                                    .peak_frac = 0.458, .cores = 8};
+                                    .kind = "all_gather",
+                                    .start_s = 1e-3,
+                                    .end_s = 1.5e-3,
+                                    .ici_bytes = 1e8,
+                                    .ici_s = 4e-4,
+                                    .latency_s = 1e-5,
+                                    .peak_frac = 0.458,
+                                    .cores = 8};
     for (int i = 0; i < 2; i++)
         summary_pick_bound(&s->ops[i]);
 }
@@ -172,10 +180,10 @@ static void test_summary_json_has_the_contract_keys(void **state)
     const struct json *ops = json_get(j, "ops");
     assert_int_equal(ops->n, 2);
     static const char *const keys[] = {
-        "name",          "kind",  "start_s",   "end_s",        "time_s",
-        "flops",         "hbm_bytes", "ici_bytes", "vmem_peak_bytes", "grid_steps",
-        "bound",         "compute_steps", "peak_fraction", "cores", "dmas",
-        "coalesced_runs", "vpu_flops", "transcendentals", "busy_s"};
+        "name",           "kind",          "start_s",         "end_s",           "time_s",
+        "flops",          "hbm_bytes",     "ici_bytes",       "vmem_peak_bytes", "grid_steps",
+        "bound",          "compute_steps", "peak_fraction",   "cores",           "dmas",
+        "coalesced_runs", "vpu_flops",     "transcendentals", "busy_s"};
     for (int o = 0; o < ops->n; o++)
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
             if (!json_get(ops->kids[o], keys[i]))
@@ -216,22 +224,40 @@ static void test_summary_console_table(void **state)
 
 /* ---------------- sweep tables ---------------- */
 
-/* Points 0 (ok) and 1 (infeasible) of a three-point sweep over two keys. */
-static void two_row_table(struct table *t, struct table_row rows[2])
+/* Points 0 (ok) and 1 (infeasible) of a three-point sweep over two keys.
+ * Static: a test may change it; each call gives it back as it was. */
+static struct table *demo_table(void)
 {
     static char *keys[] = {(char *)"workload.0.block_q", (char *)"workload.0.shape"};
     static char *v0[] = {(char *)"128", (char *)"[1, 2]"}, *v1[] = {(char *)"512", (char *)""};
-    memset(rows, 0, 2 * sizeof *rows);
-    rows[0] = (struct table_row){.point = 0, .values = v0, .status = TABLE_OK,
-                                 .reason = (char *)"", .scenario = (char *)"demo",
-                                 .chip = (char *)"v5e", .time_s = 1.5e-3, .op = (char *)"flash",
-                                 .bound = (char *)"mxu", .peak_fraction = 0.5,
-                                 .vmem_peak_bytes = 1048576, .grid_steps = 64};
-    rows[1] = (struct table_row){.point = 1, .values = v1, .status = TABLE_INFEASIBLE,
+    static struct table_row rows[2];
+    static struct table t;
+    rows[0] = (struct table_row){.point = 0,
+                                 .values = v0,
+                                 .status = TABLE_OK,
+                                 .reason = (char *)"",
+                                 .scenario = (char *)"demo",
+                                 .chip = (char *)"v5e",
+                                 .time_s = 1.5e-3,
+                                 .op = (char *)"flash",
+                                 .bound = (char *)"mxu",
+                                 .peak_fraction = 0.5,
+                                 .vmem_peak_bytes = 1048576,
+                                 .grid_steps = 64};
+    rows[1] = (struct table_row){.point = 1,
+                                 .values = v1,
+                                 .status = TABLE_INFEASIBLE,
                                  .reason = (char *)"block_q=512 is too big, \"q\" | 256"};
-    *t = (struct table){.name = (char *)"demo", .base = (char *)"base.yaml", .nkeys = 2,
-                        .keys = keys, .npoints = 3, .nrows = 2, .rows = rows,
-                        .default_point = 0, .default_is_base = true};
+    t = (struct table){.name = (char *)"demo",
+                       .base = (char *)"base.yaml",
+                       .nkeys = 2,
+                       .keys = keys,
+                       .npoints = 3,
+                       .nrows = 2,
+                       .rows = rows,
+                       .default_point = 0,
+                       .default_is_base = true};
+    return &t;
 }
 
 static const char want_csv[] =
@@ -265,11 +291,9 @@ static const char want_json[] =
 static void test_table_write_csv_bytes(void **state)
 {
     (void)state;
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
+    struct table *t = demo_table();
     char *p = path_in("sweep.csv");
-    assert_int_equal(table_write_csv(&t, p), 0);
+    assert_int_equal(table_write_csv(t, p), 0);
     char *text = read_text(p);
     assert_string_equal(text, want_csv);
     free(text);
@@ -279,11 +303,9 @@ static void test_table_write_csv_bytes(void **state)
 static void test_table_write_json_bytes_and_read_back(void **state)
 {
     (void)state;
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
+    struct table *t = demo_table();
     char *p = path_in("sweep.json");
-    assert_int_equal(table_write_json(&t, p), 0);
+    assert_int_equal(table_write_json(t, p), 0);
     char *text = read_text(p);
     assert_string_equal(text, want_json);
     free(text);
@@ -299,7 +321,7 @@ static void test_table_write_json_bytes_and_read_back(void **state)
     assert_string_equal(back.rows[0].values[1], "[1, 2]");
     assert_string_equal(back.rows[1].values[1], ""); /* null: not set */
     assert_int_equal(back.rows[1].status, TABLE_INFEASIBLE);
-    assert_string_equal(back.rows[1].reason, rows[1].reason);
+    assert_string_equal(back.rows[1].reason, t->rows[1].reason);
     assert_float_equal(back.rows[0].time_s, 1.5e-3, 1e-18);
     assert_int_equal(back.rows[0].grid_steps, 64);
     assert_int_equal(table_best_row(&back), 0);
@@ -313,13 +335,11 @@ static void test_table_write_json_bytes_and_read_back(void **state)
 static void test_table_short_key_and_status(void **state)
 {
     (void)state;
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
-    assert_string_equal(table_short_key(&t, 0), "block_q");
+    struct table *t = demo_table();
+    assert_string_equal(table_short_key(t, 0), "block_q");
     static char *same[] = {(char *)"workload.0.block_q", (char *)"workload.1.block_q"};
-    t.keys = same; /* two keys end in block_q: the whole path */
-    assert_string_equal(table_short_key(&t, 1), "workload.1.block_q");
+    t->keys = same; /* two keys end in block_q: the whole path */
+    assert_string_equal(table_short_key(t, 1), "workload.1.block_q");
     enum table_status st;
     assert_int_equal(table_status_parse("failed", &st), 0);
     assert_int_equal(st, TABLE_FAILED);
@@ -337,11 +357,9 @@ static void test_table_short_key_and_status(void **state)
 static void test_report_md_lines(void **state)
 {
     (void)state;
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
+    struct table *t = demo_table();
     char *p = path_in("report.md");
-    assert_int_equal(report_md_write(&t, p), 0);
+    assert_int_equal(report_md_write(t, p), 0);
     char *md = read_text(p);
     static const char *const want[] = {
         "# Sweep `demo`\n\nBase scenario: `base.yaml` on v5e · 3 points: 1 ok, 1 infeasible, "
@@ -364,15 +382,13 @@ static void test_report_md_lines(void **state)
 static void test_plots_write_svg_files(void **state)
 {
     (void)state;
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
+    struct table *t = demo_table();
     char *name = plot_file_name("a/b c.d");
     assert_string_equal(name, "plot_a_b_c.d.svg");
     free(name);
-    assert_int_equal(plot_write_sweep(&t, tmpdir), 0);
-    static const char *const files[] = {"plot_workload.0.block_q.svg",
-                                        "plot_workload.0.shape.svg", "heatmap.svg"};
+    assert_int_equal(plot_write_sweep(t, tmpdir), 0);
+    static const char *const files[] = {"plot_workload.0.block_q.svg", "plot_workload.0.shape.svg",
+                                        "heatmap.svg"};
     for (size_t i = 0; i < 3; i++) {
         char *p = path_in(files[i]);
         char *svg = read_text(p);
@@ -382,10 +398,10 @@ static void test_plots_write_svg_files(void **state)
         free(svg);
         free(p);
     }
-    t.nkeys = 1; /* one key: no heatmap */
+    t->nkeys = 1; /* one key: no heatmap */
     char *sub = path_in("one");
     assert_int_equal(fs_mkdirs(sub), 0);
-    assert_int_equal(plot_write_sweep(&t, sub), 0);
+    assert_int_equal(plot_write_sweep(t, sub), 0);
     char *heat = xasprintf("%s/heatmap.svg", sub);
     assert_false(fs_exists(heat));
     free(heat);
@@ -405,10 +421,8 @@ static void test_compare_summaries_and_kinds(void **state)
     s.total_time_s = 2.5e-3;
     assert_int_equal(summary_write_json(&s, b), 0);
     summary_fini(&s);
-    struct table t;
-    struct table_row rows[2];
-    two_row_table(&t, rows);
-    assert_int_equal(table_write_json(&t, sw), 0);
+    struct table *t = demo_table();
+    assert_int_equal(table_write_json(t, sw), 0);
 
     char *text = NULL;
     size_t n = 0;
@@ -416,15 +430,14 @@ static void test_compare_summaries_and_kinds(void **state)
     assert_int_equal(compare_outputs(a, b, out, err), 0);
     fclose(out);
     const char *table = strchr(strchr(text, '\n') + 1, '\n') + 1; /* after A: and B: */
-    assert_string_equal(table,
-                        "op                       kind                   time A       time B"
-                        "         delta   delta %  bound A -> B\n"
-                        "matmul-4k                matmul                   1 ms         2 ms"
-                        "         +1 ms   +100.0%  mxu -> mxu\n"
-                        "a-very-long-all-gather-n all_gather             500 us       500 us"
-                        "          0 ns     +0.0%  ici -> ici\n"
-                        "total                                           1.5 ms       2.5 ms"
-                        "         +1 ms    +66.7%\n");
+    assert_string_equal(table, "op                       kind                   time A       time B"
+                               "         delta   delta %  bound A -> B\n"
+                               "matmul-4k                matmul                   1 ms         2 ms"
+                               "         +1 ms   +100.0%  mxu -> mxu\n"
+                               "a-very-long-all-gather-n all_gather             500 us       500 us"
+                               "          0 ns     +0.0%  ici -> ici\n"
+                               "total                                           1.5 ms       2.5 ms"
+                               "         +1 ms    +66.7%\n");
     assert_non_null(strstr(text, "/a.json (demo on v5e)\nB: "));
     free(text);
     /* a summary against a sweep, or a missing file: exit status 2 */

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/chip.h"
@@ -33,6 +34,23 @@ static inline struct chip_params test_chip(void)
     c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20, c.smem_bytes = 1 << 20;
     c.hbm_bw_Bps = 1e12;
     return c;
+}
+
+/* Makes a new directory "/tmp/tpusim-test-<what>-XXXXXX" and writes its path
+ * into 'dir' ('n' bytes). Returns 0, or -1 as a cmocka setup does. */
+static inline int test_tmpdir_make(char *dir, size_t n, const char *what)
+{
+    snprintf(dir, n, "/tmp/tpusim-test-%s-XXXXXX", what);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes directory 'dir' and all it holds. Returns 0, or -1 as a cmocka
+ * teardown does. */
+static inline int test_tmpdir_remove(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%.4096s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }
 
 #endif
