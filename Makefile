@@ -19,7 +19,7 @@ SIMFLAGS = $(if $(SGFLAG),--sg=$(SGFLAG))
 VALGRIND ?=
 DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev pkg-config
 
-SRC     := $(wildcard base/*.c sim/*.c topology/*.c kernels/*.c models/*.c traces/*.c)
+SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c sim/*.c)
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
 EMBED   := $(sort $(wildcard configs/chips/*.yaml)) configs/scenarios/default.yaml
 TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -66,10 +66,13 @@ $(B)/tests/%: tests/unit/%.c $(B)/libtpusim.a $(B)/.flags
 run: deps $(B)/tpusim
 	$(B)/tpusim run $(SIMFLAGS)
 
+# Each suite's output is shown only when it fails; one line sums them up.
 unit: $(TESTS)
-	@fail=0; for t in $(TESTS); do \
-	    TPUSIM_SIMFLAGS="$(SGFLAG)" $(VALGRIND) $$t || fail=1; \
-	done; exit $$fail
+	@fail=0; n=0; log=$$(mktemp); for t in $(TESTS); do \
+	    n=$$((n + 1)); \
+	    if ! TPUSIM_SIMFLAGS="$(SGFLAG)" $(VALGRIND) $$t >$$log 2>&1; then \
+	        cat $$log; echo "FAIL: $$t"; fail=$$((fail + 1)); fi; \
+	done; rm -f $$log; echo "unit: $$((n - fail)) suites passed, $$fail failed"; [ $$fail -eq 0 ]
 
 bad-input: $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" sh tests/run_bad.sh $(B)/tpusim
@@ -82,8 +85,13 @@ e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 
 test: deps
+	@$(MAKE) --no-print-directory all unit bad-input e2e checks
+
+# The layer rules and the no-writable-globals rule, and a test that both can fail.
+checks: $(B)/tpusim
 	@sh tools/check_layers.sh
-	@$(MAKE) --no-print-directory all unit bad-input e2e
+	@sh tools/check_globals.sh $(B)
+	@sh tests/run_tools.sh $(B)
 
 asan: deps
 	@$(MAKE) --no-print-directory B=build/asan \
@@ -112,10 +120,10 @@ check-layers:
 	@sh tools/check_layers.sh
 
 format:
-	@clang-format -i $(SRC) $(wildcard sim/*.h topology/*.h kernels/*.h models/*.h traces/*.h tests/unit/*.c tests/unit/*.h)
+	@clang-format -i $(SRC) $(wildcard base/*.h sim/*.h topology/*.h kernels/*.h models/*.h traces/*.h tests/unit/*.c tests/unit/*.h)
 
 clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e test asan valgrind bench fuzz fidelity check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e checks test asan valgrind bench fuzz fidelity check-layers format clean FORCE

@@ -6,7 +6,10 @@
 #include "kernels/collective.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "kernels/copy.h"
 
 enum { RIGHT = 0, LEFT = 1 };
 
@@ -20,8 +23,10 @@ int coll_sem_id(int part, int phase, int dir, bool regular)
     return ((part * COLL_MAX_PHASES + phase) * 2 + dir) * 2 + (regular ? 1 : 0);
 }
 
-int coll_check(const struct op *op, const struct topo *topo, char *err, size_t n)
+int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+               char *err, size_t n)
 {
+    (void)chip;
     const struct op_collective *c = &op->u.coll;
     for (int i = 0; i < c->naxes; i++) {
         if (c->axes[i] >= topo->ndims) {
@@ -288,4 +293,190 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
             break;
         }
     }
+}
+
+/* ---- collective_matmul and remote_copy: rules and targets ---- */
+
+int coll_check_matmul(const struct op *op, const struct chip_params *chip,
+                      const struct topo *topo, char *err, size_t n)
+{
+    (void)chip;
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    if (p->axis >= topo->ndims) {
+        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
+                 topo->ndims);
+        return -1;
+    }
+    if (p->m % 8 || p->k % 128 || p->n % 128) {
+        snprintf(err, n, "m must be a multiple of 8 and k, n multiples of 128 (got %lld, %lld, "
+                         "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
+        return -1;
+    }
+    return 0;
+}
+
+int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me)
+{
+    if (r->id_kind == 2)
+        return r->logical >= 0 && r->logical < t->nchips ? (int)r->logical : -1;
+    if (r->ncoords != t->ndims)
+        return -1;
+    int c[TOPO_MAX_DIMS];
+    topo_coords(t, me, c);
+    for (int i = 0; i < t->ndims; i++) {
+        int v = r->id_kind == 0 ? c[i] + r->coords[i] : r->coords[i];
+        if (r->id_kind == 0)
+            v = ((v % t->shape[i]) + t->shape[i]) % t->shape[i];
+        if (v < 0 || v >= t->shape[i])
+            return -1;
+        c[i] = v;
+    }
+    return topo_rank(t, c);
+}
+
+static void outside_mesh(const struct topo *t, const struct op_remote_copy *r, char *err,
+                         size_t n)
+{
+    if (r->id_kind == 2) {
+        snprintf(err, n, "device id %lld is outside the mesh of %d chips (LOGICAL ids are "
+                         "0..%d)", (long long)r->logical, t->nchips, t->nchips - 1);
+        return;
+    }
+    char id[64] = "", shape[64] = "";
+    for (int i = 0; i < t->ndims; i++) {
+        snprintf(id + strlen(id), sizeof id - strlen(id), "%s%d", i ? ", " : "", r->coords[i]);
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%d", i ? ", " : "",
+                 t->shape[i]);
+    }
+    snprintf(err, n, "device id (%s) is outside the mesh [%s]", id, shape);
+}
+
+/* On v5e every hop offset of a remote DMA must be a power of 2. */
+static int check_pow2_route(const struct chip_params *chip, const struct topo *t, int me,
+                            int dst, char *err, size_t n)
+{
+    int a[TOPO_MAX_DIMS], b[TOPO_MAX_DIMS];
+    topo_coords(t, me, a);
+    topo_coords(t, dst, b);
+    for (int i = 0; chip->routing == ICI_ROUTE_POW2 && i < t->ndims; i++) {
+        int off = abs(topo_axis_delta(t, i, a[i], b[i]));
+        if (off && !copy_is_pow2(off)) {
+            snprintf(err, n, "%s can only route to power-of-2 offsets; chip %d -> chip %d "
+                             "is %d hops on axis %d", chip->name, me, dst, off, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
+                           const struct topo *topo, char *err, size_t n)
+{
+    const struct op_remote_copy *r = &op->u.remote_copy;
+    if (r->id_kind != 2 && r->ncoords != topo->ndims) {
+        snprintf(err, n, "device id has %d coordinates, the mesh has %d axes", r->ncoords,
+                 topo->ndims);
+        return -1;
+    }
+    for (int me = 0; me < topo->nchips; me++) {
+        int dst = coll_remote_target(topo, r, me);
+        if (dst < 0) {
+            outside_mesh(topo, r, err, n);
+            return -1;
+        }
+        if (check_pow2_route(chip, topo, me, dst, err, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int64_t pick_block(int64_t dim, int64_t max, int64_t quantum)
+{
+    for (int64_t b = max; b >= quantum; b /= 2)
+        if (dim % b == 0)
+            return b;
+    return dim;
+}
+
+void coll_matmul_op(const struct op *op, int64_t m, struct op *mm)
+{
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    *mm = (struct op){.kind = OP_MATMUL, .name = op->name};
+    mm->u.matmul = (struct op_matmul){.m = m, .k = p->k, .n = p->n, .dt = p->dt};
+    mm->u.matmul.bm = pick_block(m, 512, 8);
+    mm->u.matmul.bk = pick_block(p->k, 1024, 128);
+    mm->u.matmul.bn = pick_block(p->n, 1024, 128);
+}
+
+/* ---- the accumulate step of reductions ---- */
+
+static void row_index(const int64_t *g, const void *user, int64_t *b)
+{
+    (void)user;
+    b[0] = g[0], b[1] = 0;
+}
+
+static void add_body(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct coll_reduce *k = user;
+    (void)g;
+    pl_vpu(ctx, k->block_rows, k->cols, 1, 2, 1, 0, 0);
+}
+
+void coll_reduce_call(struct coll_reduce *k, uint64_t bytes, enum dtype dt, struct pl_call *c)
+{
+    *k = (struct coll_reduce){.cols = 1024};
+    k->rows = (int64_t)(bytes / (uint64_t)(k->cols * dtype_bytes(dt)));
+    k->rows = k->rows < 1 ? 1 : k->rows;
+    k->block_rows = k->rows < 512 ? k->rows : 512;
+    *c = (struct pl_call){.name = "reduce", .ngrid = 1, .noperands = 3, .body = add_body, .user = k};
+    c->grid[0] = (k->rows + k->block_rows - 1) / k->block_rows;
+    static const char *const names[3] = {"acc", "recv", "out"};
+    for (int i = 0; i < 3; i++)
+        c->operands[i] = (struct pl_operand){.name = names[i], .dir = i < 2 ? PL_IN : PL_OUT,
+                                        .space = PL_VMEM, .dt = dt, .rank = 2,
+                                        .shape = {k->rows, k->cols},
+                                        .block = {k->block_rows, k->cols},
+                                        .index = c->grid[0] > 1 ? row_index : NULL};
+}
+
+/* ---- reach: how far the transfers go, for SPMD folding ---- */
+
+/* Shortest hops between coordinates 'off' apart on axis 'a'. */
+static int axis_hops(const struct topo *t, int a, int off)
+{
+    int L = t->shape[a];
+    off = ((off % L) + L) % L;
+    return t->wrap[a] && L - off < off ? L - off : off;
+}
+
+int coll_reach(const struct op *op, const struct topo *topo, int *hops)
+{
+    const struct op_collective *c = &op->u.coll;
+    for (int i = 0; i < c->naxes; i++) {
+        int a = c->axes[i];
+        int h = op->kind == OP_ALL_TO_ALL ? topo->shape[a] : 1;
+        hops[a] = h > hops[a] ? h : hops[a];
+    }
+    return 0;
+}
+
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops)
+{
+    (void)topo;
+    int a = op->u.coll_matmul.axis;
+    hops[a] = hops[a] > 1 ? hops[a] : 1;
+    return 0;
+}
+
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops)
+{
+    const struct op_remote_copy *r = &op->u.remote_copy;
+    if (r->id_kind != 0)
+        return -1;
+    for (int a = 0; a < r->ncoords && a < topo->ndims; a++) {
+        int h = axis_hops(topo, a, r->coords[a]);
+        hops[a] = h > hops[a] ? h : hops[a];
+    }
+    return 0;
 }

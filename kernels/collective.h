@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "kernels/ops.h"
+#include "kernels/pallas.h"
 #include "models/chip.h"
 #include "topology/topo.h"
 
@@ -78,8 +79,36 @@ struct coll_ctx {
     bool coalesce; /* fidelity fast: a phase's ring steps become one step (see collective.c) */
 };
 
-/* Checks 'op' (axes exist, enough bytes to split) on 'topo'. Returns 0 or -1 with 'err'. */
-int coll_check(const struct op *op, const struct topo *topo, char *err, size_t n);
+/* Checks a collective 'op' (axes exist, none twice) on 'topo'. Returns 0 or -1 with 'err'. */
+int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+               char *err, size_t n);
+/* Checks a collective_matmul: the axis exists; m a multiple of 8, k and n of 128. */
+int coll_check_matmul(const struct op *op, const struct chip_params *chip,
+                      const struct topo *topo, char *err, size_t n);
+/* Checks a remote_copy: every device's target is inside the mesh and, on
+ * chips that route only to power-of-2 offsets (v5e), one such offset away. */
+int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
+                           const struct topo *topo, char *err, size_t n);
+/* The farthest its transfers go along each axis of 'topo' (hops), for SPMD
+ * folding (topology/topo.h): ring and line neighbours are 1 hop, an
+ * all-to-all reaches every chip of its axes. Returns 0. */
+int coll_reach(const struct op *op, const struct topo *topo, int *hops);
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops);
+/* remote_copy: its shift's hops; -1 for absolute device ids (not the same on every chip). */
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops);
+/* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
+int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me);
+/* The per-chunk matmul of a collective_matmul 'op' on 'm' rows: the Pallas
+ * blocked matmul with the largest blocks up to 512 x 1024 x 1024 that divide it. */
+void coll_matmul_op(const struct op *op, int64_t m, struct op *mm);
+
+/* The accumulate step of a reduction, acc += recv over 'bytes' of 'dt', as a
+ * pipelined HBM->VMEM->HBM pallas_call over (512, 1024) blocks. 'r' holds the
+ * call's shape (its body's user data) and must outlive 'call'. */
+struct coll_reduce {
+    int64_t rows, cols, block_rows;
+};
+void coll_reduce_call(struct coll_reduce *r, uint64_t bytes, enum dtype dt, struct pl_call *call);
 /* The parts and phases of 'op' on 'topo'. */
 void coll_plan(const struct op *op, const struct topo *topo, struct coll_plan *plan);
 /* Semaphore id of (part, phase, direction): DMA sems are even, REGULAR odd. */

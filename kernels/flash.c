@@ -3,7 +3,7 @@
  * forward (_flash_attention_impl L589-793), the di precompute of the VJP
  * (L273-275), backward dkv (L796-1143) and dq (L1146-1478). Grids, BlockSpecs,
  * causal index-map remaps, scratch and error messages follow upstream (see
- * shared/reference/pallas-semantics.md section 2). Each grid step reports the
+ * docs/pallas-semantics.md section 2). Each grid step reports the
  * matmuls and the VPU/EUP/XLU work of the ops upstream's body traces; in
  * functional mode the bodies compute the same online softmax on their VMEM
  * blocks and verify compares with naive float64 attention and its gradient. */
@@ -328,8 +328,8 @@ static void dq_ks_index(const int64_t *g, const void *u, int64_t *b)
 static int add_op(struct pl_call *c, const char *name, enum pl_dir dir, enum dtype dt, int rank,
                   const int64_t *shape, const int64_t *block, pl_index_fn *fn)
 {
-    int i = c->nops++;
-    struct pl_operand *o = &c->ops[i];
+    int i = c->noperands++;
+    struct pl_operand *o = &c->operands[i];
     *o = (struct pl_operand){
         .name = name, .dir = dir, .space = PL_VMEM, .dt = dt, .rank = rank, .index = fn};
     memcpy(o->shape, shape, sizeof(int64_t) * (size_t)rank);
@@ -1256,7 +1256,7 @@ static void host_forward(struct flash *f)
 static void bind(struct pl_call *c, const int *x, int role, float *data)
 {
     if (x[role] >= 0)
-        c->ops[x[role]].data = data;
+        c->operands[x[role]].data = data;
 }
 
 static void bind_fwd(struct kern *k, struct flash *f)
@@ -1416,4 +1416,5 @@ static void fl_fini(struct kern *k)
     k->impl = NULL;
 }
 
-const struct kern_kind kern_flash_kind = {OP_FLASH, fl_init, fl_data, fl_verify, fl_fini};
+const struct kern_kind kern_flash_kind = {.init = fl_init, .data = fl_data, .verify = fl_verify,
+                                         .fini = fl_fini};

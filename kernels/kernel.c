@@ -1,39 +1,18 @@
-/* kernels/kernel.c -- dispatch from op kinds to their pallas_call builders. */
+/* kernels/kernel.c -- an op built into pallas_calls by its kind's builder. */
 #include "kernels/kernel.h"
 
 #include <string.h>
 
 #include "base/xalloc.h"
 
-static const struct kern_kind *const kinds[] = {&kern_matmul_kind, &kern_flash_kind,
-                                                &kern_splash_kind, &kern_paged_kind,
-                                                &kern_ragged_kind, NULL};
-
-static const struct kern_kind *find(enum op_kind op)
-{
-    for (int i = 0; kinds[i]; i++)
-        if (kinds[i]->op == op)
-            return kinds[i];
-    return NULL;
-}
-
-bool kern_is_pallas(enum op_kind kind)
-{
-    return find(kind) != NULL;
-}
-
-int kern_init(struct kern *k, const struct op *op, const struct chip_params *chip, bool functional,
-              char *err, size_t n)
+int kern_init(struct kern *k, const struct kern_kind *kind, const struct op *op,
+              const struct chip_params *chip, bool functional, char *err, size_t n)
 {
     memset(k, 0, sizeof *k);
-    k->kind = find(op->kind);
+    k->kind = kind;
     k->op = op;
     k->chip = chip;
     k->functional = functional;
-    if (!k->kind) {
-        snprintf(err, n, "op kind %s is not a Pallas kernel", op_kind_name(op->kind));
-        return -1;
-    }
     if (k->kind->init(k, err, n) != 0)
         return -1;
     for (int i = 0; i < k->ncalls; i++) {

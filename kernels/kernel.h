@@ -1,6 +1,7 @@
 /* kernels/kernel.h -- an op turned into a sequence of pallas_calls.
  * Each Pallas-based op kind (matmul, flash attention, splash, paged) has a
- * struct kern_kind in kernels/<kind>.c; sim/ runs k->calls[0..ncalls) in order
+ * struct kern_kind in kernels/<kind>.c (declared in kernels/ops.h, named by
+ * the op table's row); sim/ runs k->calls[0..ncalls) in order
  * on every core (megacore-split by their parallel dims), then, in functional
  * mode, asks the kind to verify its outputs against a naive reference. */
 #ifndef TPUSIM_KERNELS_KERNEL_H
@@ -17,7 +18,6 @@
 struct kern;
 
 struct kern_kind {
-    enum op_kind op;
     /* Builds the calls of 'op' on 'chip' into 'k' (k->op, k->chip are set).
      * Checks upstream's rules; returns 0, or -1 with upstream's message in 'err'. */
     int (*init)(struct kern *k, char *err, size_t n);
@@ -29,6 +29,8 @@ struct kern_kind {
      * the failure in 'msg'. */
     double (*verify)(const struct kern *k, bool *ok, char *msg, size_t n);
     void (*fini)(struct kern *k);
+    /* Frees what the op's parameters own (masks, length lists); may be NULL. */
+    void (*params_fini)(struct op *op);
 };
 
 struct kern {
@@ -41,12 +43,11 @@ struct kern {
     void *impl;                     /* the kind's state; freed by fini */
 };
 
-/* True if 'kind' is run as pallas_calls through kern_init. */
-bool kern_is_pallas(enum op_kind kind);
-/* Builds 'k' for 'op'. 'functional' requests host data (op->functional may
- * ask for it, but sim/ only gives it to one chip). Returns 0 or -1 with 'err'. */
-int kern_init(struct kern *k, const struct op *op, const struct chip_params *chip, bool functional,
-              char *err, size_t n);
+/* Builds 'k' for 'op' with the builder 'kind' (the op table's row says which).
+ * 'functional' requests host data (op->functional may ask for it, but sim/
+ * only gives it to one chip). Returns 0 or -1 with 'err'. */
+int kern_init(struct kern *k, const struct kern_kind *kind, const struct op *op,
+              const struct chip_params *chip, bool functional, char *err, size_t n);
 void kern_data(struct kern *k, uint64_t seed);
 double kern_verify(const struct kern *k, bool *ok, char *msg, size_t n);
 void kern_fini(struct kern *k);
@@ -58,11 +59,5 @@ float kern_rand(uint64_t seed, uint64_t i);
 /* Returns a new array of 'n' seeded values scaled by 'scale', rounded to 'dt'; caller frees. */
 float *kern_rand_array(uint64_t seed, int64_t n, enum dtype dt, float scale);
 
-/* The kinds (one per kernels/<kind>.c). */
-extern const struct kern_kind kern_matmul_kind;
-extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
-extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
-extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
-extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
 
 #endif

@@ -3,7 +3,7 @@
  * splash_attention_mask_info.py (_process_mask, _process_dynamic_mask), including
  * the entries the kernel never reads (padding, wrap-around, dedup order), so the
  * simulator issues the same DMAs as the real kernel.
- * Semantics: shared/reference/pallas-semantics.md section 3.3. */
+ * Semantics: docs/pallas-semantics.md section 3.3. */
 #ifndef TPUSIM_KERNELS_MASKINFO_H
 #define TPUSIM_KERNELS_MASKINFO_H
 
@@ -36,7 +36,8 @@ struct mask {
 /* Constructors.  Each returns a new mask; caller frees with mask_free().
  * 'q_len' and 'kv_len' must be >= 1.  mask_new_chunked() returns NULL if
  * 'chunk' <= 0 (upstream: "chunk_size must be positive").  mask_new_dense()
- * copies 'data' (q_len*kv_len bytes, any non-zero byte is True). */
+ * copies 'data' (q_len*kv_len bytes, any non-zero byte is True; NULL: all
+ * False, for the caller to fill). */
 struct mask *mask_new_full(int64_t q_len, int64_t kv_len);
 struct mask *mask_new_causal(int64_t q_len, int64_t kv_len, int64_t offset);
 struct mask *mask_new_local(int64_t q_len, int64_t kv_len, int64_t left, int64_t right,
@@ -61,13 +62,6 @@ struct mask *mask_parse_spec(const char *spec, int64_t q_len, int64_t kv_len, ch
  * m[:, :]); caller frees with mask_free(). */
 struct mask *mask_dense_from(const struct mask *m);
 
-/* Loads a MASK_DENSE from 'path'.  Text format: a first line "Q K", then Q lines of
- * exactly K characters '0'/'1' (trailing blanks and '\r' ignored).  A file that
- * starts with the .npy magic must hold a 2-D array of dtype bool ('|b1') or uint8
- * ('|u1', values 0 or 1), C or Fortran order, format version 1, 2 or 3.
- * Returns a new mask; caller frees with mask_free().  On error returns NULL and
- * writes "path[:line]: what" to 'err' (size 'n'). */
-struct mask *mask_load_file(const char *path, char *err, size_t n);
 
 void mask_free(struct mask *m); /* NULL is a no-op; frees operands and dense data */
 

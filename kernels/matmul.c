@@ -101,10 +101,10 @@ static int mm_init(struct kern *k, char *err, size_t n)
     c->ngrid = 3;
     c->grid[0] = p->m / p->bm, c->grid[1] = p->n / p->bn, c->grid[2] = p->k / p->bk;
     c->sem[0] = c->sem[1] = PL_PARALLEL, c->sem[2] = PL_ARBITRARY;
-    c->nops = 3;
-    operand(&c->ops[X], "x", PL_IN, p->dt, p->m, p->k, p->bm, p->bk, x_index);
-    operand(&c->ops[Y], "y", PL_IN, p->dt, p->k, p->n, p->bk, p->bn, y_index);
-    operand(&c->ops[O], "o", PL_OUT, odt, p->m, p->n, p->bm, p->bn, o_index);
+    c->noperands = 3;
+    operand(&c->operands[X], "x", PL_IN, p->dt, p->m, p->k, p->bm, p->bk, x_index);
+    operand(&c->operands[Y], "y", PL_IN, p->dt, p->k, p->n, p->bk, p->bn, y_index);
+    operand(&c->operands[O], "o", PL_OUT, odt, p->m, p->n, p->bm, p->bn, o_index);
     c->nscratch = 1;
     c->scratch[0] = (struct pl_scratch){.name = "acc", .space = PL_VMEM, .dt = DT_F32, .rank = 2,
                                         .shape = {p->bm, p->bn}};
@@ -121,16 +121,16 @@ static void mm_data(struct kern *k, uint64_t seed)
     mm->x = kern_rand_array(seed, p->m * p->k, p->dt, scale);
     mm->y = kern_rand_array(seed + 1, p->k * p->n, p->dt, scale);
     mm->o = xcalloc((size_t)(p->m * p->n), sizeof(float));
-    k->calls[0].ops[X].data = mm->x;
-    k->calls[0].ops[Y].data = mm->y;
-    k->calls[0].ops[O].data = mm->o;
+    k->calls[0].operands[X].data = mm->x;
+    k->calls[0].operands[Y].data = mm->y;
+    k->calls[0].operands[O].data = mm->o;
 }
 
 static double mm_verify(const struct kern *k, bool *ok, char *msg, size_t n)
 {
     const struct mm *mm = k->impl;
     const struct op_matmul *p = &mm->p;
-    enum dtype odt = k->calls[0].ops[O].dt;
+    enum dtype odt = k->calls[0].operands[O].dt;
     double worst = 0, tol = odt == DT_BF16 ? 1e-2 : odt == DT_F32 ? 1e-5 : 0;
     for (int64_t i = 0; i < p->m; i++)
         for (int64_t j = 0; j < p->n; j++) {
@@ -158,4 +158,5 @@ static void mm_fini(struct kern *k)
     free(mm);
 }
 
-const struct kern_kind kern_matmul_kind = {OP_MATMUL, mm_init, mm_data, mm_verify, mm_fini};
+const struct kern_kind kern_matmul_kind = {.init = mm_init, .data = mm_data, .verify = mm_verify,
+                                          .fini = mm_fini};

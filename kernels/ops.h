@@ -1,7 +1,8 @@
-/* kernels/ops.h -- the operations a scenario's workload lists.
- * Every TensorCore runs the ops in order (SPMD); ops are separated by a
- * barrier unless an op says overlap: true. The config loader fills these;
- * sim/ runs them. */
+/* kernels/ops.h -- the parameters of the operations a scenario's workload
+ * lists, one struct per op kind. Everything else about a kind (its YAML name
+ * and keys, its checks, how it runs, its cleanup) is its row in the op table
+ * (sim/op_table.c). The config loader fills these; sim/ runs them. Uses
+ * models/ (dtypes). */
 #ifndef TPUSIM_KERNELS_OPS_H
 #define TPUSIM_KERNELS_OPS_H
 
@@ -165,16 +166,18 @@ struct op {
         struct op_paged paged;
         struct op_ragged ragged;
         struct op_collective coll;
-        struct op_collective_matmul cmm;
-        struct op_remote_copy rc;
+        struct op_collective_matmul coll_matmul;
+        struct op_remote_copy remote_copy;
     } u;
 };
 
-/* Frees what 'op' owns (name, masks, length lists). */
-void op_fini(struct op *op);
-
-/* YAML name of 'kind': "hbm_copy", "ppermute", "matmul". */
-const char *op_kind_name(enum op_kind kind);
-int op_kind_parse(const char *s, enum op_kind *kind);
+/* The Pallas kernel builders (struct kern_kind, kernels/kernel.h), one per
+ * kernels/<kind>.c; the op table (sim/op_table.c) names each kind's builder. */
+struct kern_kind;
+extern const struct kern_kind kern_matmul_kind; /* kernels/matmul.c */
+extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
+extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
+extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
+extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
 
 #endif

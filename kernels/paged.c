@@ -377,18 +377,18 @@ static void pg_build(struct kern *k, struct pg *g)
     c->grid[3] = g->nblk;
     c->ngrid = p->inline_seq_dim ? 3 : 4;
     c->sem[0] = PL_PARALLEL; /* the rest stay arbitrary */
-    c->nops = g->quant ? 8 : 6;
+    c->noperands = g->quant ? 8 : 6;
     int out = g->io;
-    pg_operand(&c->ops[Q], "q", PL_IN, g->odt, g, p->head_dim);
-    pg_pages_operand(&c->ops[KP], "k_pages", p->kv_dt, g, p->head_dim);
-    pg_pages_operand(&c->ops[VP], "v_pages", p->kv_dt, g, p->head_dim);
+    pg_operand(&c->operands[Q], "q", PL_IN, g->odt, g, p->head_dim);
+    pg_pages_operand(&c->operands[KP], "k_pages", p->kv_dt, g, p->head_dim);
+    pg_pages_operand(&c->operands[VP], "v_pages", p->kv_dt, g, p->head_dim);
     if (g->quant) {
-        pg_pages_operand(&c->ops[KS], "k_scales_pages", p->dt, g, p->head_dim);
-        pg_pages_operand(&c->ops[VS], "v_scales_pages", p->dt, g, p->head_dim);
+        pg_pages_operand(&c->operands[KS], "k_scales_pages", p->dt, g, p->head_dim);
+        pg_pages_operand(&c->operands[VS], "v_scales_pages", p->dt, g, p->head_dim);
     }
-    pg_operand(&c->ops[out], "o", PL_OUT, g->odt, g, p->head_dim);
-    pg_operand(&c->ops[out + 1], "m", PL_OUT, DT_F32, g, 1);
-    pg_operand(&c->ops[out + 2], "l", PL_OUT, DT_F32, g, 1);
+    pg_operand(&c->operands[out], "o", PL_OUT, g->odt, g, p->head_dim);
+    pg_operand(&c->operands[out + 1], "m", PL_OUT, DT_F32, g, 1);
+    pg_operand(&c->operands[out + 2], "l", PL_OUT, DT_F32, g, 1);
     c->nscratch = g->quant ? 4 : 2;
     pg_scratch(&c->scratch[KBUF], "k_pages buffer", p->kv_dt, g);
     pg_scratch(&c->scratch[VBUF], "v_pages buffer", p->kv_dt, g);
@@ -473,11 +473,11 @@ static void pg_data(struct kern *k, uint64_t seed)
     g->m = xcalloc((size_t)(p->batch * p->q_heads), sizeof(float));
     g->l = xcalloc((size_t)(p->batch * p->q_heads), sizeof(float));
     struct pl_call *c = &k->calls[0];
-    c->ops[Q].data = g->q, c->ops[KP].data = g->k, c->ops[VP].data = g->v;
+    c->operands[Q].data = g->q, c->operands[KP].data = g->k, c->operands[VP].data = g->v;
     if (g->quant)
-        c->ops[KS].data = g->ks, c->ops[VS].data = g->vs;
+        c->operands[KS].data = g->ks, c->operands[VS].data = g->vs;
     int out = g->io;
-    c->ops[out].data = g->o, c->ops[out + 1].data = g->m, c->ops[out + 2].data = g->l;
+    c->operands[out].data = g->o, c->operands[out + 1].data = g->m, c->operands[out + 2].data = g->l;
 }
 
 /* Token t of sequence b, kv head h, dim d, dequantised (f32). */
@@ -554,4 +554,11 @@ static void pg_fini(struct kern *k)
     free(g);
 }
 
-const struct kern_kind kern_paged_kind = {OP_PAGED, pg_init_kind, pg_data, pg_verify, pg_fini};
+static void pg_params_fini(struct op *op)
+{
+    free(op->u.paged.lengths);
+}
+
+const struct kern_kind kern_paged_kind = {.init = pg_init_kind, .data = pg_data,
+                                         .verify = pg_verify, .fini = pg_fini,
+                                         .params_fini = pg_params_fini};

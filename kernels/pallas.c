@@ -119,8 +119,8 @@ static uint64_t block_vmem_bytes(const struct pl_operand *op, const struct chip_
 uint64_t pl_vmem_bytes(const struct pl_call *call, const struct chip_params *chip)
 {
     uint64_t total = 0;
-    for (int i = 0; i < call->nops; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands; i++) {
+        const struct pl_operand *op = &call->operands[i];
         if (op->space == PL_VMEM)
             total += block_vmem_bytes(op, chip) * (uint64_t)buffer_count(op);
     }
@@ -184,8 +184,8 @@ static int check_vmem(const struct pl_call *call, const struct chip_params *chip
         return 0;
     int len = snprintf(err, n, "VMEM footprint %llu bytes exceeds the scoped limit %llu bytes:",
                        (unsigned long long)total, (unsigned long long)limit);
-    for (int i = 0; i < call->nops && len > 0 && (size_t)len < n; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands && len > 0 && (size_t)len < n; i++) {
+        const struct pl_operand *op = &call->operands[i];
         if (op->space != PL_VMEM)
             continue;
         len += snprintf(err + len, n - (size_t)len, " %s %d x %llu;", op->name,
@@ -217,8 +217,8 @@ int pl_check(const struct pl_call *call, const struct chip_params *chip, char *e
         }
         seen_arbitrary |= call->sem[i] != PL_PARALLEL;
     }
-    for (int i = 0; i < call->nops; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands; i++) {
+        const struct pl_operand *op = &call->operands[i];
         if (op->space != PL_VMEM)
             continue;
         if (op->buffers < 0 || op->buffers > 2) {
@@ -288,8 +288,8 @@ static void copy_block(const struct pl_operand *op, const int64_t *idx, float *b
 static void ctx_alloc(struct pl_ctx *c)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands; i++) {
+        const struct pl_operand *op = &call->operands[i];
         if (op->space != PL_VMEM || !op->data)
             continue;
         for (int k = 0; k < buffer_count(op); k++)
@@ -330,8 +330,8 @@ static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, ui
 static void init_states(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands; i++) {
+        const struct pl_operand *op = &call->operands[i];
         struct opstate *o = &os[i];
         memset(o, 0, sizeof *o);
         o->piped = op->space == PL_VMEM;
@@ -355,8 +355,8 @@ static void prologue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
                      struct pl_stats *st)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
-        const struct pl_operand *op = &call->ops[i];
+    for (int i = 0; i < call->noperands; i++) {
+        const struct pl_operand *op = &call->operands[i];
         if (!os[i].piped || op->dir != PL_IN || os[i].single || os[i].trivial)
             continue;
         os[i].cur = start_dma(x, st, true, os[i].bytes, i);
@@ -371,13 +371,13 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
 {
     const struct pl_call *call = c->call;
     memset(p, 0, sizeof *p);
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         struct opstate *o = &os[i];
         if (!o->piped || o->trivial)
             continue;
         bool changed_prev = s == b || !same_idx(o->idx_cur, o->idx_prev);
         bool changes_next = s + 1 >= e || !same_idx(o->idx_next, o->idx_cur);
-        if (call->ops[i].dir == PL_IN) {
+        if (call->operands[i].dir == PL_IN) {
             if (o->single) {
                 if (changed_prev)
                     p->fetch |= 1u << i, p->wait |= 1u << i;
@@ -412,11 +412,11 @@ static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
 }
 
 /* Waits each input DMA named in 'mask' once (operands may share a handle). */
-static void wait_inputs(struct opstate *os, int nops, uint32_t mask, const struct pl_exec *x)
+static void wait_inputs(struct opstate *os, int noperands, uint32_t mask, const struct pl_exec *x)
 {
     void *done[PL_MAX_OPERANDS];
     int nd = 0;
-    for (int i = 0; i < nops; i++) {
+    for (int i = 0; i < noperands; i++) {
         if (!(mask & (1u << i)) || !os[i].cur)
             continue;
         bool seen = false;
@@ -434,13 +434,13 @@ static void wait_inputs(struct opstate *os, int nops, uint32_t mask, const struc
 static void fetch_single(struct pl_ctx *c, struct opstate *os, const struct plan *p,
                          const struct pl_exec *x, struct pl_stats *st)
 {
-    for (int i = 0; i < c->call->nops; i++) {
-        if (!os[i].single || !(p->fetch & (1u << i)) || c->call->ops[i].dir != PL_IN)
+    for (int i = 0; i < c->call->noperands; i++) {
+        if (!os[i].single || !(p->fetch & (1u << i)) || c->call->operands[i].dir != PL_IN)
             continue;
         void *h = start_dma(x, st, true, os[i].bytes, i);
         x->ops->dma_wait(x->ex, h);
-        if (c->call->ops[i].data)
-            copy_block(&c->call->ops[i], os[i].idx_cur, c->bufs[i][0], true);
+        if (c->call->operands[i].data)
+            copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
     }
 }
 
@@ -448,12 +448,12 @@ static void fetch_next(struct pl_ctx *c, struct opstate *os, const struct plan *
                        const struct pl_exec *x, struct pl_stats *st)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         if (os[i].single || !(p->fetch & (1u << i)))
             continue;
         os[i].pending = start_dma(x, st, true, os[i].bytes, i);
-        if (call->ops[i].data)
-            copy_block(&call->ops[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
+        if (call->operands[i].data)
+            copy_block(&call->operands[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
     }
 }
 
@@ -462,15 +462,15 @@ static void outputs(struct pl_ctx *c, struct opstate *os, const struct plan *p,
 {
     const struct pl_call *call = c->call;
     void *prev[PL_MAX_OPERANDS] = {0};
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         if (!(p->out_start & (1u << i)))
             continue;
-        if (call->ops[i].data)
-            copy_block(&call->ops[i], os[i].idx_cur, c->bufs[i][c->slot[i]], false);
+        if (call->operands[i].data)
+            copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][c->slot[i]], false);
         prev[i] = os[i].pending;
         os[i].pending = start_dma(x, st, false, os[i].bytes, i);
     }
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         void *h = (p->out_start & (1u << i)) ? prev[i] : os[i].pending;
         if (!(p->out_wait & (1u << i)) || !h)
             continue;
@@ -484,16 +484,16 @@ static void outputs(struct pl_ctx *c, struct opstate *os, const struct plan *p,
 static void advance_bufs(struct pl_ctx *c, struct opstate *os, const struct plan *p)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         struct opstate *o = &os[i];
         if (!o->piped || o->trivial)
             continue;
-        if (call->ops[i].dir == PL_IN && (p->fetch & (1u << i)) && !o->single) {
+        if (call->operands[i].dir == PL_IN && (p->fetch & (1u << i)) && !o->single) {
             o->cur = o->pending;
             o->pending = NULL;
             c->slot[i] = 1 - c->slot[i];
-        } else if (call->ops[i].dir == PL_OUT && (p->out_start & (1u << i)) &&
-                   buffer_count(&call->ops[i]) == 2) {
+        } else if (call->operands[i].dir == PL_OUT && (p->out_start & (1u << i)) &&
+                   buffer_count(&call->operands[i]) == 2) {
             c->slot[i] = 1 - c->slot[i];
         }
     }
@@ -503,14 +503,14 @@ static void advance_bufs(struct pl_ctx *c, struct opstate *os, const struct plan
 static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t e)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
+    for (int i = 0; i < call->noperands; i++) {
         struct opstate *o = &os[i];
         if (!o->piped || o->trivial)
             continue;
         memcpy(o->idx_prev, o->idx_cur, sizeof o->idx_prev);
         memcpy(o->idx_cur, o->idx_next, sizeof o->idx_cur);
         if (s + 2 < e)
-            block_index(call, &call->ops[i], s + 2, o->idx_next);
+            block_index(call, &call->operands[i], s + 2, o->idx_next);
     }
 }
 
@@ -531,7 +531,7 @@ static void exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *
 {
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, st);
-    wait_inputs(os, c->call->nops, p->wait, x); /* one call: operands may share a handle */
+    wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, st);
     x->ops->compute(x->ex, &p->w, s, 1);
     account(st, &p->w, 1, c->chip->step_overhead_s);
@@ -544,7 +544,7 @@ static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p
     const struct pl_exec *x = c->x;
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, c->st);
-    wait_inputs(os, c->call->nops, p->wait, x); /* one call: operands may share a handle */
+    wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, c->st);
     int64_t g[PL_MAX_GRID];
     unflatten(c->call, s, g);
@@ -567,9 +567,9 @@ static bool work_equal(const struct pl_work *a, const struct pl_work *b)
 }
 
 /* A steady-state step: it fetches exactly what it waits on, writes nothing. */
-static bool steady(const struct plan *p, const struct opstate *os, int nops)
+static bool steady(const struct plan *p, const struct opstate *os, int noperands)
 {
-    for (int i = 0; i < nops; i++)
+    for (int i = 0; i < noperands; i++)
         if (os[i].single && (p->wait & (1u << i)))
             return false;
     return p->out_start == p->out_wait && p->fetch == p->wait;
@@ -590,7 +590,7 @@ static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *
                        int64_t n, const struct pl_exec *x, struct pl_stats *st)
 {
     double o = c->chip->step_overhead_s;
-    int nops = c->call->nops;
+    int noperands = c->call->noperands;
     x->ops->delay(x->ex, o);
     void *h = p->fetch ? start_dma(x, st, true, p->fetch_bytes * (uint64_t)n, -1) : NULL;
     void *hw = p->out_start && n > 1
@@ -599,18 +599,18 @@ static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *
     int per_step = __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
     st->dmas += (int64_t)per_step * n - (h ? 1 : 0) - (hw ? 1 : 0) -
                 (p->out_start ? __builtin_popcount(p->out_start) : 0);
-    wait_inputs(os, nops, p->wait, x);
+    wait_inputs(os, noperands, p->wait, x);
     x->ops->compute(x->ex, &p->w, s0, n);
     if (n > 1)
         x->ops->delay(x->ex, o * (double)(n - 1));
-    for (int i = 0; i < nops; i++) /* the write-back started before the run */
+    for (int i = 0; i < noperands; i++) /* the write-back started before the run */
         if ((p->out_wait & (1u << i)) && os[i].pending) {
             x->ops->dma_wait(x->ex, os[i].pending);
             os[i].pending = NULL;
         }
     if (hw)
         x->ops->dma_wait(x->ex, hw);
-    for (int i = 0; i < nops; i++) {
+    for (int i = 0; i < noperands; i++) {
         if (p->fetch & (1u << i))
             os[i].cur = h;
         if (p->out_start & (1u << i))
@@ -624,15 +624,15 @@ static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
                      struct pl_stats *st)
 {
     const struct pl_call *call = c->call;
-    for (int i = 0; i < call->nops; i++) {
-        if (os[i].piped && os[i].trivial && call->ops[i].dir == PL_OUT) {
-            if (call->ops[i].data)
-                copy_block(&call->ops[i], os[i].idx_cur, c->bufs[i][0], false);
+    for (int i = 0; i < call->noperands; i++) {
+        if (os[i].piped && os[i].trivial && call->operands[i].dir == PL_OUT) {
+            if (call->operands[i].data)
+                copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][0], false);
             os[i].pending = start_dma(x, st, false, os[i].bytes, i);
         }
     }
-    for (int i = 0; i < call->nops; i++)
-        if (call->ops[i].dir == PL_OUT && os[i].pending)
+    for (int i = 0; i < call->noperands; i++)
+        if (call->operands[i].dir == PL_OUT && os[i].pending)
             x->ops->dma_wait(x->ex, os[i].pending);
 }
 
@@ -640,11 +640,11 @@ static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
 static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,
                            struct pl_stats *st)
 {
-    for (int i = 0; i < c->call->nops; i++) {
-        if (!os[i].piped || !os[i].trivial || c->call->ops[i].dir != PL_IN)
+    for (int i = 0; i < c->call->noperands; i++) {
+        if (!os[i].piped || !os[i].trivial || c->call->operands[i].dir != PL_IN)
             continue;
-        if (c->call->ops[i].data)
-            copy_block(&c->call->ops[i], os[i].idx_cur, c->bufs[i][0], true);
+        if (c->call->operands[i].data)
+            copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
         x->ops->dma_wait(x->ex, start_dma(x, st, true, os[i].bytes, i));
     }
 }
@@ -661,7 +661,7 @@ struct stepper {
 static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const struct plan *p)
 {
     const struct pl_exec *x = c->x;
-    bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->nops);
+    bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->noperands);
     if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run))) {
         bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, x, c->st);
         sp->run_len = 0;
@@ -730,7 +730,7 @@ static bool same_group(const struct group *a, const struct group *b)
 static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group *g, int64_t r)
 {
     const struct pl_exec *x = c->x;
-    int nops = c->call->nops;
+    int noperands = c->call->noperands;
     const struct plan *first = &g->p[0], *last = &g->p[g->n - 1];
     uint64_t in = 0, out = 0;
     int64_t per = 0, busy = 0;
@@ -750,17 +750,17 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
     void *hw = out * (uint64_t)r > last->out_bytes
                    ? start_dma(x, c->st, false, out * (uint64_t)r - last->out_bytes, -1)
                    : NULL;
-    wait_inputs(os, nops, first->wait, x);
+    wait_inputs(os, noperands, first->wait, x);
     x->ops->compute(x->ex, &w, first->s + (int64_t)g->n, r);
     x->ops->delay(x->ex, o * (double)(steps - 1));
-    for (int i = 0; i < nops; i++)
+    for (int i = 0; i < noperands; i++)
         if ((first->out_wait & (1u << i)) && os[i].pending) {
             x->ops->dma_wait(x->ex, os[i].pending);
             os[i].pending = NULL;
         }
     if (hw)
         x->ops->dma_wait(x->ex, hw);
-    for (int i = 0; i < nops; i++) {
+    for (int i = 0; i < noperands; i++) {
         if (last->fetch & (1u << i))
             os[i].cur = h;
         if (last->out_start & (1u << i))

@@ -1,7 +1,7 @@
 /* kernels/pallas.h -- a pallas_call in C: grid, BlockSpecs, pipelining.
  * The runtime walks the grid in lexicographic order and issues HBM<->VMEM
  * DMAs exactly as Pallas' TPU pipeline does (jax pipeline.py Scheduler; see
- * shared/reference/pallas-semantics.md 1.2): the next block is fetched at the
+ * docs/pallas-semantics.md 1.2): the next block is fetched at the
  * start of a step only if its block index differs from the step before; the
  * current block is waited on before the body; an output is written back when
  * its index is about to change or at the last step and waited one step
@@ -69,8 +69,8 @@ struct pl_call {
     int ngrid;
     int64_t grid[PL_MAX_GRID];
     enum pl_dim_sem sem[PL_MAX_GRID];
-    int nops;
-    struct pl_operand ops[PL_MAX_OPERANDS];
+    int noperands;
+    struct pl_operand operands[PL_MAX_OPERANDS];
     int nscratch;
     struct pl_scratch scratch[PL_MAX_OPERANDS];
     pl_body_fn *body;

@@ -363,8 +363,8 @@ static void rg_build(struct kern *k, struct rg *g)
     c->name = k->op->name;
     c->ngrid = 2;
     c->grid[0] = g->nhb, c->grid[1] = g->nqb; /* both arbitrary */
-    c->nops = 3;
-    c->ops[Q] = (struct pl_operand){.name = "q",
+    c->noperands = 3;
+    c->operands[Q] = (struct pl_operand){.name = "q",
                                     .dir = PL_IN,
                                     .space = PL_VMEM,
                                     .dt = p->dt,
@@ -372,14 +372,14 @@ static void rg_build(struct kern *k, struct rg *g)
                                     .shape = {g->T, p->q_heads, D},
                                     .block = {g->bq, g->qh_blk, D},
                                     .index = rg_qmap};
-    c->ops[KV] = (struct pl_operand){.name = "kv_pages",
+    c->operands[KV] = (struct pl_operand){.name = "kv_pages",
                                      .dir = PL_IN,
                                      .space = PL_ANY,
                                      .dt = p->kv_dt,
                                      .rank = 4,
                                      .shape = {g->total_pages, p->page_size, 2 * p->kv_heads, D}};
-    c->ops[O] = c->ops[Q];
-    c->ops[O].name = "o", c->ops[O].dir = PL_OUT;
+    c->operands[O] = c->operands[Q];
+    c->operands[O].name = "o", c->operands[O].dir = PL_OUT;
     c->nscratch = 4;
     c->scratch[KVBUF] = (struct pl_scratch){.name = "kv_bufs",
                                             .space = PL_VMEM,
@@ -464,9 +464,9 @@ static void rg_data(struct kern *k, uint64_t seed)
                 g->kv[(page * ps + r) * comb * D + e] = quant ? 127.0f : NAN;
     }
     g->o = xcalloc((size_t)nq, sizeof(float));
-    k->calls[0].ops[Q].data = g->q;
-    k->calls[0].ops[KV].data = g->kv;
-    k->calls[0].ops[O].data = g->o;
+    k->calls[0].operands[Q].data = g->q;
+    k->calls[0].operands[KV].data = g->kv;
+    k->calls[0].operands[O].data = g->o;
 }
 
 static double rg_ref_kv(const struct rg *g, int64_t s, int64_t t, int64_t comb_head, int64_t d)
@@ -542,4 +542,11 @@ static void rg_fini(struct kern *k)
     free(g);
 }
 
-const struct kern_kind kern_ragged_kind = {OP_RAGGED, rg_init, rg_data, rg_verify, rg_fini};
+static void rg_params_fini(struct op *op)
+{
+    free(op->u.ragged.q_lens);
+    free(op->u.ragged.kv_lens);
+}
+
+const struct kern_kind kern_ragged_kind = {.init = rg_init, .data = rg_data, .verify = rg_verify,
+                                          .fini = rg_fini, .params_fini = rg_params_fini};

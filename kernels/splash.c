@@ -895,8 +895,8 @@ struct spec {
 
 static void add(struct splash *s, struct pl_call *call, struct callctx *c, const struct spec *sp)
 {
-    TPU_ASSERT(call->nops < PL_MAX_OPERANDS, "too many operands");
-    struct pl_operand *o = &call->ops[call->nops];
+    TPU_ASSERT(call->noperands < PL_MAX_OPERANDS, "too many operands");
+    struct pl_operand *o = &call->operands[call->noperands];
     bool b = s->batched && sp->batched;
     *o = (struct pl_operand){.name = sp->name, .dir = sp->dir, .space = PL_VMEM, .dt = sp->dt,
                              .rank = sp->rank + b, .index = sp->fn};
@@ -904,9 +904,9 @@ static void add(struct splash *s, struct pl_call *call, struct callctx *c, const
         o->shape[0] = s->p.batch, o->block[0] = PL_SQUEEZED;
     for (int d = 0; d < sp->rank; d++)
         o->shape[d + b] = sp->shape[d], o->block[d + b] = sp->block[d];
-    c->at[sp->sl] = call->nops;
-    c->arr[call->nops] = sp->arr;
-    call->nops++;
+    c->at[sp->sl] = call->noperands;
+    c->arr[call->noperands] = sp->arr;
+    call->noperands++;
 }
 
 /* A constant-index "fake" output (upstream's m/l/acc outputs): a trivial window
@@ -1119,9 +1119,9 @@ static void build_dkv(struct splash *s, struct kern *k)
         add(s, call, c, &dq);
     }
     struct spec dk = {S_DK, "dk", PL_OUT, p->dt, 0, {0}, {0}, ix_dkv_kv, true, A_DK};
-    dk.rank = call->ops[c->at[S_K]].rank - (s->batched ? 1 : 0);
-    memcpy(dk.shape, call->ops[c->at[S_K]].shape + (s->batched ? 1 : 0), sizeof dk.shape);
-    memcpy(dk.block, call->ops[c->at[S_K]].block + (s->batched ? 1 : 0), sizeof dk.block);
+    dk.rank = call->operands[c->at[S_K]].rank - (s->batched ? 1 : 0);
+    memcpy(dk.shape, call->operands[c->at[S_K]].shape + (s->batched ? 1 : 0), sizeof dk.shape);
+    memcpy(dk.block, call->operands[c->at[S_K]].block + (s->batched ? 1 : 0), sizeof dk.block);
     add(s, call, c, &dk);
     dk.sl = S_DV, dk.name = "dv", dk.arr = A_DV;
     add(s, call, c, &dk);
@@ -1413,16 +1413,16 @@ static void splash_data(struct kern *k, uint64_t seed)
             make_arr(s, inputs[i], inputs[i] == A_K || inputs[i] == A_V ? nk : nq, seed);
     for (int ci = 0; ci < k->ncalls; ci++) {
         struct pl_call *call = &k->calls[ci];
-        for (int i = 0; i < call->nops; i++) {
+        for (int i = 0; i < call->noperands; i++) {
             int id = s->cc[ci].arr[i];
-            int64_t e = op_elems(&call->ops[i]);
+            int64_t e = op_elems(&call->operands[i]);
             if (id == A_FAKE) {
-                call->ops[i].data = s->fake[s->nfake++] = xcalloc((size_t)e, sizeof(float));
+                call->operands[i].data = s->fake[s->nfake++] = xcalloc((size_t)e, sizeof(float));
                 continue;
             }
             if (!s->arr[id])
                 s->arr[id] = make_arr(s, id, e, seed);
-            call->ops[i].data = s->arr[id];
+            call->operands[i].data = s->arr[id];
         }
     }
     if (!s->fwd)
@@ -1489,5 +1489,13 @@ static void splash_fini(struct kern *k)
     free(s);
 }
 
-const struct kern_kind kern_splash_kind = {OP_SPLASH, splash_init, splash_data, splash_verify,
-                                           splash_fini};
+static void splash_params_fini(struct op *op)
+{
+    for (int i = 0; i < op->u.splash.nmasks; i++)
+        mask_free(op->u.splash.masks[i]);
+    free(op->u.splash.masks);
+}
+
+const struct kern_kind kern_splash_kind = {.init = splash_init, .data = splash_data,
+                                          .verify = splash_verify, .fini = splash_fini,
+                                          .params_fini = splash_params_fini};

@@ -8,16 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "topology/topo.h"
+
 enum dtype { DT_BF16, DT_F32, DT_INT8, DT_FP8, DT_INT32, DT_COUNT };
 
 enum ici_routing { ICI_ROUTE_ANY, ICI_ROUTE_POW2 };
-/* Default wraparound rule of a generation (topology/topo.h applies it). */
-enum wrap_rule {
-    WRAP_AXIS16, /* v5e/v6e: an axis wraps only when its length is 16 */
-    WRAP_CUBE4,  /* v4/v5p: full torus when every axis is a multiple of 4 */
-    WRAP_ALWAYS, /* every axis of length > 2 wraps */
-    WRAP_NEVER,
-};
 
 struct chip_params {
     char name[32];  /* preset name, e.g. "v5e" */
@@ -51,7 +46,7 @@ struct chip_params {
     double ici_collective_lat_s;  /* fixed cost of one collective (launch, sync) */
     double ici_step_lat_s;        /* fixed cost of each collective step (sem handshake) */
     enum ici_routing routing;
-    enum wrap_rule wrap;
+    enum topo_wrap_rule wrap;   /* default wraparound (topo_default_wrap) */
 };
 
 /* Returns the size in bytes of one element of 'dt'. */

@@ -27,7 +27,22 @@ uint64_t hbm_dma_bytes(const struct chip_params *chip, enum dtype dt, int rank,
     return (uint64_t)round_up((int64_t)hbm_vmem_bytes(chip, dt, rank, dims), HBM_DMA_GRANULE);
 }
 
+double hbm_bw_Bps(const struct chip_params *chip)
+{
+    return chip->hbm_bw_Bps * chip->hbm_efficiency;
+}
+
 double hbm_dma_time_s(const struct chip_params *chip, uint64_t bytes)
 {
-    return chip->dma_issue_s + (double)bytes / chip->hbm_bw_Bps;
+    return chip->dma_issue_s + hbm_busy_s(chip, (double)bytes);
+}
+
+double hbm_busy_s(const struct chip_params *chip, double bytes)
+{
+    return bytes / hbm_bw_Bps(chip);
+}
+
+double hbm_peak_fraction(const struct chip_params *chip, double bytes, double seconds)
+{
+    return seconds > 0 ? bytes / (seconds * chip->hbm_bw_Bps) : 0;
 }

@@ -18,7 +18,16 @@ uint64_t hbm_dma_bytes(const struct chip_params *chip, enum dtype dt, int rank,
 /* Bytes of the same block once resident in VMEM (same padding, no granule). */
 uint64_t hbm_vmem_bytes(const struct chip_params *chip, enum dtype dt, int rank,
                         const int64_t *dims);
-/* Time of one uncontended DMA of 'bytes' (already padded). */
+/* The bandwidth a chip's HBM delivers: the published figure times the
+ * preset's efficiency. The SimGrid HBM link, the DMA trace spans and the HBM
+ * busy time of the summary all use it. */
+double hbm_bw_Bps(const struct chip_params *chip);
+/* Time of one uncontended DMA of 'bytes' (already padded): issue latency +
+ * bytes / hbm_bw_Bps. */
 double hbm_dma_time_s(const struct chip_params *chip, uint64_t bytes);
+/* Time the HBM is busy moving 'bytes' (no latency). */
+double hbm_busy_s(const struct chip_params *chip, double bytes);
+/* Fraction of the published peak that 'bytes' moved in 'seconds' reach. */
+double hbm_peak_fraction(const struct chip_params *chip, double bytes, double seconds);
 
 #endif

@@ -1,288 +1,426 @@
-/* sim/cfg.c -- YAML documents as trees with marks; `--set` overrides; merge.
- * libyaml's loader gives a node graph whose marks are 0-based; we copy it
- * into our own tree (1-based marks) so overrides and preset merging can
- * edit it before the schema walk in cfg_schema.c. */
+/* sim/cfg.c -- a scenario assembled from its sections: name, chip
+ * (sim/cfg_chip.c), topology, options and workload (each op through its row
+ * of the op table), then the checks that need several sections. Uses base/,
+ * topology/, kernels/ops.h and the config stages. */
 #include "sim/cfg.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
-#include "sim/cfg_node.h"
-#include "base/fsutil.h"
 #include "base/xalloc.h"
-#include "sim/embedded.h"
+#include "sim/cfg_int.h"
+#include "sim/cfg_tree.h"
+#include "sim/op_table.h"
+#include "sim/spmd.h"
 
-static struct cfg_node *node_new(enum cfg_type t, const char *file, int line, int col)
+static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
 {
-    struct cfg_node *n = xcalloc(1, sizeof *n);
-    n->type = t;
-    n->file = xstrdup(file);
-    n->line = line;
-    n->col = col;
-    return n;
-}
-
-void cfg_node_free(struct cfg_node *n)
-{
-    if (!n)
+    if (wr->type == CFG_SCALAR &&
+        (strcmp(wr->value, "true") == 0 || strcmp(wr->value, "false") == 0)) {
+        for (int i = 0; i < nd; i++)
+            wrap[i] = wr->value[0] == 't';
         return;
-    for (int i = 0; i < n->n; i++) {
-        if (n->keys)
-            free(n->keys[i]);
-        cfg_node_free(n->kids[i]);
     }
-    free(n->keys);
-    free(n->kids);
-    free(n->key_line);
-    free(n->key_col);
-    free(n->value);
-    free(n->file);
-    free(n);
-}
-
-static void add_kid(struct cfg_node *p, const char *key, int kl, int kc, struct cfg_node *kid)
-{
-    int i = p->n++;
-    p->kids = xrealloc(p->kids, sizeof *p->kids * (size_t)p->n);
-    p->kids[i] = kid;
-    if (p->type != CFG_MAP)
+    if (wr->type != CFG_SEQ || wr->n != nd) {
+        char want[96];
+        snprintf(want, sizeof want, "true, false or a list of %d booleans (one per axis)", nd);
+        walk_type_error(w, wr, "topology.wraparound", want);
         return;
-    p->keys = xrealloc(p->keys, sizeof *p->keys * (size_t)p->n);
-    p->key_line = xrealloc(p->key_line, sizeof(int) * (size_t)p->n);
-    p->key_col = xrealloc(p->key_col, sizeof(int) * (size_t)p->n);
-    p->keys[i] = xstrdup(key);
-    p->key_line[i] = kl;
-    p->key_col[i] = kc;
+    }
+    for (int i = 0; i < nd; i++) {
+        const struct cfg_node *x = wr->kids[i];
+        char *p = xasprintf("topology.wraparound.%d", i);
+        if (x->type == CFG_SCALAR && (!strcmp(x->value, "true") || !strcmp(x->value, "false")))
+            wrap[i] = x->value[0] == 't';
+        else if (!(x->type == CFG_SCALAR && !strcmp(x->value, "default")))
+            walk_type_error(w, x, p, "true, false or default");
+        free(p);
+    }
 }
 
-static struct cfg_node *convert(yaml_document_t *doc, yaml_node_t *yn, const char *file,
-                                int depth, struct diag *d)
+static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
-    int line = (int)yn->start_mark.line + 1, col = (int)yn->start_mark.column + 1;
-    struct diag_loc loc = {file, line, col};
-    if (depth > 64) {
-        diag_error(d, &loc, NULL, "document nested too deeply");
-        return NULL;
+    int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
+    bool wrap[TOPO_MAX_DIMS] = {false, false, false};
+    const struct cfg_node *t = walk_field(w, root, "", "topology", false);
+    const struct cfg_node *sh = NULL;
+    if (t && walk_is_map(w, t, "topology")) {
+        static const char *const keys[] = {"shape", "wraparound", NULL};
+        walk_check_keys(w, t, "topology", keys);
+        sh = walk_field(w, t, "topology", "shape", true);
     }
-    if (yn->type == YAML_SCALAR_NODE) {
-        struct cfg_node *n = node_new(CFG_SCALAR, file, line, col);
-        n->value = xstrdup((const char *)yn->data.scalar.value);
-        n->quoted = yn->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                    yn->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-        return n;
+    if (sh && (sh->type != CFG_SEQ || sh->n < 1 || sh->n > TOPO_MAX_DIMS)) {
+        walk_type_error(w, sh, "topology.shape", "a list of 1 to 3 axis lengths, like [16, 16]");
+        sh = NULL;
     }
-    if (yn->type == YAML_SEQUENCE_NODE) {
-        struct cfg_node *n = node_new(CFG_SEQ, file, line, col);
-        for (yaml_node_item_t *it = yn->data.sequence.items.start;
-             it < yn->data.sequence.items.top; it++) {
-            struct cfg_node *k = convert(doc, yaml_document_get_node(doc, *it), file, depth + 1, d);
-            if (!k) {
-                cfg_node_free(n);
-                return NULL;
-            }
-            add_kid(n, NULL, 0, 0, k);
-        }
-        return n;
+    for (int i = 0; sh && i < sh->n; i++) {
+        int64_t v = 1;
+        walk_item(w, sh, "topology.shape", i, 1, 4096, &v);
+        shape[i] = (int)v;
+        nd = sh->n;
     }
-    struct cfg_node *n = node_new(CFG_MAP, file, line, col);
-    for (yaml_node_pair_t *p = yn->data.mapping.pairs.start; p < yn->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(doc, p->key);
-        struct diag_loc kl = {file, (int)kn->start_mark.line + 1, (int)kn->start_mark.column + 1};
-        if (kn->type != YAML_SCALAR_NODE) {
-            diag_error(d, &kl, NULL, "expected a key (a plain word), got a %s",
-                       kn->type == YAML_MAPPING_NODE ? "mapping" : "sequence");
-            cfg_node_free(n);
-            return NULL;
-        }
-        const char *key = (const char *)kn->data.scalar.value;
-        if (cfg_get(n, key))
-            diag_error(d, &kl, key, "duplicate key");
-        struct cfg_node *v = convert(doc, yaml_document_get_node(doc, p->value), file, depth + 1, d);
-        if (!v) {
-            cfg_node_free(n);
-            return NULL;
-        }
-        add_kid(n, key, kl.line, kl.col, v);
+    topo_default_wrap(sc->chip.wrap, nd, shape, wrap);
+    const struct cfg_node *wr = t ? cfg_get(t, "wraparound") : NULL;
+    if (wr)
+        load_wrap(w, wr, nd, wrap);
+    if (topo_init(&sc->topo, nd, shape, wrap) != 0 || sc->topo.nchips > 65536) {
+        if (t)
+            walk_type_error(w, t, "topology", "at most 65536 chips");
     }
-    return n;
 }
 
-struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d)
+/* ---------------- options ---------------- */
+
+static void load_options(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        struct diag_loc loc = {file, (int)parser.problem_mark.line + 1,
-                               (int)parser.problem_mark.column + 1};
-        if (parser.context)
-            diag_error(d, &loc, NULL, "%s %s", parser.problem ? parser.problem : "syntax error",
-                       parser.context);
+    const struct cfg_node *o = walk_field(w, root, "", "options", false);
+    sc->fidelity = CFG_FIDELITY_FAST;
+    sc->seed = 1;
+    sc->max_steps = 2000000000;
+    if (!o || !walk_is_map(w, o, "options"))
+        return;
+    static const char *const keys[] = {"fidelity", "seed", "max_steps", "all_chips", NULL};
+    walk_check_keys(w, o, "options", keys);
+    walk_bool(w, o, "options", "all_chips", &sc->all_chips);
+    static const char *const fid[] = {"fast", "exact", NULL};
+    int f = 0;
+    walk_enum(w, o, "options", "fidelity", fid, &f);
+    sc->fidelity = (enum cfg_fidelity)f;
+    int64_t seed = 1, ms = sc->max_steps;
+    walk_int(w, o, "options", "seed", false, 0, INT64_MAX, &seed);
+    walk_int(w, o, "options", "max_steps", false, 1, INT64_MAX, &ms);
+    sc->seed = (uint64_t)seed;
+    sc->max_steps = ms;
+}
+
+/* ---------------- workload ---------------- */
+
+static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *kp)
+{
+    const char *names[OP_KIND_COUNT + 1];
+    op_kind_names(names);
+    bool known;
+    const char *best = k->type == CFG_SCALAR ? walk_suggest(k->value, names, &known) : NULL;
+    if (best) {
+        struct diag_loc loc;
+        walk_loc(k, &loc);
+        diag_error(w->d, &loc, kp, "unknown op '%s' (did you mean '%s'?)", k->value, best);
+        return;
+    }
+    char want[400] = "an op kind (";
+    for (int j = 0; j < OP_KIND_COUNT; j++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "", names[j]);
+    strcat(want, ")");
+    walk_type_error(w, k, kp, want);
+}
+
+/* The kind's own keys: its key table, then its loader. */
+static void load_kind(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    const struct op_row *row = op_row(op->kind);
+    if (row->keys) {
+        const char *extra[32] = {CFG_OP_COMMON_KEYS};
+        int n = 0;
+        while (extra[n])
+            n++;
+        for (int i = 0; row->extra_keys && row->extra_keys[i] && n < 31; i++)
+            extra[n++] = row->extra_keys[i];
+        walk_fields(w, m, p, row->keys, extra, op);
+    }
+    if (row->load)
+        row->load(w, m, p, op);
+}
+
+static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int i, struct op *op)
+{
+    if (!walk_is_map(w, m, p))
+        return;
+    const struct cfg_node *k = walk_field(w, m, p, "op", true);
+    char *kp = walk_join(p, "op");
+    if (k && (k->type != CFG_SCALAR || op_kind_parse(k->value, &op->kind) != 0)) {
+        unknown_kind(w, k, kp);
+        k = NULL;
+    }
+    free(kp);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    if (nm && (nm->type != CFG_SCALAR || !cfg_name_ok(nm->value))) {
+        char *np = walk_join(p, "name");
+        walk_type_error(w, nm, np,
+                        "a name of letters, digits, '_' and '-' (no dots: they "
+                        "separate block and op names in after:)");
+        free(np);
+        nm = NULL;
+    }
+    op->name = nm ? xstrdup(nm->value) : xasprintf("%d:%s", i, k ? op_kind_name(op->kind) : "op");
+    if (!k)
+        return;
+    walk_bool(w, m, p, "overlap", &op->overlap);
+    walk_bool(w, m, p, "functional", &op->functional);
+    walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
+    load_kind(w, m, p, op);
+}
+
+/* What the loader keeps of each op while it reads the workload (document order). */
+struct op_load {
+    struct walk *w;
+    struct cfg_scenario *sc;
+    struct graph_draft draft;
+    struct op *ops;               /* document order */
+    const struct cfg_node **node; /* the op's mapping */
+    int cap;
+    int nblocks;
+};
+
+static void read_after(struct op_load *L, int op, const struct cfg_node *m, const char *p)
+{
+    const struct cfg_node *a = cfg_get(m, "after");
+    if (!a)
+        return;
+    char *ap = walk_join(p, "after");
+    graph_draft_has_after(&L->draft, op);
+    const struct cfg_node *one[1] = {a};
+    const struct cfg_node *const *items =
+        a->type == CFG_SEQ ? (const struct cfg_node *const *)a->kids : one;
+    int n = a->type == CFG_SEQ ? a->n : 1;
+    if (a->type == CFG_MAP)
+        walk_type_error(L->w, a, ap, "a list of op names, like [qkv, prev.wgather]");
+    for (int i = 0; a->type != CFG_MAP && i < n; i++) {
+        char *ip = a->type == CFG_SEQ ? xasprintf("%s.%d", ap, i) : xstrdup(ap);
+        struct diag_loc loc;
+        walk_loc(items[i], &loc);
+        if (items[i]->type != CFG_SCALAR || !items[i]->value[0])
+            walk_type_error(L->w, items[i], ip, "an op name");
         else
-            diag_error(d, &loc, NULL, "%s", parser.problem ? parser.problem : "syntax error");
-        yaml_parser_delete(&parser);
-        return NULL;
+            graph_draft_after(&L->draft, op, items[i]->value, &loc, ip);
+        free(ip);
     }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    struct cfg_node *n = root ? convert(&doc, root, file, 0, d) : node_new(CFG_MAP, file, 1, 1);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    if (n && n->type == CFG_SCALAR && n->value[0] == '\0') {
-        n->type = CFG_MAP; /* an empty document */
-    }
-    return n;
+    free(ap);
 }
 
-static char *read_file(const char *path, size_t *len, struct diag *d)
+static void add_op(struct op_load *L, const struct cfg_node *m, const char *p, int block)
 {
-    char *buf = fs_read_all(path, CFG_MAX_FILE_BYTES, len);
-    if (!buf) {
-        struct diag_loc loc = {path, 0, 0};
-        if (errno == EFBIG)
-            diag_error(d, &loc, NULL, "file is larger than the limit of %d MiB",
-                       (int)(CFG_MAX_FILE_BYTES >> 20));
-        else if (errno == EISDIR)
-            diag_error(d, &loc, NULL, "expected a file, got a directory");
+    int i = L->draft.nops;
+    if (i == L->cap) {
+        L->cap = L->cap ? 2 * L->cap : 16;
+        L->ops = xrealloc(L->ops, sizeof *L->ops * (size_t)L->cap);
+        L->node = xrealloc(L->node, sizeof *L->node * (size_t)L->cap);
+    }
+    struct op *op = &L->ops[i];
+    memset(op, 0, sizeof *op);
+    L->node[i] = m;
+    load_op(L->w, m, p, i, op);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    struct diag_loc loc;
+    walk_loc(nm ? nm : m, &loc);
+    graph_draft_op(&L->draft, block, op->name ? op->name : "?", nm != NULL, &loc, p, op->overlap);
+    read_after(L, i, m, p);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block);
+
+static const char *const repeat_keys[] = {"count", "ops", "name", NULL};
+
+/* `- repeat: {count: N, ops: [...], name: NAME}` */
+static void load_repeat(struct op_load *L, const struct cfg_node *item, const char *p, int block)
+{
+    char *rp = walk_join(p, "repeat");
+    const struct cfg_node *r = cfg_get(item, "repeat");
+    static const char *const outer[] = {"repeat", NULL};
+    walk_check_keys(L->w, item, p, outer);
+    if (walk_is_map(L->w, r, rp)) {
+        walk_check_keys(L->w, r, rp, repeat_keys);
+        int64_t count = 1;
+        walk_int(L->w, r, rp, "count", true, 1, GRAPH_MAX_INSTANCES, &count);
+        const struct cfg_node *nm = cfg_get(r, "name"), *ops = walk_field(L->w, r, rp, "ops", true);
+        char *name =
+            nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : xasprintf("repeat%d", L->nblocks);
+        struct diag_loc loc;
+        walk_loc(nm ? nm : r, &loc);
+        L->nblocks++;
+        int b = graph_draft_block(&L->draft, block, name, count, &loc);
+        free(name);
+        char *op = walk_join(rp, "ops");
+        if (ops)
+            load_items(L, ops, op, b);
+        free(op);
+    }
+    free(rp);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block)
+{
+    if (list->type != CFG_SEQ || list->n == 0) {
+        walk_type_error(L->w, list, p, "a non-empty list of ops");
+        return;
+    }
+    for (int i = 0; i < list->n; i++) {
+        char *ip = xasprintf("%s.%d", p, i);
+        const struct cfg_node *m = list->kids[i];
+        if (m->type == CFG_MAP && cfg_get(m, "repeat") && !cfg_get(m, "op"))
+            load_repeat(L, m, ip, block);
         else
-            diag_error(d, &loc, NULL, "cannot open: %s", strerror(errno));
+            add_op(L, m, ip, block);
+        free(ip);
     }
-    return buf;
 }
 
-struct cfg_node *cfg_parse_file(const char *path, struct diag *d)
+/* Puts the ops in program order, with their qualified names and sources. */
+static void install_program(struct op_load *L, const int *order)
 {
-    const struct embedded_file *e = embedded_find(path);
-    if (e)
-        return cfg_parse(e->data, e->len, path, d);
-    size_t len;
-    char *text = read_file(path, &len, d);
-    if (!text)
-        return NULL;
-    struct cfg_node *n = cfg_parse(text, len, path, d);
-    free(text);
-    return n;
+    struct cfg_scenario *sc = L->sc;
+    int n = L->draft.nops;
+    sc->ops = xcalloc((size_t)n + 1, sizeof *sc->ops);
+    sc->src = xcalloc((size_t)n + 1, sizeof *sc->src);
+    sc->nops = n;
+    for (int p = 0; p < n; p++) {
+        int d = order[p];
+        sc->ops[p] = L->ops[d];
+        free(sc->ops[p].name);
+        sc->ops[p].name = xstrdup(sc->graph.node[p].qname);
+        walk_loc(L->node[d], &sc->src[p].loc);
+        sc->src[p].loc.file = xstrdup(sc->src[p].loc.file ? sc->src[p].loc.file : "");
+        sc->src[p].path = xstrdup(L->draft.op[d].path);
+        sc->src[p].node = L->node[d];
+    }
+    free(L->ops);
+    L->ops = NULL;
 }
 
-struct cfg_node *cfg_get(const struct cfg_node *m, const char *key)
+static void load_workload(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
-    if (!m || m->type != CFG_MAP)
-        return NULL;
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->keys[i], key) == 0)
-            return m->kids[i];
-    return NULL;
+    const struct cfg_node *wl = walk_field(w, root, "", "workload", true);
+    if (!wl)
+        return;
+    struct op_load L = {.w = w, .sc = sc};
+    int before = diag_count(w->d);
+    load_items(&L, wl, "workload", -1);
+    int *order = xcalloc((size_t)L.draft.nops + 1, sizeof *order);
+    if (diag_count(w->d) == before && graph_finish(&L.draft, &sc->graph, order, w->d) == 0)
+        install_program(&L, order);
+    for (int i = 0; L.ops && i < L.draft.nops; i++)
+        op_fini(&L.ops[i]);
+    free(L.ops);
+    free(L.node);
+    free(order);
+    graph_draft_fini(&L.draft);
 }
 
-void cfg_put(struct cfg_node *m, const char *key, struct cfg_node *v)
+static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
-    for (int i = 0; i < m->n; i++) {
-        if (strcmp(m->keys[i], key) == 0) {
-            cfg_node_free(m->kids[i]);
-            m->kids[i] = v;
-            return;
+    for (int i = 0; i < sc->nops; i++) {
+        const struct op *op = &sc->ops[i];
+        const struct cfg_node *m = sc->src[i].node;
+        const char *p = sc->src[i].path;
+        if (op->kind == OP_PPERMUTE && op->u.ppermute.axis >= sc->topo.ndims) {
+            char want[96];
+            snprintf(want, sizeof want, "an axis below %d (the topology has %d)", sc->topo.ndims,
+                     sc->topo.ndims);
+            const struct cfg_node *a = cfg_get(m, "axis");
+            char *ap = walk_join(p, "axis");
+            walk_type_error(w, a ? a : m, ap, want);
+            free(ap);
+        }
+        if (op->vmem_limit_bytes > sc->chip.vmem_bytes) {
+            const struct cfg_node *a = cfg_get(m, "vmem_limit_bytes");
+            char *ap = walk_join(p, "vmem_limit_bytes");
+            char want[96];
+            snprintf(want, sizeof want, "at most the chip's VMEM (%llu bytes)",
+                     (unsigned long long)sc->chip.vmem_bytes);
+            walk_type_error(w, a, ap, want);
+            free(ap);
         }
     }
-    add_kid(m, key, v->line, v->col, v);
 }
 
-struct cfg_node *cfg_copy(const struct cfg_node *n)
+static char *base_name(const char *path)
 {
-    struct cfg_node *c = node_new(n->type, n->file, n->line, n->col);
-    c->value = n->value ? xstrdup(n->value) : NULL;
-    c->quoted = n->quoted;
-    for (int i = 0; i < n->n; i++)
-        add_kid(c, n->keys ? n->keys[i] : NULL, n->key_line ? n->key_line[i] : 0,
-                n->key_col ? n->key_col[i] : 0, cfg_copy(n->kids[i]));
-    return c;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *s = xstrdup(b);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = '\0';
+    return s;
 }
 
-void cfg_merge(struct cfg_node *base, const struct cfg_node *over, const char *const *skip)
+#define DEFAULT_SCENARIO "configs/scenarios/default.yaml"
+
+/* Checks the tree 'root' (consumed) of the scenario at 'path' into '*sc'. */
+static int load_tree(struct cfg_node *root, const char *path, const char *const *sets, int nsets,
+                     struct cfg_scenario *sc, struct diag *d)
 {
-    for (int i = 0; i < over->n; i++) {
-        bool skipped = false;
-        for (const char *const *s = skip; s && *s; s++)
-            skipped |= strcmp(*s, over->keys[i]) == 0;
-        if (skipped)
-            continue;
-        struct cfg_node *b = cfg_get(base, over->keys[i]);
-        if (b && b->type == CFG_MAP && over->kids[i]->type == CFG_MAP)
-            cfg_merge(b, over->kids[i], NULL);
-        else
-            cfg_put(base, over->keys[i], cfg_copy(over->kids[i]));
+    cfg_normalize_chip(root);
+    for (int i = 0; i < nsets; i++)
+        cfg_apply_set(root, sets[i], d);
+    struct walk w = {d};
+    if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
+        static const char *const keys[] = {"name", "chip", "topology", "options", "workload", NULL};
+        walk_check_keys(&w, root, "", keys);
+        const struct cfg_node *nm = cfg_get(root, "name");
+        sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
+        cfg_chip_load(&w, root, &sc->chip);
+        load_topology(&w, root, sc);
+        load_options(&w, root, sc);
+        load_workload(&w, root, sc);
+        if (diag_count(d) == 0)
+            check_semantics(&w, sc);
+        if (diag_count(d) == 0)
+            spmd_fold(sc, sc->all_chips);
     }
+    cfg_node_free(root);
+    if (diag_count(d) == 0)
+        return 0;
+    cfg_scenario_fini(sc);
+    return -1;
 }
 
-static bool all_digits(const char *s)
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d)
 {
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
+    memset(sc, 0, sizeof *sc);
+    if (!path || strcmp(path, "-") == 0)
+        path = DEFAULT_SCENARIO;
+    sc->file = xstrdup(path);
+    struct cfg_node *root = cfg_parse_file(path, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    return load_tree(root, path, sets, nsets, sc, d);
 }
 
-/* Walks 'root' along the dotted 'path', creating maps for missing keys. */
-static struct cfg_node **set_target(struct cfg_node **slot, char *path, const char *file,
-                                    struct diag *d, const char *whole)
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d)
 {
-    struct diag_loc loc = {file, 0, 0};
-    for (char *seg = strtok(path, "."); seg; seg = strtok(NULL, ".")) {
-        struct cfg_node *n = *slot;
-        if (n->type == CFG_SEQ) {
-            if (!all_digits(seg) || atoi(seg) >= n->n) {
-                diag_error(d, &loc, whole, "expected an index below %d, got '%s'", n->n, seg);
-                return NULL;
-            }
-            slot = &n->kids[atoi(seg)];
-            continue;
-        }
-        if (n->type != CFG_MAP) {
-            n->type = CFG_MAP;
-            free(n->value);
-            n->value = NULL;
-        }
-        if (!cfg_get(n, seg))
-            cfg_put(n, seg, node_new(CFG_MAP, file, 0, 0));
-        for (int i = 0; i < n->n; i++)
-            if (strcmp(n->keys[i], seg) == 0)
-                slot = &n->kids[i];
+    memset(sc, 0, sizeof *sc);
+    sc->file = xstrdup(file);
+    struct cfg_node *root = cfg_parse(text, len, file, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
     }
-    return slot;
+    return load_tree(root, file, sets, nsets, sc, d);
 }
 
-int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d)
+bool cfg_name_ok(const char *name)
 {
-    const char *eq = strchr(set, '=');
-    char *file = xasprintf("--set %s", set);
-    struct diag_loc loc = {file, 0, 0};
-    int rc = -1;
-    if (!eq || eq == set) {
-        diag_error(d, &loc, NULL, "expected key.path=value");
-        goto out;
+    size_t n = strlen(name);
+    return n >= 1 && n <= 64 &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:") == n;
+}
+
+void cfg_scenario_fini(struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++) {
+        op_fini(&sc->ops[i]);
+        free((char *)sc->src[i].loc.file);
+        free(sc->src[i].path);
     }
-    char *path = xmalloc((size_t)(eq - set) + 1);
-    memcpy(path, set, (size_t)(eq - set));
-    path[eq - set] = '\0';
-    struct cfg_node *v = cfg_parse(eq + 1, strlen(eq + 1), file, d);
-    if (v) {
-        char *whole = xstrdup(path);
-        struct cfg_node **slot = set_target(&root, path, file, d, whole);
-        if (slot) {
-            cfg_node_free(*slot);
-            *slot = v;
-            rc = 0;
-        } else {
-            cfg_node_free(v);
-        }
-        free(whole);
-    }
-    free(path);
-out:
-    free(file);
-    return rc;
+    free(sc->ops);
+    free(sc->src);
+    graph_fini(&sc->graph);
+    free(sc->name);
+    free(sc->file);
+    memset(sc, 0, sizeof *sc);
 }

@@ -1,8 +1,12 @@
-/* sim/cfg.h -- scenario YAML -> typed parameters.
- * The only module that sees libyaml. A scenario names a chip preset
+/* sim/cfg.h -- a scenario: YAML in, typed parameters out.
+ * The loader runs in stages: YAML -> tree (sim/cfg_yaml.c, the only file that
+ * sees libyaml), --set overrides and chip presets merged into the tree
+ * (sim/cfg_tree.c), then a typed walk (sim/cfg_walk.h) fills the chip
+ * (sim/cfg_chip.c), the topology and options (sim/cfg.c) and the ops
+ * (sim/cfg_ops.c, driven by the op table). A scenario names a chip preset
  * (configs/chips/<name>.yaml, embedded in the binary) and may override any of
- * its keys; `--set key.path=value` edits the document before it is checked.
- * Every error is "file:line:col: key.path: expected X, got Y", all collected. */
+ * its keys. Every error is "file:line:col: key.path: expected X, got Y", all
+ * collected. */
 #ifndef TPUSIM_SIM_CFG_H
 #define TPUSIM_SIM_CFG_H
 
@@ -10,59 +14,61 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
-#include "base/diag.h"
+#include "sim/graph.h"
 #include "topology/topo.h"
+
+struct cfg_node;
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
 #define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 
-struct cfg_scenario {
-    char *name;            /* owned */
-    char *file;            /* owned; path the scenario came from */
-    struct chip_params chip;
-    struct topo topo;
-    struct op *ops;        /* owned array of 'nops' */
-    int nops;
-    enum cfg_fidelity fidelity;
-    uint64_t seed;
-    int64_t max_steps;     /* resource guard: refuse runs above this many grid steps */
+/* Where an op was written: for messages about it after loading. */
+struct cfg_op_src {
+    struct diag_loc loc;         /* its mapping ('file' owned) */
+    char *path;                  /* owned: its key path, "workload.2.repeat.ops.0" */
+    const struct cfg_node *node; /* the mapping; valid while loading only */
 };
 
-/* A parsed YAML document with source marks (opaque). */
-struct cfg_node;
+struct cfg_scenario {
+    char *name; /* owned */
+    char *file; /* owned; path the scenario came from */
+    struct chip_params chip;
+    struct topo topo;      /* the slice */
+    struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
+    int sim_mult;          /* chips of the slice each simulated chip stands for */
+    bool all_chips;        /* options.all_chips: simulate every chip, no folding */
+    struct op *ops;         /* owned array of 'nops', in program order */
+    struct cfg_op_src *src; /* owned, per op */
+    int nops;
+    struct graph graph; /* the program: dependencies and repeat blocks of the ops */
+    enum cfg_fidelity fidelity;
+    uint64_t seed;
+    int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
+};
 
 /* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
-int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
-                      struct cfg_scenario *sc, struct diag *d);
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d);
 void cfg_scenario_fini(struct cfg_scenario *sc);
 /* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
-int cfg_load_scenario_text(const char *text, size_t len, const char *file,
-                           const char *const *sets, int nsets, struct cfg_scenario *sc,
-                           struct diag *d);
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d);
 
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
 
-/* Names of the embedded chip presets, NULL-terminated. Static. */
-const char *const *cfg_chip_names(void);
+/* True if 'name' may name a scenario, an op or a block: 1 to 64 letters,
+ * digits, '_', '-' or ':' (no path separators, dots or blanks). */
+bool cfg_name_ok(const char *name);
 
-/* --- the document layer, shared with the sweep loader --- */
-/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
-struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
-/* Reads and parses the file 'path' (or an embedded file of that path). */
-struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
-void cfg_node_free(struct cfg_node *n);
-/* The candidate (NULL-terminated list) closest to 'word' by edit distance,
- * if within 2 edits and 'word' is not one of them, for "did you mean" hints;
- * else NULL. Sets '*known' when 'word' is a candidate. */
-const char *cfg_suggest(const char *word, const char *const *candidates, bool *known);
-/* Applies "key.path=value" to 'root'. Returns 0 or -1 with a message. */
-int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d);
+/* Names of the embedded chip presets (configs/chips/), NULL-terminated. Static. */
+const char *const *cfg_chip_names(void);
 
 #endif

@@ -13,6 +13,8 @@ struct embedded_file {
 };
 
 extern const struct embedded_file embedded_files[]; /* ends with a zeroed entry */
+/* The names of the embedded chip presets (configs/chips/NAME.yaml), NULL-terminated. */
+extern const char *const embedded_chip_names[];
 
 /* Returns the embedded file whose path is 'path', or NULL. Borrowed. */
 const struct embedded_file *embedded_find(const char *path);

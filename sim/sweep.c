@@ -24,13 +24,11 @@
 #include "base/xalloc.h"
 #include "sim/sim.h"
 #include "sim/sweep_int.h"
-#include "traces/compare.h"
 #include "traces/plots.h"
 #include "traces/report_md.h"
 #include "traces/summary.h"
 #include "traces/table.h"
 
-#define MAX_JOBS 1024
 
 struct job {
     pid_t pid;
@@ -50,7 +48,7 @@ struct runner {
     bool broken;            /* a runtime failure (fork, mkdir) */
     struct table_row *rows; /* per point */
     bool *done;
-    struct job run[MAX_JOBS];
+    struct job run[SWEEP_MAX_JOBS];
     int nrun;
     int ndone, ntodo, nfinished; /* done overall, to run this time, finished this time */
     int count[TABLE_STATUS_COUNT];
@@ -60,15 +58,6 @@ struct runner {
     char *base_desc; /* the base scenario, as the report names it */
 };
 
-static const char usage_text[] =
-    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
-    "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
-    "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
-    "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
-    "  -j N       points run at once (default: the number of online CPUs)\n"
-    "  --resume   keep the points already done with the same values\n"
-    "usage: tpusim compare A B\n"
-    "  A and B: summary.json or sweep.json files, or directories holding one\n";
 
 static double now_s(void)
 {
@@ -557,62 +546,6 @@ static void keep_traces(struct runner *r)
 
 /* ---------------- sweep_main ---------------- */
 
-static int parse_jobs(const char *s, int *jobs)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 1 || v > MAX_JOBS)
-        return -1;
-    *jobs = (int)v;
-    return 0;
-}
-
-static int sweep_usage(const char *msg)
-{
-    fprintf(stderr, "tpusim sweep: %s\n%s", msg, usage_text);
-    return 2;
-}
-
-static int parse_sweep_args(int argc, char **argv, struct runner *r, const char **spec,
-                            const char **out)
-{
-    static const struct option longs[] = {
-        {"out", required_argument, 0, 'o'}, {"jobs", required_argument, 0, 'j'},
-        {"resume", no_argument, 0, 'r'},    {"sg", required_argument, 0, 'g'},
-        {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    r->jobs = cpus < 1 ? 1 : cpus > MAX_JOBS ? MAX_JOBS : (int)cpus;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "o:j:h", longs, NULL)) != -1) {
-        switch (ch) {
-        case 'o':
-            *out = optarg;
-            break;
-        case 'j':
-            if (parse_jobs(optarg, &r->jobs) != 0)
-                return sweep_usage("-j takes a number of processes from 1 to 1024");
-            break;
-        case 'r':
-            r->resume = true;
-            break;
-        case 'g':
-            r->sg_argv = xrealloc(r->sg_argv, sizeof(char *) * (size_t)(r->sg_argc + 1));
-            r->sg_argv[r->sg_argc++] = optarg;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return sweep_usage("bad option");
-        }
-    }
-    if (optind + 1 != argc)
-        return sweep_usage(optind < argc ? "too many arguments" : "missing SWEEP.yaml");
-    *spec = argv[optind];
-    return 0;
-}
-
 /* Resumed points, then the list of points to run; returns its length. */
 static int plan(struct runner *r, int *todo)
 {
@@ -723,42 +656,27 @@ static int run_sweep(struct runner *r)
     return r->stop ? 128 + r->stop : rc;
 }
 
-int sweep_main(int argc, char **argv)
+int sweep_run(const char *spec, const struct sweep_opts *o)
 {
     struct runner r;
     memset(&r, 0, sizeof r);
-    const char *spec = NULL, *out = NULL;
-    int rc = parse_sweep_args(argc, argv, &r, &spec, &out);
-    if (rc != 0) {
-        free(r.sg_argv);
-        return rc < 0 ? 0 : rc;
-    }
+    r.jobs = o->jobs;
+    r.resume = o->resume;
+    r.sg_argc = o->sg_argc;
+    r.sg_argv = o->sg_argv;
     struct sweep_spec sp;
     struct diag *d = diag_new();
+    int rc;
     if (sweep_spec_load(spec, &sp, d) != 0) {
         diag_print(d, stderr);
         rc = 2;
     } else {
         r.sp = &sp;
-        r.dir = out ? xstrdup(out) : xasprintf("out/%s", sp.name);
+        r.dir = o->out_dir ? xstrdup(o->out_dir) : xasprintf("out/%s", sp.name);
         rc = run_sweep(&r);
         free(r.dir);
     }
     sweep_spec_fini(&sp);
     diag_free(d);
-    free(r.sg_argv);
     return rc;
-}
-
-int compare_main(int argc, char **argv)
-{
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    if (argc != 3) {
-        fprintf(stderr, "tpusim compare: expected two inputs\n%s", usage_text);
-        return 2;
-    }
-    return compare_outputs(argv[1], argv[2], stdout, stderr);
 }

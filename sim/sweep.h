@@ -1,4 +1,4 @@
-/* sim/sweep.h -- block-size sweeps and comparisons (`tpusim sweep`, `tpusim compare`).
+/* sim/sweep.h -- block-size sweeps (`tpusim sweep`).
  * A sweep spec names a base scenario and key paths to vary (the same paths as
  * --set); each point runs in its own process, points that break a rule are
  * rows with status "infeasible" and the reason. The spec (YAML):
@@ -13,12 +13,20 @@
 #ifndef TPUSIM_SIM_SWEEP_H
 #define TPUSIM_SIM_SWEEP_H
 
-/* `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]`; argv[0] is "sweep".
- * Returns the exit status (0, 1 runtime failure, 2 bad input). */
-int sweep_main(int argc, char **argv);
+#include <stdbool.h>
 
-/* `tpusim compare A B`: two summary.json files or two sweep directories side
- * by side with per-op deltas; argv[0] is "compare". Returns the exit status. */
-int compare_main(int argc, char **argv);
+#define SWEEP_MAX_JOBS 1024
+
+struct sweep_opts {
+    const char *out_dir; /* NULL: out/<sweep name> */
+    int jobs;            /* points run at once */
+    bool resume;         /* keep the points already done with the same values */
+    int sg_argc;         /* extra SimGrid flags for every point */
+    char **sg_argv;
+};
+
+/* Runs every point of the sweep spec 'spec'. Returns the exit status (0, 1
+ * runtime failure, 2 bad input, 130 interrupted). */
+int sweep_run(const char *spec, const struct sweep_opts *o);
 
 #endif

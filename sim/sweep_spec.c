@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/cfg_node.h"
+#include "sim/cfg_tree.h"
+#include "sim/cfg_walk.h"
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 
@@ -303,7 +304,7 @@ static void check_top_keys(struct parse *p, const struct cfg_node *root)
     static const char *const keys[] = {"name", "base", "sweep", "zip", "points", NULL};
     for (int i = 0; i < root->n; i++) {
         bool known;
-        const char *best = cfg_suggest(root->keys[i], keys, &known);
+        const char *best = walk_suggest(root->keys[i], keys, &known);
         if (known)
             continue;
         struct diag_loc loc = {p->sp->file, root->key_line[i], root->key_col[i]};
@@ -523,27 +524,6 @@ int sweep_spec_write_base(struct sweep_spec *sp, const char *path)
     return 0;
 }
 
-/* "chip: v5e" is "chip: {base: v5e}" to the loader, so key paths like chip.base work. */
-static void normalize_chip(struct cfg_node *root)
-{
-    struct cfg_node *ch = cfg_get(root, "chip");
-    if (!ch || ch->type != CFG_SCALAR)
-        return;
-    char *t = sweep_node_text(ch);
-    char *s = xasprintf("{base: %s}", t);
-    struct diag *d = diag_new();
-    struct cfg_node *m = cfg_parse(s, strlen(s), ch->file, d);
-    if (m && m->type == CFG_MAP && m->n == 1) {
-        m->kids[0]->line = ch->line, m->kids[0]->col = ch->col;
-        cfg_put(root, "chip", m);
-    } else {
-        cfg_node_free(m);
-    }
-    diag_free(d);
-    free(s);
-    free(t);
-}
-
 static const struct cfg_node *lookup(const struct cfg_node *n, const char *path)
 {
     char *p = xstrdup(path), *save = NULL;
@@ -677,7 +657,7 @@ static int expand(struct parse *p)
 static void base_values(struct sweep_spec *sp)
 {
     struct cfg_node *norm = cfg_copy(sp->base_tree);
-    normalize_chip(norm);
+    cfg_normalize_chip(norm);
     for (int k = 0; k < sp->nkeys; k++) {
         const struct cfg_node *v = lookup(sp->base_tree, sp->keys[k].path);
         v = v ? v : lookup(norm, sp->keys[k].path);

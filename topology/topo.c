@@ -118,3 +118,59 @@ int topo_sim_node(const struct topo *t, int rank)
         id = id * topo_sim_dim(t, i) + c[i];
     return id;
 }
+
+void topo_default_wrap(enum topo_wrap_rule rule, int nd, const int *shape, bool *wrap)
+{
+    bool cube = true;
+    for (int i = 0; i < TOPO_MAX_DIMS; i++)
+        cube &= (i < nd ? shape[i] : 1) % 4 == 0;
+    for (int i = 0; i < nd; i++) {
+        switch (rule) {
+        case TOPO_WRAP_AXIS16:
+            wrap[i] = shape[i] == 16;
+            break;
+        case TOPO_WRAP_CUBE4:
+            wrap[i] = cube;
+            break;
+        case TOPO_WRAP_ALWAYS:
+            wrap[i] = shape[i] > 2;
+            break;
+        case TOPO_WRAP_NEVER:
+            wrap[i] = false;
+            break;
+        }
+    }
+}
+
+int topo_fold(const struct topo *t, const int *period, struct topo *q)
+{
+    int shape[TOPO_MAX_DIMS];
+    bool wrap[TOPO_MAX_DIMS];
+    for (int a = 0; a < t->ndims; a++) {
+        int p = period[a];
+        if (p < 1 || t->shape[a] % p != 0)
+            return -1;
+        if (p < t->shape[a] && p > 1 && !t->wrap[a])
+            return -1;
+        shape[a] = p;
+        /* a folded ring keeps its wraparound: period[a] > 2 chips still form a ring */
+        wrap[a] = p < t->shape[a] ? p > 2 : t->wrap[a];
+    }
+    return topo_init(q, t->ndims, shape, wrap);
+}
+
+int topo_fold_rank(const struct topo *t, const struct topo *q, int rank)
+{
+    int c[TOPO_MAX_DIMS];
+    topo_coords(t, rank, c);
+    for (int a = 0; a < t->ndims; a++)
+        c[a] %= q->shape[a];
+    return topo_rank(q, c);
+}
+
+int topo_unfold_rank(const struct topo *t, const struct topo *q, int qrank)
+{
+    int c[TOPO_MAX_DIMS];
+    topo_coords(q, qrank, c);
+    return topo_rank(t, c);
+}

@@ -9,11 +9,31 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 
+const char *summary_cat_name(enum summary_cat c)
+{
+    static const char *const names[CAT_COUNT] = {
+        "matmul",           "attention",          "fusion",          "compute_other",
+        "collective_exposed", "collective_hidden", "copy_exposed",    "copy_hidden",
+        "idle"};
+    return c < CAT_COUNT ? names[c] : "?";
+}
+
 const char *bound_name(enum bound b)
 {
     static const char *const names[BOUND_COUNT] = {"mxu", "vpu", "hbm", "ici", "overhead",
                                                    "latency"};
     return b < BOUND_COUNT ? names[b] : "?";
+}
+
+void summary_op_scale(struct summary_op *o, int mult)
+{
+    double m = mult;
+    o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m;
+    o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
+    o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
+    o->latency_s *= m;
+    o->cores *= mult;
 }
 
 void summary_pick_bound(struct summary_op *op)
@@ -32,12 +52,13 @@ static void write_op(FILE *f, const struct summary_op *o)
     fprintf(f, "    {\"name\": ");
     json_write_string(f, o->name);
     fprintf(f, ", \"kind\": \"%s\", \"start_s\": %.9e, \"end_s\": %.9e, \"time_s\": %.9e,\n",
-            o->kind, o->start_s, o->end_s, o->end_s - o->start_s);
+            o->kind, o->start_s, o->end_s, o->time_s);
     fprintf(f, "     \"flops\": %.17g, \"hbm_bytes\": %.17g, \"ici_bytes\": %.17g, "
                "\"vmem_peak_bytes\": %llu, \"grid_steps\": %lld, \"bound\": \"%s\",\n",
             o->flops, o->hbm_bytes, o->ici_bytes, (unsigned long long)o->vmem_peak_bytes,
             (long long)o->grid_steps, bound_name(o->bound));
-    fprintf(f, "     \"compute_steps\": %lld,\n", (long long)o->compute_steps);
+    fprintf(f, "     \"compute_steps\": %lld, \"category\": \"%s\", \"instances\": %lld,\n",
+            (long long)o->compute_steps, o->category ? o->category : "", (long long)o->instances);
     fprintf(f, "     \"peak_fraction\": %.6f, \"cores\": %d, \"dmas\": %lld, "
                "\"coalesced_runs\": %lld, \"vpu_flops\": %.17g, \"transcendentals\": %.17g,\n",
             o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
@@ -45,6 +66,32 @@ static void write_op(FILE *f, const struct summary_op *o)
     fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
                "\"overhead\": %.9e, \"latency\": %.9e}}",
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+}
+
+static void write_timeline(FILE *f, const struct summary *s)
+{
+    fprintf(f, ",\n  \"time_by_category_s\": {");
+    for (int c = 0; c < CAT_COUNT; c++)
+        fprintf(f, "%s\"%s\": %.9e", c ? ", " : "", summary_cat_name((enum summary_cat)c),
+                s->cat_s[c]);
+    fprintf(f, "},\n  \"critical_path\": [");
+    for (int i = 0; i < s->npath; i++) {
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        json_write_string(f, s->path[i].name);
+        fprintf(f, ", \"instances\": %lld, \"time_s\": %.9e}", (long long)s->path[i].instances,
+                s->path[i].time_s);
+    }
+    fprintf(f, "%s],\n  \"blocks\": [", s->npath ? "\n  " : "");
+    for (int i = 0; i < s->nblocks; i++) {
+        const struct summary_block *b = &s->blocks[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        json_write_string(f, b->name);
+        fprintf(f, ", \"count\": %lld, \"iterations_s\": [", (long long)b->count);
+        for (int64_t k = 0; k < b->niter; k++)
+            fprintf(f, "%s[%.9e, %.9e]", k ? ", " : "", b->start_s[k], b->end_s[k]);
+        fputs("]}", f);
+    }
+    fprintf(f, "%s]", s->nblocks ? "\n  " : "");
 }
 
 int summary_write_json(const struct summary *s, const char *path)
@@ -60,12 +107,18 @@ int summary_write_json(const struct summary *s, const char *path)
     fprintf(f, ",\n  \"topology\": [");
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->shape[i]);
+    fprintf(f, "],\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
+    for (int i = 0; i < s->ndims; i++)
+        fprintf(f, "%s%d", i ? ", " : "", s->sim_shape[i]);
     fprintf(f, "],\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
     for (int i = 0; i < s->nops; i++) {
         write_op(f, &s->ops[i]);
         fputs(i + 1 < s->nops ? ",\n" : "\n", f);
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ]");
+    if (s->timeline)
+        write_timeline(f, s);
+    fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
 }
 
@@ -79,24 +132,64 @@ static void fmt_time(char *buf, size_t n, double s)
         snprintf(buf, n, "%.3f us", s * 1e6);
 }
 
+/* Where chip 0's time went, and the ops that set the end time. */
+static void print_timeline(const struct summary *s, FILE *out)
+{
+    fputs("time by category (chip 0):", out);
+    for (int c = 0; c < CAT_COUNT; c++) {
+        if (s->cat_s[c] <= 0)
+            continue;
+        char t[32];
+        fmt_time(t, sizeof t, s->cat_s[c]);
+        fprintf(out, " %s %s (%.1f%%)", summary_cat_name((enum summary_cat)c), t,
+                s->total_time_s > 0 ? 100.0 * s->cat_s[c] / s->total_time_s : 0.0);
+    }
+    fputs("\ncritical path:", out);
+    for (int i = 0; i < s->npath && i < 12; i++) {
+        char t[32];
+        fmt_time(t, sizeof t, s->path[i].time_s);
+        if (s->path[i].instances > 1)
+            fprintf(out, "%s %s x%lld (%s)", i ? " ->" : "", s->path[i].name,
+                    (long long)s->path[i].instances, t);
+        else
+            fprintf(out, "%s %s (%s)", i ? " ->" : "", s->path[i].name, t);
+    }
+    if (s->npath > 12)
+        fprintf(out, " -> ... (%d ops in all)", s->npath);
+    fputc('\n', out);
+}
+
 void summary_print_table(const struct summary *s, FILE *out)
 {
     fprintf(out, "scenario %s on %s [", s->scenario, s->chip);
     for (int i = 0; i < s->ndims; i++)
         fprintf(out, "%s%d", i ? "x" : "", s->shape[i]);
-    fprintf(out, "]\n%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
+    int chips = 1;
+    for (int i = 0; i < s->ndims; i++)
+        chips *= s->shape[i];
+    if (s->sim_chips && s->sim_chips < chips) {
+        fprintf(out, "], simulating %d of %d chips (SPMD fold [", s->sim_chips, chips);
+        for (int i = 0; i < s->ndims; i++)
+            fprintf(out, "%s%d", i ? "x" : "", s->sim_shape[i]);
+        fputs("])\n", out);
+    } else {
+        fputs("]\n", out);
+    }
+    fprintf(out, "%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
             "% peak", "bound", "steps");
     for (int i = 0; i < s->nops; i++) {
         const struct summary_op *o = &s->ops[i];
         char st[32], tm[32];
         fmt_time(st, sizeof st, o->start_s);
-        fmt_time(tm, sizeof tm, o->end_s - o->start_s);
+        fmt_time(tm, sizeof tm, o->time_s);
         fprintf(out, "%-20.20s %-22s %12s %12s %7.1f%% %-9s %10lld\n", o->name, o->kind, st, tm,
                 100.0 * o->peak_frac, bound_name(o->bound), (long long)o->grid_steps);
     }
     char tt[32];
     fmt_time(tt, sizeof tt, s->total_time_s);
     fprintf(out, "total %s\n", tt);
+    if (s->timeline)
+        print_timeline(s, out);
 }
 
 void summary_fini(struct summary *s)
@@ -104,6 +197,15 @@ void summary_fini(struct summary *s)
     for (int i = 0; i < s->nops; i++)
         free(s->ops[i].name);
     free(s->ops);
+    for (int i = 0; i < s->npath; i++)
+        free(s->path[i].name);
+    free(s->path);
+    for (int i = 0; i < s->nblocks; i++) {
+        free(s->blocks[i].name);
+        free(s->blocks[i].start_s);
+        free(s->blocks[i].end_s);
+    }
+    free(s->blocks);
     free(s->scenario);
     free(s->chip);
     memset(s, 0, sizeof *s);

@@ -7,6 +7,7 @@
 #ifndef TPUSIM_TRACES_SUMMARY_H
 #define TPUSIM_TRACES_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,7 +29,33 @@ struct summary_op {
     double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s;
     double peak_frac;           /* of the bounding unit's peak, 0..1 */
     enum bound bound;
-    int cores;                  /* TensorCores that ran it */
+    int cores;                  /* TensorCores that ran it (summed over its instances) */
+    const char *category;       /* static: matmul, attention, fusion, collective, copy */
+    int64_t instances;          /* times it ran (repeat blocks) */
+    double time_s;              /* the sum over instances of the longest run on any core */
+};
+
+/* Where the time of chip 0's timeline went (seconds): compute by category
+ * (the compute stream runs one op at a time, so these add up), async work
+ * hidden behind compute or exposed, and idle time. */
+enum summary_cat {
+    CAT_MATMUL, CAT_ATTENTION, CAT_FUSION, CAT_COMPUTE_OTHER, CAT_COLLECTIVE_EXPOSED,
+    CAT_COLLECTIVE_HIDDEN, CAT_COPY_EXPOSED, CAT_COPY_HIDDEN, CAT_IDLE, CAT_COUNT
+};
+
+/* One op of the critical path: the instances of it on the path and their time. */
+struct summary_path_op {
+    char *name;                 /* owned */
+    int64_t instances;
+    double time_s;
+};
+
+/* A repeat block: the time of each of its iterations on chip 0. */
+struct summary_block {
+    char *name;                 /* owned */
+    int64_t count;              /* iterations per enclosing iteration */
+    int64_t niter;              /* iterations in all (count times the enclosing ones) */
+    double *start_s, *end_s;    /* owned, per iteration */
 };
 
 struct summary {
@@ -39,10 +66,25 @@ struct summary {
     int nops;
     struct summary_op *ops;     /* owned */
     int64_t total_steps;
+    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h) */
+    int sim_shape[3];
+    /* the program's timeline (chip 0): present when 'timeline' */
+    bool timeline;
+    double cat_s[CAT_COUNT];
+    int npath;
+    struct summary_path_op *path; /* owned: the critical path, in order */
+    int nblocks;
+    struct summary_block *blocks; /* owned */
 };
+
+/* "matmul", "collective_exposed", ... */
+const char *summary_cat_name(enum summary_cat c);
 
 /* "mxu", "vpu", "hbm", "ici", "overhead", "latency" ("?" out of range). Static. */
 const char *bound_name(enum bound b);
+/* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
+ * busy times, cores) by 'mult'. */
+void summary_op_scale(struct summary_op *op, int mult);
 /* Sets op->bound to the unit with the most busy time per core. */
 void summary_pick_bound(struct summary_op *op);
 /* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */

@@ -16,6 +16,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
+#include "sim/op_table.h"
 
 #define REC_MAX_DMAS 4096 /* DMAs recorded one by one; later ones are only counted */
 #define REC_STEPS 64      /* steps whose FLOPs are recorded one by one */
@@ -109,8 +110,8 @@ static inline void rec_run_call(const struct pl_call *c, const struct chip_param
 /* Index of operand 'name' of 'c', or -1. */
 static inline int rec_find_op(const struct pl_call *c, const char *name)
 {
-    for (int i = 0; i < c->nops; i++)
-        if (!strcmp(c->ops[i].name, name))
+    for (int i = 0; i < c->noperands; i++)
+        if (!strcmp(c->operands[i].name, name))
             return i;
     return -1;
 }
@@ -147,7 +148,7 @@ static inline void rec_init_ok(struct kern *k, const struct op *op, const struct
                                bool functional)
 {
     char err[512] = "";
-    if (kern_init(k, op, ch, functional, err, sizeof err) != 0)
+    if (kern_init(k, op_row(op->kind)->kern, op, ch, functional, err, sizeof err) != 0)
         fail_msg("kern_init: %s", err);
 }
 
@@ -189,7 +190,7 @@ static inline void rec_expect_error(const struct op *op, const struct chip_param
 {
     struct kern k;
     char err[512] = "";
-    int rc = kern_init(&k, op, ch, false, err, sizeof err);
+    int rc = kern_init(&k, op_row(op->kind)->kern, op, ch, false, err, sizeof err);
     kern_fini(&k);
     if (rc == 0 || strcmp(err, want) != 0)
         print_error("got rc %d '%s', want '%s'\n", rc, err, want);

@@ -23,6 +23,13 @@ struct result {
     int64_t steps[MAXOPS], dmas[MAXOPS], runs[MAXOPS], compute_steps[MAXOPS];
     double trans[MAXOPS], vmem[MAXOPS], mxu_s[MAXOPS], vpu_s[MAXOPS], overhead_s[MAXOPS];
     char bound[MAXOPS][16];
+    double time[MAXOPS];       /* the summary's time_s: summed over instances */
+    int64_t instances[MAXOPS];
+    double total;
+    double cat[CAT_COUNT];     /* chip 0's time by category */
+    int npath;                 /* critical path: ops and their instances on it */
+    char path[MAXOPS][32];
+    int64_t path_inst[MAXOPS];
     char err[512];
 };
 
@@ -58,6 +65,14 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
             r->mxu_s[i] = s.ops[i].mxu_s, r->vpu_s[i] = s.ops[i].vpu_s;
             r->overhead_s[i] = s.ops[i].overhead_s;
             snprintf(r->bound[i], sizeof r->bound[i], "%s", bound_name(s.ops[i].bound));
+            r->time[i] = s.ops[i].time_s, r->instances[i] = s.ops[i].instances;
+        }
+        r->total = s.total_time_s;
+        memcpy(r->cat, s.cat_s, sizeof r->cat);
+        r->npath = s.npath;
+        for (int i = 0; i < s.npath && i < MAXOPS; i++) {
+            snprintf(r->path[i], sizeof r->path[i], "%s", s.path[i].name);
+            r->path_inst[i] = s.path[i].instances;
         }
         summary_fini(&s);
         cfg_scenario_fini(&sc);

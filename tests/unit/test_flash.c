@@ -12,6 +12,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 /* flash_attention with upstream's default block sizes (all 128, block_b 1). */
@@ -221,7 +222,7 @@ static void test_flash_errors_match_upstream(void **state)
         cases[i].set(&o.u.flash);
         struct kern k;
         char err[512] = "";
-        int rc = kern_init(&k, &o, &ch, false, err, sizeof err);
+        int rc = kern_init(&k, op_row(o.kind)->kern, &o, &ch, false, err, sizeof err);
         kern_fini(&k);
         if (!cases[i].want && rc != 0)
             fail_msg("case %zu: unexpected error: %s", i, err);
@@ -256,20 +257,21 @@ static void test_flash_calls_grids_and_operands(void **state)
         assert_int_equal(dkv->sem[i], sem);
         assert_int_equal(dq->sem[i], sem);
     }
-    assert_int_equal(fw->nops, 6); /* q k v | o l m */
+    assert_int_equal(fw->noperands, 6); /* q k v | o l m */
     assert_int_equal(fw->nscratch, 3);
-    assert_int_equal(fw->ops[rec_op_index(fw, "l")].shape[3], 128);
-    assert_int_equal(dkv->nops, 9); /* q k v l m do di | dk dv (no ab, segment ids) */
-    assert_int_equal(dq->ops[rec_op_index(dq, "di")].shape[3], 256); /* broadcast to bkM_dq lanes */
-    assert_int_equal(dq->ops[rec_op_index(dq, "di")].block[3], 128); /* only 128 fetched */
+    assert_int_equal(fw->operands[rec_op_index(fw, "l")].shape[3], 128);
+    assert_int_equal(dkv->noperands, 9); /* q k v l m do di | dk dv (no ab, segment ids) */
+    /* di is broadcast to bkM_dq lanes */
+    assert_int_equal(dq->operands[rec_op_index(dq, "di")].shape[3], 256);
+    assert_int_equal(dq->operands[rec_op_index(dq, "di")].block[3], 128); /* only 128 fetched */
     kern_fini(&k);
 
     f->mode = ATTN_FWD;
     f->kv_seq_len = 256, f->bs.block_k = f->bs.block_k_major = 256;
     rec_init_ok(&k, &o, &ch, false);
     assert_int_equal(k.ncalls, 1);
-    assert_int_equal(k.calls[0].nscratch, 0); /* single-step variant */
-    assert_int_equal(k.calls[0].nops, 4);     /* no residuals */
+    assert_int_equal(k.calls[0].nscratch, 0);  /* single-step variant */
+    assert_int_equal(k.calls[0].noperands, 4); /* no residuals */
     kern_fini(&k);
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *lengths)
@@ -45,7 +46,7 @@ static void test_paged_functional_gqa_ragged_lengths(void **state)
     double worst = paged_functional(&op, &k);
     assert_true(worst < 1e-5);
     /* the zero-length sequence keeps the initialised o = 0 (inline_seq_dim) */
-    const float *o = k.calls[0].ops[3].data;
+    const float *o = k.calls[0].operands[3].data;
     for (int e = 0; e < 8 * 128; e++)
         assert_true(o[e] == 0.0f);
     kern_fini(&k);
@@ -92,7 +93,7 @@ static void test_paged_dma_count_hand(void **state)
         struct op op = paged_op(3, 8, 2, lens);
         op.u.paged.kv_dt = quant ? DT_INT8 : DT_F32;
         struct kern k;
-        assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
         struct rec r = {0};
         struct pl_stats st = rec_run_core(&k, &ch, 0, 1, &r);
         assert_int_equal(st.dmas, quant ? 89 : 57);
@@ -113,7 +114,7 @@ static void megacore_case(enum megacore_mode mode)
     char err[256];
     for (int core = 0; core < 2; core++) {
         struct kern k;
-        assert_int_equal(kern_init(&k, &op, &ch, true, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, true, err, sizeof err), 0);
         assert_int_equal(k.calls[0].grid[0], 2);
         assert_int_equal(k.calls[0].grid[1], mode == MEGACORE_BATCH ? 2 : 4);
         assert_int_equal(k.calls[0].grid[2], mode == MEGACORE_KV_HEAD ? 2 : 4);
@@ -121,7 +122,7 @@ static void megacore_case(enum megacore_mode mode)
         struct rec r = {0};
         struct pl_stats st = rec_run_core(&k, &ch, core, 2, &r);
         assert_int_equal(st.steps, 8);
-        const float *o = k.calls[0].ops[3].data;
+        const float *o = k.calls[0].operands[3].data;
         for (int b = 0; b < 4; b++)
             for (int hq = 0; hq < 8; hq++) {
                 int h = hq / 2;
@@ -135,7 +136,7 @@ static void megacore_case(enum megacore_mode mode)
     }
     /* both cores together match the reference */
     struct kern k;
-    assert_int_equal(kern_init(&k, &op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 3);
     for (int core = 0; core < 2; core++) {
         struct rec r = {0};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "sim/op_table.h"
 #include "kernels/pallas.h"
 #include "models/hbm.h"
 #include "models/mxu.h"
@@ -33,8 +34,8 @@ static struct pl_call aba_call(void)
     memset(&c, 0, sizeof c);
     c.name = "aba";
     c.ngrid = 1, c.grid[0] = 4;
-    c.nops = 1;
-    c.ops[0] = (struct pl_operand){.name = "x", .dir = PL_IN, .space = PL_VMEM, .dt = DT_F32,
+    c.noperands = 1;
+    c.operands[0] = (struct pl_operand){.name = "x", .dir = PL_IN, .space = PL_VMEM, .dt = DT_F32,
                                    .rank = 1, .shape = {2048}, .block = {1024}, .index = aba_index};
     c.body = noop_body;
     return c;
@@ -64,7 +65,7 @@ static void test_pl_output_written_when_index_changes(void **state)
                                      .bm = 128, .bk = 128, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
     struct pl_stats st = {0};
@@ -87,7 +88,7 @@ static void test_pl_coalesces_steady_steps(void **state)
                                      .bm = 128, .bk = 128, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, true};
     struct pl_stats st = {0};
@@ -106,8 +107,8 @@ static void test_pl_trivial_window_moves_once(void **state)
     (void)state;
     struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
-    c.ops[0].index = NULL;
-    c.ops[0].block[0] = 2048;
+    c.operands[0].index = NULL;
+    c.operands[0].block[0] = 2048;
     c.grid[0] = 5;
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
@@ -126,12 +127,12 @@ static void test_pl_block_shape_rule(void **state)
                                      .bm = 128, .bk = 64, .bn = 128};
     struct kern km;
     char err[256];
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), -1);
     kern_fini(&km);
     assert_non_null(strstr(err, "operand 'x': block shape's last two dims must be divisible by "
                                 "(8, 128)"));
     op.u.matmul.bk = 128, op.u.matmul.m = 200, op.u.matmul.bm = 128;
-    assert_int_equal(kern_init(&km, &op, &ch, false, err, sizeof err), -1);
+    assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), -1);
     kern_fini(&km);
     assert_string_equal(err, "m=200 should be divisible by bm=128");
 }

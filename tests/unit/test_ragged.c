@@ -11,6 +11,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 static struct op ragged_op(int64_t hq, int64_t hkv, int n, int64_t *q_lens, int64_t *kv_lens)
@@ -87,7 +88,7 @@ static void test_ragged_dma_count_hand(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.calls[0].grid[0], 2);
     assert_int_equal(k.calls[0].grid[1], 3);
     struct rec r = {0};
@@ -162,7 +163,7 @@ static void test_ragged_mixed_prefill_decode_dmas_hand(void **state)
     const struct pl_call *c = &k.calls[0];
     assert_int_equal(c->grid[0], 1);
     assert_int_equal(c->grid[1], 4);
-    assert_int_equal(c->ops[0].block[1], 8); /* q heads per block */
+    assert_int_equal(c->operands[0].block[1], 8); /* q heads per block */
     struct rec r = {0};
     struct pl_stats st = rec_run_core(&k, &ch, 0, 1, &r);
     assert_int_equal(st.dmas, 31);
@@ -260,10 +261,10 @@ static void test_ragged_default_block_sizes(void **state)
         ch.vmem_limit_bytes = 32 << 20;
         struct kern k;
         char err[256];
-        assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
         assert_int_equal(k.calls[0].scratch[0].shape[1], gen == 4 ? 32 : 128);
-        assert_int_equal(k.calls[0].ops[0].block[0], 31); /* min(32, T = 31) */
-        assert_int_equal(k.calls[0].grid[0], 1);          /* 16 combined heads: all 32 q heads */
+        assert_int_equal(k.calls[0].operands[0].block[0], 31); /* min(32, T = 31) */
+        assert_int_equal(k.calls[0].grid[0], 1); /* 16 combined heads: all 32 q heads */
         kern_fini(&k);
     }
     op.u.ragged.max_model_len = 64; /* 4 pages per sequence */
@@ -271,7 +272,7 @@ static void test_ragged_default_block_sizes(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.calls[0].scratch[0].shape[1], 4);
     kern_fini(&k);
 }

@@ -12,6 +12,7 @@
 #include "kernels/maskinfo.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 /* ---- ops ---- */
@@ -186,7 +187,7 @@ static void test_splash_verify_detects_wrong_mask(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 1);
     memset(t.m[0]->dense, 1, 256 * 256);
     struct rec r = {0};
@@ -275,7 +276,7 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 1);
     struct pl_call *c = &k.calls[0];
     assert_string_equal(c->name, "splash_mha_fwd_no_residuals");
@@ -307,14 +308,14 @@ static void test_splash_data_next_prefetches_next_block(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     int ko = rec_find_op(c, "k");
     assert_int_equal(ko, 1);
     static const int64_t want_idx[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 1, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
         int64_t g[3] = {0, s / 4, s % 4}, b[PL_MAX_RANK] = {0};
-        c->ops[ko].index(g, c->user, b);
+        c->operands[ko].index(g, c->user, b);
         assert_int_equal(b[1], want_idx[s]);
     }
     struct rec r = {0};
@@ -349,13 +350,14 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     int mo = rec_find_op(c, "mask");
     assert_true(mo >= 0);
     assert_true(rec_find_op(c, "q_sequence") < 0);
-    assert_int_equal(c->ops[mo].dt, DT_INT32);
-    assert_int_equal(c->ops[mo].shape[0], 1); /* the 4 diagonal blocks are one deduplicated block */
+    assert_int_equal(c->operands[mo].dt, DT_INT32);
+    /* the 4 diagonal blocks are one deduplicated block */
+    assert_int_equal(c->operands[mo].shape[0], 1);
     struct rec r = {0};
     rec_run_call(c, &ch, &r, NULL);
     int nm = 0;
@@ -368,14 +370,14 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     /* a random mask: distinct partial blocks; one DMA per change of mask_next */
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = random_mask(512, 0.02, 4);
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     c = &k.calls[0];
     mo = rec_find_op(c, "mask");
     int changes = 1;
     int64_t prev = -1;
     for (int64_t s = 0; s < pl_num_steps(c); s++) {
         int64_t g[3] = {0, s / c->grid[2], s % c->grid[2]}, b[PL_MAX_RANK] = {0};
-        c->ops[mo].index(g, c->user, b);
+        c->operands[mo].index(g, c->user, b);
         changes += s > 0 && b[0] != prev;
         prev = b[0];
     }
@@ -385,7 +387,7 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     for (int i = 0; i < r.nrec; i++)
         nm += r.op[i] == mo;
     assert_int_equal(nm, changes);
-    assert_true(c->ops[mo].shape[0] > 1);
+    assert_true(c->operands[mo].shape[0] > 1);
     kern_fini(&k);
     tc_fini(&t);
 }
@@ -402,15 +404,15 @@ static void test_splash_dynamic_mask_has_no_lookahead(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     assert_int_equal(c->grid[2], 4);
     int ko = rec_find_op(c, "k"), mo = rec_find_op(c, "mask");
-    assert_int_equal(c->ops[mo].shape[0], 16);
+    assert_int_equal(c->operands[mo].shape[0], 16);
     static const int64_t want[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
         int64_t g[3] = {0, s / 4, s % 4}, b[PL_MAX_RANK] = {0};
-        c->ops[ko].index(g, c->user, b);
+        c->operands[ko].index(g, c->user, b);
         assert_int_equal(b[1], want[s]);
     }
     kern_fini(&k);
@@ -428,7 +430,7 @@ static void test_splash_shrunk_grid_removes_steps(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 4); /* fwd, di glue, dkv, dq */
     struct pl_call *f = find_call(&k, "splash_mha_fwd_residuals");
     struct pl_call *dkv = find_call(&k, "splash_mha_dkv");
@@ -459,7 +461,7 @@ static void test_splash_dkv_writes_once_per_group(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 3); /* di glue, dkv, dq sum */
     struct pl_call *c = find_call(&k, "splash_mha_dkv");
     assert_non_null(c);
@@ -488,7 +490,7 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *f = find_call(&k, "splash_mha_fwd"), *dq = find_call(&k, "splash_mha_dq");
     assert_int_equal(f->ngrid, 4);
     assert_int_equal(f->grid[0], 3);
@@ -497,7 +499,7 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     assert_int_equal(dq->sem[0], PL_PARALLEL);
     assert_int_equal(dq->sem[1], PL_ARBITRARY);
     int m = rec_find_op(f, "m_scratch");
-    assert_non_null(f->ops[m].index);
+    assert_non_null(f->operands[m].index);
     struct rec r = {0};
     rec_run_call(f, &ch, &r, NULL);
     int nw = 0;

@@ -15,11 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "sim/cfg_tree.h"
+#include "sim/cli.h"
 #include "sim/sweep.h"
 #include "sim/sweep_int.h"
-#include "base/fsutil.h"
-#include "base/xalloc.h"
-#include "base/json.h"
 
 static char tmpdir[64];
 static char bin[4096];
@@ -94,7 +96,7 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Runs sweep_main() itself in a child (so valgrind and ASan see the sweep code). */
+/* Runs cmd_sweep() itself in a child (so valgrind and ASan see the sweep code). */
 static int run_inproc(const char *const *args, const char *err)
 {
     const char *argv[32];
@@ -115,7 +117,7 @@ static int run_inproc(const char *const *args, const char *err)
         int fo = open("/dev/null", O_WRONLY);
         dup2(fo, 1);
         dup2(fe, 2);
-        int rc = sweep_main(n, (char **)argv);
+        int rc = cmd_sweep(n, (char **)argv);
         free(sg);
         fflush(stdout);
         fflush(stderr);
@@ -508,7 +510,7 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     assert_int_equal(run_bin(run_args, rout, rerr, false), 2);
     char *msg = read_all(rerr);
     msg[strcspn(msg, "\n")] = '\0';
-    assert_string_equal(msg, "tests/data/sweeps/matmul_base.yaml: workload.0: matmul: m=256 "
+    assert_string_equal(msg, "tests/data/sweeps/matmul_base.yaml:6:5: workload.0: matmul: m=256 "
                              "should be divisible by bm=100");
     char *row = xasprintf("\n3,100,128,,,,,,infeasible,%s\n", msg);
     assert_non_null(strstr(csv, row));

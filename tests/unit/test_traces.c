@@ -1,8 +1,9 @@
 /* tests/unit/test_traces.c -- the outputs layer on hand-made inputs: the
  * trace writer (sorted events, valid JSON read back with base/json.h,
  * dropped events, flow arrows, counters), summary.json's keys and the
- * console table, sweep.csv and sweep.json of a two-row table byte for byte
- * (and read back), report.md, the SVG plots and `compare`. */
+ * console table (with an SPMD fold and a timeline), sweep.csv and
+ * sweep.json of a two-row table byte for byte (and read back), report.md,
+ * the SVG plots and `compare`. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -148,7 +149,10 @@ static void two_op_summary(struct summary *s)
                                     .mxu_s = 7e-4,
                                     .hbm_s = 5e-4,
                                     .peak_frac = 0.865,
-                                    .cores = 8};
+                                    .cores = 8,
+                                    .category = "matmul",
+                                    .instances = 1,
+                                    .time_s = 1e-3};
     s->ops[1] = (struct summary_op){.name = xstrdup("a-very-long-all-gather-name"),
                                     .kind = "all_gather",
                                     .start_s = 1e-3,
@@ -157,33 +161,59 @@ static void two_op_summary(struct summary *s)
                                     .ici_s = 4e-4,
                                     .latency_s = 1e-5,
                                     .peak_frac = 0.458,
-                                    .cores = 8};
+                                    .cores = 8,
+                                    .category = "collective",
+                                    .instances = 1,
+                                    .time_s = 0.5e-3};
     for (int i = 0; i < 2; i++)
         summary_pick_bound(&s->ops[i]);
+}
+
+/* The same, run on an SPMD fold of 4 of the 8 chips, with chip 0's timeline:
+ * the matmul, then the all-gather exposed; both on the critical path. */
+static void two_op_summary_timeline(struct summary *s)
+{
+    two_op_summary(s);
+    s->sim_chips = 4, s->sim_shape[0] = 2, s->sim_shape[1] = 2;
+    s->timeline = true;
+    s->cat_s[CAT_MATMUL] = 1e-3, s->cat_s[CAT_COLLECTIVE_EXPOSED] = 0.5e-3;
+    s->npath = 2;
+    s->path = xcalloc(2, sizeof *s->path);
+    s->path[0] = (struct summary_path_op){xstrdup("matmul-4k"), 1, 1e-3};
+    s->path[1] = (struct summary_path_op){xstrdup("a-very-long-all-gather-name"), 1, 0.5e-3};
 }
 
 static void test_summary_json_has_the_contract_keys(void **state)
 {
     (void)state;
     struct summary s;
-    two_op_summary(&s);
+    two_op_summary_timeline(&s);
     assert_int_equal(s.ops[0].bound, BOUND_MXU);
     assert_int_equal(s.ops[1].bound, BOUND_ICI);
     char *p = path_in("summary.json");
     assert_int_equal(summary_write_json(&s, p), 0);
     summary_fini(&s);
     struct json *j = read_json(p);
-    static const char *const top[] = {"scenario", "chip", "topology", "total_time_s", "ops"};
+    static const char *const top[] = {
+        "scenario",     "chip", "topology",           "simulated_chips", "simulated_shape",
+        "total_time_s", "ops",  "time_by_category_s", "critical_path",   "blocks"};
     for (size_t i = 0; i < sizeof top / sizeof *top; i++)
         assert_non_null(json_get(j, top[i]));
     assert_int_equal(json_get(j, "topology")->n, 2);
+    assert_float_equal(json_num(j, "simulated_chips", 0), 4, 0);
+    assert_float_equal(json_num(json_get(j, "time_by_category_s"), "collective_exposed", 0), 0.5e-3,
+                       1e-15);
+    const struct json *path = json_get(j, "critical_path");
+    assert_int_equal(path->n, 2);
+    assert_string_equal(json_str(path->kids[1], "name", ""), "a-very-long-all-gather-name");
     const struct json *ops = json_get(j, "ops");
     assert_int_equal(ops->n, 2);
     static const char *const keys[] = {
         "name",           "kind",          "start_s",         "end_s",           "time_s",
         "flops",          "hbm_bytes",     "ici_bytes",       "vmem_peak_bytes", "grid_steps",
         "bound",          "compute_steps", "peak_fraction",   "cores",           "dmas",
-        "coalesced_runs", "vpu_flops",     "transcendentals", "busy_s"};
+        "coalesced_runs", "vpu_flops",     "transcendentals", "busy_s",          "category",
+        "instances"};
     for (int o = 0; o < ops->n; o++)
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
             if (!json_get(ops->kids[o], keys[i]))
@@ -203,7 +233,7 @@ static void test_summary_console_table(void **state)
 {
     (void)state;
     struct summary s;
-    two_op_summary(&s);
+    two_op_summary_timeline(&s);
     char *text = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&text, &n);
@@ -211,14 +241,19 @@ static void test_summary_console_table(void **state)
     summary_print_table(&s, f);
     fclose(f);
     summary_fini(&s);
-    assert_string_equal(text, "scenario demo on v5e [2x4]\n"
+    assert_string_equal(text, "scenario demo on v5e [2x4], simulating 4 of 8 chips (SPMD fold "
+                              "[2x2])\n"
                               "op                   kind                          start     "
                               "    time   % peak bound          steps\n"
                               "matmul-4k            matmul                     0.000 us     "
                               "1.000 ms    86.5% mxu             2048\n"
                               "a-very-long-all-gath all_gather                 1.000 ms   "
                               "500.000 us    45.8% ici                0\n"
-                              "total 1.500 ms\n");
+                              "total 1.500 ms\n"
+                              "time by category (chip 0): matmul 1.000 ms (66.7%) "
+                              "collective_exposed 500.000 us (33.3%)\n"
+                              "critical path: matmul-4k (1.000 ms) -> "
+                              "a-very-long-all-gather-name (500.000 us)\n");
     free(text);
 }
 
@@ -417,7 +452,7 @@ static void test_compare_summaries_and_kinds(void **state)
     two_op_summary(&s);
     char *a = path_in("a.json"), *b = path_in("b.json"), *sw = path_in("sweep.json");
     assert_int_equal(summary_write_json(&s, a), 0);
-    s.ops[0].end_s = 2e-3; /* matmul-4k twice as slow */
+    s.ops[0].end_s = s.ops[0].time_s = 2e-3; /* matmul-4k twice as slow */
     s.total_time_s = 2.5e-3;
     assert_int_equal(summary_write_json(&s, b), 0);
     summary_fini(&s);

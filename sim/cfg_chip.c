@@ -1,0 +1,232 @@
+/* sim/cfg_chip.c -- the chip section: presets (configs/chips/, embedded) and
+ * a scenario's overrides, walked into struct chip_params. Uses base/, models/
+ * and the config stages (sim/cfg_tree.h, sim/cfg_walk.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "sim/cfg.h"
+#include "sim/cfg_int.h"
+#include "sim/embedded.h"
+
+
+static void load_peak(struct walk *w, const struct cfg_node *tc, const char *path,
+                      struct chip_params *c)
+{
+    const struct cfg_node *pk = walk_field(w, tc, path, "peak", true);
+    char *p = walk_join(path, "peak");
+    if (pk && walk_is_map(w, pk, p)) {
+        static const char *const keys[] = {"bf16", "f32", "int8", "fp8", NULL};
+        walk_check_keys(w, pk, p, keys);
+        walk_qty(w, pk, p, "bf16", true, UNITS_FLOPS, false, &c->peak_flops[DT_BF16]);
+        c->peak_flops[DT_F32] = c->peak_flops[DT_BF16] / 3.0;
+        c->peak_flops[DT_INT8] = c->peak_flops[DT_BF16];
+        c->peak_flops[DT_FP8] = c->peak_flops[DT_BF16];
+        walk_qty(w, pk, p, "f32", false, UNITS_FLOPS, false, &c->peak_flops[DT_F32]);
+        walk_qty(w, pk, p, "int8", false, UNITS_FLOPS, false, &c->peak_flops[DT_INT8]);
+        walk_qty(w, pk, p, "fp8", false, UNITS_FLOPS, false, &c->peak_flops[DT_FP8]);
+        c->peak_flops[DT_INT32] = c->peak_flops[DT_F32];
+    }
+    free(p);
+}
+
+static void load_vpu(struct walk *w, const struct cfg_node *tc, const char *path,
+                     struct chip_params *c)
+{
+    const struct cfg_node *v = walk_field(w, tc, path, "vpu", true);
+    char *p = walk_join(path, "vpu");
+    if (v && walk_is_map(w, v, p)) {
+        static const char *const keys[] = {"sublanes",        "lanes",          "alu_per_cycle",
+                                           "load_per_cycle",  "store_per_cycle", "eup_per_cycle",
+                                           "xlu_per_cycle",   NULL};
+        walk_check_keys(w, v, p, keys);
+        walk_int32(w, v, p, "sublanes", true, 1, 64, &c->vpu_sublanes);
+        walk_int32(w, v, p, "lanes", true, 1, 1024, &c->vpu_lanes);
+        struct {
+            const char *key;
+            double *dst;
+        } rates[] = {{"alu_per_cycle", &c->vpu_alu_per_cycle},
+                     {"load_per_cycle", &c->vpu_load_per_cycle},
+                     {"store_per_cycle", &c->vpu_store_per_cycle},
+                     {"eup_per_cycle", &c->eup_per_cycle},
+                     {"xlu_per_cycle", &c->xlu_per_cycle}};
+        for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+            walk_real(w, v, p, rates[i].key, true, 64, "a rate per cycle in (0, 64]", rates[i].dst);
+    }
+    free(p);
+}
+
+static void load_mxu(struct walk *w, const struct cfg_node *tc, const char *path,
+                     struct chip_params *c)
+{
+    char *p = walk_join(path, "mxu");
+    const struct cfg_node *mxu = walk_field(w, tc, path, "mxu", true);
+    if (mxu && walk_is_map(w, mxu, p)) {
+        static const char *const mk[] = {"count", "size", NULL};
+        walk_check_keys(w, mxu, p, mk);
+        walk_int32(w, mxu, p, "count", true, 1, 64, &c->mxu_count);
+        walk_int32(w, mxu, p, "size", true, 8, 1024, &c->mxu_dim);
+    }
+    free(p);
+}
+
+static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre,
+                    struct chip_params *c)
+{
+    char *path = walk_join(pre, "tensorcore");
+    const struct cfg_node *tc = walk_field(w, root, pre, "tensorcore", true);
+    if (!tc || !walk_is_map(w, tc, path)) {
+        free(path);
+        return;
+    }
+    static const char *const keys[] = {"count", "megacore", "mxu", "peak", "clock", "vpu",
+                                       "vmem", "smem", "vmem_limit", "step_overhead",
+                                       "dma_latency", "launch_overhead", NULL};
+    walk_check_keys(w, tc, path, keys);
+    walk_int32(w, tc, path, "count", true, 1, 8, &c->cores);
+    walk_bool(w, tc, path, "megacore", &c->megacore);
+    load_mxu(w, tc, path, c);
+    load_peak(w, tc, path, c);
+    walk_qty(w, tc, path, "clock", true, UNITS_FREQ, false, &c->clock_hz);
+    load_vpu(w, tc, path, c);
+    walk_bytes(w, tc, path, "vmem", true, &c->vmem_bytes);
+    walk_bytes(w, tc, path, "smem", true, &c->smem_bytes);
+    walk_bytes(w, tc, path, "vmem_limit", true, &c->vmem_limit_bytes);
+    walk_qty(w, tc, path, "step_overhead", true, UNITS_TIME, true, &c->step_overhead_s);
+    walk_qty(w, tc, path, "dma_latency", true, UNITS_TIME, true, &c->dma_issue_s);
+    walk_qty(w, tc, path, "launch_overhead", false, UNITS_TIME, true, &c->launch_s);
+    free(path);
+}
+
+static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pre,
+                     struct chip_params *c)
+{
+    char *p = walk_join(pre, "hbm");
+    const struct cfg_node *h = walk_field(w, root, pre, "hbm", true);
+    if (h && walk_is_map(w, h, p)) {
+        static const char *const keys[] = {"capacity", "bandwidth", "efficiency", NULL};
+        walk_check_keys(w, h, p, keys);
+        walk_bytes(w, h, p, "capacity", true, &c->hbm_bytes);
+        walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->hbm_bw_Bps);
+        walk_fraction(w, h, p, "efficiency", &c->hbm_efficiency);
+    }
+    free(p);
+}
+
+static void load_ici(struct walk *w, const struct cfg_node *root, const char *pre,
+                     struct chip_params *c)
+{
+    char *p = walk_join(pre, "ici");
+    const struct cfg_node *ici = walk_field(w, root, pre, "ici", true);
+    if (!ici || !walk_is_map(w, ici, p)) {
+        free(p);
+        return;
+    }
+    static const char *const keys[] = {"links",        "bandwidth",   "efficiency", "hop_latency",
+                                       "collective_latency", "step_latency", "routing",
+                                       "wraparound",   NULL};
+    walk_check_keys(w, ici, p, keys);
+    walk_int32(w, ici, p, "links", true, 0, 12, &c->ici_links);
+    walk_qty(w, ici, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->ici_bw_Bps);
+    walk_fraction(w, ici, p, "efficiency", &c->ici_efficiency);
+    walk_qty(w, ici, p, "hop_latency", true, UNITS_TIME, true, &c->ici_hop_lat_s);
+    walk_qty(w, ici, p, "collective_latency", true, UNITS_TIME, true, &c->ici_collective_lat_s);
+    walk_qty(w, ici, p, "step_latency", true, UNITS_TIME, true, &c->ici_step_lat_s);
+    static const char *const routes[] = {"any", "pow2", NULL};
+    static const char *const wraps[] = {"axis16", "cube4", "always", "never", NULL};
+    int r = (int)c->routing, wr = (int)c->wrap;
+    walk_enum(w, ici, p, "routing", routes, &r);
+    walk_enum(w, ici, p, "wraparound", wraps, &wr);
+    c->routing = (enum ici_routing)r;
+    c->wrap = (enum topo_wrap_rule)wr;
+    free(p);
+}
+
+static void load_chip_tree(struct walk *w, const struct cfg_node *root, const char *pre,
+                           struct chip_params *c)
+{
+    if (!walk_is_map(w, root, *pre ? pre : "chip"))
+        return;
+    static const char *const keys[] = {"name", "generation", "tensorcore", "hbm", "ici",
+                                       "base", NULL};
+    walk_check_keys(w, root, pre, keys);
+    const struct cfg_node *name = cfg_get(root, "name");
+    if (name && name->type == CFG_SCALAR)
+        snprintf(c->name, sizeof c->name, "%s", name->value);
+    walk_int32(w, root, pre, "generation", true, 2, 99, &c->generation);
+    load_tc(w, root, pre, c);
+    load_hbm(w, root, pre, c);
+    load_ici(w, root, pre, c);
+}
+
+const char *const *cfg_chip_names(void)
+{
+    return embedded_chip_names;
+}
+
+static struct cfg_node *load_preset(const char *name, const struct cfg_node *at, struct diag *d)
+{
+    char *path = xasprintf("configs/chips/%s.yaml", name);
+    struct cfg_node *n = NULL;
+    bool known = false;
+    for (int i = 0; embedded_chip_names[i]; i++)
+        known |= strcmp(embedded_chip_names[i], name) == 0;
+    if (known || strchr(name, '/'))
+        n = cfg_parse_file(known ? path : name, d);
+    else if (at) {
+        char list[256] = "";
+        for (int i = 0; embedded_chip_names[i]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     embedded_chip_names[i]);
+        struct diag_loc loc = {at->file, at->line, at->col};
+        diag_error(d, &loc, "chip", "expected a chip preset (%s) or a path to a preset file, "
+                                    "got '%s'", list, name);
+    }
+    free(path);
+    return n;
+}
+
+int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d)
+{
+    int before = diag_count(d);
+    struct cfg_node *n = load_preset(name, NULL, d);
+    if (!n) {
+        if (diag_count(d) == before)
+            diag_error(d, NULL, "chip", "unknown chip preset '%s'", name);
+        return -1;
+    }
+    struct walk w = {d};
+    memset(chip, 0, sizeof *chip);
+    load_chip_tree(&w, n, "", chip);
+    cfg_node_free(n);
+    return diag_count(d) > before ? -1 : 0;
+}
+
+/* The scenario's chip: a preset name, or {base: name, key: override...}. */
+void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c)
+{
+    const struct cfg_node *ch = walk_field(w, root, "", "chip", true);
+    if (!ch)
+        return;
+    const struct cfg_node *base = ch;
+    if (ch->type == CFG_MAP) {
+        base = walk_field(w, ch, "chip", "base", true);
+        if (!base)
+            return;
+    }
+    if (base->type != CFG_SCALAR) {
+        walk_type_error(w, base, "chip", "a chip preset name");
+        return;
+    }
+    struct cfg_node *preset = load_preset(base->value, base, w->d);
+    if (!preset)
+        return;
+    if (ch->type == CFG_MAP) {
+        static const char *const skip[] = {"base", NULL};
+        cfg_merge(preset, ch, skip);
+    }
+    load_chip_tree(w, preset, "chip", c);
+    cfg_node_free(preset);
+}
+

@@ -1,0 +1,15 @@
+/* sim/cfg_int.h -- the sections of the scenario loader, shared by sim/cfg*.c
+ * only: the chip section (sim/cfg_chip.c) and the keys every op takes. */
+#ifndef TPUSIM_SIM_CFG_INT_H
+#define TPUSIM_SIM_CFG_INT_H
+
+#include "models/chip.h"
+#include "sim/cfg_walk.h"
+
+/* Keys every op of a workload takes, whatever its kind. */
+#define CFG_OP_COMMON_KEYS "op", "name", "after", "overlap", "functional", "vmem_limit_bytes"
+
+/* The scenario's chip: a preset name, or {base: name, key: override...}. */
+void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
+
+#endif

@@ -1,0 +1,54 @@
+/* sim/cfg_tree.h -- the config tree: a parsed YAML document with source marks.
+ * Stage 1 (sim/cfg_yaml.c, the only file that sees libyaml) builds it; --set
+ * overrides and chip presets edit it (sim/cfg_tree.c); the typed walk
+ * (sim/cfg_walk.h) reads it. Nodes own their strings and children; marks are
+ * 1-based. Used by the scenario loader and the sweep-spec loader. */
+#ifndef TPUSIM_SIM_CFG_TREE_H
+#define TPUSIM_SIM_CFG_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/diag.h"
+
+enum cfg_type { CFG_SCALAR, CFG_SEQ, CFG_MAP };
+
+struct cfg_node {
+    enum cfg_type type;
+    char *value;  /* scalar text */
+    bool quoted;  /* scalar was quoted: never a number or bool */
+    int n;
+    char **keys;  /* map keys (n) */
+    struct cfg_node **kids; /* map values or sequence items (n) */
+    int *key_line, *key_col;
+    char *file;   /* owned */
+    int line, col;
+};
+
+/* --- stage 1: YAML text -> tree (sim/cfg_yaml.c) --- */
+/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
+struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
+
+/* --- the tree (sim/cfg_tree.c) --- */
+/* Reads and parses the file 'path' (or the embedded file of that path). */
+struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
+struct cfg_node *cfg_node_new(enum cfg_type t, const char *file, int line, int col);
+/* Appends 'kid' to 'p' (with 'key' and its mark when 'p' is a map). */
+void cfg_node_add(struct cfg_node *p, const char *key, int key_line, int key_col,
+                  struct cfg_node *kid);
+void cfg_node_free(struct cfg_node *n);
+/* Value of 'key' in map 'm', or NULL. */
+struct cfg_node *cfg_get(const struct cfg_node *m, const char *key);
+/* Sets map 'm'[key] = 'v' (replacing and freeing an old value); takes 'v'. */
+void cfg_put(struct cfg_node *m, const char *key, struct cfg_node *v);
+/* Overlays 'over' onto 'base': maps merge key by key, anything else replaces.
+ * Keys listed in 'skip' (NULL-terminated) at the top level are not copied. */
+void cfg_merge(struct cfg_node *base, const struct cfg_node *over, const char *const *skip);
+struct cfg_node *cfg_copy(const struct cfg_node *n);
+/* Applies "key.path=value" to 'root'. Returns 0 or -1 with a message. */
+int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d);
+/* "chip: v5e" means "chip: {base: v5e}": makes it so, so key paths like
+ * chip.base and chip.hbm.bandwidth work in --set and sweeps. */
+void cfg_normalize_chip(struct cfg_node *root);
+
+#endif

@@ -1,0 +1,178 @@
+/* sim/cmd_run.c -- `tpusim run`, `check` and `platform`: the commands that
+ * take a scenario, with --set overrides and the resource-guard flags. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/units.h"
+#include "base/xalloc.h"
+#include "sim/cfg.h"
+#include "sim/cli.h"
+#include "sim/outputs.h"
+#include "sim/sim.h"
+#include "sim/validate.h"
+
+struct cli {
+    const char *scenario;
+    const char *out_dir;
+    const char **sets;
+    int nsets;
+    int64_t max_steps;
+    double max_memory;
+    bool quiet;
+    char **sg_argv;
+    int sg_argc;
+};
+
+static void add_set(struct cli *c, const char *s)
+{
+    c->sets = xrealloc(c->sets, sizeof *c->sets * (size_t)(c->nsets + 1));
+    c->sets[c->nsets++] = s;
+}
+
+/* Parses the options of run/check/platform. Returns 0, or 2 on a usage error. */
+static int parse_args(int argc, char **argv, struct cli *c, char **fid)
+{
+    static const struct option longs[] = {{"out", required_argument, 0, 'o'},
+                                          {"set", required_argument, 0, 's'},
+                                          {"fidelity", required_argument, 0, 'f'},
+                                          {"max-steps", required_argument, 0, 'm'},
+                                          {"max-memory", required_argument, 0, 'M'},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"sg", required_argument, 0, 'g'},
+                                          {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:qs:", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'o':
+            c->out_dir = optarg;
+            break;
+        case 's':
+            add_set(c, optarg);
+            break;
+        case 'f':
+            if (strcmp(optarg, "fast") != 0 && strcmp(optarg, "exact") != 0)
+                return cli_usage_error("--fidelity takes fast or exact");
+            *fid = xasprintf("options.fidelity=%s", optarg);
+            add_set(c, *fid);
+            break;
+        case 'm': {
+            char *end;
+            c->max_steps = strtoll(optarg, &end, 10);
+            if (*end || c->max_steps < 1)
+                return cli_usage_error("--max-steps takes a positive integer");
+            break;
+        }
+        case 'M':
+            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || c->max_memory <= 0)
+                return cli_usage_error("--max-memory takes a size like 20GiB");
+            break;
+        case 'q':
+            c->quiet = true;
+            break;
+        case 'g':
+            c->sg_argv = xrealloc(c->sg_argv, sizeof(char *) * (size_t)(c->sg_argc + 1));
+            c->sg_argv[c->sg_argc++] = optarg;
+            break;
+        default:
+            return cli_usage_error("bad option");
+        }
+    }
+    if (optind < argc)
+        c->scenario = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error("too many arguments");
+    return 0;
+}
+
+static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d)
+{
+    if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
+        diag_print(d, stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int run_scenario(struct cli *c)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    int rc = load(c, &sc, d);
+    if (rc == 0) {
+        char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
+        struct sim_opts o = {.out_dir = dir, .sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
+                             .max_steps = c->max_steps, .max_memory_bytes = c->max_memory};
+        struct summary s = {0};
+        rc = sim_run(&sc, &o, &s, d);
+        if (rc == 0 && !c->quiet) {
+            summary_print_table(&s, stdout);
+            printf("wrote %s/trace.json (open in https://ui.perfetto.dev), %s/summary.json\n", dir,
+                   dir);
+        }
+        diag_print(d, stderr);
+        summary_fini(&s);
+        free(dir);
+        cfg_scenario_fini(&sc);
+    }
+    diag_free(d);
+    return rc;
+}
+
+static int check_scenario(struct cli *c, bool platform)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    int rc = load(c, &sc, d);
+    if (rc == 0) {
+        if (validate_ops(&sc, d) != 0) {
+            diag_print(d, stderr);
+            rc = 2;
+        } else if (platform) {
+            rc = outputs_platform(&sc, stdout) ? 1 : 0;
+        } else {
+            printf("%s: ok (%d ops, %d chips, %lld grid steps)\n", sc.file, sc.nops,
+                   sc.topo.nchips, (long long)validate_estimate_steps(&sc));
+        }
+        cfg_scenario_fini(&sc);
+    }
+    diag_free(d);
+    return rc;
+}
+
+enum mode { MODE_RUN, MODE_CHECK, MODE_PLATFORM };
+
+/* Parses the arguments of a scenario command and runs it. */
+static int scenario_command(int argc, char **argv, enum mode mode)
+{
+    struct cli c = {0};
+    char *fid = NULL;
+    int rc = parse_args(argc, argv, &c, &fid);
+    if (rc == 0 && mode != MODE_RUN && !c.scenario)
+        rc = cli_usage_error("missing SCENARIO");
+    if (rc == 0)
+        rc = mode == MODE_RUN ? run_scenario(&c) : check_scenario(&c, mode == MODE_PLATFORM);
+    free(c.sets);
+    free(c.sg_argv);
+    free(fid);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return scenario_command(argc, argv, MODE_RUN);
+}
+
+int cmd_check(int argc, char **argv)
+{
+    return scenario_command(argc, argv, MODE_CHECK);
+}
+
+int cmd_platform(int argc, char **argv)
+{
+    return scenario_command(argc, argv, MODE_PLATFORM);
+}

@@ -1,0 +1,87 @@
+/* sim/cmd_sweep.c -- `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]`:
+ * arguments only; the runner is sim/sweep.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "sim/cli.h"
+#include "sim/sweep.h"
+
+static const char usage_text[] =
+    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
+    "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
+    "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
+    "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
+    "  -j N       points run at once (default: the number of online CPUs)\n"
+    "  --resume   keep the points already done with the same values\n"
+    "usage: tpusim compare A B\n"
+    "  A and B: summary.json or sweep.json files, or directories holding one\n";
+static int parse_jobs(const char *s, int *jobs)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 1 || v > SWEEP_MAX_JOBS)
+        return -1;
+    *jobs = (int)v;
+    return 0;
+}
+
+static int sweep_usage(const char *msg)
+{
+    fprintf(stderr, "tpusim sweep: %s\n%s", msg, usage_text);
+    return 2;
+}
+
+static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const char **spec)
+{
+    static const struct option longs[] = {
+        {"out", required_argument, 0, 'o'}, {"jobs", required_argument, 0, 'j'},
+        {"resume", no_argument, 0, 'r'},    {"sg", required_argument, 0, 'g'},
+        {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus < 1 ? 1 : cpus > SWEEP_MAX_JOBS ? SWEEP_MAX_JOBS : (int)cpus;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:j:h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'o':
+            o->out_dir = optarg;
+            break;
+        case 'j':
+            if (parse_jobs(optarg, &o->jobs) != 0)
+                return sweep_usage("-j takes a number of processes from 1 to 1024");
+            break;
+        case 'r':
+            o->resume = true;
+            break;
+        case 'g':
+            o->sg_argv = xrealloc(o->sg_argv, sizeof(char *) * (size_t)(o->sg_argc + 1));
+            o->sg_argv[o->sg_argc++] = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default:
+            return sweep_usage("bad option");
+        }
+    }
+    if (optind + 1 != argc)
+        return sweep_usage(optind < argc ? "too many arguments" : "missing SWEEP.yaml");
+    *spec = argv[optind];
+    return 0;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    struct sweep_opts o;
+    memset(&o, 0, sizeof o);
+    const char *spec = NULL;
+    int rc = parse_sweep_args(argc, argv, &o, &spec);
+    if (rc == 0)
+        rc = sweep_run(spec, &o);
+    free(o.sg_argv);
+    return rc < 0 ? 0 : rc;
+}

@@ -1,0 +1,135 @@
+/* sim/eng_dma.c -- local DMAs (HBM <-> VMEM), the per-core DMA engine, and
+ * the trace helpers every runner uses. A DMA is a SimGrid transfer from the
+ * chip's host to itself, whose route is the chip's HBM limiter link; it starts
+ * after the chip's DMA latency, which the core's DMA engine actor waits out
+ * (FIFO: every DMA has the same latency). The bottom of the engine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "models/hbm.h"
+#include "sim/engine.h"
+#include "topology/topo.h"
+
+int eng_sim_chip(const struct eng_run *r, int slice_chip)
+{
+    return topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
+}
+
+int eng_slice_chip(const struct eng_run *r, int sim_chip)
+{
+    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip);
+}
+
+void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
+{
+    if (t1 <= t0 || bytes <= 0)
+        return;
+    xgrow(&r->rates, &r->caprates, r->nrates + 1, sizeof *r->rates);
+    r->rates[r->nrates++] = (struct eng_rate){chip, t0, t1, bytes / (t1 - t0)};
+}
+
+void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
+                     const char *name)
+{
+    const struct topo *t = &r->sc->sim;
+    int n = topo_hops(t, src, dst);
+    if (n == 0)
+        return;
+    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
+    topo_route(t, src, dst, hops);
+    char args[96];
+    snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
+             (unsigned long long)bytes, src, dst);
+    for (int i = 0; i < n; i++)
+        trace_span(r->trace, hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici", name, t0,
+                   t1, args);
+    free(hops);
+}
+
+void eng_wait_note(struct eng_task *task, const char *what)
+{
+    snprintf(task->note, ENG_NOTE_BYTES, "%s", what ? what : "");
+}
+
+sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi)
+{
+    char name[64];
+    snprintf(name, sizeof name, "dma.%d.%d", c->gid, opi);
+    return sg_mailbox_by_name(name);
+}
+
+struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand)
+{
+    struct eng_core *c = task->core;
+    struct eng_dma *d = xcalloc(1, sizeof *d);
+    d->t_issue = simgrid_get_clock();
+    d->ready = d->t_issue + c->run->sc->chip.dma_issue_s;
+    d->bytes = bytes;
+    d->dst = task->done_mb;
+    d->operand = operand;
+    d->in = in;
+    sg_comm_t req;
+    if (d->ready > d->t_issue)
+        req = sg_mailbox_put_init(c->engine, d, 0);
+    else
+        req = sg_mailbox_put_init(d->dst, d, (long)bytes);
+    sg_comm_detach(req, NULL);
+    d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
+    return d;
+}
+
+static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
+{
+    struct eng_core *c = task->core;
+    double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
+    double t1 = blocked ? end : (model < end ? model : end);
+    char args[96];
+    snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
+             d->operand);
+    trace_span(c->run->trace, c->chip, ENG_TID_DMA(c->core), "dma",
+               d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue, t1, args);
+    /* the counter spreads the bytes up to the wait (an upper bound of the
+     * completion), so the sum of concurrent DMAs never exceeds the HBM */
+    eng_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end, (double)d->bytes);
+}
+
+void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
+{
+    double t0 = simgrid_get_clock();
+    eng_wait_note(task, "a local DMA");
+    sg_comm_wait(d->comm);
+    eng_wait_note(task, NULL);
+    double t1 = simgrid_get_clock();
+    trace_dma(task, d, t1, t1 > t0);
+    if (d->in)
+        task->flow_t = d->t_issue;
+    free(d);
+}
+
+/* The DMA engine of one core: posts each request once its latency is over. */
+void eng_dma_engine_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct eng_core *c = sg_actor_self_get_data();
+    for (;;) {
+        struct eng_dma *d = sg_mailbox_get(c->engine);
+        if (d->ready > simgrid_get_clock())
+            sg_actor_sleep_until(d->ready);
+        sg_comm_detach(sg_mailbox_put_init(d->dst, d, (long)d->bytes), NULL);
+    }
+}
+
+void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what)
+{
+    eng_wait_note(task, what);
+    sg_barrier_wait(b);
+    eng_wait_note(task, NULL);
+}
+
+void eng_stop_if_interrupted(void)
+{
+    if (interrupt_pending())
+        sg_actor_kill_all();
+}

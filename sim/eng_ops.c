@@ -1,0 +1,107 @@
+/* sim/eng_ops.c -- the runners of the Pallas kernels (their pallas_calls in
+ * order), hbm_copy and ppermute. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/copy.h"
+#include "sim/engine.h"
+#include "topology/topo.h"
+
+static double now(void)
+{
+    return simgrid_get_clock();
+}
+
+/* Runs the op's pallas_calls in order; on a chip with several cores they
+ * meet between calls, as consecutive kernels do. */
+void eng_run_kernel(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    struct kern *k = r->kern_fn[task->opi].kind && task->core->chip == 0 ? &r->kern_fn[task->opi]
+                                                                         : &r->kern[task->opi];
+    for (int i = 0; i < k->ncalls; i++) {
+        sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
+        if (i > 0 && r->sc->chip.cores > 1)
+            eng_barrier_wait(task, r->chip_barrier[task->core->chip],
+                             "the other core of its chip between two kernels");
+        eng_run_pallas(task, &k->calls[i]);
+    }
+}
+
+/* ---- hbm_copy: HBM -> VMEM -> HBM in chunks; chunk i+1 is read while
+ * chunk i is written back, so one core's copy of B bytes in n chunks costs
+ * (n + 1) DMA latencies + 2B / HBM bandwidth when nothing else runs. ---- */
+
+static uint64_t chunk_len(uint64_t bytes, uint64_t chunk, uint64_t i, uint64_t n)
+{
+    return i + 1 < n ? chunk : bytes - chunk * (n - 1);
+}
+
+void eng_run_hbm_copy(struct eng_task *task)
+{
+    const struct cfg_scenario *sc = task->core->run->sc;
+    const struct op_hbm_copy *p = &task->op->u.hbm_copy;
+    uint64_t chunk = copy_chunk_bytes(task->op, &sc->chip);
+    uint64_t n = copy_chunks(task->op, &sc->chip);
+    sg_actor_sleep_for(sc->chip.launch_s);
+    eng_dma_wait(task, eng_dma_start(task, true, chunk_len(p->bytes, chunk, 0, n), 0));
+    for (uint64_t i = 0; i < n; i++) {
+        struct eng_dma *wr = eng_dma_start(task, false, chunk_len(p->bytes, chunk, i, n), 1);
+        struct eng_dma *rd =
+            i + 1 < n ? eng_dma_start(task, true, chunk_len(p->bytes, chunk, i + 1, n), 0) : NULL;
+        eng_dma_wait(task, wr);
+        if (rd)
+            eng_dma_wait(task, rd);
+    }
+    task->st.dmas += (int64_t)(2 * n);
+    task->st.hbm_bytes += 2.0 * (double)p->bytes;
+}
+
+/* ---- ppermute: each chip pushes its buffer to the chip 'shift' away along
+ * 'axis' (remote DMA into the neighbour's HBM). Core 0 of each chip does the
+ * work; the op starts with a device barrier, as Pallas inserts one. ---- */
+
+static char *inbox_name(int chip, int opi, char *buf, size_t n)
+{
+    snprintf(buf, n, "in.%d.%d", chip, opi);
+    return buf;
+}
+
+void eng_run_ppermute(struct eng_task *task)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    const struct cfg_scenario *sc = r->sc;
+    const struct op_ppermute *p = &task->op->u.ppermute;
+    if (c->core != 0)
+        return;
+    char name[48];
+    sg_mailbox_set_receiver(inbox_name(c->chip, task->opi, name, sizeof name));
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
+    int me = eng_slice_chip(r, c->chip);
+    int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
+    int dst = eng_sim_chip(r, to);
+    sg_actor_sleep_for(sc->chip.dma_issue_s);
+    double t0 = now();
+    /* a copy to itself reads and writes the same HBM: twice the bytes on it */
+    long wire = (long)(to == me ? 2 * p->bytes : p->bytes);
+    sg_comm_t put = sg_mailbox_put_async(
+        sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)), task, wire);
+    eng_wait_note(task, "its ppermute send");
+    sg_comm_wait(put);
+    eng_trace_route(r, c->chip, dst, t0, now(), p->bytes, task->op->name);
+    eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
+    eng_note_hbm(r, dst, t0, now(), (double)p->bytes);
+    eng_wait_note(task, "its ppermute receive");
+    sg_mailbox_get(sg_mailbox_by_name(inbox_name(c->chip, task->opi, name, sizeof name)));
+    eng_wait_note(task, NULL);
+    task->st.dmas += 1;
+    task->st.hbm_bytes += 2.0 * (double)p->bytes;
+    if (to != me)
+        r->res[task->opi].ici_bytes += (double)p->bytes;
+    double lat = sc->chip.ici_collective_lat_s + sc->chip.dma_issue_s +
+                 sc->chip.ici_hop_lat_s * topo_hops(&sc->topo, me, to);
+    r->res[task->opi].latency_s += lat;
+}

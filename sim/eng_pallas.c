@@ -1,0 +1,82 @@
+/* sim/eng_pallas.c -- the Pallas executor on SimGrid: a pallas_call's DMAs
+ * become local DMAs (sim/eng_dma.c), its compute one execution per step (or
+ * per coalesced run of steps) on the core, its step overhead a sleep. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/engine.h"
+
+static double now(void)
+{
+    return simgrid_get_clock();
+}
+
+static void *ex_dma_start(void *ex, bool in, uint64_t bytes, int operand)
+{
+    return eng_dma_start(ex, in, bytes, operand);
+}
+
+static void ex_dma_wait(void *ex, void *h)
+{
+    eng_dma_wait(ex, h);
+}
+
+static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
+{
+    struct eng_task *task = ex;
+    struct eng_core *c = task->core;
+    double mxu = w->mxu_s * (double)n, vpu = w->vpu_s * (double)n;
+    if (mxu + vpu <= 0)
+        return;
+    double t0 = now();
+    if (task->flow_t >= 0) { /* an arrow from the DMA that brought the data to its consumer */
+        trace_flow(c->run->trace, c->chip, ENG_TID_DMA(c->core), task->flow_t, c->chip,
+                   mxu > 0 ? ENG_TID_MXU(c->core) : ENG_TID_VPU(c->core), t0);
+        task->flow_t = -1;
+    }
+    sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
+    char args[96];
+    snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
+    if (mxu > 0)
+        trace_span(c->run->trace, c->chip, ENG_TID_MXU(c->core), "mxu", task->op->name, t0, t0 + mxu,
+                   args);
+    if (vpu > 0)
+        trace_span(c->run->trace, c->chip, ENG_TID_VPU(c->core), "vpu", task->op->name, t0 + mxu,
+                   now(), args);
+}
+
+static void ex_delay(void *ex, double s)
+{
+    (void)ex;
+    eng_stop_if_interrupted(); /* once per grid step */
+    if (s > 0)
+        sg_actor_sleep_for(s);
+}
+
+const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait = ex_dma_wait,
+                                           .compute = ex_compute, .delay = ex_delay};
+
+void eng_run_pallas(struct eng_task *task, const struct pl_call *call)
+{
+    struct eng_core *c = task->core;
+    const struct cfg_scenario *sc = c->run->sc;
+    int ncores = sc->chip.megacore ? sc->chip.cores : 1;
+    int core = sc->chip.megacore ? c->core : 0;
+    int64_t b, e;
+    pl_core_range(call, core, ncores, &b, &e);
+    char name[48];
+    snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
+    trace_counter(c->run->trace, c->chip, name, now(), (double)pl_vmem_bytes(call, &sc->chip));
+    eng_run_pallas_steps(task, call, b, e);
+    trace_counter(c->run->trace, c->chip, name, now(), 0);
+}
+
+void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,
+                          int64_t end)
+{
+    const struct cfg_scenario *sc = task->core->run->sc;
+    struct pl_exec ex = {&eng_pallas_ops, task, sc->fidelity == CFG_FIDELITY_FAST};
+    pl_run(call, &sc->chip, begin, end, &ex, &task->st);
+}
+

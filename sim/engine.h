@@ -1,0 +1,154 @@
+/* sim/engine.h -- the engine: tpusim on SimGrid. The only header that
+ * includes SimGrid. One struct eng_run per process; each TensorCore actor gets
+ * its struct eng_core as actor data; each op an actor runs is a struct
+ * eng_task. The engine files call downward only:
+ *   sim.c (lifecycle) -> eng_core.c (core actors, op dispatch through the op
+ *   table) -> eng_ops.c, eng_coll.c (the runners) -> eng_pallas.c (the Pallas
+ *   executor) -> eng_dma.c (DMAs, the DMA engine, trace helpers)
+ * and every one of them may use sim/interrupt.h. Time itself is decided by
+ * models/ (the amounts) and SimGrid (the sharing). */
+#ifndef TPUSIM_SIM_ENGINE_H
+#define TPUSIM_SIM_ENGINE_H
+
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/comm.h>
+#include <simgrid/cond.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/mutex.h>
+
+#include "kernels/kernel.h"
+#include "kernels/pallas.h"
+#include "sim/cfg.h"
+#include "sim/interrupt.h"
+#include "sim/op_table.h"
+#include "traces/summary.h"
+#include "traces/trace.h"
+
+/* Trace tracks (thread ids) within a chip's process. */
+#define ENG_TID_TC(c) ((c)*10 + 0)
+#define ENG_TID_MXU(c) ((c)*10 + 1)
+#define ENG_TID_VPU(c) ((c)*10 + 2)
+#define ENG_TID_DMA(c) ((c)*10 + 3)
+#define ENG_TID_ASYNC(c) ((c)*10 + 4)
+#define ENG_TID_ICI(axis, dir) (100 + (axis)*2 + ((dir) > 0 ? 0 : 1))
+
+#define ENG_NOTE_BYTES 240
+
+struct eng_run;
+
+struct eng_core {
+    struct eng_run *run;
+    int chip, core, gid; /* gid = chip * cores + core */
+    sg_host_t host;
+    sg_mailbox_t engine;                /* DMA engine requests */
+    bool done;                          /* finished every op */
+    char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
+    char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
+    int async_running;                  /* async op instances running on it */
+    uint8_t *done_bits; /* per op instance (eng_run.inst_off): finished on this core */
+};
+
+/* What the cores of one chip share: the completion of op instances. */
+struct eng_chip {
+    sg_mutex_t mutex;
+    sg_cond_t changed;            /* notified whenever an op instance finishes on the chip */
+    bool async_done;              /* its async walker issued every async op */
+    char waiting[ENG_NOTE_BYTES]; /* what its async stream blocks on */
+};
+
+/* One actor running one op on one core. */
+struct eng_task {
+    struct eng_core *core;
+    const struct op *op;
+    int opi;
+    int64_t inst;         /* which instance of the op (graph_instance) */
+    char *note;           /* where its waits are noted: its core's compute or async note */
+    sg_mailbox_t done_mb; /* completions of this actor's local DMAs */
+    struct pl_stats st;
+    struct sim_coll *coll; /* collectives: the device's shared semaphore state */
+    double flow_t;         /* issue time of the last input DMA waited on, or -1 */
+};
+
+/* A span of HBM traffic on one chip, for the "HBM GB/s" counter. */
+struct eng_rate {
+    int chip;
+    double t0, t1, Bps;
+};
+
+struct eng_run {
+    const struct cfg_scenario *sc;
+    struct trace *trace;
+    struct eng_core *cores;
+    int ncores;                /* all TensorCores of the slice */
+    struct eng_chip *chips;    /* per chip */
+    int64_t *inst_off;         /* per op: its first instance's bit in eng_core.done_bits */
+    double *inst_dur;      /* per op instance: its longest run on any core */
+    double *chip0_t0, *chip0_t1; /* per op instance: the same on chip 0 (its timeline) */
+    sg_bar_t *op_barrier;      /* per op, for ops that start with a device barrier */
+    struct summary_op *res;    /* per op */
+    struct kern *kern;         /* per op: timing-only kernels (zeroed for other kinds) */
+    struct kern *kern_fn;      /* per op: functional kernel run by chip 0 (zeroed if none) */
+    sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
+    char *error;               /* first runtime failure; owned */
+    struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
+    size_t nrates, caprates;
+};
+
+/* One local DMA (HBM<->VMEM) or remote DMA in flight. */
+struct eng_dma {
+    double t_issue, ready;
+    uint64_t bytes;
+    sg_mailbox_t dst;
+    sg_comm_t comm; /* the get (local) or the put (remote) */
+    void *got;
+    int operand;
+    bool in;
+};
+
+/* --- eng_dma.c: local DMAs, the DMA engine, trace helpers --- */
+/* Chip numbers: the engine's chips are the simulated ones (sc->sim, the SPMD
+ * fold of the slice); algorithms work on the slice (sc->topo). */
+int eng_sim_chip(const struct eng_run *r, int slice_chip);
+int eng_slice_chip(const struct eng_run *r, int sim_chip);
+/* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
+struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
+void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
+/* The DMA engine actor of one core: posts each DMA once its latency is over. */
+void eng_dma_engine_main(int argc, char **argv);
+/* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
+void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes);
+/* Puts a span on the ICI track of every hop from chip 'src' to 'dst'. */
+void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
+                     const char *name);
+/* Records what 'task' is about to block on (NULL: it runs again). */
+void eng_wait_note(struct eng_task *task, const char *what);
+/* The mailbox where the local DMAs of op 'opi' on core 'c' complete. */
+sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi);
+/* Kills every actor if SIGINT arrived, so simgrid_run returns at once. */
+void eng_stop_if_interrupted(void);
+/* Waits on barrier 'b', noting 'what' for deadlock reports meanwhile. */
+void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
+
+/* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
+extern const struct pl_exec_ops eng_pallas_ops;
+/* Runs 'call' on this task's core (megacore split) through SimGrid. */
+void eng_run_pallas(struct eng_task *task, const struct pl_call *call);
+/* Runs steps [begin, end) of 'call' on this task's core. */
+void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,
+                          int64_t end);
+
+/* --- eng_ops.c, eng_coll.c: the runners (op_run_fn, sim/op_table.h) --- */
+
+/* --- eng_core.c: the program on each chip --- */
+/* A TensorCore's compute stream: runs the compute ops in program order. */
+void eng_core_main(int argc, char **argv);
+/* A chip's async stream: issues the async ops (collectives, copies) in
+ * program order as soon as what they wait for is done. */
+void eng_async_main(int argc, char **argv);
+/* Runs the op of 'task' through its row's runner and accounts for it. */
+void eng_task_run(struct eng_task *task);
+
+#endif

@@ -1,0 +1,162 @@
+/* sim/op_table.c -- the op table: one row per op kind (see sim/op_table.h).
+ * Uses base/, kernels/ (parameters, builders, rules) and the loaders and
+ * runners the rows name. */
+#include "sim/op_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/collective.h"
+#include "kernels/copy.h"
+#include "kernels/kernel.h"
+
+/* One key: its name, its type and the field of struct op it fills, then options. */
+#define KEY(name, type_, field, ...)                                                               \
+    {                                                                                              \
+        .key = name, .type = type_, .offset = offsetof(struct op, u.field), __VA_ARGS__            \
+    }
+
+static const struct walk_key hbm_copy_keys[] = {
+    KEY("bytes", WALK_BYTES, hbm_copy.bytes, .required = true),
+    KEY("chunk", WALK_BYTES, hbm_copy.chunk_bytes),
+    {0}};
+
+static const struct walk_key ppermute_keys[] = {
+    KEY("bytes", WALK_BYTES, ppermute.bytes, .required = true),
+    KEY("axis", WALK_INT32, ppermute.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
+    KEY("shift", WALK_INT32, ppermute.shift, .dflt = 1, .min = -4096, .max = 4096),
+    {0}};
+
+static const struct walk_key matmul_block_keys[] = {
+    KEY("bm", WALK_INT, matmul.bm, .dflt = 128, .min = 1, .max = 1 << 24),
+    KEY("bk", WALK_INT, matmul.bk, .dflt = 128, .min = 1, .max = 1 << 24),
+    KEY("bn", WALK_INT, matmul.bn, .dflt = 128, .min = 1, .max = 1 << 24),
+    {0}};
+
+static const struct walk_key matmul_keys[] = {
+    KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),
+    KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),
+    KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),
+    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),
+    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys},
+    {0}};
+
+static const char *const coll_algos[] = {
+    "default", "unidirectional", "bidirectional", "ring_psum", "reduce_scatter_all_gather", NULL};
+
+static const struct walk_key collective_keys[] = {
+    KEY("bytes", WALK_BYTES, coll.bytes, .required = true),
+    KEY("dtype", WALK_DTYPE, coll.dt, .dflt = DT_BF16),
+    KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algos),
+    {0}};
+static const char *const collective_extra[] = {"axes", NULL};
+
+static const struct walk_key coll_matmul_keys[] = {
+    KEY("m", WALK_INT, coll_matmul.m, .required = true, .min = 1, .max = 1 << 24),
+    KEY("k", WALK_INT, coll_matmul.k, .required = true, .min = 1, .max = 1 << 24),
+    KEY("n", WALK_INT, coll_matmul.n, .required = true, .min = 1, .max = 1 << 24),
+    KEY("dtype", WALK_DTYPE, coll_matmul.dt, .dflt = DT_BF16),
+    KEY("axis", WALK_INT32, coll_matmul.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
+    KEY("overlapped", WALK_BOOL, coll_matmul.overlap, .dflt = 1),
+    {0}};
+
+#define COLLECTIVE(nm)                                                                             \
+    {                                                                                              \
+        .name = nm, .category = "collective", .async = true, .keys = collective_keys,              \
+        .extra_keys = collective_extra, .load = cfg_load_axes, .check = coll_check,                \
+        .run = eng_run_collective, .reach = coll_reach                                             \
+    }
+
+static const struct op_row rows[] = {
+    [OP_HBM_COPY] = {.name = "hbm_copy",
+                     .category = "copy",
+                     .async = true,
+                     .keys = hbm_copy_keys,
+                     .check = copy_check_hbm,
+                     .run = eng_run_hbm_copy},
+    [OP_PPERMUTE] = {.name = "ppermute",
+                     .category = "collective",
+                     .async = true,
+                     .keys = ppermute_keys,
+                     .check = copy_check_ppermute,
+                     .run = eng_run_ppermute,
+                     .reach = copy_reach_ppermute},
+    [OP_MATMUL] = {.name = "matmul",
+                   .category = "matmul",
+                   .keys = matmul_keys,
+                   .kern = &kern_matmul_kind,
+                   .run = eng_run_kernel},
+    [OP_FLASH] = {.name = "flash_attention",
+                  .category = "attention",
+                  .load = cfg_load_flash,
+                  .kern = &kern_flash_kind,
+                  .run = eng_run_kernel},
+    [OP_SPLASH] = {.name = "splash_attention",
+                   .category = "attention",
+                   .load = cfg_load_splash,
+                   .kern = &kern_splash_kind,
+                   .run = eng_run_kernel},
+    [OP_PAGED] = {.name = "paged_attention",
+                  .category = "attention",
+                  .load = cfg_load_paged,
+                  .kern = &kern_paged_kind,
+                  .run = eng_run_kernel},
+    [OP_RAGGED] = {.name = "ragged_paged_attention",
+                   .category = "attention",
+                   .load = cfg_load_ragged,
+                   .kern = &kern_ragged_kind,
+                   .run = eng_run_kernel},
+    [OP_ALL_GATHER] = COLLECTIVE("all_gather"),
+    [OP_REDUCE_SCATTER] = COLLECTIVE("reduce_scatter"),
+    [OP_ALL_REDUCE] = COLLECTIVE("all_reduce"),
+    [OP_ALL_TO_ALL] = COLLECTIVE("all_to_all"),
+    [OP_COLLECTIVE_MATMUL] = {.name = "collective_matmul",
+                              .category = "collective",
+                              .keys = coll_matmul_keys,
+                              .check = coll_check_matmul,
+                              .run = eng_run_collective_matmul, .reach = coll_reach_matmul},
+    [OP_REMOTE_COPY] = {.name = "remote_copy",
+                        .category = "collective",
+                        .async = true,
+                        .load = cfg_load_remote_copy,
+                        .check = coll_check_remote_copy,
+                        .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},
+};
+_Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
+
+const struct op_row *op_row(enum op_kind kind)
+{
+    return &rows[kind];
+}
+
+const char *op_kind_name(enum op_kind kind)
+{
+    return (unsigned)kind < OP_KIND_COUNT ? rows[kind].name : "?";
+}
+
+int op_kind_parse(const char *s, enum op_kind *kind)
+{
+    for (int i = 0; i < OP_KIND_COUNT; i++) {
+        if (strcmp(s, rows[i].name) == 0) {
+            *kind = (enum op_kind)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void op_kind_names(const char **names)
+{
+    for (int i = 0; i < OP_KIND_COUNT; i++)
+        names[i] = rows[i].name;
+    names[OP_KIND_COUNT] = NULL;
+}
+
+void op_fini(struct op *op)
+{
+    free(op->name);
+    const struct kern_kind *k = rows[op->kind].kern;
+    if (k && k->params_fini)
+        k->params_fini(op);
+    memset(op, 0, sizeof *op);
+}

@@ -1,0 +1,65 @@
+/* sim/op_table.h -- one row per op kind. Everything tpusim knows about a kind
+ * that is not its parameters (kernels/ops.h) or its kernel (kernels/<kind>.c)
+ * is its row: the YAML name and keys, the loader for what a key table cannot
+ * say, the rules it is checked against, its Pallas builder or its engine
+ * runner, and its category in the outputs. Rows are designated initialisers
+ * indexed by enum op_kind, and the table's length is checked at compile time,
+ * so a new kernel is: its parameters and enum entry (kernels/ops.h), its file
+ * (kernels/<kind>.c), and its row (sim/op_table.c). */
+#ifndef TPUSIM_SIM_OP_TABLE_H
+#define TPUSIM_SIM_OP_TABLE_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+#include "models/chip.h"
+#include "sim/cfg_walk.h"
+#include "topology/topo.h"
+
+struct eng_task; /* sim/engine.h: one op running on one core */
+
+/* Reads what the key table cannot (lists, generators, masks) into 'op'. */
+typedef void op_load_fn(struct walk *w, const struct cfg_node *m, const char *path, struct op *op);
+/* Checks 'op' on its chip and topology; 0, or -1 with the reason in 'err'. */
+typedef int op_check_fn(const struct op *op, const struct chip_params *chip,
+                        const struct topo *topo, char *err, size_t n);
+/* The engine's body for one op on one core. */
+typedef void op_run_fn(struct eng_task *t);
+/* How far the op's ICI transfers go along each axis (raises hops[axis]);
+ * -1 if they differ from chip to chip (absolute targets). */
+typedef int op_reach_fn(const struct op *op, const struct topo *topo, int *hops);
+
+struct op_row {
+    const char *name;              /* the YAML name */
+    const char *category;          /* matmul, attention, fusion, collective, copy */
+    bool async;                    /* runs beside the compute stream (start/done), not on it */
+    const struct walk_key *keys;   /* plain keys read into struct op (NULL: 'load' reads all) */
+    const char *const *extra_keys; /* further keys 'load' reads (with 'keys') */
+    op_load_fn *load;              /* may be NULL */
+    op_check_fn *check;            /* rules of non-Pallas kinds (Pallas: the builder checks) */
+    const struct kern_kind *kern;  /* Pallas kinds: built into pallas_calls by kern_init */
+    op_run_fn *run;                /* how the engine runs it */
+    op_reach_fn *reach;            /* ICI reach, for SPMD folding (NULL: no ICI traffic) */
+};
+
+/* The row of 'kind'. */
+const struct op_row *op_row(enum op_kind kind);
+/* YAML name of 'kind': "hbm_copy", "matmul", ... */
+const char *op_kind_name(enum op_kind kind);
+/* Sets '*kind' from a YAML name; 0, or -1 if there is no such kind. */
+int op_kind_parse(const char *s, enum op_kind *kind);
+/* Fills 'names' (room for OP_KIND_COUNT + 1) with every kind's name in enum
+ * order and a NULL (for did-you-mean hints). */
+void op_kind_names(const char **names);
+/* Frees what 'op' owns (its name and its kind's owned parameters). */
+void op_fini(struct op *op);
+
+/* --- the functions rows point to --- */
+/* sim/cfg_ops.c: loaders */
+op_load_fn cfg_load_flash, cfg_load_splash, cfg_load_paged, cfg_load_ragged, cfg_load_axes,
+    cfg_load_remote_copy;
+/* sim/eng_ops.c, sim/eng_coll.c: runners */
+op_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_ppermute, eng_run_collective,
+    eng_run_remote_copy, eng_run_collective_matmul;
+
+#endif

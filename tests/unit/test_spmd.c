@@ -1,0 +1,99 @@
+/* tests/unit/test_spmd.c -- SPMD folding: which chips are simulated, and that
+ * simulating only them gives the times of simulating every chip. */
+#include "test_util.h"
+
+#include "sim/spmd.h"
+#include "sim_fork.h"
+
+static void fold_of(const char *yaml, int nd, const int *want)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    if (cfg_load_scenario_text(yaml, strlen(yaml), "s.yaml", NULL, 0, &sc, d) != 0) {
+        print_error("%s\n", diag_count(d) ? diag_message(d, 0) : "?");
+        fail();
+    }
+    assert_int_equal(sc.sim.ndims, nd);
+    int chips = 1;
+    for (int a = 0; a < nd; a++) {
+        assert_int_equal(sc.sim.shape[a], want[a]);
+        chips *= want[a];
+    }
+    assert_int_equal(sc.sim_mult, sc.topo.nchips / chips);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
+#define TORUS "chip: {base: v5p}\ntopology: {shape: [8, 8, 8]}\nworkload:\n"
+
+static void test_fold_periods(void **state)
+{
+    (void)state;
+    /* ring neighbours: the shortest divisor above 2 hops */
+    fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n", 3, (int[]){4, 4, 1});
+    /* a shift of 3 needs more than 6 chips per ring: 8 */
+    fold_of(TORUS "  - {op: ppermute, bytes: 1MiB, axis: 2, shift: 3}\n", 3, (int[]){1, 1, 8});
+    /* all-to-all reaches every chip of its axis */
+    fold_of(TORUS "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n", 3, (int[]){1, 8, 1});
+    /* absolute targets: no folding */
+    fold_of(TORUS "  - {op: remote_copy, bytes: 1MiB, device_id: 5}\n", 3, (int[]){8, 8, 8});
+    /* compute only: one chip */
+    fold_of(TORUS "  - {op: matmul, m: 512, k: 512, n: 512}\n", 3, (int[]){1, 1, 1});
+    /* an axis without wraparound stays whole */
+    fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
+            "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n",
+            2, (int[]){8, 4});
+    /* asked for every chip */
+    fold_of("chip: {base: v5p}\ntopology: {shape: [8, 8, 8]}\noptions: {all_chips: true}\n"
+            "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
+            3, (int[]){8, 8, 8});
+}
+
+static void assert_same(const struct result *a, const struct result *b)
+{
+    assert_int_equal(a->rc, 0);
+    assert_int_equal(b->rc, 0);
+    assert_int_equal(a->nops, b->nops);
+    for (int i = 0; i < a->nops; i++) {
+        if (fabs(a->time[i] - b->time[i]) > 1e-9 * b->time[i] ||
+            fabs(a->end[i] - b->end[i]) > 1e-9 * b->end[i] || a->flops[i] != b->flops[i] ||
+            a->hbm[i] != b->hbm[i] || a->ici[i] != b->ici[i] || a->steps[i] != b->steps[i]) {
+            print_error("op %d: time %.12g vs %.12g, end %.12g vs %.12g, ici %g vs %g\n", i,
+                        a->time[i], b->time[i], a->end[i], b->end[i], a->ici[i], b->ici[i]);
+            fail();
+        }
+    }
+}
+
+/* Folded and every chip: the same times, the same sums. */
+static void same_both_ways(const char *yaml)
+{
+    const char *all[1] = {"options.all_chips=true"};
+    struct result fold = run(yaml, NULL, 0);
+    struct result full = run(yaml, all, 1);
+    assert_same(&fold, &full);
+}
+
+static void test_fold_equals_every_chip(void **state)
+{
+    (void)state;
+    same_both_ways("chip: v5e\ntopology: {shape: [16]}\nworkload:\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0]}\n"
+                   "  - {op: hbm_copy, name: c, bytes: 64MiB, chunk: 256KiB, overlap: true}\n");
+    same_both_ways("chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n"
+                   "  - {op: all_reduce, name: ar, bytes: 8MiB, axes: [0, 1]}\n"
+                   "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024, overlap: true}\n"
+                   "  - {op: ppermute, name: pp, bytes: 4MiB, axis: 2, shift: 1}\n");
+    same_both_ways("chip: v5e\ntopology: {shape: [2, 16]}\nworkload:\n"
+                   "  - {op: collective_matmul, name: cm, m: 256, k: 1024, n: 1024, axis: 1}\n"
+                   "  - {op: reduce_scatter, name: rs, bytes: 16MiB, axes: [1]}\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fold_periods),
+        cmocka_unit_test(test_fold_equals_every_chip),
+    };
+    return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
+}
