@@ -89,8 +89,9 @@ void summary_op_scale(struct summary_op *op, int mult);
 void summary_pick_bound(struct summary_op *op);
 /* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */
 int summary_write_json(const struct summary *s, const char *path);
-/* Prints the per-op table (start, time, % of peak, bound, grid steps) and the
- * total to 'out'. */
+/* Prints to 'out' the slice (and its SPMD fold, if any), the per-op table
+ * (start, time, % of peak, bound, grid steps), the total and, with a
+ * timeline, chip 0's time by category and the critical path. */
 void summary_print_table(const struct summary *s, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
