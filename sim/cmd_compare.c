@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sim/cli.h"
-#include "traces/report.h"
+#include "traces/compare.h"
 
 static const char usage_text[] =
     "usage: tpusim compare A B\n"
@@ -21,5 +21,5 @@ int cmd_compare(int argc, char **argv)
         fprintf(stderr, "tpusim compare: expected two inputs\n%s", usage_text);
         return 2;
     }
-    return report_compare(argv[1], argv[2], stdout, stderr);
+    return compare_outputs(argv[1], argv[2], stdout, stderr);
 }

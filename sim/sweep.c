@@ -24,8 +24,10 @@
 #include "base/xalloc.h"
 #include "sim/sim.h"
 #include "sim/sweep_int.h"
-#include "traces/report.h"
+#include "traces/plots.h"
+#include "traces/report_md.h"
 #include "traces/summary.h"
+#include "traces/table.h"
 
 
 struct job {
@@ -42,14 +44,14 @@ struct runner {
     int sg_argc;
     char **sg_argv;
     sigset_t oldmask, waitset;
-    int stop;                /* the signal that stopped the sweep, or 0 */
-    bool broken;             /* a runtime failure (fork, mkdir) */
-    struct report_row *rows; /* per point */
+    int stop;               /* the signal that stopped the sweep, or 0 */
+    bool broken;            /* a runtime failure (fork, mkdir) */
+    struct table_row *rows; /* per point */
     bool *done;
     struct job run[SWEEP_MAX_JOBS];
     int nrun;
     int ndone, ntodo, nfinished; /* done overall, to run this time, finished this time */
-    int count[REPORT_STATUS_COUNT];
+    int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
     int default_point;
     bool default_is_base;
@@ -169,7 +171,7 @@ static int launch(struct runner *r, int i, bool trace)
 
 /* ---------------- results ---------------- */
 
-static void row_init(struct runner *r, int i, struct report_row *row)
+static void row_init(struct runner *r, int i, struct table_row *row)
 {
     memset(row, 0, sizeof *row);
     row->point = i;
@@ -178,7 +180,7 @@ static void row_init(struct runner *r, int i, struct report_row *row)
         row->values[k] = xstrdup(r->sp->points[i].shown[k]);
 }
 
-static int write_point_json(struct runner *r, const struct report_row *row, int code)
+static int write_point_json(struct runner *r, const struct table_row *row, int code)
 {
     char *path = point_file(r, row->point, "point.json");
     struct fs_atomic a;
@@ -196,7 +198,7 @@ static int write_point_json(struct runner *r, const struct report_row *row, int 
             json_write_string(f, sets[k]);
         }
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
-                report_status_name(row->status), code);
+                table_status_name(row->status), code);
         json_write_string(f, row->reason);
         fputs("}\n", f);
         sweep_sets_free(sets);
@@ -209,13 +211,13 @@ static int write_point_json(struct runner *r, const struct report_row *row, int 
 }
 
 /* Fills 'row' from points/NNNN/summary.json. */
-static void read_summary(struct runner *r, struct report_row *row)
+static void read_summary(struct runner *r, struct table_row *row)
 {
     char *path = point_file(r, row->point, "summary.json");
     char err[512];
     struct json *j = json_read_file(path, JSON_MAX_BYTES, err, sizeof err);
-    if (!j || report_row_from_summary(row, j, err, sizeof err) != 0) {
-        row->status = REPORT_FAILED;
+    if (!j || table_row_from_summary(row, j, err, sizeof err) != 0) {
+        row->status = TABLE_FAILED;
         free(row->reason);
         row->reason = xasprintf("cannot read the point's summary: %s", err);
     }
@@ -223,7 +225,7 @@ static void read_summary(struct runner *r, struct report_row *row)
     free(path);
 }
 
-static void record(struct runner *r, struct report_row *row)
+static void record(struct runner *r, struct table_row *row)
 {
     int i = row->point;
     r->rows[i] = *row;
@@ -232,7 +234,7 @@ static void record(struct runner *r, struct report_row *row)
     r->count[row->status]++;
 }
 
-static void progress_line(struct runner *r, const struct report_row *row);
+static void progress_line(struct runner *r, const struct table_row *row);
 
 /* True when a child ended because of Ctrl-C (sim_run exits 130 on SIGINT) or our kill. */
 static bool interrupted(const struct runner *r, int status)
@@ -248,11 +250,11 @@ static void finish_point(struct runner *r, int i, int status)
 {
     char *logp = point_file(r, i, "log.txt");
     char *log = slurp(logp);
-    struct report_row row;
+    struct table_row row;
     row_init(r, i, &row);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (interrupted(r, status)) { /* not finished: run again by --resume */
-        report_row_fini(&row, r->sp->nkeys);
+        table_row_fini(&row, r->sp->nkeys);
         char *dir = point_file(r, i, NULL);
         fs_remove_temps(dir);
         free(dir);
@@ -265,7 +267,7 @@ static void finish_point(struct runner *r, int i, int status)
         row.reason = xstrdup("");
         read_summary(r, &row);
     } else {
-        row.status = code == 2 ? REPORT_INFEASIBLE : REPORT_FAILED;
+        row.status = code == 2 ? TABLE_INFEASIBLE : TABLE_FAILED;
         char why[64];
         if (code >= 0)
             snprintf(why, sizeof why, "exit status %d", code);
@@ -273,7 +275,7 @@ static void finish_point(struct runner *r, int i, int status)
             snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
         row.reason = *log ? sweep_map_message(r->sp, log) : xstrdup(why);
     }
-    if (row.status != REPORT_OK || !*log)
+    if (row.status != TABLE_OK || !*log)
         unlink(logp);
     write_point_json(r, &row, code);
     record(r, &row);
@@ -317,21 +319,21 @@ static bool load_previous(struct runner *r, int i)
     for (int k = 0; same && k < n; k++)
         same = js->kids[k]->type == JSON_STR && !strcmp(js->kids[k]->str, sets[k]);
     sweep_sets_free(sets);
-    enum report_status st;
-    bool ok = same && report_status_parse(json_str(j, "status", ""), &st) == 0 &&
-              st != REPORT_FAILED;
+    enum table_status st;
+    bool ok = same && table_status_parse(json_str(j, "status", ""), &st) == 0 &&
+              st != TABLE_FAILED;
     if (ok) {
-        struct report_row row;
+        struct table_row row;
         row_init(r, i, &row);
         row.status = st;
         row.reason = xstrdup(json_str(j, "reason", ""));
-        if (st == REPORT_OK)
+        if (st == TABLE_OK)
             read_summary(r, &row);
         ok = row.status == st;
         if (ok)
             record(r, &row);
         else
-            report_row_fini(&row, r->sp->nkeys);
+            table_row_fini(&row, r->sp->nkeys);
     }
     json_free(j);
     return ok;
@@ -369,17 +371,17 @@ static void progress_bar(struct runner *r)
     fflush(stderr);
 }
 
-static void progress_line(struct runner *r, const struct report_row *row)
+static void progress_line(struct runner *r, const struct table_row *row)
 {
     if (r->tty) {
         progress_bar(r);
         return;
     }
     char tm[32] = "";
-    if (row->status == REPORT_OK)
-        report_format_time(tm, sizeof tm, row->time_s);
+    if (row->status == TABLE_OK)
+        table_format_time(tm, sizeof tm, row->time_s);
     fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->sp->npoints, row->point,
-            report_status_name(row->status), *tm ? " " : "", tm);
+            table_status_name(row->status), *tm ? " " : "", tm);
 }
 
 /* ---------------- the loop ---------------- */
@@ -467,7 +469,7 @@ static char *trace_rel(struct runner *r, int point)
     return ok ? xasprintf("points/%04d/trace.json", point) : NULL;
 }
 
-static void build_table(struct runner *r, struct report_table *t, struct report_row *rows)
+static void build_table(struct runner *r, struct table *t, struct table_row *rows)
 {
     memset(t, 0, sizeof *t);
     t->name = r->sp->name;
@@ -487,15 +489,15 @@ static void build_table(struct runner *r, struct report_table *t, struct report_
 
 static int write_outputs(struct runner *r)
 {
-    struct report_table t;
-    struct report_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
+    struct table t;
+    struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
-    int best = report_best_row(&t);
+    int best = table_best_row(&t);
     t.best_trace = trace_rel(r, best >= 0 ? t.rows[best].point : -1);
     t.default_trace = trace_rel(r, r->default_point);
     static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
-    int (*const writers[])(const struct report_table *, const char *) = {
-        report_write_csv, report_write_json, report_write_markdown};
+    int (*const writers[])(const struct table *, const char *) = {
+        table_write_csv, table_write_json, report_md_write};
     int rc = 0;
     for (int w = 0; w < 3 && rc == 0; w++) {
         char *path = xasprintf("%s/%s", r->dir, names[w]);
@@ -503,7 +505,7 @@ static int write_outputs(struct runner *r)
             fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
         free(path);
     }
-    if (rc == 0 && (rc = report_write_plots(&t, r->dir)) != 0)
+    if (rc == 0 && (rc = plot_write_sweep(&t, r->dir)) != 0)
         fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", r->dir,
                 strerror(errno));
     free(t.best_trace);
@@ -517,13 +519,13 @@ static int write_outputs(struct runner *r)
  * and drops the traces other points kept from earlier sweeps. */
 static void keep_traces(struct runner *r)
 {
-    struct report_table t;
-    struct report_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
+    struct table t;
+    struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
-    int best = report_best_row(&t);
+    int best = table_best_row(&t);
     int want[2] = {best >= 0 ? t.rows[best].point : -1, -1}, n = 0, todo[2];
     if (r->default_point >= 0 && r->done[r->default_point] &&
-        r->rows[r->default_point].status == REPORT_OK && r->default_point != want[0])
+        r->rows[r->default_point].status == TABLE_OK && r->default_point != want[0])
         want[1] = r->default_point;
     free(t.keys);
     free(rows);
@@ -562,21 +564,21 @@ static void print_result(struct runner *r, double wall_s)
     if (r->tty)
         fputs("\r\033[K", stderr);
     printf("sweep %s: %d of %d points (%d ok, %d infeasible, %d failed) in %.1f s with -j %d\n",
-           r->sp->name, r->ndone, r->sp->npoints, r->count[REPORT_OK], r->count[REPORT_INFEASIBLE],
-           r->count[REPORT_FAILED], wall_s, r->jobs);
+           r->sp->name, r->ndone, r->sp->npoints, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
+           r->count[TABLE_FAILED], wall_s, r->jobs);
     int best = -1;
     for (int i = 0; i < r->sp->npoints; i++)
-        if (r->done[i] && r->rows[i].status == REPORT_OK &&
+        if (r->done[i] && r->rows[i].status == TABLE_OK &&
             (best < 0 || r->rows[i].time_s < r->rows[best].time_s))
             best = i;
     if (best >= 0) {
         char tm[32];
-        report_format_time(tm, sizeof tm, r->rows[best].time_s);
+        table_format_time(tm, sizeof tm, r->rows[best].time_s);
         printf("best: point %d, %s, bound %s", best, tm, r->rows[best].bound);
         int d = r->default_point;
         if (d == best)
             printf(" (the default point)");
-        else if (d >= 0 && r->done[d] && r->rows[d].status == REPORT_OK && r->rows[best].time_s > 0)
+        else if (d >= 0 && r->done[d] && r->rows[d].status == TABLE_OK && r->rows[best].time_s > 0)
             printf("; %.2fx the speed of the default (point %d)",
                    r->rows[d].time_s / r->rows[best].time_s, d);
         printf("\n");
@@ -646,7 +648,7 @@ static int run_sweep(struct runner *r)
     print_result(r, now_s() - r->t0);
     for (int i = 0; i < n; i++)
         if (r->done[i])
-            report_row_fini(&r->rows[i], r->sp->nkeys);
+            table_row_fini(&r->rows[i], r->sp->nkeys);
     free(todo);
     free(r->base_desc);
     free(r->rows);

@@ -1,4 +1,5 @@
-/* traces/summary.c -- summary.json and the terminal table. */
+/* traces/summary.c -- summary.json and the terminal table.
+ * May use: libc, base/ (fsutil, json, xalloc) and traces/summary.h only. */
 #include "traces/summary.h"
 
 #include <stdlib.h>
@@ -7,7 +8,6 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "traces/trace.h"
 
 const char *summary_cat_name(enum summary_cat c)
 {

@@ -80,16 +80,19 @@ struct summary {
 /* "matmul", "collective_exposed", ... */
 const char *summary_cat_name(enum summary_cat c);
 
+/* "mxu", "vpu", "hbm", "ici", "overhead", "latency" ("?" out of range). Static. */
 const char *bound_name(enum bound b);
 /* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
  * busy times, cores) by 'mult'. */
 void summary_op_scale(struct summary_op *op, int mult);
 /* Sets op->bound to the unit with the most busy time per core. */
 void summary_pick_bound(struct summary_op *op);
-/* Writes summary.json to 'path' via a temporary file. Returns 0 or -1 (errno). */
+/* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */
 int summary_write_json(const struct summary *s, const char *path);
-/* Prints the per-op table (time, % of peak, bound) to 'out'. */
+/* Prints to 'out' the slice (and its SPMD fold, if any), the per-op table
+ * (start, time, % of peak, bound, grid steps), the total and, with a
+ * timeline, chip 0's time by category and the critical path. */
 void summary_print_table(const struct summary *s, FILE *out);
-void summary_fini(struct summary *s);
+void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
 #endif

@@ -1,7 +1,8 @@
 /* traces/svg.c -- SVG line plots and heatmaps for sweep reports.
  * Hand-written SVG 1.1: axes, ticks (linear 1-2-5 steps or decades), a legend,
  * markers for infeasible categories. Coordinates are printed with one decimal
- * so the same input gives the same bytes. */
+ * so the same input gives the same bytes.
+ * May use: libc and traces/svg.h only. */
 #include "traces/svg.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
 /* traces/trace.c -- in-memory events, Chrome Trace Event JSON writer.
  * Events are sorted by (pid, tid, start) at write time so the file is the
- * same whatever order actors recorded them in. */
+ * same whatever order actors recorded them in.
+ * May use: libc, base/ (fsutil, json, xalloc) and traces/trace.h only. */
 #include "traces/trace.h"
 
 #include <math.h>

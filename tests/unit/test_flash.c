@@ -1,7 +1,7 @@
 /* tests/unit/test_flash.c -- the flash attention kernels (kernels/flash.c):
  * functional results against naive attention and its gradient, upstream's
  * error messages, causal skipping (MXU work, grid steps, DMAs), grids and
- * the VMEM footprint. In-process runs use a recording executor; summary
+ * the VMEM footprint. In-process runs use a recording executor (pl_rec.h); summary
  * counters come from SimGrid runs in a forked child (sim_fork.h). */
 #include "test_util.h"
 
@@ -10,27 +10,10 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "sim/op_table.h"
 #include "kernels/pallas.h"
+#include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
-
-/* A v5e-like TensorCore. */
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 197e12;
-    c.peak_flops[DT_F32] = 65.67e12;
-    c.clock_hz = 1.5e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20;
-    c.hbm_bw_Bps = 819e9, c.step_overhead_s = 0.18e-6;
-    return c;
-}
 
 /* flash_attention with upstream's default block sizes (all 128, block_b 1). */
 static struct op flash_op(int64_t B, int64_t H, int64_t Sq, int64_t Skv, int64_t D)
@@ -53,83 +36,14 @@ static void segments(struct op_flash *f, int n, const int64_t *lens)
     memcpy(f->seg_kv, lens, sizeof(int64_t) * (size_t)n);
 }
 
-/* ---- a recording executor: DMAs per operand, MXU FLOPs per step ---- */
-
-#define REC_STEPS 64
-
-struct rec {
-    int64_t fetches[PL_MAX_OPERANDS], writes[PL_MAX_OPERANDS];
-    double flops[REC_STEPS];
-};
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    (void)bytes;
-    if (op >= 0)
-        (in ? r->fetches : r->writes)[op]++;
-    return (void *)1;
-}
-
-static void r_wait(void *ex, void *h)
-{
-    (void)ex, (void)h;
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    struct rec *r = ex;
-    if (step < REC_STEPS && n == 1)
-        r->flops[step] += w->flops;
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
-
-static void run_call(const struct pl_call *c, const struct chip_params *ch, struct rec *r,
-                     struct pl_stats *st)
-{
-    struct pl_exec ex = {&rec_ops, r, false};
-    pl_run(c, ch, 0, pl_num_steps(c), &ex, st);
-}
-
-static int op_index(const struct pl_call *c, const char *name)
-{
-    for (int i = 0; i < c->noperands; i++)
-        if (!strcmp(c->operands[i].name, name))
-            return i;
-    fail_msg("call %s has no operand %s", c->name, name);
-    return -1;
-}
-
-static void init_ok(struct kern *k, const struct op *op, const struct chip_params *ch, bool fn)
-{
-    char err[512] = "";
-    int rc = kern_init(k, op_row((op)->kind)->kern, op, ch, fn, err, sizeof err);
-    if (rc != 0)
-        fail_msg("kern_init: %s", err);
-}
-
-/* Runs every call of 'op' functionally in process and verifies; returns the error. */
+/* Runs 'op' functionally in process and verifies; returns the worst error. */
 static double functional(const char *what, const struct op *op)
 {
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
-    init_ok(&k, op, &ch, true);
-    kern_data(&k, 11);
-    for (int i = 0; i < k.ncalls; i++) {
-        struct rec r;
-        struct pl_stats st;
-        memset(&r, 0, sizeof r), memset(&st, 0, sizeof st);
-        run_call(&k.calls[i], &ch, &r, &st);
-    }
     bool ok;
     char msg[512];
-    double e = kern_verify(&k, &ok, msg, sizeof msg);
+    double e = rec_run_functional(&k, op, &ch, 11, &ok, msg, sizeof msg);
     kern_fini(&k);
     print_message("  %-40s worst error %.2e\n", what, e);
     if (!ok)
@@ -302,13 +216,13 @@ static void test_flash_errors_match_upstream(void **state)
         {e_dq_seg, "kv block size must be a multiple of 128"},
         {e_single, NULL}, /* the single-step kernel checks neither block_k nor head_dim */
     };
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct op o = flash_op(2, 2, 512, 512, 64);
         cases[i].set(&o.u.flash);
         struct kern k;
         char err[512] = "";
-        int rc = kern_init(&k, op_row((&o)->kind)->kern, &o, &ch, false, err, sizeof err);
+        int rc = kern_init(&k, op_row(o.kind)->kern, &o, &ch, false, err, sizeof err);
         kern_fini(&k);
         if (!cases[i].want && rc != 0)
             fail_msg("case %zu: unexpected error: %s", i, err);
@@ -322,7 +236,7 @@ static void test_flash_errors_match_upstream(void **state)
 static void test_flash_calls_grids_and_operands(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(3, 4, 320, 512, 64);
     struct op_flash *f = &o.u.flash;
     f->mode = ATTN_FWD_BWD;
@@ -330,7 +244,7 @@ static void test_flash_calls_grids_and_operands(void **state)
     f->bs.block_q_dq = 64, f->bs.block_k_major_dq = 256;
     f->bs.block_q_major_dkv = 64, f->bs.block_q_dkv = 64, f->bs.block_k_major_dkv = 512;
     struct kern k;
-    init_ok(&k, &o, &ch, false);
+    rec_init_ok(&k, &o, &ch, false);
     assert_int_equal(k.ncalls, 4);
     const struct pl_call *fw = &k.calls[0], *dkv = &k.calls[2], *dq = &k.calls[3];
     int64_t want_fwd[4] = {2, 4, 3, 2}, want_dkv[4] = {3, 4, 1, 5}, want_dq[4] = {3, 4, 5, 2};
@@ -345,18 +259,19 @@ static void test_flash_calls_grids_and_operands(void **state)
     }
     assert_int_equal(fw->noperands, 6); /* q k v | o l m */
     assert_int_equal(fw->nscratch, 3);
-    assert_int_equal(fw->operands[op_index(fw, "l")].shape[3], 128);
+    assert_int_equal(fw->operands[rec_op_index(fw, "l")].shape[3], 128);
     assert_int_equal(dkv->noperands, 9); /* q k v l m do di | dk dv (no ab, segment ids) */
-    assert_int_equal(dq->operands[op_index(dq, "di")].shape[3], 256); /* broadcast to bkM_dq lanes */
-    assert_int_equal(dq->operands[op_index(dq, "di")].block[3], 128); /* only 128 fetched */
+    /* di is broadcast to bkM_dq lanes */
+    assert_int_equal(dq->operands[rec_op_index(dq, "di")].shape[3], 256);
+    assert_int_equal(dq->operands[rec_op_index(dq, "di")].block[3], 128); /* only 128 fetched */
     kern_fini(&k);
 
     f->mode = ATTN_FWD;
     f->kv_seq_len = 256, f->bs.block_k = f->bs.block_k_major = 256;
-    init_ok(&k, &o, &ch, false);
+    rec_init_ok(&k, &o, &ch, false);
     assert_int_equal(k.ncalls, 1);
-    assert_int_equal(k.calls[0].nscratch, 0); /* single-step variant */
-    assert_int_equal(k.calls[0].noperands, 4);     /* no residuals */
+    assert_int_equal(k.calls[0].nscratch, 0);  /* single-step variant */
+    assert_int_equal(k.calls[0].noperands, 4); /* no residuals */
     kern_fini(&k);
 }
 
@@ -365,14 +280,15 @@ static void test_flash_vmem_footprint_matches_formula(void **state)
 {
     (void)state;
     static const int64_t lens[] = {1024};
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
+    ch.vpu_sublanes = 8, ch.vpu_lanes = 128; /* the (8, 128) tiles of the formula */
     struct op o = flash_op(4, 2, 1024, 1024, 64);
     struct op_flash *f = &o.u.flash;
     f->mode = ATTN_FWD_BWD, f->bias = true;
     segments(f, 1, lens);
     f->bs.block_b = 2, f->bs.block_q = 256, f->bs.block_k_major = 512;
     struct kern k;
-    init_ok(&k, &o, &ch, false);
+    rec_init_ok(&k, &o, &ch, false);
     uint64_t bb = 2, bq = 256, bkM = 512, Dp = 128, s = 2, f32 = 4;
     uint64_t want = 2 * bb * bq * Dp * s                            /* q */
                     + 2 * 2 * bb * bkM * Dp * s                     /* k, v */
@@ -394,23 +310,23 @@ static void test_flash_vmem_footprint_matches_formula(void **state)
 static void test_flash_causal_skipped_steps_fetch_no_kv(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     for (int causal = 0; causal < 2; causal++) {
         struct op o = flash_op(1, 1, 512, 512, 64);
         o.u.flash.causal = causal;
         struct kern k;
-        init_ok(&k, &o, &ch, false);
+        rec_init_ok(&k, &o, &ch, false);
         struct rec r;
         struct pl_stats st;
         memset(&r, 0, sizeof r), memset(&st, 0, sizeof st);
-        run_call(&k.calls[0], &ch, &r, &st);
+        rec_run_call(&k.calls[0], &ch, &r, &st);
         const struct pl_call *c = &k.calls[0];
         assert_int_equal(st.steps, 16);
-        assert_int_equal(r.fetches[op_index(c, "k")], causal ? 9 : 16);
-        assert_int_equal(r.fetches[op_index(c, "v")], causal ? 9 : 16);
-        assert_int_equal(r.fetches[op_index(c, "q")], 4);
+        assert_int_equal(r.fetches[rec_op_index(c, "k")], causal ? 9 : 16);
+        assert_int_equal(r.fetches[rec_op_index(c, "v")], causal ? 9 : 16);
+        assert_int_equal(r.fetches[rec_op_index(c, "q")], 4);
         for (int s = 0; s < 16; s++)
-            assert_true((r.flops[s] > 0) == (!causal || s % 4 <= s / 4));
+            assert_true((r.step_flops[s] > 0) == (!causal || s % 4 <= s / 4));
         kern_fini(&k);
     }
 }
@@ -421,30 +337,30 @@ static void test_flash_causal_skipped_steps_fetch_no_kv(void **state)
 static void test_flash_bwd_causal_remaps(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(1, 1, 512, 512, 64);
     o.u.flash.causal = o.u.flash.bias = true;
     o.u.flash.mode = ATTN_BWD;
     struct kern k;
-    init_ok(&k, &o, &ch, false);
+    rec_init_ok(&k, &o, &ch, false);
     assert_int_equal(k.ncalls, 3);
     struct rec r;
     struct pl_stats st;
     memset(&r, 0, sizeof r), memset(&st, 0, sizeof st);
     const struct pl_call *dkv = &k.calls[1], *dq = &k.calls[2];
-    run_call(dkv, &ch, &r, &st);
-    assert_int_equal(r.fetches[op_index(dkv, "q")], 13);
-    assert_int_equal(r.fetches[op_index(dkv, "do")], 13);
-    assert_int_equal(r.fetches[op_index(dkv, "l")], 16);
-    assert_int_equal(r.fetches[op_index(dkv, "m")], 16);
-    assert_int_equal(r.fetches[op_index(dkv, "ab")], 16);
-    assert_int_equal(r.fetches[op_index(dkv, "k")], 4);
+    rec_run_call(dkv, &ch, &r, &st);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "q")], 13);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "do")], 13);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "l")], 16);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "m")], 16);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "ab")], 16);
+    assert_int_equal(r.fetches[rec_op_index(dkv, "k")], 4);
     memset(&r, 0, sizeof r);
-    run_call(dq, &ch, &r, &st);
-    assert_int_equal(r.fetches[op_index(dq, "k")], 9);
-    assert_int_equal(r.fetches[op_index(dq, "ab")], 16);
-    assert_int_equal(r.writes[op_index(dq, "ds")], 16); /* zeroed on skipped steps */
-    assert_int_equal(r.fetches[op_index(dq, "l")], 4);
+    rec_run_call(dq, &ch, &r, &st);
+    assert_int_equal(r.fetches[rec_op_index(dq, "k")], 9);
+    assert_int_equal(r.fetches[rec_op_index(dq, "ab")], 16);
+    assert_int_equal(r.writes[rec_op_index(dq, "ds")], 16); /* zeroed on skipped steps */
+    assert_int_equal(r.fetches[rec_op_index(dq, "l")], 4);
     kern_fini(&k);
 }
 
@@ -453,15 +369,15 @@ static void test_flash_bwd_causal_remaps(void **state)
 static void test_flash_causal_flops_count_run_blocks(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op o = flash_op(1, 1, 2048, 2048, 64);
     o.u.flash.causal = true;
     struct kern k;
-    init_ok(&k, &o, &ch, false);
+    rec_init_ok(&k, &o, &ch, false);
     struct rec r;
     struct pl_stats st;
     memset(&r, 0, sizeof r), memset(&st, 0, sizeof st);
-    run_call(&k.calls[0], &ch, &r, &st);
+    rec_run_call(&k.calls[0], &ch, &r, &st);
     assert_true(st.flops == 136.0 * 4 * 128 * 128 * 64);
     assert_int_equal(st.steps, 256);
     kern_fini(&k);

@@ -1,6 +1,6 @@
-/* tests/unit/test_paged.c -- paged_attention and ragged_paged_attention:
- * functional results against naive attention, DMA counts derived by hand,
- * the megacore split, upstream's error messages, and SimGrid runs. */
+/* tests/unit/test_paged.c -- paged_attention: functional results against
+ * naive attention, DMA counts derived by hand, the megacore split, upstream's
+ * error messages, and SimGrid runs (ragged_paged_attention: test_ragged.c). */
 #include "test_util.h"
 
 #include <math.h>
@@ -9,87 +9,10 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "sim/op_table.h"
 #include "kernels/pallas.h"
+#include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
-
-/* ---- an in-process executor: counts DMAs, checks each is waited once ---- */
-
-#define REC_MAX 4096
-
-struct rec {
-    int started, waited, computes;
-    unsigned char state[REC_MAX]; /* 1 started, 2 waited */
-    uint64_t in_bytes;
-};
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    (void)op;
-    assert_true(r->started < REC_MAX - 1);
-    r->state[++r->started] = 1;
-    if (in)
-        r->in_bytes += bytes;
-    return (void *)(intptr_t)r->started;
-}
-
-static void r_wait(void *ex, void *h)
-{
-    struct rec *r = ex;
-    int i = (int)(intptr_t)h;
-    assert_true(i >= 1 && i <= r->started);
-    assert_int_equal(r->state[i], 1); /* started, not waited yet */
-    r->state[i] = 2;
-    r->waited++;
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    (void)w, (void)step;
-    ((struct rec *)ex)->computes += (int)n;
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
-
-static struct chip_params chip(int generation, bool megacore)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, megacore ? "test-megacore" : "test");
-    c.generation = generation, c.cores = megacore ? 2 : 1, c.megacore = megacore;
-    c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 32 << 20, c.smem_bytes = 1 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
-
-/* Runs core 'core' of 'ncores' (all of the call when ncores == 1); every DMA
- * started must have been waited on at the end. */
-static struct pl_stats run_core(const struct kern *k, const struct chip_params *ch, int core,
-                                int ncores, struct rec *r)
-{
-    struct pl_stats st = {0};
-    struct pl_exec ex = {&rec_ops, r, false};
-    for (int i = 0; i < k->ncalls; i++) {
-        int64_t b, e;
-        pl_core_range(&k->calls[i], core, ncores, &b, &e);
-        pl_run(&k->calls[i], ch, b, e, &ex, &st);
-    }
-    assert_int_equal(r->started, r->waited);
-    assert_int_equal(st.dmas, r->started);
-    return st;
-}
 
 static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *lengths)
 {
@@ -104,27 +27,12 @@ static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *len
     return op;
 }
 
-/* Runs 'op' functionally on one core and returns the worst error. */
+/* Runs 'op' functionally on one core and returns the worst error; 'k' stays
+ * initialised for the caller to inspect and release. */
 static double paged_functional(const struct op *op, struct kern *k)
 {
-    struct chip_params ch = chip(5, false);
-    char err[512] = "";
-    int rc = kern_init(k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
-    if (rc)
-        print_error("%s\n", err);
-    assert_int_equal(rc, 0);
-    kern_data(k, 11);
-    struct rec r = {0};
-    run_core(k, &ch, 0, 1, &r);
-    bool ok = false;
-    char msg[256];
-    double worst = kern_verify(k, &ok, msg, sizeof msg);
-    if (!ok)
-        print_error("%s\n", msg);
-    if (getenv("TEST_PAGED_VERBOSE"))
-        print_message("worst error %.3g\n", worst);
-    assert_true(ok);
-    return worst;
+    struct chip_params ch = test_chip();
+    return rec_functional_ok(k, op, &ch, 11);
 }
 
 static const int64_t RAGGED_LENS[] = {0, 3, 20, 33, 64, 128};
@@ -179,15 +87,15 @@ static void test_paged_dma_count_hand(void **state)
 {
     (void)state;
     static const int64_t lens[] = {0, 20, 70};
-    struct chip_params ch = chip(5, false);
+    struct chip_params ch = test_chip();
     char err[256];
     for (int quant = 0; quant < 2; quant++) {
         struct op op = paged_op(3, 8, 2, lens);
         op.u.paged.kv_dt = quant ? DT_INT8 : DT_F32;
         struct kern k;
-        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
         struct rec r = {0};
-        struct pl_stats st = run_core(&k, &ch, 0, 1, &r);
+        struct pl_stats st = rec_run_core(&k, &ch, 0, 1, &r);
         assert_int_equal(st.dmas, quant ? 89 : 57);
         assert_int_equal(st.steps, 6);
         kern_fini(&k);
@@ -199,19 +107,20 @@ static void test_paged_dma_count_hand(void **state)
 static void megacore_case(enum megacore_mode mode)
 {
     static const int64_t lens[] = {17, 40, 128, 5};
-    struct chip_params ch = chip(5, true);
+    struct chip_params ch = test_chip();
+    ch.cores = 2, ch.megacore = true;
     struct op op = paged_op(4, 8, 4, lens);
     op.u.paged.megacore_mode = mode;
     char err[256];
     for (int core = 0; core < 2; core++) {
         struct kern k;
-        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, true, err, sizeof err), 0);
+        assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, true, err, sizeof err), 0);
         assert_int_equal(k.calls[0].grid[0], 2);
         assert_int_equal(k.calls[0].grid[1], mode == MEGACORE_BATCH ? 2 : 4);
         assert_int_equal(k.calls[0].grid[2], mode == MEGACORE_KV_HEAD ? 2 : 4);
         kern_data(&k, 3);
         struct rec r = {0};
-        struct pl_stats st = run_core(&k, &ch, core, 2, &r);
+        struct pl_stats st = rec_run_core(&k, &ch, core, 2, &r);
         assert_int_equal(st.steps, 8);
         const float *o = k.calls[0].operands[3].data;
         for (int b = 0; b < 4; b++)
@@ -227,11 +136,11 @@ static void megacore_case(enum megacore_mode mode)
     }
     /* both cores together match the reference */
     struct kern k;
-    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 3);
     for (int core = 0; core < 2; core++) {
         struct rec r = {0};
-        run_core(&k, &ch, core, 2, &r);
+        rec_run_core(&k, &ch, core, 2, &r);
     }
     bool ok = false;
     char msg[256];
@@ -252,150 +161,33 @@ static void test_paged_megacore_batch_interleaved(void **state)
     megacore_case(MEGACORE_BATCH);
 }
 
-static void expect_error(const struct op *op, const struct chip_params *ch, const char *want)
-{
-    struct kern k;
-    char err[512] = "";
-    assert_int_equal(kern_init(&k, op_row((op)->kind)->kern, op, ch, false, err, sizeof err), -1);
-    kern_fini(&k);
-    if (!strstr(err, want))
-        print_error("got: %s\nwant: %s\n", err, want);
-    assert_non_null(strstr(err, want));
-}
-
 static void test_paged_upstream_errors(void **state)
 {
     (void)state;
     static const int64_t lens[] = {1, 2, 3};
-    struct chip_params ch = chip(5, false), mc = chip(4, true);
+    struct chip_params ch = test_chip(), mc = test_chip();
+    mc.cores = 2, mc.megacore = true;
     struct op op = paged_op(3, 6, 4, lens);
-    expect_error(&op, &ch,
-                 "Number of Q heads must be divisible by number of KV heads. Got 6 "
-                 "and 4.");
+    rec_expect_error(&op, &ch,
+                     "Number of Q heads must be divisible by number of KV heads. Got 6 "
+                     "and 4.");
     op = paged_op(3, 8, 2, lens);
     op.u.paged.pages_per_compute_block = 3;
-    expect_error(&op, &ch,
-                 "pages_per_compute_block must be divisible by pages per sequence. "
-                 "Got 3 and 8.");
+    rec_expect_error(&op, &ch,
+                     "pages_per_compute_block must be divisible by pages per sequence. "
+                     "Got 3 and 8.");
     op = paged_op(3, 3, 3, lens);
     op.u.paged.megacore_mode = MEGACORE_KV_HEAD;
-    expect_error(&op, &mc, "number of KV heads must be even when megacore_mode is 'kv_head'");
+    rec_expect_error(&op, &mc, "number of KV heads must be even when megacore_mode is 'kv_head'");
     op = paged_op(3, 8, 2, lens);
     op.u.paged.megacore_mode = MEGACORE_BATCH;
-    expect_error(&op, &mc, "batch size must be even when megacore_mode is 'batch'");
+    rec_expect_error(&op, &mc, "batch size must be even when megacore_mode is 'batch'");
     op.u.paged.megacore_mode = MEGACORE_KV_HEAD;
-    expect_error(&op, &ch, "megacore_mode 'kv_head' needs a megacore chip");
-}
-
-/* ---- ragged_paged_attention ---- */
-
-static struct op ragged_op(int64_t hq, int64_t hkv, int n, int64_t *q_lens, int64_t *kv_lens)
-{
-    struct op op = {.kind = OP_RAGGED, .name = (char *)"rpa"};
-    struct op_ragged *p = &op.u.ragged;
-    p->q_heads = hq, p->kv_heads = hkv, p->head_dim = 128;
-    p->dt = p->kv_dt = DT_F32;
-    p->page_size = 16, p->max_model_len = 64;
-    p->num_kv_pages_per_block = 2, p->num_queries_per_block = 4;
-    p->nseqs = n, p->q_lens = q_lens, p->kv_lens = kv_lens;
-    p->shuffled_pages = true, p->seed = 9;
-    return op;
-}
-
-static double ragged_functional(const struct op *op)
-{
-    struct chip_params ch = chip(5, false);
-    struct kern k;
-    char err[512] = "";
-    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
-    if (rc)
-        print_error("%s\n", err);
-    assert_int_equal(rc, 0);
-    kern_data(&k, 21);
-    struct rec r = {0};
-    run_core(&k, &ch, 0, 1, &r);
-    bool ok = false;
-    char msg[256];
-    double worst = kern_verify(&k, &ok, msg, sizeof msg);
-    if (!ok)
-        print_error("%s\n", msg);
-    if (getenv("TEST_PAGED_VERBOSE"))
-        print_message("worst error %.3g\n", worst);
-    assert_true(ok);
-    kern_fini(&k);
-    return worst;
-}
-
-/* Prefill, decode and a chunk crossing q blocks, GQA 2:1, two head blocks. */
-static void test_ragged_functional_mixed_batch(void **state)
-{
-    (void)state;
-    int64_t q[] = {3, 1, 5, 1, 7}, kv[] = {40, 17, 5, 64, 30};
-    struct op op = ragged_op(16, 8, 5, q, kv);
-    assert_true(ragged_functional(&op) < 1e-5);
-    op.u.ragged.shuffled_pages = false;
-    op.u.ragged.num_queries_per_block = 8, op.u.ragged.num_kv_pages_per_block = 1;
-    assert_true(ragged_functional(&op) < 1e-5);
-}
-
-static void test_ragged_functional_window_soft_cap(void **state)
-{
-    (void)state;
-    int64_t q[] = {3, 1, 5, 1, 7}, kv[] = {40, 17, 5, 64, 30};
-    struct op op = ragged_op(16, 8, 5, q, kv);
-    op.u.ragged.sliding_window = 9;
-    assert_true(ragged_functional(&op) < 1e-5);
-    op.u.ragged.soft_cap = 2.5;
-    assert_true(ragged_functional(&op) < 1e-5);
-    op.u.ragged.dt = op.u.ragged.kv_dt = DT_BF16; /* 16 q heads per block: one head block */
-    assert_true(ragged_functional(&op) < 1e-2);
-}
-
-static void test_ragged_functional_int8_kv(void **state)
-{
-    (void)state;
-    int64_t q[] = {3, 1, 5, 1, 7}, kv[] = {40, 17, 5, 64, 30};
-    struct op op = ragged_op(32, 8, 5, q, kv);
-    op.u.ragged.dt = DT_BF16, op.u.ragged.kv_dt = DT_INT8;
-    assert_true(ragged_functional(&op) < 1e-2);
-}
-
-/* f32, Hq = 16, Hkv = 8: combined kv heads 16 -> 8 per block (8 x packing 1),
- * 8 q heads per block: 2 head blocks. Sequences (q_len, kv_len) = (3, 40),
- * (1, 17), (5, 5); T = 9, bq = 4: q blocks [0,4) [4,8) [8,12); cu_q_lens
- * [0, 3, 4, 9]; a kv block is 2 pages = 32 tokens. Visits per head block:
- *   q block 0: seq 0 (ends at 3 < 4: go on) 2 kv blocks; seq 1 (ends at 4):
- *              1 block; q block 1: seq 2 (ends at 9 > 8) 1 block; q block 2:
- *              seq 2 again 1 block. = 5 kv blocks.
- * 2 head blocks x 5 kv blocks x 2 page DMAs = 20 (the first at (0, 0), then
- * one prefetch per block but the last); q: 6 steps x 1 fetch; o: 6
- * write-backs; 1 scalar-prefetch copy: 20 + 6 + 6 + 1 = 33. */
-static void test_ragged_dma_count_hand(void **state)
-{
-    (void)state;
-    int64_t q[] = {3, 1, 5}, kv[] = {40, 17, 5};
-    struct op op = ragged_op(16, 8, 3, q, kv);
-    struct chip_params ch = chip(5, false);
-    struct kern k;
-    char err[256];
-    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
-    assert_int_equal(k.calls[0].grid[0], 2);
-    assert_int_equal(k.calls[0].grid[1], 3);
-    struct rec r = {0};
-    struct pl_stats st = run_core(&k, &ch, 0, 1, &r);
-    assert_int_equal(st.dmas, 33);
-    kern_fini(&k);
-    /* the same count in the summary of a SimGrid run (v5e: one core) */
-    struct result res = run("chip: v5e\nworkload:\n  - {op: ragged_paged_attention, "
-                            "functional: true, q_heads: 16, kv_heads: 8, head_dim: 128, dtype: "
-                            "f32, kv_dtype: f32, page_size: 16, max_model_len: 64, "
-                            "num_kv_pages_per_block: 2, num_queries_per_block: 4, sequences: "
-                            "[{q_len: 3, kv_len: 40}, {q_len: 1, kv_len: 17}, {q_len: 5, "
-                            "kv_len: 5}], pages: shuffled}\n",
-                            NULL, 0);
-    assert_int_equal(res.rc, 0);
-    assert_int_equal(res.dmas[0], 33);
-    assert_int_equal(res.steps[0], 6);
+    rec_expect_error(&op, &ch,
+                     "megacore_mode 'kv_head' needs a megacore chip (v4, v5p): on test both "
+                     "core_index values run on one TensorCore and the second waits for a "
+                     "prefetch that was never issued (upstream: \"set this only if megacore is "
+                     "enabled, otherwise the kernel may hang\")");
 }
 
 /* A paged run on SimGrid: functional check passes and the summary counts the
@@ -418,53 +210,6 @@ static void test_paged_simgrid_runs(void **state)
     assert_int_equal(r.rc, 0);
 }
 
-static void test_ragged_upstream_errors(void **state)
-{
-    (void)state;
-    struct chip_params ch = chip(5, false);
-    int64_t q[] = {3, 6}, kv[] = {40, 5};
-    struct op op = ragged_op(16, 8, 2, q, kv);
-    expect_error(&op, &ch, "q_len=6 must be less or equal to kv_len=5 at sequence 1.");
-    q[1] = 2;
-    op = ragged_op(12, 8, 2, q, kv);
-    expect_error(&op, &ch, "num_q_heads=12 must be divisible by num_kv_heads=8");
-    op = ragged_op(16, 8, 2, q, kv);
-    op.u.ragged.num_kv_pages_per_block = 5;
-    expect_error(&op, &ch, "num_kv_pages_per_block=5 must be in range (0, 4].");
-    op = ragged_op(6, 3, 2, q, kv);
-    op.u.ragged.dt = op.u.ragged.kv_dt = DT_BF16;
-    expect_error(&op, &ch, "Not implemented: num_combined_kv_heads=6 can not be XLA fully tiled.");
-}
-
-/* Block sizes left at 0: (128, 32) clipped to (pages_per_seq, T); v4 (32, 32). */
-static void test_ragged_default_block_sizes(void **state)
-{
-    (void)state;
-    int64_t q[] = {30, 1}, kv[] = {40, 2000};
-    struct op op = ragged_op(32, 8, 2, q, kv);
-    op.u.ragged.dt = op.u.ragged.kv_dt = DT_BF16;
-    op.u.ragged.max_model_len = 4096; /* 256 pages of 16 per sequence */
-    op.u.ragged.num_kv_pages_per_block = 0, op.u.ragged.num_queries_per_block = 0;
-    for (int gen = 4; gen <= 6; gen++) {
-        struct chip_params ch = chip(gen, false);
-        struct kern k;
-        char err[256];
-        assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
-        assert_int_equal(k.calls[0].scratch[0].shape[1], gen == 4 ? 32 : 128);
-        assert_int_equal(k.calls[0].operands[0].block[0], 31); /* min(32, T = 31) */
-        assert_int_equal(k.calls[0].grid[0], 1);          /* 16 combined heads: all 32 q heads */
-        kern_fini(&k);
-    }
-    op.u.ragged.max_model_len = 64; /* 4 pages per sequence */
-    kv[1] = 64;
-    struct chip_params ch = chip(5, false);
-    struct kern k;
-    char err[256];
-    assert_int_equal(kern_init(&k, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
-    assert_int_equal(k.calls[0].scratch[0].shape[1], 4);
-    kern_fini(&k);
-}
-
 int main(void)
 {
     (void)assert_time; /* sim_fork.h's timing helper: not used here */
@@ -477,12 +222,6 @@ int main(void)
         cmocka_unit_test(test_paged_megacore_batch_interleaved),
         cmocka_unit_test(test_paged_upstream_errors),
         cmocka_unit_test(test_paged_simgrid_runs),
-        cmocka_unit_test(test_ragged_functional_mixed_batch),
-        cmocka_unit_test(test_ragged_functional_window_soft_cap),
-        cmocka_unit_test(test_ragged_functional_int8_kv),
-        cmocka_unit_test(test_ragged_dma_count_hand),
-        cmocka_unit_test(test_ragged_upstream_errors),
-        cmocka_unit_test(test_ragged_default_block_sizes),
     };
     return cmocka_run_group_tests_name("paged", tests, NULL, NULL);
 }

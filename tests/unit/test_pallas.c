@@ -1,5 +1,5 @@
 /* tests/unit/test_pallas.c -- the Pallas pipeline schedule, recorded without
- * an engine: which DMAs start and are waited on at which step. */
+ * an engine (pl_rec.h): which DMAs start and are waited on at which step. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -12,68 +12,7 @@
 #include "models/hbm.h"
 #include "models/mxu.h"
 #include "models/vpu.h"
-
-struct rec {
-    char log[4096];
-    int handles;
-    int64_t computes;
-};
-
-static void logf_(struct rec *r, const char *s)
-{
-    strncat(r->log, s, sizeof r->log - strlen(r->log) - 1);
-}
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    char b[48];
-    (void)bytes;
-    snprintf(b, sizeof b, "%s%d ", in ? "F" : "W", op);
-    logf_(r, b);
-    return (void *)(intptr_t)(++r->handles);
-}
-
-static void r_wait(void *ex, void *h)
-{
-    char b[32];
-    snprintf(b, sizeof b, "w%d ", (int)(intptr_t)h);
-    logf_(ex, b);
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    struct rec *r = ex;
-    char b[48];
-    (void)w;
-    snprintf(b, sizeof b, "C%lld%s ", (long long)step, n > 1 ? "+" : "");
-    r->computes += n;
-    logf_(r, b);
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
-
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.peak_flops[DT_INT8] = 262.144e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
+#include "pl_rec.h"
 
 /* An input whose block index goes A, B, A is fetched three times. */
 static const int64_t aba[] = {0, 1, 0, 0};
@@ -105,7 +44,7 @@ static struct pl_call aba_call(void)
 static void test_pl_skip_rule_compares_only_previous_step(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     struct rec r = {0};
     struct pl_exec ex = {&rec_ops, &r, false};
@@ -120,7 +59,7 @@ static void test_pl_skip_rule_compares_only_previous_step(void **state)
 static void test_pl_output_written_when_index_changes(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
@@ -143,7 +82,7 @@ static void test_pl_output_written_when_index_changes(void **state)
 static void test_pl_coalesces_steady_steps(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 128, .k = 1024, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
@@ -166,7 +105,7 @@ static void test_pl_coalesces_steady_steps(void **state)
 static void test_pl_trivial_window_moves_once(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     c.operands[0].index = NULL;
     c.operands[0].block[0] = 2048;
@@ -182,7 +121,7 @@ static void test_pl_trivial_window_moves_once(void **state)
 static void test_pl_block_shape_rule(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
     op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 256, .dt = DT_BF16,
                                      .bm = 128, .bk = 64, .bn = 128};
@@ -221,7 +160,7 @@ static void test_pl_megacore_split_contiguous(void **state)
 static void test_pl_parallel_must_be_prefix(void **state)
 {
     (void)state;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct pl_call c = aba_call();
     c.ngrid = 2, c.grid[1] = 1;
     c.sem[0] = PL_ARBITRARY, c.sem[1] = PL_PARALLEL;
@@ -233,7 +172,11 @@ static void test_pl_parallel_must_be_prefix(void **state)
 static void test_models_mxu_vpu_hbm(void **state)
 {
     (void)state;
-    struct chip_params ch = chip(); /* MXU clock 131.072e12 / (2*16384*4) = 1 GHz */
+    struct chip_params ch = test_chip();
+    ch.mxu_count = 4, ch.mxu_dim = 128, ch.clock_hz = 1e9;
+    ch.peak_flops[DT_BF16] = 131.072e12; /* MXU clock 131.072e12 / (2*16384*4) = 1 GHz */
+    ch.peak_flops[DT_INT8] = 262.144e12;
+    ch.vpu_sublanes = 8, ch.vpu_lanes = 128, ch.vpu_store_per_cycle = 1;
     /* 1 pass of 128 rows + 128 fill = 256 cycles */
     assert_float_equal(mxu_time_s(&ch, 128, 128, 128, DT_BF16), 256e-9, 1e-18);
     /* 64 passes over 4 MXUs x 512 rows + 128 */

@@ -9,72 +9,11 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "sim/op_table.h"
 #include "kernels/maskinfo.h"
 #include "kernels/pallas.h"
+#include "pl_rec.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
-
-/* ---- an in-process executor that records DMAs and computes ---- */
-
-#define MAXDMA 4096
-
-struct rec {
-    int64_t step; /* steps computed so far: the step issuing a DMA */
-    int n;
-    int op[MAXDMA];
-    bool in[MAXDMA];
-    int64_t at[MAXDMA];
-    int64_t computes, busy; /* steps, and steps with MXU work */
-    double flops;
-};
-
-static void *r_start(void *ex, bool in, uint64_t bytes, int op)
-{
-    struct rec *r = ex;
-    (void)bytes;
-    if (r->n < MAXDMA) {
-        r->op[r->n] = op, r->in[r->n] = in, r->at[r->n] = r->step;
-        r->n++;
-    }
-    return (void *)(intptr_t)r->n;
-}
-
-static void r_wait(void *ex, void *h)
-{
-    (void)ex, (void)h;
-}
-
-static void r_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    struct rec *r = ex;
-    r->computes += n;
-    r->busy += w->flops > 0 ? n : 0;
-    r->flops += w->flops * (double)n;
-    r->step = step + n;
-}
-
-static void r_delay(void *ex, double s)
-{
-    (void)ex, (void)s;
-}
-
-static const struct pl_exec_ops rec_ops = {r_start, r_wait, r_compute, r_delay};
-
-static struct chip_params chip(void)
-{
-    struct chip_params c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
-    for (int i = 0; i < DT_COUNT; i++)
-        c.peak_flops[i] = 131.072e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
-    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
-    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
-    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20, c.smem_bytes = 1 << 20;
-    c.hbm_bw_Bps = 819e9;
-    return c;
-}
 
 /* ---- ops ---- */
 
@@ -103,29 +42,12 @@ static void tc_fini(struct tcase *t)
         mask_free(t->m[i]);
 }
 
-static void run_call(const struct pl_call *c, const struct chip_params *ch, struct rec *r)
-{
-    struct pl_exec ex = {&rec_ops, r, false};
-    struct pl_stats st = {0};
-    pl_run(c, ch, 0, pl_num_steps(c), &ex, &st);
-}
-
 /* Runs every call of 'op' in functional mode and returns the verified error. */
 static double functional(const struct op *op, bool *ok, char *msg, size_t n)
 {
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
-    char err[512];
-    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, true, err, sizeof err);
-    if (rc)
-        print_error("kern_init: %s\n", err);
-    assert_int_equal(rc, 0);
-    kern_data(&k, 7);
-    for (int i = 0; i < k.ncalls; i++) {
-        struct rec r = {0};
-        run_call(&k.calls[i], &ch, &r);
-    }
-    double e = kern_verify(&k, ok, msg, n);
+    double e = rec_run_functional(&k, op, &ch, 7, ok, msg, n);
     kern_fini(&k);
     return e;
 }
@@ -143,15 +65,8 @@ static void expect_match(const struct op *op, const char *what)
 
 static void expect_error(const struct op *op, const char *want)
 {
-    struct chip_params ch = chip();
-    struct kern k;
-    char err[512] = "";
-    int rc = kern_init(&k, op_row((op)->kind)->kern, op, &ch, false, err, sizeof err);
-    kern_fini(&k);
-    if (rc == 0 || strcmp(err, want) != 0)
-        print_error("got rc %d '%s', want '%s'\n", rc, err, want);
-    assert_int_equal(rc, -1);
-    assert_string_equal(err, want);
+    struct chip_params ch = test_chip();
+    rec_expect_error(op, &ch, want);
 }
 
 /* A seeded random dense mask with the diagonal set (no empty rows). */
@@ -269,16 +184,14 @@ static void test_splash_verify_detects_wrong_mask(void **state)
     struct mask *causal = mask_new_causal(256, 256, 0);
     t.m[0] = mask_dense_from(causal);
     mask_free(causal);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, true, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, true, err, sizeof err), 0);
     kern_data(&k, 1);
     memset(t.m[0]->dense, 1, 256 * 256);
-    for (int i = 0; i < k.ncalls; i++) {
-        struct rec r = {0};
-        run_call(&k.calls[i], &ch, &r);
-    }
+    struct rec r = {0};
+    rec_run_core(&k, &ch, 0, 1, &r);
     bool ok;
     char msg[256];
     kern_verify(&k, &ok, msg, sizeof msg);
@@ -351,14 +264,6 @@ static struct pl_call *find_call(struct kern *k, const char *prefix)
     return NULL;
 }
 
-static int find_op(const struct pl_call *c, const char *name)
-{
-    for (int i = 0; i < c->noperands; i++)
-        if (strcmp(c->operands[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 /* S=8192 causal, 512 blocks: 136 of the 256 blocks of each head run compute;
  * the grid keeps all 256 steps (the last q row has 16 blocks). */
 static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
@@ -368,10 +273,10 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     tc_init(&t, 16, 16, 8192, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_causal(8192, 8192, 0);
     t.op.u.splash.bs.block_q = t.op.u.splash.bs.block_kv = 512;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 1);
     struct pl_call *c = &k.calls[0];
     assert_string_equal(c->name, "splash_mha_fwd_no_residuals");
@@ -379,11 +284,11 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     assert_int_equal(c->sem[0], PL_PARALLEL);
     assert_int_equal(c->sem[1], PL_ARBITRARY);
     /* computed mask: q_sequence instead of mask blocks; int8 MaskInfo in SMEM */
-    assert_true(find_op(c, "q_sequence") >= 0);
-    assert_true(find_op(c, "mask") < 0);
+    assert_true(rec_find_op(c, "q_sequence") >= 0);
+    assert_true(rec_find_op(c, "mask") < 0);
     assert_int_equal(c->smem_prefetch_bytes, 256 * 2); /* block_mask, data_next; no mask_next */
     struct rec r = {0};
-    run_call(c, &ch, &r);
+    rec_run_call(c, &ch, &r, NULL);
     assert_int_equal(r.computes, 16 * 256);
     assert_int_equal(r.busy, 16 * 136);
     assert_float_equal(r.flops, 16 * 136 * 4.0 * 512 * 512 * 128, 0);
@@ -400,12 +305,12 @@ static void test_splash_data_next_prefetches_next_block(void **state)
     struct tcase t;
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_causal(512, 512, 0);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
-    int ko = find_op(c, "k");
+    int ko = rec_find_op(c, "k");
     assert_int_equal(ko, 1);
     static const int64_t want_idx[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 1, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
@@ -414,12 +319,12 @@ static void test_splash_data_next_prefetches_next_block(void **state)
         assert_int_equal(b[1], want_idx[s]);
     }
     struct rec r = {0};
-    run_call(c, &ch, &r);
+    rec_run_call(c, &ch, &r, NULL);
     /* k fetches: prologue (kv0), then at steps 4 (kv1), 5 (kv0 for row 2),
      * 8, 9, 10 (kv0 for row 3), 12, 13, 14 */
     static const int64_t want_at[9] = {0, 4, 5, 8, 9, 10, 12, 13, 14};
     int nk = 0;
-    for (int i = 0; i < r.n; i++) {
+    for (int i = 0; i < r.nrec; i++) {
         if (r.op[i] != ko || !r.in[i])
             continue;
         if (nk < 9)
@@ -442,20 +347,21 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     struct mask *causal = mask_new_causal(512, 512, 0);
     t.m[0] = mask_dense_from(causal);
     mask_free(causal);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
-    int mo = find_op(c, "mask");
+    int mo = rec_find_op(c, "mask");
     assert_true(mo >= 0);
-    assert_true(find_op(c, "q_sequence") < 0);
+    assert_true(rec_find_op(c, "q_sequence") < 0);
     assert_int_equal(c->operands[mo].dt, DT_INT32);
-    assert_int_equal(c->operands[mo].shape[0], 1); /* the 4 diagonal blocks are one deduplicated block */
+    /* the 4 diagonal blocks are one deduplicated block */
+    assert_int_equal(c->operands[mo].shape[0], 1);
     struct rec r = {0};
-    run_call(c, &ch, &r);
+    rec_run_call(c, &ch, &r, NULL);
     int nm = 0;
-    for (int i = 0; i < r.n; i++)
+    for (int i = 0; i < r.nrec; i++)
         nm += r.op[i] == mo;
     assert_int_equal(nm, 1);
     kern_fini(&k);
@@ -464,9 +370,9 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
     /* a random mask: distinct partial blocks; one DMA per change of mask_next */
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = random_mask(512, 0.02, 4);
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     c = &k.calls[0];
-    mo = find_op(c, "mask");
+    mo = rec_find_op(c, "mask");
     int changes = 1;
     int64_t prev = -1;
     for (int64_t s = 0; s < pl_num_steps(c); s++) {
@@ -476,9 +382,9 @@ static void test_splash_partial_blocks_fetch_mask(void **state)
         prev = b[0];
     }
     memset(&r, 0, sizeof r);
-    run_call(c, &ch, &r);
+    rec_run_call(c, &ch, &r, NULL);
     nm = 0;
-    for (int i = 0; i < r.n; i++)
+    for (int i = 0; i < r.nrec; i++)
         nm += r.op[i] == mo;
     assert_int_equal(nm, changes);
     assert_true(c->operands[mo].shape[0] > 1);
@@ -495,13 +401,13 @@ static void test_splash_dynamic_mask_has_no_lookahead(void **state)
     tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
     t.m[0] = mask_new_local(512, 512, 128, 0, 0); /* row i: kv blocks i-1, i */
     t.op.u.splash.dynamic = true;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *c = &k.calls[0];
     assert_int_equal(c->grid[2], 4);
-    int ko = find_op(c, "k"), mo = find_op(c, "mask");
+    int ko = rec_find_op(c, "k"), mo = rec_find_op(c, "mask");
     assert_int_equal(c->operands[mo].shape[0], 16);
     static const int64_t want[16] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3};
     for (int64_t s = 0; s < 16; s++) {
@@ -521,10 +427,10 @@ static void test_splash_shrunk_grid_removes_steps(void **state)
     struct tcase t;
     tc_init(&t, 2, 2, 1024, 64, ATTN_FWD_BWD, 1);
     t.m[0] = mask_new_local(1024, 1024, 128, 0, 0);
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 4); /* fwd, di glue, dkv, dq */
     struct pl_call *f = find_call(&k, "splash_mha_fwd_residuals");
     struct pl_call *dkv = find_call(&k, "splash_mha_dkv");
@@ -552,19 +458,19 @@ static void test_splash_dkv_writes_once_per_group(void **state)
     tc_init(&t, 4, 2, 512, 64, ATTN_BWD, 1);
     t.m[0] = mask_new_full(512, 512);
     t.op.u.splash.bs = (struct splash_block_sizes){128, 128, 0, 128, 128, 0, 0, 0, true};
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     assert_int_equal(k.ncalls, 3); /* di glue, dkv, dq sum */
     struct pl_call *c = find_call(&k, "splash_mha_dkv");
     assert_non_null(c);
-    assert_int_equal(find_op(c, "dq_scratch"), -1); /* bkv == bkv_compute: no scratch */
-    int dk = find_op(c, "dk"), dq = find_op(c, "dq_unreduced");
+    assert_int_equal(rec_find_op(c, "dq_scratch"), -1); /* bkv == bkv_compute: no scratch */
+    int dk = rec_find_op(c, "dk"), dq = rec_find_op(c, "dq_unreduced");
     struct rec r = {0};
-    run_call(c, &ch, &r);
+    rec_run_call(c, &ch, &r, NULL);
     int ndk = 0, ndq = 0;
-    for (int i = 0; i < r.n; i++)
+    for (int i = 0; i < r.nrec; i++)
         ndk += r.op[i] == dk && !r.in[i], ndq += r.op[i] == dq && !r.in[i];
     assert_int_equal(ndk, 4 * 2);                 /* kv blocks x kv heads */
     assert_int_equal(ndq, 4 * 4 * 4);             /* every (kv, h, q) step */
@@ -581,10 +487,10 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     tc_init(&t, 2, 2, 256, 64, ATTN_FWD_BWD, 1);
     t.m[0] = mask_new_causal(256, 256, 0);
     t.op.u.splash.batch = 3;
-    struct chip_params ch = chip();
+    struct chip_params ch = test_chip();
     struct kern k;
     char err[256];
-    assert_int_equal(kern_init(&k, op_row((&t.op)->kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
     struct pl_call *f = find_call(&k, "splash_mha_fwd"), *dq = find_call(&k, "splash_mha_dq");
     assert_int_equal(f->ngrid, 4);
     assert_int_equal(f->grid[0], 3);
@@ -592,12 +498,12 @@ static void test_splash_batch_is_a_parallel_grid_dim(void **state)
     assert_int_equal(f->sem[1], PL_PARALLEL);
     assert_int_equal(dq->sem[0], PL_PARALLEL);
     assert_int_equal(dq->sem[1], PL_ARBITRARY);
-    int m = find_op(f, "m_scratch");
+    int m = rec_find_op(f, "m_scratch");
     assert_non_null(f->operands[m].index);
     struct rec r = {0};
-    run_call(f, &ch, &r);
+    rec_run_call(f, &ch, &r, NULL);
     int nw = 0;
-    for (int i = 0; i < r.n; i++)
+    for (int i = 0; i < r.nrec; i++)
         nw += r.op[i] == m && !r.in[i];
     assert_int_equal(nw, 3); /* written back once per batch row */
     kern_fini(&k);

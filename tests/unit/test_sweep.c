@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "sim/cfg_tree.h"
 #include "sim/cli.h"
 #include "sim/sweep.h"
 #include "sim/sweep_int.h"
-#include "traces/report.h"
 
 static char tmpdir[64];
 static char bin[4096];
@@ -140,8 +140,7 @@ static void need_bin(void)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tpusim-test-sweep-XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (test_tmpdir_make(tmpdir, sizeof tmpdir, "sweep") != 0)
         return -1;
     /* this test is build/<variant>/tests/test_sweep; the binary is build/<variant>/tpusim */
     ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
@@ -157,10 +156,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return test_tmpdir_remove(tmpdir);
 }
 
 static const char base_yaml[] = "name: mm\n"

@@ -8,4 +8,49 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/chip.h"
+
+/* One v5e-like TensorCore with round numbers: 4 MXUs of 128x128 at 1 GHz
+ * (131.072 TFLOP/s = 4 x 128 x 128 x 2 FLOP per cycle, every dtype), vregs of
+ * 8 x 128 (4 ALU, 3 load, 1 store, 1 EUP, 0.5 XLU per cycle), 128 MiB of VMEM
+ * with a 16 MiB scoped limit, 1 MiB of SMEM, 1 TB/s of HBM, no per-step
+ * overhead, no DMA latency, one core (no megacore). A test whose figures
+ * depend on a field sets that field itself after calling this. */
+static inline struct chip_params test_chip(void)
+{
+    struct chip_params c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test");
+    c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
+    for (int i = 0; i < DT_COUNT; i++)
+        c.peak_flops[i] = 131.072e12;
+    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
+    c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
+    c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
+    c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20, c.smem_bytes = 1 << 20;
+    c.hbm_bw_Bps = 1e12;
+    return c;
+}
+
+/* Makes a new directory "/tmp/tpusim-test-<what>-XXXXXX" and writes its path
+ * into 'dir' ('n' bytes). Returns 0, or -1 as a cmocka setup does. */
+static inline int test_tmpdir_make(char *dir, size_t n, const char *what)
+{
+    snprintf(dir, n, "/tmp/tpusim-test-%s-XXXXXX", what);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes directory 'dir' and all it holds. Returns 0, or -1 as a cmocka
+ * teardown does. */
+static inline int test_tmpdir_remove(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%.4096s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 #endif
