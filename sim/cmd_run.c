@@ -42,6 +42,7 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"max-steps", required_argument, 0, 'm'},
                                           {"max-memory", required_argument, 0, 'M'},
                                           {"quiet", no_argument, 0, 'q'},
+                                          {"all-chips", no_argument, 0, 'A'},
                                           {"sg", required_argument, 0, 'g'},
                                           {0, 0, 0, 0}};
     int ch;
@@ -70,6 +71,9 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
         case 'M':
             if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || c->max_memory <= 0)
                 return cli_usage_error("--max-memory takes a size like 20GiB");
+            break;
+        case 'A':
+            add_set(c, "options.all_chips=true");
             break;
         case 'q':
             c->quiet = true;

@@ -14,7 +14,7 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  run [SCENARIO.yaml] [-o DIR] [--set key.path=value]... [--fidelity fast|exact]\n"
-    "                       [--max-steps N] [--max-memory SIZE] [--quiet]\n"
+    "                       [--max-steps N] [--max-memory SIZE] [--all-chips] [--quiet]\n"
     "        simulate a scenario (default: the embedded configs/scenarios/default.yaml);\n"
     "        writes DIR/trace.json, DIR/summary.json, DIR/platform.xml\n"
     "        (DIR defaults to out/<scenario name>)\n"
