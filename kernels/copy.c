@@ -70,8 +70,9 @@ int copy_ppermute_target(const struct topo *t, int rank, int axis, int shift)
     return topo_rank(t, c);
 }
 
-int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops)
+int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
+    (void)period;
     const struct op_ppermute *p = &op->u.ppermute;
     int L = topo->shape[p->axis], off = ((p->shift % L) + L) % L;
     int h = topo->wrap[p->axis] && L - off < off ? L - off : off;

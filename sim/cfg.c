@@ -11,6 +11,7 @@
 #include "base/xalloc.h"
 #include "sim/cfg_int.h"
 #include "sim/cfg_tree.h"
+#include "kernels/collective.h"
 #include "sim/op_table.h"
 #include "sim/spmd.h"
 
@@ -306,8 +307,63 @@ static void load_workload(struct walk *w, const struct cfg_node *root, struct cf
     graph_draft_fini(&L.draft);
 }
 
+/* The top-level mesh: its axes laid out on the topology. */
+static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    const struct cfg_node *m = cfg_get(root, "mesh");
+    if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
+        return;
+    char err[256];
+    if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(m, &loc);
+        diag_error(w->d, &loc, "mesh", "%s", err);
+        return;
+    }
+    sc->has_mesh = true;
+}
+
+/* A collective's groups: the mesh it uses, its axes by index, the group torus's dimensions. */
+static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    struct op_collective *c = &sc->ops[i].u.coll;
+    const struct cfg_op_src *src = &sc->src[i];
+    char err[256];
+    if (!c->own_mesh && !sc->has_mesh) {
+        diag_error(w->d, &src->loc, src->path, "groups: needs a mesh: a top-level mesh: or "
+                   "groups: {mesh: {...}, axes: [...]}");
+        return;
+    }
+    if (!c->own_mesh)
+        c->mesh = sc->mesh;
+    else if (mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
+        return;
+    }
+    for (int k = 0; k < c->ngroup; k++) {
+        c->group_axes[k] = mesh_axis_index(&c->mesh, c->group_names[k]);
+        if (c->group_axes[k] < 0) {
+            diag_error(w->d, &src->loc, src->path, "groups: the mesh has no axis '%s'",
+                       c->group_names[k]);
+            return;
+        }
+    }
+    struct topo g;
+    if (mesh_group(&c->mesh, &sc->topo, c->group_axes, c->ngroup, &g) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups: the axes span more than %d physical "
+                   "factors", TOPO_MAX_DIMS);
+        return;
+    }
+    c->naxes = g.ndims;
+    for (int a = 0; a < g.ndims; a++)
+        c->axes[a] = a;
+}
+
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
+            resolve_groups(w, sc, i);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;
@@ -355,13 +411,15 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_apply_set(root, sets[i], d);
     struct walk w = {d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
-        static const char *const keys[] = {"name", "chip", "topology", "options", "workload", NULL};
+        static const char *const keys[] = {"name", "chip", "topology", "options", "mesh",
+                                           "workload", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
+        load_mesh(&w, root, sc);
         load_workload(&w, root, sc);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);

@@ -42,6 +42,8 @@ struct cfg_scenario {
     struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
     int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
+    bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
+    struct mesh mesh;      /* laid out on 'topo' */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
     int nops;
