@@ -127,9 +127,55 @@ static void test_cfg_set_errors(void **state)
     assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1,
                           &sc, d),
                      -1);
-    assert_non_null(strstr(diag_message(d, 0), "expected an index below 1, got '3'"));
+    assert_non_null(strstr(diag_message(d, 0), "index 3 is out of range (the list has 1 item)"));
     cfg_scenario_fini(&sc);
     diag_free(d);
+}
+
+/* Issue 18.1: an empty path segment used to free the root the caller keeps. */
+static void test_cfg_set_empty_segment(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {".=1", "..=1", "workload..bytes=1MiB", ".workload=1",
+                                      "workload.=1", "=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1,
+                              &sc, d),
+                         -1);
+        assert_non_null(strstr(diag_message(d, 0), "expected key.path=value"));
+        diag_free(d);
+    }
+}
+
+/* Issue 18.2: list indices were read with atoi: 2^63 wrote out of bounds and
+ * 2^32+3 silently named item 3. */
+static void test_cfg_set_index_overflow(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"workload.9223372036854775808.bytes=1MiB",
+                                      "workload.4294967299.name=X",
+                                      "workload.18446744073709551616.bytes=1MiB",
+                                      "workload.4.bytes=1MiB", "workload.0004.name=X"};
+    static const char *const want[] = {"index 9223372036854775808 is out of range",
+                                       "index 4294967299 is out of range",
+                                       "index 18446744073709551616 is out of range",
+                                       "index 4 is out of range (the list has 4 items)",
+                                       "index 0004 is out of range (the list has 4 items)"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n"
+                              "  - {op: hbm_copy, bytes: 1MiB}\n  - {op: hbm_copy, bytes: 1MiB}\n"
+                              "  - {op: hbm_copy, bytes: 1MiB}\n",
+                              sets, 1, &sc, d),
+                         -1);
+        assert_non_null(strstr(diag_message(d, 0), want[i]));
+        diag_free(d);
+    }
 }
 
 int main(void)
@@ -140,6 +186,8 @@ int main(void)
         cmocka_unit_test(test_cfg_default_wraparound_rules),
         cmocka_unit_test(test_cfg_errors_have_positions_and_suggestions),
         cmocka_unit_test(test_cfg_set_errors),
+        cmocka_unit_test(test_cfg_set_empty_segment),
+        cmocka_unit_test(test_cfg_set_index_overflow),
     };
     return cmocka_run_group_tests_name("cfg", tests, NULL, NULL);
 }
