@@ -26,7 +26,15 @@ struct cfg_node {
 };
 
 /* --- stage 1: YAML text -> tree (sim/cfg_yaml.c) --- */
-/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
+/* Limits of one document, checked while it is parsed: nesting depth, and
+ * nodes and bytes after alias expansion (a node costs its struct, its text
+ * and its file name). A real scenario is a few hundred nodes. */
+#define CFG_MAX_DEPTH 64
+#define CFG_MAX_NODES 1000000
+#define CFG_MAX_EXPANDED_BYTES ((size_t)256 << 20)
+
+/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error.
+ * One document only; no tags but !!str; aliases are expanded into copies. */
 struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
 
 /* --- the tree (sim/cfg_tree.c) --- */
