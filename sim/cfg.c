@@ -203,6 +203,8 @@ static void check_semantics(struct walk *w, const struct cfg_node *root, struct 
 
 static char *base_name(const char *path)
 {
+    if (strcmp(path, "-") == 0)
+        return xstrdup("stdin");
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     char *s = xstrdup(b);
@@ -246,9 +248,9 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets,
                       struct cfg_scenario *sc, struct diag *d)
 {
     memset(sc, 0, sizeof *sc);
-    if (!path || strcmp(path, "-") == 0)
+    if (!path)
         path = DEFAULT_SCENARIO;
-    sc->file = xstrdup(path);
+    sc->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
     struct cfg_node *root = cfg_parse_file(path, d);
     if (!root) {
         cfg_scenario_fini(sc);

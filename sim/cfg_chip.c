@@ -172,9 +172,18 @@ static struct cfg_node *load_preset(const char *name, const struct cfg_node *at,
     bool known = false;
     for (int i = 0; embedded_chip_names[i]; i++)
         known |= strcmp(embedded_chip_names[i], name) == 0;
-    if (known || strchr(name, '/'))
-        n = cfg_parse_file(known ? path : name, d);
-    else if (at) {
+    if (known) {
+        n = cfg_parse_file(path, d);
+    } else if (strchr(name, '/')) {
+        n = cfg_parse_file_at(name, at, "chip", d);
+        if (n && n->type != CFG_MAP) {
+            struct diag_loc loc = {at ? at->file : name, at ? at->line : 0, at ? at->col : 0};
+            diag_error(d, &loc, "chip", "expected a chip preset file (a YAML mapping), got '%s' "
+                                        "(a %s)", name, n->type == CFG_SEQ ? "list" : "scalar");
+            cfg_node_free(n);
+            n = NULL;
+        }
+    } else if (at) {
         char list[256] = "";
         for (int i = 0; embedded_chip_names[i]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",

@@ -185,8 +185,10 @@ static struct mask *load_mask(struct walk *w, const struct cfg_node *n, const ch
         char err[512];
         struct mask *m = mask_load_file(pn->value, err, sizeof err);
         char *pp = walk_join(p, "path");
+        struct diag_loc loc;
+        walk_loc(pn, &loc);
         if (!m)
-            walk_type_error(w, pn, pp, err);
+            diag_error(w->d, &loc, pp, "%s", err);
         else if (m->q_len != q || m->kv_len != kv) {
             char want[96];
             snprintf(want, sizeof want, "a %lldx%lld mask file", (long long)q, (long long)kv);

@@ -57,34 +57,46 @@ void cfg_node_add(struct cfg_node *p, const char *key, int kl, int kc, struct cf
     p->key_col[i] = kc;
 }
 
-static char *read_file(const char *path, size_t *len, struct diag *d)
+/* Reads 'path' ("-": standard input); NULL with a message at 'at' (or the
+ * file itself) naming 'key'. */
+static char *read_file(const char *path, const struct cfg_node *at, const char *key,
+                       size_t *len, struct diag *d)
 {
-    char *buf = fs_read_all(path, CFG_MAX_FILE_BYTES, len);
+    bool in = strcmp(path, "-") == 0;
+    char *buf = in ? fs_read_fd(0, CFG_MAX_FILE_BYTES, len)
+                   : fs_read_all(path, CFG_MAX_FILE_BYTES, len);
     if (!buf) {
-        struct diag_loc loc = {path, 0, 0};
-        if (errno == EFBIG)
-            diag_error(d, &loc, NULL, "file is larger than the limit of %d MiB",
-                       (int)(CFG_MAX_FILE_BYTES >> 20));
-        else if (errno == EISDIR)
-            diag_error(d, &loc, NULL, "expected a file, got a directory");
-        else
-            diag_error(d, &loc, NULL, "cannot open: %s", strerror(errno));
+        char why[128];
+        fs_read_error(errno, CFG_MAX_FILE_BYTES, why, sizeof why);
+        struct diag_loc loc = {in ? CFG_STDIN_NAME : path, 0, 0};
+        if (at) {
+            struct diag_loc al = {at->file, at->line, at->col};
+            diag_error(d, &al, key, "cannot read '%s': %s", path, why);
+        } else {
+            diag_error(d, &loc, NULL, "%s", why);
+        }
     }
     return buf;
 }
 
-struct cfg_node *cfg_parse_file(const char *path, struct diag *d)
+struct cfg_node *cfg_parse_file_at(const char *path, const struct cfg_node *at, const char *key,
+                                   struct diag *d)
 {
     const struct embedded_file *e = embedded_find(path);
     if (e)
         return cfg_parse(e->data, e->len, path, d);
     size_t len;
-    char *text = read_file(path, &len, d);
+    char *text = read_file(path, at, key, &len, d);
     if (!text)
         return NULL;
-    struct cfg_node *n = cfg_parse(text, len, path, d);
+    struct cfg_node *n = cfg_parse(text, len, strcmp(path, "-") ? path : CFG_STDIN_NAME, d);
     free(text);
     return n;
+}
+
+struct cfg_node *cfg_parse_file(const char *path, struct diag *d)
+{
+    return cfg_parse_file_at(path, NULL, NULL, d);
 }
 
 struct cfg_node *cfg_get(const struct cfg_node *m, const char *key)

@@ -79,19 +79,69 @@ void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
     }
 }
 
-static const char *node_shape(const struct cfg_node *n)
+#define SHOWN_MAX 60 /* characters of a bad value echoed back */
+
+struct brief {
+    char buf[SHOWN_MAX + 8];
+    size_t n;
+    bool full;
+};
+
+static void put(struct brief *b, const char *s, size_t len)
 {
-    return n->type == CFG_SEQ ? "a sequence" : n->type == CFG_MAP ? "a mapping" : n->value;
+    for (size_t i = 0; i < len && !b->full; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8] = "";
+        if (c == '\n' || c == '\t' || c == '\r')
+            snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+        size_t k = *esc ? strlen(esc) : 1;
+        if (b->n + k > SHOWN_MAX) {
+            memcpy(b->buf + b->n, "...", 4);
+            b->full = true;
+            return;
+        }
+        memcpy(b->buf + b->n, *esc ? esc : (const char *)&s[i], k);
+        b->n += k;
+        b->buf[b->n] = '\0';
+    }
+}
+
+static void brief_node(struct brief *b, const struct cfg_node *n)
+{
+    if (n->type == CFG_SCALAR) {
+        put(b, n->value, strlen(n->value));
+        return;
+    }
+    put(b, n->type == CFG_SEQ ? "[" : "{", 1);
+    for (int i = 0; i < n->n && !b->full; i++) {
+        if (i)
+            put(b, ", ", 2);
+        const struct cfg_node *k = n->kids[i];
+        bool null = k->type == CFG_SCALAR && !k->quoted && !k->value[0];
+        if (n->type == CFG_MAP) {
+            put(b, n->keys[i], strlen(n->keys[i]));
+            if (!null)
+                put(b, ": ", 2);
+        }
+        if (!null || n->type == CFG_SEQ)
+            brief_node(b, k);
+    }
+    put(b, n->type == CFG_SEQ ? "]" : "}", 1);
 }
 
 void walk_type_error(struct walk *w, const struct cfg_node *n, const char *path, const char *what)
 {
     struct diag_loc loc;
     walk_loc(n, &loc);
+    struct brief b = {.n = 0};
+    brief_node(&b, n);
     if (n->type == CFG_SCALAR)
-        diag_error(w->d, &loc, path, "expected %s, got '%s'", what, n->value);
+        diag_error(w->d, &loc, path, "expected %s, got '%s'", what, b.buf);
     else
-        diag_error(w->d, &loc, path, "expected %s, got %s", what, node_shape(n));
+        diag_error(w->d, &loc, path, "expected %s, got a %s %s", what,
+                   n->type == CFG_SEQ ? "sequence" : "mapping", b.buf);
 }
 
 bool walk_is_map(struct walk *w, const struct cfg_node *n, const char *path)

@@ -673,6 +673,8 @@ static void base_values(struct sweep_spec *sp)
 
 static char *spec_name(const char *path)
 {
+    if (strcmp(path, CFG_STDIN_NAME) == 0)
+        return xstrdup("stdin");
     const char *b = strrchr(path, '/');
     char *s = xstrdup(b ? b + 1 : path);
     char *dot = strrchr(s, '.');
@@ -716,7 +718,7 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
 int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
 {
     memset(sp, 0, sizeof *sp);
-    sp->file = xstrdup(path);
+    sp->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
     struct cfg_node *root = cfg_parse_file(path, d);
     if (!root) {
         sweep_spec_fini(sp);

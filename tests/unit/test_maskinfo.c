@@ -1463,6 +1463,24 @@ static void test_mask_load_file_text(void **state)
     assert_non_null(strstr(err, "/nonexistent/mask.txt: "));
 }
 
+/* Issue 18.4: a header "Q K" was only checked against the file size on each
+ * side, so a 200 KB file asked for a 40 GB mask; /dev/zero was read forever. */
+static void test_mask_load_file_header_bounded_by_the_data(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    char *t = malloc(n + 32);
+    int h = snprintf(t, 32, "%zu %zu\n", n, n);
+    memset(t + h, '1', n);
+    t[h + n] = '\0';
+    char err[ERRN] = "";
+    assert_null(load_text(t, err));
+    assert_non_null(strstr(err, ":1: expected a first line \"Q K\" that the file can hold"));
+    free(t);
+    assert_null(mask_load_file("/dev/zero", err, ERRN));
+    assert_string_equal(err, "/dev/zero: expected a regular file, got a device");
+}
+
 /* The bytes numpy.save writes: magic, version, header length, the header dict
  * padded with spaces to a multiple of 64 bytes and ended by '\n', then data. */
 static size_t npy_bytes(uint8_t *out, int version, const char *dict, const uint8_t *data, size_t n)
@@ -1618,6 +1636,7 @@ int main(void)
         cmocka_unit_test(test_mask_parse_spec_errors),
         cmocka_unit_test(test_mask_equal),
         cmocka_unit_test(test_mask_load_file_text),
+        cmocka_unit_test(test_mask_load_file_header_bounded_by_the_data),
         cmocka_unit_test(test_mask_load_file_npy),
         cmocka_unit_test(test_mask_load_file_data),
     };
