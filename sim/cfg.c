@@ -211,6 +211,13 @@ static char *base_name(const char *path)
     char *dot = strrchr(s, '.');
     if (dot && dot != s)
         *dot = '\0';
+    for (char *c = s; *c; c++) /* a file name may hold what a name may not */
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '=')
+            *c = '_';
+    if (!walk_name_ok(s)) {
+        free(s);
+        s = xstrdup("scenario");
+    }
     return s;
 }
 
@@ -229,7 +236,10 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
                                            NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
-        sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
+        bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
+        if (nm && !named) /* it names a directory under out/ */
+            walk_type_error(&w, nm, "name", WALK_NAME_RULE);
+        sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);

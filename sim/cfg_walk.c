@@ -62,6 +62,17 @@ const char *walk_suggest(const char *word, const char *const *candidates, bool *
     return best;
 }
 
+bool walk_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+        return false;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == 0x7f || *s == '/' || *s == '=')
+            return false;
+    return true;
+}
+
 /* Reports every key of map 'm' that is not in 'allowed'. */
 void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                        const char *const *allowed)

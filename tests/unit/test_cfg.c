@@ -181,6 +181,47 @@ static void test_cfg_set_index_overflow(void **state)
     }
 }
 
+/* Issue 18.8: a scenario name is a directory under out/: name=../../escaped
+ * wrote outside it, name=.. into the working directory. */
+static void test_cfg_scenario_name_rule(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"name=../../escaped", "name=..", "name=.", "name=a/b",
+                                      "name=\"a\\nb\"", "name=\"a b\"", "name=''", "name=[a]",
+                                      "name=.hidden"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        if (load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1, &sc, d) == 0)
+            fail_msg("%s was accepted", bad[i]);
+        assert_non_null(strstr(diag_message(d, 0), "name: expected a name (no spaces, slashes or "
+                                                   "'..')"));
+        diag_free(d);
+    }
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    const char *ok[] = {"name=run-1_v5e.b128"};
+    assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", ok, 1, &sc, d),
+                     0);
+    assert_string_equal(sc.name, "run-1_v5e.b128");
+    cfg_scenario_fini(&sc);
+    /* a name taken from the file name is made safe, not refused */
+    static const struct {
+        const char *file, *name;
+    } files[] = {{"/tmp/tpusim name test.yaml", "tpusim_name_test"}, {"/tmp/..yaml", "scenario"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        FILE *f = fopen(files[i].file, "w");
+        fputs("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", f);
+        fclose(f);
+        assert_int_equal(cfg_load_scenario(files[i].file, NULL, 0, &sc, d), 0);
+        unlink(files[i].file);
+        assert_string_equal(sc.name, files[i].name);
+        cfg_scenario_fini(&sc);
+    }
+    diag_free(d);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -314,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_cfg_set_errors),
         cmocka_unit_test(test_cfg_set_empty_segment),
         cmocka_unit_test(test_cfg_set_index_overflow),
+        cmocka_unit_test(test_cfg_scenario_name_rule),
         cmocka_unit_test(test_cfg_parse_alias_bomb_stops_at_the_limit),
         cmocka_unit_test(test_cfg_parse_deep_nesting_stops_at_once),
         cmocka_unit_test(test_cfg_parse_rejects_documents_and_tags),
