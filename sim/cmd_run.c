@@ -1,5 +1,6 @@
 /* sim/cmd_run.c -- `tpusim run`, `check` and `platform`: the commands that
  * take a scenario, with --set overrides and the resource-guard flags. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #include "sim/outputs.h"
 #include "sim/sim.h"
 #include "sim/validate.h"
+
+#define MAX_MEMORY_BYTES 1125899906842624.0 /* 1 PiB: more than any host has */
 
 struct cli {
     const char *scenario;
@@ -62,14 +65,17 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
             break;
         case 'm': {
             char *end;
+            errno = 0;
             c->max_steps = strtoll(optarg, &end, 10);
-            if (*end || c->max_steps < 1)
-                return cli_usage_error("--max-steps takes a positive integer");
+            if (end == optarg || *end || errno == ERANGE || c->max_steps < 1)
+                return cli_usage_error("--max-steps takes an integer from 1 to "
+                                       "9223372036854775807");
             break;
         }
         case 'M':
-            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || c->max_memory <= 0)
-                return cli_usage_error("--max-memory takes a size like 20GiB");
+            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || !(c->max_memory > 0) ||
+                c->max_memory > MAX_MEMORY_BYTES)
+                return cli_usage_error("--max-memory takes a size like 20GiB (at most 1PiB)");
             break;
         case 'q':
             c->quiet = true;

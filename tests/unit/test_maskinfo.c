@@ -1068,6 +1068,25 @@ static void test_maskinfo_process_errors(void **state)
     free_heads(heads, 2);
 }
 
+/* Issue 18.9: heads x (Q/bq) x (K/bkv) overflowed int64 (UBSan) and the
+ * wrapped count passed the size check, then asked for 2^64 bytes. */
+static void test_maskinfo_process_huge_shapes(void **state)
+{
+    (void)state;
+    struct maskinfo_params p;
+    char err[ERRN];
+    static const int64_t shapes[][2] = {{4294967297LL, 4294967295LL},
+                                        {INT64_MAX, INT64_MAX},
+                                        {(int64_t)1 << 40, (int64_t)1 << 40}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        struct mask *m = mask_new_full(shapes[i][0], shapes[i][1]);
+        maskinfo_params_init(&p, 1, 1);
+        process_err(&m, 1, &p, err);
+        assert_non_null(strstr(err, "mask info too large"));
+        mask_free(m);
+    }
+}
+
 /* Where upstream's numpy code fails rather than raising a ValueError. */
 static void test_maskinfo_process_upstream_failures(void **state)
 {
@@ -1623,6 +1642,7 @@ int main(void)
         cmocka_unit_test(test_maskinfo_process_doc_worked_example),
         cmocka_unit_test(test_maskinfo_process_causal_8192),
         cmocka_unit_test(test_maskinfo_process_errors),
+        cmocka_unit_test(test_maskinfo_process_huge_shapes),
         cmocka_unit_test(test_maskinfo_process_upstream_failures),
         cmocka_unit_test(test_maskinfo_process_no_shrink),
         cmocka_unit_test(test_maskinfo_process_wraps_to_first_nonempty),
