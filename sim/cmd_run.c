@@ -134,15 +134,22 @@ static int check_scenario(struct cli *c, bool platform)
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     int rc = load(c, &sc, d);
+    struct validate_limits lim = {c->max_steps, c->max_memory};
     if (rc == 0) {
-        if (validate_ops(&sc, d) != 0) {
+        /* check refuses whatever run would refuse before it starts */
+        if (platform ? validate_ops(&sc, d) != 0 : validate_scenario(&sc, &lim, d) != 0) {
             diag_print(d, stderr);
             rc = 2;
         } else if (platform) {
             rc = outputs_platform(&sc, stdout) ? 1 : 0;
         } else {
-            printf("%s: ok (%d ops, %d chips, %lld grid steps)\n", sc.file, sc.nops,
-                   sc.topo.nchips, (long long)validate_estimate_steps(&sc));
+            struct validate_estimate e;
+            validate_estimate(&sc, &e);
+            printf("%s: ok (%d ops, %d chips, %lld grid steps", sc.file, sc.nops, sc.topo.nchips,
+                   (long long)e.grid_steps);
+            if (e.copy_chunks)
+                printf(", %lld copy chunks", (long long)e.copy_chunks);
+            printf(")\n");
         }
         cfg_scenario_fini(&sc);
     }

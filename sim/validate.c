@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "kernels/copy.h"
 #include "kernels/kernel.h"
 #include "sim/op_table.h"
 
@@ -38,11 +39,27 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d)
     return diag_count(d) > before ? -1 : 0;
 }
 
-int64_t validate_estimate_steps(const struct cfg_scenario *sc)
+/* a + b * c, saturating at INT64_MAX (all non-negative). */
+static int64_t sat_madd(int64_t a, int64_t b, int64_t c)
 {
-    int64_t steps = 0;
+    int64_t p, r;
+    if (__builtin_mul_overflow(b, c, &p) || __builtin_add_overflow(a, p, &r))
+        return INT64_MAX;
+    return r;
+}
+
+void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
+{
+    e->grid_steps = e->copy_chunks = 0;
+    int64_t chips = sc->topo.nchips;
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
+        if (op->kind == OP_HBM_COPY) { /* every TensorCore copies */
+            uint64_t n = copy_chunks(op, &sc->chip);
+            int64_t per = n > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)n;
+            e->copy_chunks = sat_madd(e->copy_chunks, per, sat_madd(0, chips, sc->chip.cores));
+            continue;
+        }
         const struct kern_kind *kind = op_row(op->kind)->kern;
         if (!kind)
             continue;
@@ -50,11 +67,17 @@ int64_t validate_estimate_steps(const struct cfg_scenario *sc)
         struct kern k;
         if (kern_init(&k, kind, op, &sc->chip, false, err, sizeof err) == 0) {
             int cores = sc->chip.megacore ? 1 : sc->chip.cores;
-            steps += kern_steps(&k) * sc->topo.nchips * cores;
+            e->grid_steps = sat_madd(e->grid_steps, kern_steps(&k), chips * cores);
         }
         kern_fini(&k);
     }
-    return steps;
+}
+
+int64_t validate_estimate_steps(const struct cfg_scenario *sc)
+{
+    struct validate_estimate e;
+    validate_estimate(sc, &e);
+    return sat_madd(e.grid_steps, e.copy_chunks, 1);
 }
 
 double validate_estimate_memory(const struct cfg_scenario *sc)
@@ -69,11 +92,15 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
                     struct diag *d)
 {
     int64_t max = lim->max_steps ? lim->max_steps : sc->max_steps;
-    int64_t est = validate_estimate_steps(sc);
+    struct validate_estimate e;
+    validate_estimate(sc, &e);
+    int64_t est = sat_madd(e.grid_steps, e.copy_chunks, 1);
     if (est > max) {
-        diag_error(d, NULL, NULL, "the run would simulate %lld grid steps, above the limit of "
-                                  "%lld; raise it with --max-steps N (or options.max_steps)",
-                   (long long)est, (long long)max);
+        diag_error(d, NULL, NULL, "the run would simulate %lld steps (%lld grid steps, %lld copy "
+                                  "chunks), above the limit of %lld; raise it with --max-steps N "
+                                  "(or options.max_steps)",
+                   (long long)est, (long long)e.grid_steps, (long long)e.copy_chunks,
+                   (long long)max);
         return -1;
     }
     double mem = validate_estimate_memory(sc);
@@ -85,4 +112,12 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
         return -1;
     }
     return 0;
+}
+
+int validate_scenario(const struct cfg_scenario *sc, const struct validate_limits *lim,
+                      struct diag *d)
+{
+    if (validate_ops(sc, d) != 0)
+        return -1;
+    return validate_guards(sc, lim, d);
 }
