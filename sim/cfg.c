@@ -149,7 +149,8 @@ static void load_op(struct walk *w, const struct cfg_node *m, int i, struct op *
     if (k) {
         walk_bool(w, m, p, "overlap", &op->overlap);
         walk_bool(w, m, p, "functional", &op->functional);
-        walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
+        walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
+                  "from 64KiB to 16GiB", &op->vmem_limit_bytes);
         const struct cfg_node *nm = cfg_get(m, "name");
         op->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value)
                                                  : xasprintf("%d:%s", i, op_kind_name(op->kind));

@@ -285,6 +285,19 @@ int walk_bool(struct walk *w, const struct cfg_node *m, const char *path, const 
     return -1;
 }
 
+/* Every quantity's range, wide enough for any real or hypothetical chip and
+ * narrow enough that times stay finite in SimGrid (1e300TBps aborted it). */
+static const struct {
+    double lo, hi;
+    const char *text;
+} bounds[] = {
+    [UNITS_BYTES] = {0, 1e18, "below 1EB"},
+    [UNITS_BANDWIDTH] = {1e6, 1e15, "from 1MBps to 1PBps"},
+    [UNITS_TIME] = {0, 1, "from 0s to 1s"},
+    [UNITS_FLOPS] = {1e9, 1e18, "from 1Gf to 1Ef"},
+    [UNITS_FREQ] = {1e6, 1e11, "from 1MHz to 100GHz"},
+};
+
 /* A quantity with a unit, > 0 unless 'zero_ok'. */
 int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                    bool required, enum units_kind kind, bool zero_ok, double *out)
@@ -295,14 +308,17 @@ int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const c
     char *p = walk_join(path, key);
     double v;
     int rc = -1;
+    char want[128];
+    snprintf(want, sizeof want, "%s %s", units_expect(kind), bounds[kind].text);
     if (n->type != CFG_SCALAR || units_parse(n->value, kind, &v) != 0) {
         walk_type_error(w, n, p, units_expect(kind));
     } else if (v < 0 || (v == 0 && !zero_ok)) {
-        char want[96];
         snprintf(want, sizeof want, "%s greater than 0", units_expect(kind));
         walk_type_error(w, n, p, want);
     } else if (kind == UNITS_BYTES && (v != floor(v) || v > 1e18)) {
         walk_type_error(w, n, p, "a whole number of bytes below 1EB");
+    } else if (!(v >= bounds[kind].lo && v <= bounds[kind].hi)) {
+        walk_type_error(w, n, p, want); /* the engine cannot run what it cannot represent */
     } else {
         *out = v;
         rc = 0;
@@ -318,6 +334,25 @@ int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const
     int rc = walk_qty(w, m, path, key, required, UNITS_BYTES, false, &v);
     *out = (uint64_t)v;
     return rc;
+}
+
+int walk_size(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+              bool required, uint64_t lo, uint64_t hi, const char *range, uint64_t *out)
+{
+    uint64_t v = *out;
+    if (walk_bytes(w, m, path, key, required, &v) != 0)
+        return -1;
+    const struct cfg_node *n = cfg_get(m, key);
+    if (n && (v < lo || v > hi)) {
+        char *p = walk_join(path, key);
+        char want[96];
+        snprintf(want, sizeof want, "a size %s", range);
+        walk_type_error(w, n, p, want);
+        free(p);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,

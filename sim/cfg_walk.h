@@ -67,6 +67,9 @@ int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const c
              bool required, enum units_kind kind, bool zero_ok, double *out);
 int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                bool required, uint64_t *out);
+/* A size in [lo, hi] bytes; 'range' says so ("from 64KiB to 16GiB"). */
+int walk_size(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+              bool required, uint64_t lo, uint64_t hi, const char *range, uint64_t *out);
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                enum dtype *out);
 /* A fraction in (0, 1], default 1. */

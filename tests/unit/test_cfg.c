@@ -222,6 +222,40 @@ static void test_cfg_scenario_name_rule(void **state)
     diag_free(d);
 }
 
+/* Issue 18.7: hbm.bandwidth: 1e300TBps passed check and aborted inside
+ * SimGrid. Every rate, time and size has stated bounds. */
+static void test_cfg_quantities_have_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *set, *want;
+    } cases[] = {
+        {"chip.hbm.bandwidth=1e300TBps", "chip.hbm.bandwidth: expected a bandwidth like 819GBps "
+                                         "from 1MBps to 1PBps, got '1e300TBps'"},
+        {"chip.hbm.bandwidth=1e-300Bps", "from 1MBps to 1PBps, got '1e-300Bps'"},
+        {"chip.ici.bandwidth=2PBps", "chip.ici.bandwidth: expected a bandwidth"},
+        {"chip.tensorcore.clock=1e30GHz", "chip.tensorcore.clock: expected a frequency like "
+                                          "1.5GHz from 1MHz to 100GHz, got '1e30GHz'"},
+        {"chip.tensorcore.peak.bf16=1e-12Tf", "chip.tensorcore.peak.bf16: expected a FLOP rate "
+                                              "like 197Tf from 1Gf to 1Ef, got '1e-12Tf'"},
+        {"chip.tensorcore.peak.int8=1e19f", "chip.tensorcore.peak.int8: expected a FLOP rate"},
+        {"chip.ici.hop_latency=1e300s", "chip.ici.hop_latency: expected a duration like 1us from "
+                                        "0s to 1s, got '1e300s'"},
+        {"chip.tensorcore.step_overhead=2s", "chip.tensorcore.step_overhead: expected a duration"},
+        {"chip.tensorcore.vmem=2EB", "chip.tensorcore.vmem: expected a size like 128MiB"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {cases[i].set};
+        if (load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1, &sc, d) == 0)
+            fail_msg("%s was accepted", cases[i].set);
+        if (!strstr(diag_message(d, 0), cases[i].want))
+            fail_msg("%s: got '%s'", cases[i].set, diag_message(d, 0));
+        diag_free(d);
+    }
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -356,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_cfg_set_empty_segment),
         cmocka_unit_test(test_cfg_set_index_overflow),
         cmocka_unit_test(test_cfg_scenario_name_rule),
+        cmocka_unit_test(test_cfg_quantities_have_bounds),
         cmocka_unit_test(test_cfg_parse_alias_bomb_stops_at_the_limit),
         cmocka_unit_test(test_cfg_parse_deep_nesting_stops_at_once),
         cmocka_unit_test(test_cfg_parse_rejects_documents_and_tags),
