@@ -28,7 +28,8 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
 
 uint64_t copy_chunk_bytes(const struct op *op, const struct chip_params *chip)
 {
-    return op->u.hbm_copy.chunk_bytes ? op->u.hbm_copy.chunk_bytes : vmem_limit(op, chip) / 2;
+    uint64_t half = vmem_limit(op, chip) / 2;
+    return op->u.hbm_copy.chunk_bytes ? op->u.hbm_copy.chunk_bytes : half ? half : 1;
 }
 
 uint64_t copy_chunks(const struct op *op, const struct chip_params *chip)

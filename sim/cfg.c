@@ -158,7 +158,8 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
         return;
     walk_bool(w, m, p, "overlap", &op->overlap);
     walk_bool(w, m, p, "functional", &op->functional);
-    walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
+    walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
+              "from 64KiB to 16GiB", &op->vmem_limit_bytes);
     load_kind(w, m, p, op);
 }
 
@@ -391,12 +392,21 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 
 static char *base_name(const char *path)
 {
+    if (strcmp(path, "-") == 0)
+        return xstrdup("stdin");
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     char *s = xstrdup(b);
     char *dot = strrchr(s, '.');
     if (dot && dot != s)
         *dot = '\0';
+    for (char *c = s; *c; c++) /* a file name may hold what a name may not */
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '=')
+            *c = '_';
+    if (!walk_name_ok(s)) {
+        free(s);
+        s = xstrdup("scenario");
+    }
     return s;
 }
 
@@ -415,7 +425,10 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
                                            "workload", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
-        sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
+        bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
+        if (nm && !named) /* it names a directory under out/ */
+            walk_type_error(&w, nm, "name", WALK_NAME_RULE);
+        sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
@@ -437,9 +450,9 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets, stru
                       struct diag *d)
 {
     memset(sc, 0, sizeof *sc);
-    if (!path || strcmp(path, "-") == 0)
+    if (!path)
         path = DEFAULT_SCENARIO;
-    sc->file = xstrdup(path);
+    sc->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
     struct cfg_node *root = cfg_parse_file(path, d);
     if (!root) {
         cfg_scenario_fini(sc);

@@ -53,7 +53,7 @@ struct cfg_scenario {
     int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
 };
 
-/* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
+/* Loads the scenario at 'path' ("-": standard input; NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
 int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,

@@ -185,8 +185,10 @@ static struct mask *load_mask(struct walk *w, const struct cfg_node *n, const ch
         char err[512];
         struct mask *m = mask_load_file(pn->value, err, sizeof err);
         char *pp = walk_join(p, "path");
+        struct diag_loc loc;
+        walk_loc(pn, &loc);
         if (!m)
-            walk_type_error(w, pn, pp, err);
+            diag_error(w->d, &loc, pp, "%s", err);
         else if (m->q_len != q || m->kv_len != kv) {
             char want[96];
             snprintf(want, sizeof want, "a %lldx%lld mask file", (long long)q, (long long)kv);
@@ -249,6 +251,18 @@ static void load_splash_masks(struct walk *w, const struct cfg_node *m, const ch
         s->masks = xcalloc(1, sizeof *s->masks);
         s->masks[0] = load_mask(w, copy, mp, s->q_seq_len, s->kv_seq_len, 0);
         cfg_node_free(copy);
+    }
+    if (dense && s->nmasks > 0 &&
+        s->q_seq_len * s->kv_seq_len > (int64_t)MASK_FILE_MAX_BYTES / s->nmasks) {
+        /* each length <= 2^24: the product does not overflow */
+        const struct cfg_node *dn = cfg_get(mk, "dense");
+        char *dp = walk_join(mp, "dense");
+        char want[160];
+        snprintf(want, sizeof want, "false for %d x %lld x %lld mask bytes (at most 1 GiB dense)",
+                 s->nmasks, (long long)s->q_seq_len, (long long)s->kv_seq_len);
+        walk_type_error(w, dn ? dn : mk, dp, want);
+        free(dp);
+        dense = false;
     }
     for (int i = 0; dense && i < s->nmasks; i++) {
         if (s->masks[i] && s->masks[i]->kind != MASK_DENSE) {

@@ -19,6 +19,7 @@
 #include "models/ici.h"
 #include "sim/engine.h"
 #include "sim/outputs.h"
+#include "sim/progress.h"
 #include "sim/timeline.h"
 #include "sim/validate.h"
 #include "topology/plat_xml.h"
@@ -374,6 +375,7 @@ static void free_run(struct eng_run *r)
     free(r->error);
     free(r->rates);
     trace_free(r->trace);
+    progress_free(r->progress);
 }
 
 /* Starts SimGrid on the platform file 'plat' and spawns the actors. */
@@ -387,6 +389,8 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     init_simgrid(o, sc->sim.nchips * sc->chip.cores * 2 + sc->sim.nchips * 3);
     simgrid_load_platform(plat);
     spawn(r);
+    r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
+                               2.0);
 }
 
 /* Writes the platform where the run keeps it (or a temporary file); NULL on failure. */
@@ -429,7 +433,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
             struct diag *d)
 {
     struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
-    if (validate_ops(sc, d) != 0 || validate_guards(sc, &lim, d) != 0)
+    if (validate_scenario(sc, &lim, d) != 0)
         return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
