@@ -75,6 +75,21 @@ static void test_all_gather_line_hand_figure(void **state)
     }
 }
 
+/* A gather over both axes of a v5e 2x4 (no wraparound) is one ring through
+ * the 8 chips, not one part per axis: (N - 1) shards at the one-way rate,
+ * 7 x 128 MiB / 45e9 = 20.9 ms (the concurrent split would take 0.56 V / W
+ * = 13.4 ms), plus the local copy of the own shard. */
+static void test_all_gather_all_axes_without_wraparound(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [2, 4]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 128MiB, axes: [0, 1]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double S = 134217728.0;
+    assert_within(op_time(&r, 0), 7 * S / 45e9 + 2 * S / 819e9, 0.01);
+}
+
 /* Two axes concurrently: V / (W_bidi x 2 axes) in the bandwidth-bound limit. */
 static void test_all_gather_two_axes(void **state)
 {
@@ -155,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_all_gather_line),
         cmocka_unit_test(test_all_gather_line_hand_figure),
         cmocka_unit_test(test_all_gather_two_axes),
+        cmocka_unit_test(test_all_gather_all_axes_without_wraparound),
         cmocka_unit_test(test_reduce_scatter_and_all_reduce),
         cmocka_unit_test(test_all_to_all_ring),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),
