@@ -74,12 +74,14 @@ static int axis_len(const struct topo *t, int axis)
     return t->shape[axis];
 }
 
-/* Part p visits the op's axes starting from axis p; sizes follow the data. */
-static void plan_part(const struct op *op, const struct topo *t, int p, struct coll_part *part)
+/* Part p of 'nparts' visits the op's axes starting from axis p; sizes follow
+ * the data. */
+static void plan_part(const struct op *op, const struct topo *t, int p, int nparts,
+                      struct coll_part *part)
 {
     const struct op_collective *c = &op->u.coll;
     int n = c->naxes;
-    uint64_t bytes = c->bytes / (uint64_t)(op->kind == OP_ALL_TO_ALL ? 1 : n);
+    uint64_t bytes = c->bytes / (uint64_t)nparts;
     bool bidi = c->algo != COLL_ALGO_UNI;
     memset(part, 0, sizeof *part);
     for (int q = 0; q < n; q++) {
@@ -122,12 +124,31 @@ static void plan_part(const struct op *op, const struct topo *t, int p, struct c
     }
 }
 
+/* An all-gather or reduce-scatter over axes of which one does not wrap runs
+ * as one ring through all the group's chips, i.e. the axes one after the
+ * other: without wraparound the group has no bidirectional ring per axis to
+ * split the data over (the scaling book: a slice without wraparound takes
+ * about twice the time of a torus), and a line's pass costs what a
+ * unidirectional ring does. Over wrapped axes (and for all-reduce, which
+ * XLA reduces over the axes concurrently: C34) each axis carries a part. */
+static int plan_nparts(const struct op *op, const struct topo *t)
+{
+    const struct op_collective *c = &op->u.coll;
+    if (op->kind == OP_ALL_TO_ALL)
+        return 1;
+    if (op->kind == OP_ALL_GATHER || op->kind == OP_REDUCE_SCATTER)
+        for (int i = 0; i < c->naxes; i++)
+            if (!t->wrap[c->axes[i]])
+                return 1;
+    return c->naxes;
+}
+
 void coll_plan(const struct op *op, const struct topo *t, struct coll_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    plan->nparts = op->kind == OP_ALL_TO_ALL ? 1 : op->u.coll.naxes;
+    plan->nparts = plan_nparts(op, t);
     for (int p = 0; p < plan->nparts; p++)
-        plan_part(op, t, p, &plan->parts[p]);
+        plan_part(op, t, p, plan->nparts, &plan->parts[p]);
 }
 
 /* ---- one phase on one axis ---- */

@@ -8,9 +8,13 @@
  * travel), all_reduce (ring psum with the capacity handshake, or
  * reduce-scatter + all-gather), all_to_all (direct pushes to every peer).
  * An axis without wraparound runs as a line: data flows both ways and the
- * ends send one way. Several axes run concurrently: the data is split in one
- * part per axis and part p visits the axes starting from axis p. The engine
- * (sim/) implements struct coll_exec; tests can fake it. */
+ * ends send one way; its end chips take X-1 shards over their one link, what
+ * a unidirectional ring costs. Several wrapped axes (and all-reduce over any
+ * axes) run concurrently: the data is split in one part per axis and part p
+ * visits the axes starting from axis p. An all-gather or reduce-scatter over
+ * axes one of which does not wrap visits them one after the other as a
+ * single part (one ring through the group). The engine (sim/) implements
+ * struct coll_exec; tests can fake it. */
 #ifndef TPUSIM_KERNELS_COLLECTIVE_H
 #define TPUSIM_KERNELS_COLLECTIVE_H
 
