@@ -18,6 +18,7 @@
 #include "models/hbm.h"
 #include "models/ici.h"
 #include "sim/engine.h"
+#include "sim/model.h"
 #include "sim/outputs.h"
 #include "sim/progress.h"
 #include "sim/timeline.h"
@@ -302,6 +303,27 @@ static double instance_time(const struct eng_run *r, int op)
     return t;
 }
 
+/* A model step's throughput, MFU (MaxText's: model FLOPs per device over the
+ * step time and the device's bf16 peak) and memory. */
+static void model_summary(const struct cfg_scenario *sc, struct summary *s)
+{
+    const struct model_step *ms = sc->model;
+    struct summary_model *o = &s->model;
+    double t = s->total_time_s > 0 ? s->total_time_s : 1;
+    o->present = true;
+    snprintf(o->mode, sizeof o->mode, "%s", model_mode_names()[ms->m.mode]);
+    o->tokens = (double)ms->m.batch * (double)ms->m.seq_len;
+    o->tokens_per_s = o->tokens / t;
+    o->tokens_per_s_per_chip = o->tokens_per_s / sc->topo.nchips;
+    o->flops_per_device = ms->flops_per_device;
+    o->mfu = ms->flops_per_device / (t * ms->peak_per_device);
+    const struct model_memory *m = &ms->mem;
+    o->mem_params = m->params, o->mem_grads = m->grads, o->mem_optimizer = m->optimizer;
+    o->mem_activations = m->activations, o->mem_weights_gathered = m->weights_gathered;
+    o->mem_logits = m->logits, o->mem_kv_cache = m->kv_cache, o->mem_total = m->total;
+    o->mem_capacity = m->capacity;
+}
+
 static void collect(struct eng_run *r, struct summary *s)
 {
     const struct cfg_scenario *sc = r->sc;
@@ -330,6 +352,8 @@ static void collect(struct eng_run *r, struct summary *s)
         struct timeline_times tt = {r->inst_off, r->chip0_t0, r->chip0_t1};
         timeline_fill(sc, &tt, s);
     }
+    if (sc->model)
+        model_summary(sc, s);
 }
 
 static int verify(struct eng_run *r, struct diag *d)
