@@ -313,7 +313,9 @@ static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_sc
     if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
         return;
     char err[256];
-    if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
+        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
         struct diag_loc loc;
         walk_loc(m, &loc);
         diag_error(w->d, &loc, "mesh", "%s", err);
@@ -335,7 +337,9 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     }
     if (!c->own_mesh)
         c->mesh = sc->mesh;
-    else if (mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
+                               err, sizeof err) != 0 ||
+             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
         diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
         return;
     }

@@ -78,6 +78,38 @@ static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
                  (int64_t *)((char *)m + dims[i].off));
 }
 
+/* remat: custom -- {decoder_layer_input: offload, query_proj: device, ...};
+ * a tensor not named is recomputed, except the layer input (kept). */
+static void read_custom_remat(struct walk *w, const struct cfg_node *c, struct model *m)
+{
+    static const char *const keep[] = {"remat", "device", "offload", NULL};
+    const char *keys[MT_COUNT + 1];
+    for (int t = 0; t < MT_COUNT; t++)
+        keys[t] = model_tensor_name((enum model_tensor)t);
+    keys[MT_COUNT] = NULL;
+    walk_check_keys(w, c, "model.remat", keys);
+    m->remat = (struct model_remat){.name = "custom"};
+    m->remat.t[MT_INPUT] = KEEP_DEVICE;
+    for (int t = 0; t < MT_COUNT; t++) {
+        int v = (int)m->remat.t[t];
+        walk_enum(w, c, "model.remat", keys[t], keep, &v);
+        m->remat.t[t] = (enum model_keep)v;
+    }
+}
+
+/* remat: a policy's name (MaxText's) or a custom map. */
+static void read_remat(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *r = cfg_get(t, "remat");
+    if (r && r->type == CFG_MAP) {
+        read_custom_remat(w, r, m);
+        return;
+    }
+    int v = 0;
+    walk_enum(w, t, "model", "remat", model_remat_names(), &v);
+    model_remat_policy(model_remat_names()[v], &m->remat);
+}
+
 static void read_choices(struct walk *w, const struct cfg_node *t, struct model *m)
 {
     int v = (int)m->arch;
@@ -86,9 +118,7 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     v = (int)m->mode;
     walk_enum(w, t, "model", "mode", model_mode_names(), &v);
     m->mode = (enum model_mode)v;
-    v = (int)m->remat;
-    walk_enum(w, t, "model", "remat", model_remat_names(), &v);
-    m->remat = (enum model_remat)v;
+    read_remat(w, t, m);
     v = (int)m->attention;
     walk_enum(w, t, "model", "attention", model_attention_names(), &v);
     m->attention = (enum model_attention)v;
@@ -126,7 +156,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     struct cfg_node *t = with_preset(w, node);
     if (!t)
         return -1;
-    *m = (struct model){.arch = MODEL_LLAMA, .mode = MODEL_TRAIN, .remat = REMAT_FULL,
+    *m = (struct model){.arch = MODEL_LLAMA, .mode = MODEL_TRAIN,
                         .attention = MODEL_ATTN_AUTO, .dtype = DT_BF16, .weight_dtype = DT_F32,
                         .page_size = 128, .vocab_tiling = 1, .top_k = 2};
     read_dims(w, t, m);

@@ -15,7 +15,53 @@
 
 static const char *const arch_names[] = {"llama", "gpt", "mixtral", NULL};
 static const char *const mode_names[] = {"train", "prefill", "decode", NULL};
-static const char *const remat_names[] = {"full", "minimal", "none", "offload", NULL};
+
+#define D_ KEEP_DEVICE
+#define O_ KEEP_OFFLOAD
+#define R_ KEEP_REMAT
+/* MaxText's remat policies (maxtext layers/decoders.py get_remat_policy): what
+ * each keeps on the device (D_), offloads to host memory (O_) or recomputes
+ * (R_). The layer input is always kept: under scan it is the carry (MaxText
+ * base.yml). One row per policy, named by the same index in remat_names. */
+static const struct model_remat policies[] = {
+    /*                 input q   k   v   ctx out wi  wo */
+    {NULL, false, {D_, R_, R_, R_, R_, R_, R_, R_}}, /* full */
+    {NULL, false, {D_, D_, D_, D_, R_, D_, D_, D_}}, /* minimal */
+    {NULL, false, {D_, D_, D_, D_, D_, D_, D_, D_}}, /* minimal_with_context */
+    {NULL, false, {D_, D_, D_, D_, D_, D_, R_, R_}}, /* save_dot_with_context_except_mlp */
+    {NULL, false, {D_, D_, D_, D_, R_, D_, R_, D_}}, /* save_dot_except_mlpwi */
+    {NULL, false, {D_, D_, D_, D_, R_, D_, R_, R_}}, /* save_dot_except_mlp */
+    {NULL, false, {D_, D_, D_, D_, R_, R_, R_, R_}}, /* save_qkv_proj */
+    {NULL, false, {D_, R_, R_, R_, R_, D_, R_, R_}}, /* save_out_proj */
+    {NULL, false, {D_, O_, O_, O_, R_, R_, R_, R_}}, /* qkv_proj_offloaded */
+    {NULL, false, {D_, O_, O_, O_, R_, O_, O_, O_}}, /* minimal_offloaded */
+    {NULL, false, {O_, O_, O_, O_, R_, O_, R_, R_}}, /* offload: the TPU recipes' custom
+                                                        policy for Llama 3.1 on v6e */
+    {NULL, true, {D_, D_, D_, D_, D_, D_, D_, D_}},  /* none: jax keeps every residual */
+};
+#undef D_
+#undef O_
+#undef R_
+#define NPOLICIES (sizeof policies / sizeof policies[0])
+static const char *const remat_names[] = {"full",
+                                          "minimal",
+                                          "minimal_with_context",
+                                          "save_dot_with_context_except_mlp",
+                                          "save_dot_except_mlpwi",
+                                          "save_dot_except_mlp",
+                                          "save_qkv_proj",
+                                          "save_out_proj",
+                                          "qkv_proj_offloaded",
+                                          "minimal_offloaded",
+                                          "offload",
+                                          "none",
+                                          NULL};
+_Static_assert(sizeof remat_names / sizeof remat_names[0] == NPOLICIES + 1,
+               "a name per remat policy");
+static const char *const tensor_names[MT_COUNT] = {
+    [MT_INPUT] = "decoder_layer_input", [MT_QUERY] = "query_proj", [MT_KEY] = "key_proj",
+    [MT_VALUE] = "value_proj", [MT_CONTEXT] = "context", [MT_OUT_PROJ] = "out_proj",
+    [MT_MLPWI] = "mlpwi", [MT_MLPWO] = "mlpwo"};
 static const char *const attention_names[] = {"auto", "flash", "splash", NULL};
 
 const char *const *model_arch_names(void)
@@ -31,6 +77,22 @@ const char *const *model_mode_names(void)
 const char *const *model_remat_names(void)
 {
     return remat_names;
+}
+
+int model_remat_policy(const char *name, struct model_remat *r)
+{
+    for (size_t i = 0; i < NPOLICIES; i++)
+        if (strcmp(remat_names[i], name) == 0) {
+            *r = policies[i];
+            r->name = remat_names[i];
+            return 0;
+        }
+    return -1;
+}
+
+const char *model_tensor_name(enum model_tensor t)
+{
+    return tensor_names[t];
 }
 
 const char *const *model_attention_names(void)
@@ -96,6 +158,15 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     s->data = axis_size(mesh, "data"), s->fsdp = axis_size(mesh, "fsdp");
     s->tensor = axis_size(mesh, "tensor"), s->sequence = axis_size(mesh, "sequence");
     s->expert = axis_size(mesh, "expert");
+    if (mesh->dev_per_chip > 1) {
+        const char *on = mesh->axis[mesh->dev_axis].name;
+        if (strcmp(on, "tensor") == 0 || strcmp(on, "sequence") == 0) {
+            snprintf(err, n, "the mesh puts the %d devices of a chip on the %s axis; a model "
+                             "runs them on a batch axis (data, fsdp or expert)",
+                     mesh->dev_per_chip, on);
+            return -1;
+        }
+    }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
     s->devices = (int64_t)topo->nchips * s->dev_per_chip;
     int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip;
@@ -127,7 +198,10 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
 
 double model_flops_per_device(const struct model *m, const struct model_shard *s)
 {
-    double b = (double)s->b, S = (double)m->seq_len, D = (double)m->d_model;
+    /* MaxText's per_device_batch_size: the global batch over every device
+     * (devices that split a sequence's work -- tensor, sequence -- share it) */
+    double b = (double)m->batch / (double)s->devices, S = (double)m->seq_len;
+    double D = (double)m->d_model;
     double H = (double)m->heads, K = (double)m->kv_heads, Dh = (double)m->head_dim;
     double F = (double)m->ffn, V = (double)m->vocab, a = gated(m) ? 2 : 1;
     double ffn = 2 * b * S * F * D * a + 2 * b * S * F * D;
@@ -148,25 +222,51 @@ static double bytes(enum dtype dt)
     return (double)dtype_bytes(dt);
 }
 
-/* Bytes per token of what one layer saves for the backward under the policy
- * (per device: heads and ffn local, the residual split over tensor). */
-static double saved_per_token(const struct model *m, const struct model_shard *s)
+/* Bytes per token of one of a layer's named tensors, per device (heads and
+ * ffn local, the residual split over tensor). */
+static double tensor_bytes(const struct model *m, const struct model_shard *s, enum model_tensor t)
 {
-    double D = (double)m->d_model / s->tensor, Dh = (double)m->head_dim;
-    double q = (double)s->heads * Dh, kv = 2.0 * (double)s->kv_heads * Dh;
-    double F = (double)s->ffn * (gated(m) ? 2 : 1), e = bytes(m->dtype);
-    double input = D * e;
-    switch (m->remat) {
-    case REMAT_FULL:
-    case REMAT_OFFLOAD:
-        return input;
-    case REMAT_MINIMAL: /* q, k, v, out_proj, wi_0/wi_1, wo */
-        return input + (q + kv + 2 * D + F) * e;
-    case REMAT_NONE: /* also the attention output and its statistics, the norms, the MLP product */
-        return input + (q + kv + 2 * D + F) * e + q * e + 4.0 * (double)s->heads / Dh +
-               2 * D * e + (double)s->ffn * e;
+    double D = (double)m->d_model / s->tensor, Dh = (double)m->head_dim, e = bytes(m->dtype);
+    double wi = (double)s->ffn * (gated(m) ? 2 : 1) * (m->arch == MODEL_MIXTRAL ? m->top_k : 1);
+    switch (t) {
+    case MT_INPUT:
+    case MT_OUT_PROJ:
+    case MT_MLPWO:
+        return D * e;
+    case MT_QUERY:
+        return (double)s->heads * Dh * e;
+    case MT_KEY:
+    case MT_VALUE:
+        return (double)s->kv_heads * Dh * e;
+    case MT_CONTEXT: /* the output and its f32 logsumexp per head */
+        return (double)s->heads * (Dh * e + 4);
+    case MT_MLPWI:
+        return wi * e;
+    case MT_COUNT:
+        break;
     }
-    return input;
+    return 0;
+}
+
+/* Bytes per token of what one layer keeps in 'where' under the policy; with
+ * no policy also the norms' outputs, the attention output before its
+ * projection and the MLP's activation product. */
+static double kept_per_token(const struct model *m, const struct model_shard *s,
+                             enum model_keep where)
+{
+    double sum = 0;
+    for (int t = 0; t < MT_COUNT; t++)
+        if (m->remat.t[t] == where)
+            sum += tensor_bytes(m, s, (enum model_tensor)t);
+    if (m->remat.none && where == KEEP_DEVICE)
+        sum += (2.0 * (double)m->d_model / s->tensor + (double)s->heads * (double)m->head_dim +
+                (double)s->ffn) * bytes(m->dtype);
+    return sum;
+}
+
+double model_offload_bytes_per_layer(const struct model *m, const struct model_shard *s)
+{
+    return (double)s->dev_per_chip * (double)s->tokens * kept_per_token(m, s, KEEP_OFFLOAD);
 }
 
 /* Parameters a chip holds: the state is split over fsdp and tensor (and
@@ -191,7 +291,10 @@ void model_memory(const struct model *m, const struct model_shard *s,
     if (train) {
         mem->grads = p_chip * bytes(m->weight_dtype);
         mem->optimizer = p_chip * (bytes(m->mu_dtype) + bytes(m->weight_dtype));
-        mem->activations = dpc * (double)s->tokens * saved_per_token(m, s) * (double)m->layers;
+        /* kept layers, and two layers' offloaded tensors on their way to or from the host */
+        mem->activations = dpc * (double)s->tokens * kept_per_token(m, s, KEEP_DEVICE) *
+                               (double)m->layers +
+                           2.0 * model_offload_bytes_per_layer(m, s);
     }
     if (s->fsdp > 1 && m->mode != MODEL_DECODE)
         mem->weights_gathered = 2.0 * (double)s->layer_params / s->tensor * bytes(m->dtype);
@@ -336,9 +439,22 @@ static void attention(struct out *o, const char *name, const char *mode)
              (long long)bk, (long long)bq, (long long)bk, (long long)bk, (long long)bq);
 }
 
+static void mlp_run(struct out *o, const char *pre, bool down);
+
 /* The MLP of a layer: gated (gate and up fused, SiLU x mul, down) or GPT's
  * GeLU; or Mixtral's routed experts between two all-to-alls. */
 static void mlp_forward(struct out *o, const char *pre)
+{
+    mlp_run(o, pre, true);
+}
+
+/* Its first half: what the backward needs recomputed (the gate and up outputs). */
+static void mlp_up(struct out *o, const char *pre)
+{
+    mlp_run(o, pre, false);
+}
+
+static void mlp_run(struct out *o, const char *pre, bool down)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
@@ -349,6 +465,8 @@ static void mlp_forward(struct out *o, const char *pre)
         matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, NULL);
         snprintf(nm, sizeof nm, "%sact", pre);
         fusion(o, "elementwise", nm, T, F, gated(m) ? ", fn: silu, inputs: 2" : ", fn: gelu");
+        if (!down)
+            return;
         snprintf(nm, sizeof nm, "%sdown", pre);
         matmul(o, nm, T, F, D, NULL);
         return;
@@ -365,6 +483,8 @@ static void mlp_forward(struct out *o, const char *pre)
          dt(m->dtype));
     snprintf(nm, sizeof nm, "%sexperts_act", pre);
     fusion(o, "elementwise", nm, routed, F, ", fn: silu, inputs: 2");
+    if (!down)
+        return;
     snprintf(nm, sizeof nm, "%sexperts_down", pre);
     emit(o, "- {op: einsum, name: %s, batch: %lld, m: %lld, k: %lld, n: %lld, dtype: %s}", nm,
          (long long)E, (long long)(per ? per : 1), (long long)F, (long long)D, dt(m->dtype));
@@ -372,55 +492,103 @@ static void mlp_forward(struct out *o, const char *pre)
     collective(o, "all_to_all", nm, "expert", s->expert, a2a, NULL);
 }
 
-/* One layer's forward, ops named with 'pre' (the recomputation in the
- * backward uses "re_"). */
-static void layer_forward(struct out *o, const char *pre, const char *first_after, bool full)
+/* What a layer's forward runs: all of it, or in the backward what the remat
+ * policy recomputes (the backward needs q, k, v, the attention output and its
+ * logsumexp, out_proj -- the input of the second norm --, the MLP's gate and
+ * up outputs; the norms, RoPE and the activation are recomputed whenever a
+ * policy is set, and nothing feeds on the MLP's output, so XLA does not
+ * recompute it). */
+struct layer_part {
+    bool qkv, attn, out, up, down;
+};
+
+static struct layer_part recompute_part(const struct model *m)
+{
+    const enum model_keep *t = m->remat.t;
+    if (m->remat.none)
+        return (struct layer_part){false, false, false, false, false};
+    return (struct layer_part){
+        .qkv = t[MT_QUERY] == KEEP_REMAT || t[MT_KEY] == KEEP_REMAT || t[MT_VALUE] == KEEP_REMAT,
+        .attn = t[MT_CONTEXT] == KEEP_REMAT,
+        .out = t[MT_OUT_PROJ] == KEEP_REMAT,
+        .up = t[MT_MLPWI] == KEEP_REMAT,
+        .down = false};
+}
+
+static void name_op(char *nm, size_t n, const char *pre, const char *what)
+{
+    snprintf(nm, n, "%s%s", pre, what);
+}
+
+/* norm1, the QKV projection (gathering the residual over tensor first),
+ * RoPE, the sequence-parallel gather of K and V. */
+static void attn_inputs(struct out *o, const char *pre, const char *first_after, bool qkv)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
-    int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
     char nm[64];
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
-    snprintf(nm, sizeof nm, "%snorm1", pre);
+    name_op(nm, sizeof nm, pre, "norm1");
     emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s%s}", norm, nm, (long long)T,
          (long long)D, dt(m->dtype), first_after ? ", after: " : "",
          first_after ? first_after : "");
-    if (full) {
-        snprintf(nm, sizeof nm, "%stp_ag1", pre);
-        tp(o, "all_gather", nm);
-        snprintf(nm, sizeof nm, "%sqkv", pre);
-        matmul(o, nm, T, D, qkv, NULL);
-        if (m->arch != MODEL_GPT) {
-            snprintf(nm, sizeof nm, "%srope", pre);
-            fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, NULL);
-        }
-        if (s->sequence > 1) {
-            snprintf(nm, sizeof nm, "%scp_kv", pre);
-            double kv = (double)T * 2.0 * (double)s->kv_heads * Dh * bytes(m->dtype) *
-                        s->dev_per_chip;
-            collective(o, "all_gather", nm, "sequence", s->sequence, kv, NULL);
-        }
-    }
-    snprintf(nm, sizeof nm, "%sattn", pre);
-    attention(o, nm, "fwd");
-    if (!full)
+    if (!qkv)
         return;
-    snprintf(nm, sizeof nm, "%sout", pre);
-    matmul(o, nm, T, s->heads * Dh, D, NULL);
-    snprintf(nm, sizeof nm, "%stp_rs1", pre);
-    tp(o, "reduce_scatter", nm);
-    snprintf(nm, sizeof nm, "%sres1", pre);
-    fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
-    snprintf(nm, sizeof nm, "%snorm2", pre);
-    fusion(o, norm, nm, T, D, NULL);
-    snprintf(nm, sizeof nm, "%stp_ag2", pre);
+    name_op(nm, sizeof nm, pre, "tp_ag1");
     tp(o, "all_gather", nm);
-    mlp_forward(o, pre);
-    snprintf(nm, sizeof nm, "%stp_rs2", pre);
-    tp(o, "reduce_scatter", nm);
-    snprintf(nm, sizeof nm, "%sres2", pre);
-    fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+    name_op(nm, sizeof nm, pre, "qkv");
+    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
+    if (m->arch != MODEL_GPT) {
+        name_op(nm, sizeof nm, pre, "rope");
+        fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, NULL);
+    }
+    if (s->sequence > 1) {
+        name_op(nm, sizeof nm, pre, "cp_kv");
+        double kv = (double)T * 2.0 * (double)s->kv_heads * Dh * bytes(m->dtype) *
+                    s->dev_per_chip;
+        collective(o, "all_gather", nm, "sequence", s->sequence, kv, NULL);
+    }
+}
+
+/* One layer's forward (or the part of it 'p' names), ops named with 'pre'
+ * (the recomputation in the backward uses "re_"). */
+static void layer_forward(struct out *o, const char *pre, const char *first_after,
+                          struct layer_part p)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
+    char nm[64];
+    const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    attn_inputs(o, pre, first_after, p.qkv);
+    if (p.attn) {
+        name_op(nm, sizeof nm, pre, "attn");
+        attention(o, nm, "fwd");
+    }
+    if (p.out) {
+        name_op(nm, sizeof nm, pre, "out");
+        matmul(o, nm, T, s->heads * Dh, D, NULL);
+        name_op(nm, sizeof nm, pre, "tp_rs1");
+        tp(o, "reduce_scatter", nm);
+        name_op(nm, sizeof nm, pre, "res1");
+        fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+    }
+    name_op(nm, sizeof nm, pre, "norm2");
+    fusion(o, norm, nm, T, D, NULL);
+    if (p.up || p.down) {
+        name_op(nm, sizeof nm, pre, "tp_ag2");
+        tp(o, "all_gather", nm);
+    }
+    if (p.down) {
+        mlp_forward(o, pre);
+        name_op(nm, sizeof nm, pre, "tp_rs2");
+        tp(o, "reduce_scatter", nm);
+        name_op(nm, sizeof nm, pre, "res2");
+        fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+    } else if (p.up) {
+        mlp_up(o, pre);
+    }
 }
 
 /* Per chip bytes of one layer's weights gathered (bf16) or its gradients
@@ -480,10 +648,8 @@ static void layer_backward(struct out *o, const char *first_after)
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
-    if (m->remat == REMAT_FULL || m->remat == REMAT_OFFLOAD)
-        layer_forward(o, "re_", first_after, true);
-    else if (m->remat == REMAT_MINIMAL)
-        layer_forward(o, "re_", first_after, false);
+    if (!m->remat.none)
+        layer_forward(o, "re_", first_after, recompute_part(m));
     else
         emit(o, "- {op: elementwise, name: g_start, shape: [%lld, %lld], dtype: %s, fn: add%s%s}",
              (long long)T, (long long)(D / s->tensor), dt(m->dtype),
@@ -502,6 +668,14 @@ static void layer_backward(struct out *o, const char *first_after)
     fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
                "[g_norm1]");
+}
+
+/* A copy between HBM and host memory over the chip's PCIe link. */
+static void host_copy(struct out *o, const char *name, double bytes, const char *direction,
+                      const char *after)
+{
+    emit(o, "- {op: host_copy, name: %s, bytes: %.0f, direction: %s, after: %s}", name, bytes,
+         direction, after);
 }
 
 /* The token embedding (a gather of rows); GPT adds its learned positions. */
@@ -525,7 +699,8 @@ static void head(struct out *o, bool backward)
     int64_t tiles = m->vocab_tiling > 0 ? m->vocab_tiling : 1;
     int64_t T = s->tokens / tiles, V = m->vocab / s->tensor, D = m->d_model;
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
-    fusion(o, norm, "final_norm", s->tokens, D, NULL);
+    /* after the last layer, not after what the layers left running (a host copy) */
+    fusion(o, norm, "final_norm", s->tokens, D, ", after: [fwd.res2]");
     if (tiles > 1) {
         emit(o, "- repeat:");
         emit(o, "    name: vocab");
@@ -544,6 +719,23 @@ static void head(struct out *o, bool backward)
         fusion(o, norm, "g_final_norm", s->tokens, D, ", mode: bwd");
 }
 
+/* What the first op of a layer waits for: the previous layer, and this
+ * layer's weights (FSDP) and offloaded tensors (backward), fetched one layer
+ * ahead -- by the op before the block for the first layer. */
+static void layer_first_after(const struct out *o, bool backward, bool fsdp, bool offload,
+                              char *buf, size_t n)
+{
+    const char *last = backward ? "prev.g_norm1" : "prev.res2";
+    snprintf(buf, n, "[%s", last);
+    if (fsdp)
+        snprintf(buf + strlen(buf), n - strlen(buf), ", prev.wgather, %s",
+                 backward ? "fwd.wgather" : "wg0");
+    if (offload && backward)
+        snprintf(buf + strlen(buf), n - strlen(buf), ", prev.h2d, h2d0");
+    snprintf(buf + strlen(buf), n - strlen(buf), ", %s]", backward ? "g_final_norm" : "embed");
+    (void)o;
+}
+
 static void layer_block(struct out *o, const char *name, bool backward)
 {
     const struct model *m = o->m;
@@ -553,18 +745,22 @@ static void layer_block(struct out *o, const char *name, bool backward)
     emit(o, "    ops:");
     o->indent = "      ";
     bool fsdp = o->sh->fsdp > 1;
-    /* the next layer's weights, one layer ahead: once this layer has started */
+    double off = model_offload_bytes_per_layer(m, o->sh);
+    /* the next layer's weights (and offloaded tensors), one layer ahead: once
+     * this layer has started */
     if (fsdp)
         collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp, layer_gather_bytes(o),
                    backward ? "[prev.wgather, prev.g_norm1]" : "[prev.wgather, prev.res2]");
-    /* a layer starts when the previous one ended and its weights are here */
-    const char *first = !fsdp ? NULL
-                        : backward ? "[prev.wgather, prev.g_norm1, fwd.wgather, g_final_norm]"
-                                   : "[prev.wgather, prev.res2, wg0, embed]";
+    if (off > 0 && backward)
+        host_copy(o, "h2d", off, "to_device", "[prev.h2d, prev.g_norm1]");
+    char first[160];
+    layer_first_after(o, backward, fsdp, off > 0, first, sizeof first);
     if (backward)
         layer_backward(o, first);
     else
-        layer_forward(o, "", first, true);
+        layer_forward(o, "", first, (struct layer_part){true, true, true, true, true});
+    if (off > 0 && !backward) /* what the policy offloads goes to the host as the layer ends */
+        host_copy(o, "d2h", off, "to_host", "[res2]");
     o->indent = "  ";
 }
 
@@ -577,6 +773,9 @@ static void train_step(struct out *o)
         collective(o, "all_gather", "wg0", "fsdp", s->fsdp, layer_gather_bytes(o), "[]");
     layer_block(o, "fwd", false);
     head(o, true);
+    double off = model_offload_bytes_per_layer(m, s);
+    if (off > 0) /* the last layer's tensors come back first */
+        host_copy(o, "h2d0", off, "to_device", "[fwd.d2h]");
     layer_block(o, "bwd", true);
     fusion(o, "elementwise", "g_embed", s->tokens, m->d_model, ", fn: add");
     /* the update waits for every layer's gradients (and their data-parallel sum) */

@@ -26,7 +26,26 @@
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT, MODEL_MIXTRAL };
 enum model_mode { MODEL_TRAIN, MODEL_PREFILL, MODEL_DECODE };
-enum model_remat { REMAT_FULL, REMAT_MINIMAL, REMAT_NONE, REMAT_OFFLOAD };
+/* The tensors of a layer a remat policy names (MaxText's checkpoint names),
+ * and where each one is between the forward and the backward. */
+enum model_tensor {
+    MT_INPUT,    /* decoder_layer_input: the layer's input (the scan carry) */
+    MT_QUERY,    /* query_proj, after RoPE */
+    MT_KEY,      /* key_proj */
+    MT_VALUE,    /* value_proj */
+    MT_CONTEXT,  /* context: the attention output and its logsumexp */
+    MT_OUT_PROJ, /* out_proj: the attention's output projection */
+    MT_MLPWI,    /* mlpwi_0 and mlpwi_1 (gate and up), mlpwi for a plain MLP */
+    MT_MLPWO,    /* mlpwo: the MLP's output */
+    MT_COUNT
+};
+enum model_keep { KEEP_REMAT, KEEP_DEVICE, KEEP_OFFLOAD };
+
+struct model_remat {
+    const char *name;            /* a policy's name, or "custom" */
+    bool none;                   /* no policy: jax keeps every residual */
+    enum model_keep t[MT_COUNT]; /* per tensor */
+};
 enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
 
 struct model {
@@ -40,7 +59,7 @@ struct model {
     enum dtype dtype;      /* activations and the weights the matmuls use */
     enum dtype weight_dtype; /* master weights (and gradients) */
     enum dtype mu_dtype;   /* AdamW's first moment (the second is in weight_dtype) */
-    enum model_remat remat;
+    struct model_remat remat;
     enum model_attention attention;
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
 };
@@ -90,6 +109,9 @@ void model_memory(const struct model *m, const struct model_shard *s,
 /* MaxText's calculate_tflops_training_per_device (causal attention; x3 for a
  * training step): the model FLOPs MFU counts, per device and step. */
 double model_flops_per_device(const struct model *m, const struct model_shard *s);
+/* Bytes per chip one layer's offloaded tensors take to the host in the
+ * forward (and back in the backward); 0 without offloading. */
+double model_offload_bytes_per_layer(const struct model *m, const struct model_shard *s);
 /* The XLA-style out-of-memory message: "Ran out of memory in memory space
  * hbm. Used X of Y hbm. Exceeded hbm capacity by Z." and the breakdown. */
 void model_oom_message(const struct model_memory *mem, char *buf, size_t n);
@@ -98,6 +120,12 @@ void model_oom_message(const struct model_memory *mem, char *buf, size_t n);
 const char *const *model_arch_names(void);
 const char *const *model_mode_names(void);
 const char *const *model_remat_names(void);
+/* The policy named 'name' (MaxText's remat_policy names; "offload" is the
+ * TPU recipes' custom policy that offloads the layer input, q, k, v and
+ * out_proj). Returns 0, or -1 for an unknown name. */
+int model_remat_policy(const char *name, struct model_remat *r);
+/* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
+const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
 
 #endif
