@@ -26,6 +26,7 @@ enum op_kind {
     OP_ALL_TO_ALL,
     OP_COLLECTIVE_MATMUL,
     OP_REMOTE_COPY,
+    OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
     OP_KIND_COUNT
 };
 
@@ -43,6 +44,7 @@ struct op_ppermute {
 };
 
 struct op_matmul {
+    int64_t batch; /* einsum: a leading parallel grid dim; 0 for matmul (no batch dim) */
     int64_t m, k, n;
     enum dtype dt;
     int64_t bm, bk, bn;

@@ -33,13 +33,27 @@ static const struct walk_key matmul_block_keys[] = {
     KEY("bn", WALK_INT, matmul.bn, .dflt = 128, .min = 1, .max = 1 << 24),
     {0}};
 
-static const struct walk_key matmul_keys[] = {
-    KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),
-    KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),
-    KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),
-    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),
-    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys},
+/* matmul's keys; einsum has them too, after its batch. */
+#define MATMUL_KEYS                                                                                \
+    KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
+    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys}
+
+static const struct walk_key matmul_keys[] = {MATMUL_KEYS, {0}};
+
+static const struct walk_key einsum_keys[] = {
+    KEY("batch", WALK_INT, matmul.batch, .required = true, .min = 1, .max = 1 << 24),
+    MATMUL_KEYS,
     {0}};
+
+/* The Pallas blocked matmul, batched or not. */
+#define MATMUL(nm, keys_)                                                                          \
+    {                                                                                              \
+        .name = nm, .category = "matmul", .keys = keys_, .kern = &kern_matmul_kind,                \
+        .run = eng_run_kernel                                                                      \
+    }
 
 static const char *const coll_algos[] = {
     "default", "unidirectional", "bidirectional", "ring_psum", "reduce_scatter_all_gather", NULL};
@@ -81,11 +95,7 @@ static const struct op_row rows[] = {
                      .check = copy_check_ppermute,
                      .run = eng_run_ppermute,
                      .reach = copy_reach_ppermute},
-    [OP_MATMUL] = {.name = "matmul",
-                   .category = "matmul",
-                   .keys = matmul_keys,
-                   .kern = &kern_matmul_kind,
-                   .run = eng_run_kernel},
+    [OP_MATMUL] = MATMUL("matmul", matmul_keys),
     [OP_FLASH] = {.name = "flash_attention",
                   .category = "attention",
                   .load = cfg_load_flash,
@@ -121,6 +131,7 @@ static const struct op_row rows[] = {
                         .load = cfg_load_remote_copy,
                         .check = coll_check_remote_copy,
                         .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},
+    [OP_EINSUM] = MATMUL("einsum", einsum_keys),
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 
