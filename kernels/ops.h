@@ -26,6 +26,7 @@ enum op_kind {
     OP_ALL_TO_ALL,
     OP_COLLECTIVE_MATMUL,
     OP_REMOTE_COPY,
+    OP_FUSION,        /* an XLA loop fusion: inputs, outputs, work per element */
     OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
     OP_KIND_COUNT
 };
@@ -161,6 +162,28 @@ struct op_remote_copy {
     int64_t logical;
 };
 
+/* An HBM array of an XLA op: its shape (rank 0: a scalar) and dtype. */
+#define OP_MAX_RANK 5
+struct op_array {
+    int rank;
+    int64_t shape[OP_MAX_RANK];
+    enum dtype dt;
+};
+
+/* fusion: the general XLA loop fusion (kernels/fusion.h says how it runs).
+ * Without 'reduce_axis' the loop walks the shape of out[0], which every
+ * output has; with it, the loop walks in[0], and every output is in[0]
+ * without that axis. Other inputs broadcast to the loop's shape. */
+#define OP_FUSION_MAX_IO 8
+struct op_fusion {
+    int nin, nout;
+    struct op_array in[OP_FUSION_MAX_IO], out[OP_FUSION_MAX_IO];
+    double vpu_ops;         /* ALU ops per element of the loop */
+    double transcendentals; /* per element of the loop */
+    int reduce_axis;        /* -1: none */
+    int64_t block;          /* rows per block (elements for a 1-D loop); 0: from the VMEM limit */
+};
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
@@ -178,6 +201,7 @@ struct op {
         struct op_collective coll;
         struct op_collective_matmul coll_matmul;
         struct op_remote_copy remote_copy;
+        struct op_fusion fusion;
     } u;
 };
 
@@ -189,5 +213,6 @@ extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
 extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
 extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
 extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
+extern const struct kern_kind kern_fusion_kind; /* kernels/fusion.c */
 
 #endif

@@ -48,6 +48,20 @@ static const struct walk_key einsum_keys[] = {
     MATMUL_KEYS,
     {0}};
 
+/* ---- XLA ops: 'fusion' (its loader reads the arrays) ---- */
+
+static const struct walk_key fusion_keys[] = {
+    KEY("block", WALK_INT, fusion.block, .min = 1, .max = (int64_t)1 << 40), {0}};
+static const char *const fusion_extra[] = {"inputs", "outputs", "vpu_ops", "transcendentals",
+                                           "reduce_axis", NULL};
+
+/* An XLA op: a fusion category, its keys (and the loader's), its builder. */
+#define XLA_OP(nm, keys_, extra_, load_, kern_)                                                    \
+    {                                                                                              \
+        .name = nm, .category = "fusion", .keys = keys_, .extra_keys = extra_, .load = load_,      \
+        .kern = kern_, .run = eng_run_kernel                                                       \
+    }
+
 /* The Pallas blocked matmul, batched or not. */
 #define MATMUL(nm, keys_)                                                                          \
     {                                                                                              \
@@ -131,6 +145,7 @@ static const struct op_row rows[] = {
                         .load = cfg_load_remote_copy,
                         .check = coll_check_remote_copy,
                         .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},
+    [OP_FUSION] = XLA_OP("fusion", fusion_keys, fusion_extra, cfg_load_fusion, &kern_fusion_kind),
     [OP_EINSUM] = MATMUL("einsum", einsum_keys),
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
