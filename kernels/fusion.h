@@ -10,7 +10,8 @@
  * array is read follows from its shape (numpy broadcasting): the space's
  * shape; a suffix of it (a [d] scale: repeated along the rows, read once when
  * it fits one block); one value per row ([.., 1], stored flat); a scalar.
- * The 'fusion' op (kernels/fusion.c) builds its loop here. */
+ * The named forms (kernels/xla.c) and 'fusion' (kernels/fusion.c) build
+ * their loops here. */
 #ifndef TPUSIM_KERNELS_FUSION_H
 #define TPUSIM_KERNELS_FUSION_H
 

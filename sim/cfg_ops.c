@@ -13,6 +13,7 @@
 #include "kernels/fusion.h"
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
+#include "kernels/xla.h"
 #include "sim/cfg_int.h"
 #include "sim/mask_file.h"
 #include "sim/op_table.h"
@@ -756,6 +757,26 @@ static void shape_error(struct walk *w, const struct cfg_node *n, const char *p,
     struct diag_loc loc;
     walk_loc(n, &loc);
     diag_error(w->d, &loc, p, "expected %s, got %s", want, got);
+}
+
+void cfg_load_xla(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    const struct cfg_node *sh = walk_field(w, m, p, "shape", true);
+    char *sp = walk_join(p, "shape");
+    if (sh && load_shape(w, sh, sp, &op->u.xla.x) == 0) {
+        const char *key;
+        char want[160];
+        if (xla_check(op, &key, want, sizeof want) != 0) {
+            const struct cfg_node *at = cfg_get(m, key);
+            char *kp = walk_join(p, key);
+            if (strcmp(key, "shape") == 0)
+                shape_error(w, sh, kp, &op->u.xla.x, want);
+            else
+                walk_type_error(w, at ? at : m, kp, want);
+            free(kp);
+        }
+    }
+    free(sp);
 }
 
 /* A number >= 0 (work per element). */

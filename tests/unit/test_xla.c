@@ -1,5 +1,6 @@
-/* tests/unit/test_xla.c -- XLA ops (fusion, einsum): how a loop reads each
- * array, and every form's time on SimGrid against a hand derivation.
+/* tests/unit/test_xla.c -- XLA ops (fusion, the named forms, einsum): how a
+ * loop reads each array, the blocks chosen from the VMEM limit, and every
+ * form's time on SimGrid against a hand derivation.
  *
  * The test chip is v5e with an HBM of 1 PB/s (a MiB costs 1 ns), no DMA
  * latency, a 2 us launch, a 0.1 us step overhead and a 1 GHz clock (a cycle
@@ -15,6 +16,8 @@
 #include "test_util.h"
 
 #include "kernels/fusion.h"
+#include "kernels/xla.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 static const char *const TEST_CHIP[] = {"chip.hbm.bandwidth=1000TBps",
@@ -102,7 +105,231 @@ static void test_fusion_check_op_names_the_array(void **state)
     assert_non_null(strstr(want, "[4096] (inputs.0 [4096, 4096] without axis 0"));
 }
 
+/* ---- blocks from the scoped VMEM limit ---- */
+
+static struct kern build(const char *yaml, struct cfg_scenario *sc)
+{
+    struct diag *d = diag_new();
+    assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "x.yaml", NULL, 0, sc, d), 0);
+    diag_free(d);
+    struct kern k;
+    char err[512];
+    const struct op *op = &sc->ops[0];
+    assert_int_equal(kern_init(&k, op_row(op->kind)->kern, op, &sc->chip, false, err, sizeof err),
+                     0);
+    return k;
+}
+
+static int64_t block0(const struct kern *k, int call, int operand, int dim)
+{
+    return k->calls[call].operands[operand].block[dim];
+}
+
+/* Auto blocks: whole rows when they fit, then the largest power-of-two
+ * number of rows whose double-buffered footprint fits half the limit. */
+static void test_fusion_blocks_fill_half_the_vmem_limit(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    /* rmsnorm [4096, 4096] bf16 on v5e (16 MiB): 128 rows of x and y, 1 MiB
+     * each, double-buffered, plus the scale once = 4 MiB + 8 KiB; 256 rows
+     * would be 8 KiB over 8 MiB */
+    struct kern k = build("chip: v5e\nworkload:\n  - {op: rmsnorm, shape: [4096, 4096]}\n", &sc);
+    assert_int_equal(block0(&k, 0, 0, 0), 128);
+    assert_int_equal(block0(&k, 0, 0, 1), 4096);
+    assert_null(k.calls[0].operands[1].index); /* the scale: a trivial window, read once */
+    assert_int_equal(pl_num_steps(&k.calls[0]), 32);
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    /* a raised limit gives bigger blocks */
+    k = build("chip: v5e\nworkload:\n  - {op: rmsnorm, shape: [4096, 4096], "
+              "vmem_limit_bytes: 64MiB}\n",
+              &sc);
+    assert_int_equal(block0(&k, 0, 0, 0), 512);
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    /* adamw over 1e9 f32 parameters: 28 bytes a parameter, double-buffered:
+     * 131072 x 56 = 7 MiB */
+    k = build("chip: v5e\nworkload:\n  - {op: optimizer, params: 1000000000}\n", &sc);
+    assert_int_equal(block0(&k, 0, 0, 0), 131072);
+    assert_int_equal(pl_num_steps(&k.calls[0]), 7630); /* the last block padded */
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    /* cross entropy over a 128256 vocabulary: rows of 250 KiB do not fit 128
+     * at a time (the fewest a flat f32 output takes), so the columns are
+     * blocked: 768, the largest multiple of 128 dividing 128256 that fits,
+     * then 2048 rows (2048 x 768 x 2 B x 2 buffers = 6 MiB) */
+    k = build("chip: v5e\nworkload:\n  - {op: cross_entropy, shape: [8192, 128256]}\n", &sc);
+    assert_int_equal(k.ncalls, 2);
+    assert_int_equal(block0(&k, 1, 0, 0), 2048);
+    assert_int_equal(block0(&k, 1, 0, 1), 768);
+    assert_int_equal(k.calls[1].sem[1], PL_ARBITRARY); /* the reduced dim, innermost */
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+}
+
 /* ---- hand-derived times ---- */
+
+/* gelu over [1024, 1024] f32 in 4 blocks of 256 rows: 8 ALU per element,
+ * 2048 ALU ops over 4 slots = 512 cycles (EUP 256, stores 256); gating a
+ * second input (gelu(x0) * x1) adds 1 ALU: 9 x 256 / 4 = 576. add of 3
+ * inputs folds twice: 2 ALU (128 cycles), but 768 loads over 3 slots and
+ * 256 stores take 256. The last y block, 1 MiB, is written after step 3. */
+static void test_elementwise_time(void **state)
+{
+    (void)state;
+    check_op("{op: elementwise, fn: gelu, shape: [1024, 1024], dtype: f32, block: 256}",
+             loop_s(4, 512, 1048576), "vpu");
+    check_op("{op: elementwise, fn: gelu, inputs: 2, shape: [1024, 1024], dtype: f32, "
+             "block: 256}",
+             loop_s(4, 576, 1048576), "vpu");
+    check_op("{op: elementwise, fn: add, inputs: 3, shape: [1024, 1024], dtype: f32, block: 256}",
+             loop_s(4, 256, 1048576), "vpu");
+}
+
+/* rmsnorm [1024, 1024] bf16, 256 rows a block: 256 vregs of x; ALU 4 x 256
+ * + 2 x 32 per row (a (256, 1) column is 32 vregs) = 1088 -> 272 cycles;
+ * loads 256 + the scale's 8 -> 88; stores 256; EUP 32; XLU 32 -> 64. Before
+ * step 0 the scale (2 KiB, one 4 KiB granule), after step 3 the last y block
+ * (512 KiB). */
+static void test_rmsnorm_fwd_time(void **state)
+{
+    (void)state;
+    struct result r = check_op("{op: rmsnorm, shape: [1024, 1024], block: 256}",
+                               loop_s(4, 272, 4096 + 524288), "vpu");
+    assert_true(r.hbm[0] == 2.0 * 1024 * 1024 * 2 + 4096);
+}
+
+/* The brief's example, HBM-bound: rmsnorm [4096, 4096] bf16 with the default
+ * blocks (128 rows) on round numbers: HBM 32.768 GB/s (32 KiB per us), step
+ * overhead 1 us. A step moves 2 MiB (64 us) and computes 0.52 us (512 vregs:
+ * ALU (4 x 512 + 2 x 64) / 4 = 520 cycles); the next block is fetched before
+ * the body and the write-back overlaps the next step, so the HBM is busy from
+ * the first byte to the last: launch + (2 x 32 MiB + 8 KiB of scale) / bw =
+ * 2 + 2048.25 us (exact fidelity). */
+static void test_rmsnorm_hbm_bound_time(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "chip.hbm.bandwidth=32.768GBps",       "chip.tensorcore.dma_latency=0us",
+        "chip.tensorcore.launch_overhead=2us", "chip.tensorcore.step_overhead=1us",
+        "chip.tensorcore.clock=1GHz",          "options.fidelity=exact"};
+    struct result r =
+        run("chip: v5e\nworkload:\n  - {op: rmsnorm, shape: [4096, 4096], dtype: bf16}\n", sets, 6);
+    assert_int_equal(r.rc, 0);
+    assert_time(r.total, 2050.25e-6);
+    assert_string_equal(r.bound[0], "hbm");
+    assert_int_equal(r.steps[0], 32);
+    assert_true(r.hbm[0] == 67117056.0);
+}
+
+/* rmsnorm bwd, two loops. dx: loads x, dy 512 + scale 8 -> 173.3; ALU 8 x
+ * 256 + 5 x 32 = 2208 -> 552; XLU 2 x 32 -> 128; stores dx 256 + rstd 32.
+ * Before: the scale (4 KiB); after: the last dx (512 KiB) and rstd (256 f32,
+ * a 4 KiB granule) blocks. dscale (a sum over the rows, 256 at a time):
+ * loads 512 + rstd 32 -> 181.3; ALU 3 x 256 -> 192; at the last step 8 XLU
+ * (16 cycles) and 8 stores; after: dscale [1024] f32 (4 KiB). */
+static void test_rmsnorm_bwd_time(void **state)
+{
+    (void)state;
+    check_op("{op: rmsnorm, mode: bwd, shape: [1024, 1024], block: 256}",
+             loop_s(4, 552, 4096 + 524288 + 4096) + loop_s(4, 192, 4096), "vpu");
+}
+
+/* layernorm fwd: ALU 7 x 256 + 5 x 32 = 1952 -> 488 (XLU 64 -> 128, stores
+ * 256); before: scale and bias. bwd dx: ALU 13 x 256 + 7 x 32 = 3552 -> 888
+ * (XLU 4 x 32 -> 256, stores dx, mean, rstd 320); dscale and dbias: loads
+ * 576 -> 192, ALU 5 x 256 -> 320; after: two [1024] f32. */
+static void test_layernorm_time(void **state)
+{
+    (void)state;
+    check_op("{op: layernorm, shape: [1024, 1024], block: 256}", loop_s(4, 488, 8192 + 524288),
+             "vpu");
+    check_op("{op: layernorm, mode: bwd, shape: [1024, 1024], block: 256}",
+             loop_s(4, 888, 4096 + 524288 + 2 * 4096) + loop_s(4, 320, 2 * 4096), "vpu");
+}
+
+/* softmax [1024, 1024] f32: fwd ALU 5 x 256 -> 320 (EUP 256 + 32, XLU 64 ->
+ * 128, stores 256); bwd ALU 4 x 256 -> 256 (stores 256, loads 512 -> 170.7). */
+static void test_softmax_time(void **state)
+{
+    (void)state;
+    check_op("{op: softmax, shape: [1024, 1024], dtype: f32, block: 256}", loop_s(4, 320, 1048576),
+             "vpu");
+    check_op("{op: softmax, mode: bwd, shape: [1024, 1024], dtype: f32, block: 256}",
+             loop_s(4, 256, 1048576), "vpu");
+}
+
+/* rope [1024 tokens, 8 heads, 128] bf16 as [1024, 1024]: loads x 256 + cos
+ * and sin (256, 128) 32 each -> 106.7; ALU 3 x 256 -> 192; the rotation is
+ * 1 XLU op per vreg: 256 -> 512 cycles. Written [tokens, heads * head_dim],
+ * it is the same loop. */
+static void test_rope_time(void **state)
+{
+    (void)state;
+    check_op("{op: rope, shape: [1024, 8, 128], block: 256}", loop_s(4, 512, 524288), "vpu");
+    check_op("{op: rope, shape: [1024, 1024], head_dim: 128, block: 256}",
+             loop_s(4, 512, 524288), "vpu");
+}
+
+/* cross_entropy [1024, 1024] bf16, two passes of 4 steps. max: loads 256 ->
+ * 85.33 (ALU 64, XLU 32 -> 64, stores 32). logsumexp: loads 256 + max 32 +
+ * labels 32 -> 106.7; ALU 6 x 256 + 3 x 32 = 1632 -> 408 (EUP 288, XLU 2 x 32
+ * -> 128). After each, its last [256] f32 block (a 4 KiB granule). */
+static void test_cross_entropy_time(void **state)
+{
+    (void)state;
+    check_op("{op: cross_entropy, shape: [1024, 1024], block: 256}",
+             loop_s(4, 256.0 / 3, 4096) + loop_s(4, 408, 4096), "vpu");
+}
+
+/* embedding: DMA only. On round numbers (32 KiB per us, 1 us steps) each of
+ * 4 steps moves ids (256 int32: a 4 KiB granule), 256 rows of 2 KiB and
+ * writes them back: launch + (4 x 4 KiB + 2 x 2 MiB) / bw = 2 + 128.5 us. */
+static void test_embedding_time(void **state)
+{
+    (void)state;
+    const char *y = "chip: v5e\nworkload:\n  - {op: embedding, rows: 1024, vocab: 32000, "
+                    "d: 1024, block: 256}\n";
+    const char *sets[] = {"chip.hbm.bandwidth=32.768GBps", "chip.tensorcore.dma_latency=0us",
+                          "chip.tensorcore.launch_overhead=2us",
+                          "chip.tensorcore.step_overhead=1us", "options.fidelity=exact"};
+    for (int nsets = 4; nsets <= 5; nsets++) {
+        struct result r = run(y, sets, nsets);
+        assert_int_equal(r.rc, 0);
+        assert_time(r.total, 130.5e-6);
+        assert_string_equal(r.bound[0], "hbm");
+    }
+}
+
+/* optimizer over 2^20 f32 parameters in 4 blocks of 2^18 (256 vregs an
+ * array). adamw: loads 4 x 256 -> 341.3; ALU 15 x 256 -> 960; EUP 512; stores
+ * 768; after: param, mu, nu blocks (3 MiB); 28 bytes a parameter. sgd: stores
+ * 256 bind (ALU 2 x 256 -> 128). adafactor: g^2 sums ALU 3 x 256 -> 192, the
+ * update's RMS ALU 5 x 256 -> 320, apply ALU 8 x 256 -> 512; the sums are one
+ * f32 each (a 4 KiB granule). */
+static void test_optimizer_time(void **state)
+{
+    (void)state;
+    struct result r = check_op("{op: optimizer, params: 1048576, block: 262144}",
+                               loop_s(4, 960, 3 * 1048576), "vpu");
+    assert_true(r.hbm[0] == 28.0 * 1048576);
+    check_op("{op: optimizer, algorithm: sgd, params: 1048576, block: 262144}",
+             loop_s(4, 256, 1048576), "vpu");
+    check_op("{op: optimizer, algorithm: adafactor, params: 1048576, block: 262144}",
+             loop_s(4, 192, 4096) + loop_s(4, 320, 4096) + loop_s(4, 512, 1048576), "vpu");
+}
+
+/* transpose [1024, 1024] f32 in (512, 512) tiles: 256 vregs each, 1 XLU op
+ * per vreg -> 512 cycles. copy: 256 stores per 256-row block. */
+static void test_transpose_and_copy_time(void **state)
+{
+    (void)state;
+    check_op("{op: transpose, shape: [1024, 1024], dtype: f32, block: 512}",
+             loop_s(4, 512, 1048576), "vpu");
+    check_op("{op: copy, shape: [1024, 1024], dtype: f32, block: 256}", loop_s(4, 256, 1048576),
+             "vpu");
+}
 
 /* einsum: 2 x (256, 256) @ (256, 256) bf16 in 128^3 blocks, grid (2, 2, 2, 2):
  * a step's MXU pass is 128 rows + a 128-row fill = 256 cycles, its VPU 32
@@ -155,6 +382,18 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fusion_relation_follows_numpy_broadcasting),
         cmocka_unit_test(test_fusion_check_op_names_the_array),
+        cmocka_unit_test(test_fusion_blocks_fill_half_the_vmem_limit),
+        cmocka_unit_test(test_elementwise_time),
+        cmocka_unit_test(test_rmsnorm_fwd_time),
+        cmocka_unit_test(test_rmsnorm_hbm_bound_time),
+        cmocka_unit_test(test_rmsnorm_bwd_time),
+        cmocka_unit_test(test_layernorm_time),
+        cmocka_unit_test(test_softmax_time),
+        cmocka_unit_test(test_rope_time),
+        cmocka_unit_test(test_cross_entropy_time),
+        cmocka_unit_test(test_embedding_time),
+        cmocka_unit_test(test_optimizer_time),
+        cmocka_unit_test(test_transpose_and_copy_time),
         cmocka_unit_test(test_einsum_time),
         cmocka_unit_test(test_fusion_broadcast_time),
         cmocka_unit_test(test_fusion_reduction_time),
