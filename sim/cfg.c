@@ -110,11 +110,16 @@ static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *k
         diag_error(w->d, &loc, kp, "unknown op '%s' (did you mean '%s'?)", k->value, best);
         return;
     }
-    char want[400] = "an op kind (";
+    size_t len = sizeof "an op kind ()";
     for (int j = 0; j < OP_KIND_COUNT; j++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "", names[j]);
+        len += strlen(names[j]) + 2;
+    char *want = xmalloc(len);
+    strcpy(want, "an op kind (");
+    for (int j = 0; j < OP_KIND_COUNT; j++)
+        strcat(strcat(want, j ? ", " : ""), names[j]);
     strcat(want, ")");
     walk_type_error(w, k, kp, want);
+    free(want);
 }
 
 /* The kind's own keys: its key table, then its loader. */
