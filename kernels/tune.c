@@ -192,6 +192,8 @@ int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, con
                     char *err, size_t n)
 {
     int64_t (*v)[TUNE_MAX_PARAMS] = xcalloc(TUNE_MAX_ENUM + 1, sizeof *v);
+    if (n)
+        err[0] = '\0';
     t->get(op, v[0]);
     int nv = 1 + t->enumerate(op, chip, v + 1, TUNE_MAX_ENUM);
     struct ranked *r = xcalloc((size_t)nv, sizeof *r);

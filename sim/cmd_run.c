@@ -9,6 +9,7 @@
 #include "base/diag.h"
 #include "base/units.h"
 #include "base/xalloc.h"
+#include "sim/autotune.h"
 #include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/outputs.h"
@@ -89,13 +90,22 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
     return 0;
 }
 
+/* Loads the scenario and gives its `block: auto` ops their blocks. */
 static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d)
 {
     if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
         diag_print(d, stderr);
         return 2;
     }
-    return 0;
+    struct autotune_cache *cache = autotune_cache_new();
+    struct autotune_opts ao = {.sg_argc = c->sg_argc, .sg_argv = c->sg_argv};
+    int rc = autotune_resolve(sc, cache, &ao, d);
+    autotune_cache_free(cache);
+    if (rc != 0) {
+        diag_print(d, stderr);
+        cfg_scenario_fini(sc);
+    }
+    return rc;
 }
 
 static int run_scenario(struct cli *c)
@@ -137,6 +147,7 @@ static int check_scenario(struct cli *c, bool platform)
         } else {
             printf("%s: ok (%d ops, %d chips, %lld grid steps)\n", sc.file, sc.nops,
                    sc.topo.nchips, (long long)validate_estimate_steps(&sc));
+            autotune_print(&sc, stdout);
         }
         cfg_scenario_fini(&sc);
     }

@@ -9,6 +9,7 @@
 #include "kernels/collective.h"
 #include "kernels/copy.h"
 #include "kernels/kernel.h"
+#include "kernels/tune.h"
 
 /* One key: its name, its type and the field of struct op it fills, then options. */
 #define KEY(name, type_, field, ...)                                                               \
@@ -85,6 +86,7 @@ static const struct op_row rows[] = {
                    .category = "matmul",
                    .keys = matmul_keys,
                    .kern = &kern_matmul_kind,
+                   .tune = &kern_matmul_tune,
                    .run = eng_run_kernel},
     [OP_FLASH] = {.name = "flash_attention",
                   .category = "attention",
