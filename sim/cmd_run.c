@@ -90,8 +90,9 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
     return 0;
 }
 
-/* Loads the scenario and gives its `block: auto` ops their blocks. */
-static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d)
+/* Loads the scenario and gives its `block: auto` ops their blocks; '*st'
+ * (may be NULL) gets what the search took. */
+static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct autotune_stats *st)
 {
     if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
         diag_print(d, stderr);
@@ -100,6 +101,8 @@ static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d)
     struct autotune_cache *cache = autotune_cache_new();
     struct autotune_opts ao = {.sg_argc = c->sg_argc, .sg_argv = c->sg_argv};
     int rc = autotune_resolve(sc, cache, &ao, d);
+    if (st)
+        autotune_stats(cache, st);
     autotune_cache_free(cache);
     if (rc != 0) {
         diag_print(d, stderr);
@@ -112,7 +115,7 @@ static int run_scenario(struct cli *c)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    int rc = load(c, &sc, d);
+    int rc = load(c, &sc, d, NULL);
     if (rc == 0) {
         char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
         struct sim_opts o = {.out_dir = dir, .sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
@@ -137,7 +140,8 @@ static int check_scenario(struct cli *c, bool platform)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    int rc = load(c, &sc, d);
+    struct autotune_stats st;
+    int rc = load(c, &sc, d, &st);
     if (rc == 0) {
         if (validate_ops(&sc, d) != 0) {
             diag_print(d, stderr);
@@ -148,6 +152,9 @@ static int check_scenario(struct cli *c, bool platform)
             printf("%s: ok (%d ops, %d chips, %lld grid steps)\n", sc.file, sc.nops,
                    sc.topo.nchips, (long long)validate_estimate_steps(&sc));
             autotune_print(&sc, stdout);
+            if (st.ops)
+                printf("block: auto: %d ops, %d searches, %d runs of candidates, %.3f s\n", st.ops,
+                       st.searches, st.runs, st.wall_s);
         }
         cfg_scenario_fini(&sc);
     }
