@@ -205,17 +205,21 @@ static double work_s(const struct pl_work *w)
 
 static uint64_t block_bytes(const struct chip_params *chip, const struct pl_operand *o)
 {
-    return hbm_dma_bytes(chip, o->dt, o->rank, o->block);
+    int64_t dims[PL_MAX_RANK];
+    for (int d = 0; d < o->rank; d++)
+        dims[d] = o->block[d] == PL_SQUEEZED ? 1 : o->block[d];
+    return hbm_dma_bytes(chip, o->dt, o->rank, dims);
 }
 
 /* Per core: the step overheads and compute of its (i, j) blocks, each the
  * first, middle and last k steps; per chip: the bytes the skip rule moves
- * (x and y every step unless the k grid is 1, o once per (i, j)). */
+ * (x and y every step unless the k grid is 1, o once per (i, j)). The grid
+ * ends in (i, j, k); dims before them (a batch) multiply the (i, j) blocks. */
 static double tune_bound(const struct kern *k)
 {
     const struct chip_params *chip = k->chip;
     const struct pl_call *c = &k->calls[0];
-    int64_t gn = c->grid[1], gk = c->grid[2];
+    int64_t gn = c->grid[c->ngrid - 2], gk = c->grid[c->ngrid - 1];
     struct pl_work w0, w1, wl;
     pl_step_work(c, chip, 0, &w0);
     pl_step_work(c, chip, gk > 2 ? 1 : 0, &w1);
