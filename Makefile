@@ -115,6 +115,7 @@ fuzz: deps
 
 fidelity: deps $(B)/tpusim
 	@sh tools/fidelity.sh $(B)/tpusim
+	@python3 tools/fidelity_xla.py $(B)/tpusim
 
 check-layers:
 	@sh tools/check_layers.sh
