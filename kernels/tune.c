@@ -146,7 +146,8 @@ static int build_all(const struct kern_tune *t, const struct kern_kind *kind, co
             x->cheap = cheap_bound(&k);
         } else if (i == 0 || !e1[0]) {
             char vals[256];
-            snprintf(i == 0 ? e0 : e1, n, "%s (%s): %s", i == 0 ? "the default" : "the smallest",
+            snprintf(i == 0 ? e0 : e1, n, "%s (%s): %s",
+                     i == 0 ? "the default" : "the smallest other candidate",
                      tune_format(t, v[i], vals, sizeof vals), err);
         }
         kern_fini(&k);

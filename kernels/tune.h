@@ -47,7 +47,7 @@ struct kern_tune {
  * and those 'enumerate' lists, each kept once, ordered by bound (ties: the
  * order they were listed in, the default first). Returns their count, and
  * sets '*tried' to the number of distinct candidates checked. When none is
- * feasible, returns 0 with the reasons of the default and of the smallest
+ * feasible, returns 0 with the reasons of the default and of the smallest other
  * candidate in 'err'. */
 int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
                     const struct chip_params *chip, struct tune_point *out, int max, int *tried,

@@ -7,6 +7,7 @@
 
 #include "kernels/tune.h"
 #include "sim/autotune.h"
+#include "sim/op_table.h"
 #include "sim_fork.h"
 
 /* Loads 'yaml' and resolves its auto ops with 'cache'. */
@@ -20,15 +21,20 @@ static int resolve(const char *yaml, struct cfg_scenario *sc, struct autotune_ca
     return autotune_resolve(sc, cache, &o, d);
 }
 
-/* The time of one matmul with explicit blocks, run as a sweep point would be. */
-static double point(const char *chip, int64_t m, int64_t k, int64_t n, const int64_t *v)
+/* The time of 'op' (a flow mapping without its closing brace) with the
+ * blocks 'v' written out under 'key', run as a sweep point would be. */
+static double point(const char *chip, const char *op, const char *key,
+                    const struct autotune_choice *ch, const int64_t *v)
 {
-    char yaml[256];
-    snprintf(yaml, sizeof yaml,
-             "chip: %s\nworkload:\n  - {op: matmul, m: %lld, k: %lld, n: %lld, "
-             "block: {bm: %lld, bk: %lld, bn: %lld}}\n",
-             chip, (long long)m, (long long)k, (long long)n, (long long)v[0], (long long)v[1],
-             (long long)v[2]);
+    char yaml[1024];
+    int len = snprintf(yaml, sizeof yaml, "chip: %s\nworkload:\n  - %s, %s: {", chip, op, key);
+    for (int i = 0; i < ch->nparams; i++) {
+        char val[24];
+        snprintf(val, sizeof val, "%lld", (long long)v[i]);
+        len += snprintf(yaml + len, sizeof yaml - (size_t)len, "%s%s: %s", i ? ", " : "",
+                        ch->names[i], v[i] ? val : "null");
+    }
+    snprintf(yaml + len, sizeof yaml - (size_t)len, "}}\n");
     struct result r = run(yaml, NULL, 0);
     assert_int_equal(r.rc, 0);
     return r.time[0];
@@ -36,12 +42,10 @@ static double point(const char *chip, int64_t m, int64_t k, int64_t n, const int
 
 /* The choice equals the best of a sweep over the candidates it timed, and the
  * default blocks are not faster. */
-static void check_sweep(const char *chip, int64_t m, int64_t k, int64_t n)
+static void check_sweep(const char *chip, const char *op, const char *key)
 {
-    char yaml[256];
-    snprintf(yaml, sizeof yaml,
-             "chip: %s\nworkload:\n  - {op: matmul, m: %lld, k: %lld, n: %lld, block: auto}\n",
-             chip, (long long)m, (long long)k, (long long)n);
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "chip: %s\nworkload:\n  - %s, %s: auto}\n", chip, op, key);
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     struct autotune_cache *cache = autotune_cache_new();
@@ -51,15 +55,19 @@ static void check_sweep(const char *chip, int64_t m, int64_t k, int64_t n)
     double best = 1e300;
     int at = -1;
     for (int i = 0; i < ch->ntimed; i++) {
-        double t = point(chip, m, k, n, ch->timed[i]);
+        double t = point(chip, op, key, ch, ch->timed[i]);
         assert_time(t, ch->timed_s[i]); /* a candidate's time is its sweep point's */
         if (t < best)
             best = t, at = i;
     }
     assert_time(ch->time_s, best);
     assert_memory_equal(ch->v, ch->timed[at], sizeof ch->timed[at]);
-    const int64_t dflt[3] = {128, 128, 128};
-    assert_true(ch->time_s <= point(chip, m, k, n, dflt));
+    struct autotune_choice got = *ch;
+    cfg_scenario_fini(&sc);
+    assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "t.yaml", NULL, 0, &sc, d), 0);
+    int64_t v[TUNE_MAX_PARAMS];
+    op_row(sc.ops[0].kind)->tune->get(&sc.ops[0], v); /* as loaded: the kernel's defaults */
+    assert_true(got.time_s <= point(chip, op, key, &got, v));
     cfg_scenario_fini(&sc);
     autotune_cache_free(cache);
     diag_free(d);
@@ -68,14 +76,32 @@ static void check_sweep(const char *chip, int64_t m, int64_t k, int64_t n)
 static void test_autotune_resolve_equals_best_of_sweep_v5e(void **state)
 {
     (void)state;
-    check_sweep("v5e", 1024, 2048, 1024);
+    check_sweep("v5e", "{op: matmul, m: 1024, k: 2048, n: 1024", "block");
 }
 
 /* Two TensorCores per chip (no megacore) run every candidate side by side. */
 static void test_autotune_resolve_equals_best_of_sweep_v7(void **state)
 {
     (void)state;
-    check_sweep("v7", 512, 4096, 1024);
+    check_sweep("v7", "{op: matmul, m: 512, k: 4096, n: 1024", "block");
+}
+
+static void test_autotune_resolve_equals_best_of_sweep_flash(void **state)
+{
+    (void)state;
+    check_sweep("v5e",
+                "{op: flash_attention, batch: 2, heads: 4, q_seq_len: 2048, head_dim: 128, "
+                "causal: true, mode: fwd",
+                "block_sizes");
+}
+
+static void test_autotune_resolve_equals_best_of_sweep_splash(void **state)
+{
+    (void)state;
+    check_sweep("v5p",
+                "{op: splash_attention, q_heads: 4, q_seq_len: 2048, head_dim: 128, "
+                "mask: {type: causal}, mode: fwd_bwd",
+                "block_sizes");
 }
 
 /* Two identical ops search once (one search, its child runs), a third with
@@ -115,7 +141,7 @@ static void test_autotune_resolve_no_feasible_blocks_is_bad_input(void **state)
     assert_non_null(strstr(m, "t.yaml:3:5: workload.0: matmul: block: auto: no feasible blocks "
                               "among 360 candidates; the default (bm=128 bk=128 bn=128): VMEM "
                               "footprint 262144 bytes exceeds the scoped limit 1024 bytes"));
-    assert_non_null(strstr(m, "the smallest (bm=8 bk=128 bn=128): VMEM footprint"));
+    assert_non_null(strstr(m, "the smallest other candidate (bm=8 bk=128 bn=128): VMEM footprint"));
     struct autotune_stats st;
     autotune_stats(cache, &st);
     assert_int_equal(st.runs, 0); /* nothing to time */
@@ -210,6 +236,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_v5e),
         cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_v7),
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_flash),
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_splash),
         cmocka_unit_test(test_autotune_resolve_searches_identical_ops_once),
         cmocka_unit_test(test_autotune_resolve_no_feasible_blocks_is_bad_input),
         cmocka_unit_test(test_autotune_resolve_is_deterministic),
