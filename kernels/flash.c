@@ -1461,12 +1461,7 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     for (int a = 0; a < nq; a++)
         for (int b = 0; b < nk; b++) {
             int64_t minors[4];
-            int nm = 0;
-            for (int64_t c = 128; c <= 512; c *= 2)
-                if (c <= bkm[b] && bkm[b] % c == 0)
-                    minors[nm++] = c;
-            if (bkm[b] > 512 || nm == 0)
-                minors[nm++] = bkm[b];
+            int nm = tune_compute_blocks(bkm[b], minors);
             for (int c = 0; c < nm && n < max; c++) {
                 int64_t bk = minors[c];
                 int64_t *x = v[n++];

@@ -1540,12 +1540,7 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     for (int a = 0; a < nq; a++)
         for (int b = 0; b < nk; b++) {
             int64_t minors[4];
-            int nm = 0;
-            for (int64_t c = 128; c <= 512; c *= 2)
-                if (c <= bkv[b] && bkv[b] % c == 0)
-                    minors[nm++] = c;
-            if (bkv[b] > 512 || nm == 0)
-                minors[nm++] = bkv[b];
+            int nm = tune_compute_blocks(bkv[b], minors);
             for (int c = 0; c < nm && n < max; c++) {
                 int64_t *x = v[n++];
                 tune_get(op, x);

@@ -43,6 +43,17 @@ int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out)
     return n;
 }
 
+int tune_compute_blocks(int64_t major, int64_t *out)
+{
+    int n = 0;
+    for (int64_t c = 128; c <= 512; c *= 2)
+        if (c <= major && major % c == 0)
+            out[n++] = c;
+    if (major > 512 || n == 0)
+        out[n++] = major;
+    return n;
+}
+
 /* The cores that split a call's parallel dims, and how many run the whole op. */
 static int split_cores(const struct chip_params *chip)
 {

@@ -66,6 +66,12 @@ double tune_dry_bound(const struct kern *k);
  * for 64). Returns their count. */
 int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out);
 
+/* The compute blocks an attention kernel may split a kv block of 'major' into:
+ * 128, 256 and 512 when they divide it, and 'major' itself when it is larger
+ * (or nothing smaller divides it), ascending, into 'out' (room for 4).
+ * Returns their count. */
+int tune_compute_blocks(int64_t major, int64_t *out);
+
 /* The builders' searches (kernels/<kind>.c); the op table names them. */
 extern const struct kern_tune kern_matmul_tune; /* kernels/matmul.c */
 extern const struct kern_tune kern_flash_tune;  /* kernels/flash.c */
