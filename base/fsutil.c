@@ -86,17 +86,9 @@ int fs_write_all(const char *path, const void *data, size_t len)
     return fs_atomic_commit(&a);
 }
 
-char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+/* Reads 'f' to its end, at most 'max_bytes'; NULL with errno (EFBIG past the cap). */
+static char *read_stream(FILE *f, size_t max_bytes, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        errno = EISDIR;
-        return NULL;
-    }
     size_t cap = 4096, n = 0, got;
     char *buf = xmalloc(cap);
     while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
@@ -107,7 +99,6 @@ char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
             buf = xrealloc(buf, cap *= 2);
     }
     int e = ferror(f) ? (errno ? errno : EIO) : n > max_bytes ? EFBIG : 0;
-    fclose(f);
     if (e) {
         free(buf);
         errno = e;
@@ -116,6 +107,57 @@ char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    int e = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
+        e = EISDIR;
+    else if (fstat(fileno(f), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+        e = ENODEV; /* /dev/zero, a disk, a terminal: never a config file */
+    char *buf = e ? NULL : read_stream(f, max_bytes, len);
+    if (!buf && !e)
+        e = errno;
+    fclose(f);
+    errno = e;
+    return buf;
+}
+
+char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
+{
+    int dup_fd = dup(fd);
+    FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        if (dup_fd >= 0)
+            close(dup_fd);
+        errno = e;
+        return NULL;
+    }
+    char *buf = read_stream(f, max_bytes, len);
+    int e = errno;
+    fclose(f);
+    errno = e;
+    return buf;
+}
+
+void fs_read_error(int err, size_t max_bytes, char *msg, size_t n)
+{
+    if (err == EFBIG && max_bytes >= ((size_t)1 << 30) && max_bytes % ((size_t)1 << 30) == 0)
+        snprintf(msg, n, "file is larger than the limit of %zu GiB", max_bytes >> 30);
+    else if (err == EFBIG)
+        snprintf(msg, n, "file is larger than the limit of %zu MiB", max_bytes >> 20);
+    else if (err == EISDIR)
+        snprintf(msg, n, "expected a file, got a directory");
+    else if (err == ENODEV)
+        snprintf(msg, n, "expected a regular file, got a device");
+    else
+        snprintf(msg, n, "%s", strerror(err));
 }
 
 int fs_mkdirs(const char *dir)

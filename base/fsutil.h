@@ -30,10 +30,15 @@ int fs_write_all(const char *path, const void *data, size_t len);
 
 /* Reads the whole regular file 'path' into a new NUL-terminated buffer
  * (caller frees) and sets '*len'. Returns NULL with errno on failure: EISDIR
- * for a directory, EFBIG when the file holds more than 'max_bytes' (a device
- * or FIFO is read up to that limit too, so /dev/zero is refused, not
- * swallowed). */
+ * for a directory, ENODEV for a device (/dev/zero is refused at once), EFBIG
+ * when the file holds more than 'max_bytes' (a FIFO is read up to that limit). */
 char *fs_read_all(const char *path, size_t max_bytes, size_t *len);
+/* The same from the open descriptor 'fd' (left open), e.g. standard input. */
+char *fs_read_fd(int fd, size_t max_bytes, size_t *len);
+/* Writes what a failed read's 'err' means to 'msg' (size 'n'): "file is
+ * larger than the limit of 16 MiB" ('max_bytes'), "expected a file, got a
+ * directory", "expected a regular file, got a device", or strerror. */
+void fs_read_error(int err, size_t max_bytes, char *msg, size_t n);
 
 /* Makes directory 'dir' and its missing parents. Returns 0 or -1 with errno. */
 int fs_mkdirs(const char *dir);

@@ -250,7 +250,9 @@ struct json *json_read_file(const char *path, size_t max_bytes, char *err, size_
     size_t n;
     char *buf = fs_read_all(path, max_bytes, &n);
     if (!buf) {
-        snprintf(err, errn, "%s: %s", path, errno == EFBIG ? "file too large" : strerror(errno));
+        char why[128];
+        fs_read_error(errno, max_bytes, why, sizeof why);
+        snprintf(err, errn, "%s: %s", path, why);
         return NULL;
     }
     char why[256];

@@ -23,10 +23,36 @@ int coll_sem_id(int part, int phase, int dir, bool regular)
     return ((part * COLL_MAX_PHASES + phase) * 2 + dir) * 2 + (regular ? 1 : 0);
 }
 
-int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+const struct topo *coll_topo(const struct op *op, const struct topo *topo, int chip,
+                             struct topo *group)
+{
+    const struct op_collective *c = &op->u.coll;
+    (void)chip;
+    if (!c->grouped)
+        return topo;
+    mesh_group(&c->mesh, topo, c->group_axes, c->ngroup, group);
+    return group;
+}
+
+int coll_rank(const struct op *op, const struct topo *topo, int chip)
+{
+    const struct op_collective *c = &op->u.coll;
+    return c->grouped ? mesh_group_rank(&c->mesh, topo, c->group_axes, c->ngroup, chip) : chip;
+}
+
+int coll_chip(const struct op *op, const struct topo *topo, int chip, int rank)
+{
+    const struct op_collective *c = &op->u.coll;
+    return c->grouped ? mesh_group_chip(&c->mesh, topo, c->group_axes, c->ngroup, chip, rank)
+                      : rank;
+}
+
+int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *slice,
                char *err, size_t n)
 {
     (void)chip;
+    struct topo group;
+    const struct topo *topo = coll_topo(op, slice, 0, &group);
     const struct op_collective *c = &op->u.coll;
     for (int i = 0; i < c->naxes; i++) {
         if (c->axes[i] >= topo->ndims) {
@@ -48,12 +74,14 @@ static int axis_len(const struct topo *t, int axis)
     return t->shape[axis];
 }
 
-/* Part p visits the op's axes starting from axis p; sizes follow the data. */
-static void plan_part(const struct op *op, const struct topo *t, int p, struct coll_part *part)
+/* Part p of 'nparts' visits the op's axes starting from axis p; sizes follow
+ * the data. */
+static void plan_part(const struct op *op, const struct topo *t, int p, int nparts,
+                      struct coll_part *part)
 {
     const struct op_collective *c = &op->u.coll;
     int n = c->naxes;
-    uint64_t bytes = c->bytes / (uint64_t)(op->kind == OP_ALL_TO_ALL ? 1 : n);
+    uint64_t bytes = c->bytes / (uint64_t)nparts;
     bool bidi = c->algo != COLL_ALGO_UNI;
     memset(part, 0, sizeof *part);
     for (int q = 0; q < n; q++) {
@@ -96,12 +124,31 @@ static void plan_part(const struct op *op, const struct topo *t, int p, struct c
     }
 }
 
+/* An all-gather or reduce-scatter over axes of which one does not wrap runs
+ * as one ring through all the group's chips, i.e. the axes one after the
+ * other: without wraparound the group has no bidirectional ring per axis to
+ * split the data over (the scaling book: a slice without wraparound takes
+ * about twice the time of a torus), and a line's pass costs what a
+ * unidirectional ring does. Over wrapped axes (and for all-reduce, which
+ * XLA reduces over the axes concurrently: C34) each axis carries a part. */
+static int plan_nparts(const struct op *op, const struct topo *t)
+{
+    const struct op_collective *c = &op->u.coll;
+    if (op->kind == OP_ALL_TO_ALL)
+        return 1;
+    if (op->kind == OP_ALL_GATHER || op->kind == OP_REDUCE_SCATTER)
+        for (int i = 0; i < c->naxes; i++)
+            if (!t->wrap[c->axes[i]])
+                return 1;
+    return c->naxes;
+}
+
 void coll_plan(const struct op *op, const struct topo *t, struct coll_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    plan->nparts = op->kind == OP_ALL_TO_ALL ? 1 : op->u.coll.naxes;
+    plan->nparts = plan_nparts(op, t);
     for (int p = 0; p < plan->nparts; p++)
-        plan_part(op, t, p, &plan->parts[p]);
+        plan_part(op, t, p, plan->nparts, &plan->parts[p]);
 }
 
 /* ---- one phase on one axis ---- */
@@ -450,9 +497,16 @@ static int axis_hops(const struct topo *t, int a, int off)
     return t->wrap[a] && L - off < off ? L - off : off;
 }
 
-int coll_reach(const struct op *op, const struct topo *topo, int *hops)
+int coll_reach(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
     const struct op_collective *c = &op->u.coll;
+    if (c->grouped) {
+        mesh_reach(&c->mesh, topo, c->group_axes, c->ngroup, hops, period);
+        if (op->kind == OP_ALL_TO_ALL) /* direct pushes to every member: never folded */
+            for (int a = 0; a < topo->ndims; a++)
+                hops[a] = hops[a] ? topo->shape[a] : 0;
+        return 0;
+    }
     for (int i = 0; i < c->naxes; i++) {
         int a = c->axes[i];
         int h = op->kind == OP_ALL_TO_ALL ? topo->shape[a] : 1;
@@ -461,16 +515,18 @@ int coll_reach(const struct op *op, const struct topo *topo, int *hops)
     return 0;
 }
 
-int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops)
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
-    (void)topo;
+    (void)topo, (void)period;
     int a = op->u.coll_matmul.axis;
     hops[a] = hops[a] > 1 ? hops[a] : 1;
     return 0;
 }
 
-int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops)
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops,
+                           int *period)
 {
+    (void)period;
     const struct op_remote_copy *r = &op->u.remote_copy;
     if (r->id_kind != 0)
         return -1;

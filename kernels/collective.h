@@ -8,9 +8,13 @@
  * travel), all_reduce (ring psum with the capacity handshake, or
  * reduce-scatter + all-gather), all_to_all (direct pushes to every peer).
  * An axis without wraparound runs as a line: data flows both ways and the
- * ends send one way. Several axes run concurrently: the data is split in one
- * part per axis and part p visits the axes starting from axis p. The engine
- * (sim/) implements struct coll_exec; tests can fake it. */
+ * ends send one way; its end chips take X-1 shards over their one link, what
+ * a unidirectional ring costs. Several wrapped axes (and all-reduce over any
+ * axes) run concurrently: the data is split in one part per axis and part p
+ * visits the axes starting from axis p. An all-gather or reduce-scatter over
+ * axes one of which does not wrap visits them one after the other as a
+ * single part (one ring through the group). The engine (sim/) implements
+ * struct coll_exec; tests can fake it. */
 #ifndef TPUSIM_KERNELS_COLLECTIVE_H
 #define TPUSIM_KERNELS_COLLECTIVE_H
 
@@ -79,6 +83,15 @@ struct coll_ctx {
     bool coalesce; /* fidelity fast: a phase's ring steps become one step (see collective.c) */
 };
 
+/* The torus a collective runs on: the slice 'topo' itself, or for a
+ * collective over mesh axes (groups) the group of slice chip 'chip'
+ * (topology/mesh.h), written into 'group'. Returns the one to use. */
+const struct topo *coll_topo(const struct op *op, const struct topo *topo, int chip,
+                             struct topo *group);
+/* Slice chip 'chip''s rank on that torus, and the slice chip of rank 'rank' there. */
+int coll_rank(const struct op *op, const struct topo *topo, int chip);
+int coll_chip(const struct op *op, const struct topo *topo, int chip, int rank);
+
 /* Checks a collective 'op' (axes exist, none twice) on 'topo'. Returns 0 or -1 with 'err'. */
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
                char *err, size_t n);
@@ -92,10 +105,11 @@ int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
 /* The farthest its transfers go along each axis of 'topo' (hops), for SPMD
  * folding (topology/topo.h): ring and line neighbours are 1 hop, an
  * all-to-all reaches every chip of its axes. Returns 0. */
-int coll_reach(const struct op *op, const struct topo *topo, int *hops);
-int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops);
+int coll_reach(const struct op *op, const struct topo *topo, int *hops, int *period);
+int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops, int *period);
 /* remote_copy: its shift's hops; -1 for absolute device ids (not the same on every chip). */
-int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops);
+int coll_reach_remote_copy(const struct op *op, const struct topo *topo, int *hops,
+                           int *period);
 /* The chip a remote_copy on chip 'me' targets, or -1 outside the mesh. */
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me);
 /* The per-chunk matmul of a collective_matmul 'op' on 'm' rows: the Pallas

@@ -28,7 +28,8 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
 
 uint64_t copy_chunk_bytes(const struct op *op, const struct chip_params *chip)
 {
-    return op->u.hbm_copy.chunk_bytes ? op->u.hbm_copy.chunk_bytes : vmem_limit(op, chip) / 2;
+    uint64_t half = vmem_limit(op, chip) / 2;
+    return op->u.hbm_copy.chunk_bytes ? op->u.hbm_copy.chunk_bytes : half ? half : 1;
 }
 
 uint64_t copy_chunks(const struct op *op, const struct chip_params *chip)
@@ -70,8 +71,9 @@ int copy_ppermute_target(const struct topo *t, int rank, int axis, int shift)
     return topo_rank(t, c);
 }
 
-int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops)
+int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
+    (void)period;
     const struct op_ppermute *p = &op->u.ppermute;
     int L = topo->shape[p->axis], off = ((p->shift % L) + L) % L;
     int h = topo->wrap[p->axis] && L - off < off ? L - off : off;

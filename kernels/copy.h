@@ -28,7 +28,7 @@ int copy_check_ppermute(const struct op *op, const struct chip_params *chip,
 int copy_ppermute_target(const struct topo *t, int rank, int axis, int shift);
 
 /* ppermute's reach for SPMD folding: the shift's hops along its axis. */
-int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops);
+int copy_reach_ppermute(const struct op *op, const struct topo *topo, int *hops, int *period);
 
 /* True if 'x' is a positive power of 2. */
 int copy_is_pow2(int x);

@@ -54,7 +54,8 @@ int64_t kern_steps(const struct kern *k)
 {
     int64_t n = 0;
     for (int i = 0; i < k->ncalls; i++)
-        n += pl_num_steps(&k->calls[i]);
+        if (__builtin_add_overflow(n, pl_num_steps(&k->calls[i]), &n))
+            return INT64_MAX;
     return n;
 }
 

@@ -91,7 +91,7 @@ struct mask *mask_new_dense(int64_t q_len, int64_t kv_len, const uint8_t *data)
 {
     struct mask *m = mask_alloc(MASK_DENSE, q_len, kv_len);
     size_t count = (size_t)q_len * (size_t)kv_len;
-    m->dense = xcalloc(count ? count : 1, 1);
+    m->dense = xcalloc((size_t)q_len, (size_t)kv_len); /* checks the product */
     for (size_t i = 0; data && i < count; i++)
         m->dense[i] = data[i] != 0;
     return m;
@@ -223,7 +223,7 @@ bool mask_equal(const struct mask *a, const struct mask *b)
 struct mask *mask_dense_from(const struct mask *m)
 {
     struct mask *d = mask_alloc(MASK_DENSE, m->q_len, m->kv_len);
-    d->dense = xmalloc((size_t)m->q_len * (size_t)m->kv_len);
+    d->dense = xcalloc((size_t)m->q_len, (size_t)m->kv_len); /* checks the product */
     for (int64_t q = 0; q < m->q_len; q++)
         mask_row(m, q, 0, m->kv_len, d->dense + q * m->kv_len);
     return d;
@@ -523,7 +523,9 @@ static int check_inputs(struct mask *const *heads, int nheads, const struct mask
                     Q / p->q_seq_shards);
     if (nheads % p->head_shards)
         return fail(err, n, "head_shards=%d should divide head_count=%d.", p->head_shards, nheads);
-    if ((int64_t)nheads * (Q / p->bq) * (K / p->bkv) > INT32_MAX)
+    int64_t cells;
+    if (__builtin_mul_overflow((int64_t)nheads, Q / p->bq, &cells) ||
+        __builtin_mul_overflow(cells, K / p->bkv, &cells) || cells > INT32_MAX)
         return fail(err, n, "mask info too large: %d heads x %" PRId64 " x %" PRId64 " blocks",
                     nheads, Q / p->bq, K / p->bkv);
     return 0;

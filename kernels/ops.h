@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "models/chip.h"
+#include "topology/mesh.h"
 
 enum op_kind {
     OP_HBM_COPY,
@@ -128,9 +129,16 @@ enum coll_algo { COLL_ALGO_DEFAULT, COLL_ALGO_UNI, COLL_ALGO_BIDI, COLL_ALGO_RIN
 struct op_collective {
     uint64_t bytes;
     int naxes;
-    int axes[3];
+    int axes[3];            /* physical axes; for groups, the dimensions of the group torus */
     enum coll_algo algo;
     enum dtype dt;          /* reduction dtype */
+    /* groups: over logical mesh axes instead of physical ones (topology/mesh.h) */
+    bool grouped;
+    bool own_mesh;          /* 'mesh' came with the op (groups: {mesh: ...}) */
+    int ngroup;
+    char group_names[MESH_MAX_AXES][MESH_NAME_MAX];
+    int group_axes[MESH_MAX_AXES]; /* indices into 'mesh', resolved after loading */
+    struct mesh mesh;       /* the mesh the groups are taken from (copied from the scenario's) */
 };
 
 struct op_collective_matmul {

@@ -52,7 +52,8 @@ int64_t pl_num_steps(const struct pl_call *call)
 {
     int64_t n = 1;
     for (int i = 0; i < call->ngrid; i++)
-        n *= call->grid[i];
+        if (__builtin_mul_overflow(n, call->grid[i], &n))
+            return INT64_MAX; /* saturates: the guards refuse it */
     return n;
 }
 

@@ -12,6 +12,8 @@
 #include "kernels/tune.h"
 #include "sim/cfg_int.h"
 #include "sim/cfg_tree.h"
+#include "kernels/collective.h"
+#include "sim/model.h"
 #include "sim/op_table.h"
 #include "sim/spmd.h"
 
@@ -191,7 +193,8 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
         return;
     walk_bool(w, m, p, "overlap", &op->overlap);
     walk_bool(w, m, p, "functional", &op->functional);
-    walk_bytes(w, m, p, "vmem_limit_bytes", false, &op->vmem_limit_bytes);
+    walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
+              "from 64KiB to 16GiB", &op->vmem_limit_bytes);
     load_kind(w, m, p, op);
 }
 
@@ -321,11 +324,8 @@ static void install_program(struct op_load *L, const int *order)
     L->ops = NULL;
 }
 
-static void load_workload(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_scenario *sc)
 {
-    const struct cfg_node *wl = walk_field(w, root, "", "workload", true);
-    if (!wl)
-        return;
     struct op_load L = {.w = w, .sc = sc};
     int before = diag_count(w->d);
     load_items(&L, wl, "workload", -1);
@@ -340,8 +340,67 @@ static void load_workload(struct walk *w, const struct cfg_node *root, struct cf
     graph_draft_fini(&L.draft);
 }
 
+/* The top-level mesh: its axes laid out on the topology. */
+static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    const struct cfg_node *m = cfg_get(root, "mesh");
+    if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
+        return;
+    char err[256];
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
+        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(m, &loc);
+        diag_error(w->d, &loc, "mesh", "%s", err);
+        return;
+    }
+    sc->has_mesh = true;
+}
+
+/* A collective's groups: the mesh it uses, its axes by index, the group torus's dimensions. */
+static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    struct op_collective *c = &sc->ops[i].u.coll;
+    const struct cfg_op_src *src = &sc->src[i];
+    char err[256];
+    if (!c->own_mesh && !sc->has_mesh) {
+        diag_error(w->d, &src->loc, src->path, "groups: needs a mesh: a top-level mesh: or "
+                   "groups: {mesh: {...}, axes: [...]}");
+        return;
+    }
+    if (!c->own_mesh)
+        c->mesh = sc->mesh;
+    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
+                               err, sizeof err) != 0 ||
+             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
+        return;
+    }
+    for (int k = 0; k < c->ngroup; k++) {
+        c->group_axes[k] = mesh_axis_index(&c->mesh, c->group_names[k]);
+        if (c->group_axes[k] < 0) {
+            diag_error(w->d, &src->loc, src->path, "groups: the mesh has no axis '%s'",
+                       c->group_names[k]);
+            return;
+        }
+    }
+    struct topo g;
+    if (mesh_group(&c->mesh, &sc->topo, c->group_axes, c->ngroup, &g) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups: the axes span more than %d physical "
+                   "factors", TOPO_MAX_DIMS);
+        return;
+    }
+    c->naxes = g.ndims;
+    for (int a = 0; a < g.ndims; a++)
+        c->axes[a] = a;
+}
+
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
+            resolve_groups(w, sc, i);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;
@@ -367,14 +426,70 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     }
 }
 
+/* model: -> the workload it expands into (a tree of the generated YAML),
+ * after the mesh (default: fsdp over every chip, as MaxText's -1) and the HBM
+ * are checked. */
+static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root,
+                                     struct cfg_scenario *sc)
+{
+    const struct cfg_node *mn = cfg_get(root, "model");
+    struct diag_loc loc;
+    walk_loc(mn, &loc);
+    if (cfg_get(root, "workload")) {
+        diag_error(w->d, &loc, "model", "a scenario has a model: or a workload:, not both");
+        return NULL;
+    }
+    struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
+    if (cfg_load_model(w, mn, &ms->m) != 0)
+        return NULL;
+    if (!sc->has_mesh) {
+        sc->mesh = (struct mesh){.naxes = 1};
+        snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
+        sc->mesh.axis[0].size = sc->topo.nchips;
+        char err[256];
+        if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
+            diag_error(w->d, &loc, "mesh", "%s", err);
+        sc->has_mesh = true;
+    }
+    char err[512];
+    if (model_shard(&ms->m, &sc->mesh, &sc->topo, &sc->chip, &ms->shard, err, sizeof err) != 0) {
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    model_memory(&ms->m, &ms->shard, &sc->chip, &ms->mem);
+    if (ms->mem.total > ms->mem.capacity) {
+        model_oom_message(&ms->mem, err, sizeof err);
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
+    int cores = sc->chip.megacore ? sc->chip.cores : 1;
+    ms->peak_per_device = sc->chip.peak_flops[DT_BF16] * cores;
+    char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");
+    struct cfg_node *wl = cfg_parse(yaml, strlen(yaml), file, w->d);
+    free(file);
+    free(yaml);
+    return wl;
+}
+
 static char *base_name(const char *path)
 {
+    if (strcmp(path, "-") == 0)
+        return xstrdup("stdin");
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     char *s = xstrdup(b);
     char *dot = strrchr(s, '.');
     if (dot && dot != s)
         *dot = '\0';
+    for (char *c = s; *c; c++) /* a file name may hold what a name may not */
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '=')
+            *c = '_';
+    if (!walk_name_ok(s)) {
+        free(s);
+        s = xstrdup("scenario");
+    }
     return s;
 }
 
@@ -389,14 +504,27 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_apply_set(root, sets[i], d);
     struct walk w = {d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
-        static const char *const keys[] = {"name", "chip", "topology", "options", "workload", NULL};
+        static const char *const keys[] = {"name", "chip",     "topology", "options",
+                                           "mesh", "workload", "model",    NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
-        sc->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : base_name(path);
+        bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
+        if (nm && !named) /* it names a directory under out/ */
+            walk_type_error(&w, nm, "name", WALK_NAME_RULE);
+        sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
-        load_workload(&w, root, sc);
+        load_mesh(&w, root, sc);
+        struct cfg_node *expanded = NULL;
+        const struct cfg_node *wl = NULL;
+        if (cfg_get(root, "model") && diag_count(d) == 0)
+            wl = expanded = expand_model(&w, root, sc);
+        else if (!cfg_get(root, "model"))
+            wl = walk_field(&w, root, "", "workload", true);
+        if (wl)
+            load_workload(&w, wl, sc);
+        cfg_node_free(expanded);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
         if (diag_count(d) == 0)
@@ -413,9 +541,9 @@ int cfg_load_scenario(const char *path, const char *const *sets, int nsets, stru
                       struct diag *d)
 {
     memset(sc, 0, sizeof *sc);
-    if (!path || strcmp(path, "-") == 0)
+    if (!path)
         path = DEFAULT_SCENARIO;
-    sc->file = xstrdup(path);
+    sc->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
     struct cfg_node *root = cfg_parse_file(path, d);
     if (!root) {
         cfg_scenario_fini(sc);
@@ -454,6 +582,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->ops);
     free(sc->src);
     free(sc->tuned);
+    free(sc->model);
     graph_fini(&sc->graph);
     free(sc->name);
     free(sc->file);

@@ -22,6 +22,7 @@
 
 struct cfg_node;
 struct autotune_choice;
+struct model_step;
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
 #define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
@@ -43,6 +44,9 @@ struct cfg_scenario {
     struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
     int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
+    bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
+    struct model_step *model; /* owned; NULL unless the scenario has a model: (sim/model.h) */
+    struct mesh mesh;      /* laid out on 'topo' */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
     int nops;
@@ -54,7 +58,7 @@ struct cfg_scenario {
     int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
 };
 
-/* Loads the scenario at 'path' ("-" or NULL: the embedded default), applies
+/* Loads the scenario at 'path' ("-": standard input; NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
 int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,

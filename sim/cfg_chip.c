@@ -10,6 +10,10 @@
 #include "sim/cfg_int.h"
 #include "sim/embedded.h"
 
+#define KiB(x) ((uint64_t)(x) << 10)
+#define MiB(x) ((uint64_t)(x) << 20)
+#define GiB(x) ((uint64_t)(x) << 30)
+
 
 static void load_peak(struct walk *w, const struct cfg_node *tc, const char *path,
                       struct chip_params *c)
@@ -91,9 +95,25 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     load_peak(w, tc, path, c);
     walk_qty(w, tc, path, "clock", true, UNITS_FREQ, false, &c->clock_hz);
     load_vpu(w, tc, path, c);
-    walk_bytes(w, tc, path, "vmem", true, &c->vmem_bytes);
-    walk_bytes(w, tc, path, "smem", true, &c->smem_bytes);
-    walk_bytes(w, tc, path, "vmem_limit", true, &c->vmem_limit_bytes);
+    walk_size(w, tc, path, "vmem", true, KiB(64), GiB(16), "from 64KiB to 16GiB", &c->vmem_bytes);
+    walk_size(w, tc, path, "smem", true, KiB(1), GiB(1), "from 1KiB to 1GiB", &c->smem_bytes);
+    if (walk_size(w, tc, path, "vmem_limit", true, KiB(64), GiB(16), "from 64KiB to 16GiB",
+                  &c->vmem_limit_bytes) == 0 &&
+        c->vmem_limit_bytes > c->vmem_bytes) {
+        /* blame the one the scenario set: the other may come from the preset */
+        const struct cfg_node *lim = cfg_get(tc, "vmem_limit"), *vm = cfg_get(tc, "vmem");
+        bool at_vmem = vm && strcmp(vm->file, lim->file) != 0 &&
+                       strncmp(vm->file, "configs/chips/", 14) != 0;
+        char want[96], *p = walk_join(path, at_vmem ? "vmem" : "vmem_limit");
+        if (at_vmem)
+            snprintf(want, sizeof want, "at least the scoped VMEM limit vmem_limit (%llu bytes)",
+                     (unsigned long long)c->vmem_limit_bytes);
+        else
+            snprintf(want, sizeof want, "at most the VMEM (%llu bytes)",
+                     (unsigned long long)c->vmem_bytes);
+        walk_type_error(w, at_vmem ? vm : lim, p, want);
+        free(p);
+    }
     walk_qty(w, tc, path, "step_overhead", true, UNITS_TIME, true, &c->step_overhead_s);
     walk_qty(w, tc, path, "dma_latency", true, UNITS_TIME, true, &c->dma_issue_s);
     walk_qty(w, tc, path, "launch_overhead", false, UNITS_TIME, true, &c->launch_s);
@@ -110,7 +130,8 @@ static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pr
     if (h && walk_is_map(w, h, p)) {
         static const char *const keys[] = {"capacity", "bandwidth", "efficiency", NULL};
         walk_check_keys(w, h, p, keys);
-        walk_bytes(w, h, p, "capacity", true, &c->hbm_bytes);
+        walk_size(w, h, p, "capacity", true, MiB(1), (uint64_t)1e18, "from 1MiB to 1EB",
+                  &c->hbm_bytes);
         walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->hbm_bw_Bps);
         walk_fraction(w, h, p, "efficiency", &c->hbm_efficiency);
     }
@@ -175,9 +196,18 @@ static struct cfg_node *load_preset(const char *name, const struct cfg_node *at,
     bool known = false;
     for (int i = 0; embedded_chip_names[i]; i++)
         known |= strcmp(embedded_chip_names[i], name) == 0;
-    if (known || strchr(name, '/'))
-        n = cfg_parse_file(known ? path : name, d);
-    else if (at) {
+    if (known) {
+        n = cfg_parse_file(path, d);
+    } else if (strchr(name, '/')) {
+        n = cfg_parse_file_at(name, at, "chip", d);
+        if (n && n->type != CFG_MAP) {
+            struct diag_loc loc = {at ? at->file : name, at ? at->line : 0, at ? at->col : 0};
+            diag_error(d, &loc, "chip", "expected a chip preset file (a YAML mapping), got '%s' "
+                                        "(a %s)", name, n->type == CFG_SEQ ? "list" : "scalar");
+            cfg_node_free(n);
+            n = NULL;
+        }
+    } else if (at) {
         char list[256] = "";
         for (int i = 0; embedded_chip_names[i]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",

@@ -185,8 +185,10 @@ static struct mask *load_mask(struct walk *w, const struct cfg_node *n, const ch
         char err[512];
         struct mask *m = mask_load_file(pn->value, err, sizeof err);
         char *pp = walk_join(p, "path");
+        struct diag_loc loc;
+        walk_loc(pn, &loc);
         if (!m)
-            walk_type_error(w, pn, pp, err);
+            diag_error(w->d, &loc, pp, "%s", err);
         else if (m->q_len != q || m->kv_len != kv) {
             char want[96];
             snprintf(want, sizeof want, "a %lldx%lld mask file", (long long)q, (long long)kv);
@@ -249,6 +251,18 @@ static void load_splash_masks(struct walk *w, const struct cfg_node *m, const ch
         s->masks = xcalloc(1, sizeof *s->masks);
         s->masks[0] = load_mask(w, copy, mp, s->q_seq_len, s->kv_seq_len, 0);
         cfg_node_free(copy);
+    }
+    if (dense && s->nmasks > 0 &&
+        s->q_seq_len * s->kv_seq_len > (int64_t)MASK_FILE_MAX_BYTES / s->nmasks) {
+        /* each length <= 2^24: the product does not overflow */
+        const struct cfg_node *dn = cfg_get(mk, "dense");
+        char *dp = walk_join(mp, "dense");
+        char want[160];
+        snprintf(want, sizeof want, "false for %d x %lld x %lld mask bytes (at most 1 GiB dense)",
+                 s->nmasks, (long long)s->q_seq_len, (long long)s->kv_seq_len);
+        walk_type_error(w, dn ? dn : mk, dp, want);
+        free(dp);
+        dense = false;
     }
     for (int i = 0; dense && i < s->nmasks; i++) {
         if (s->masks[i] && s->masks[i]->kind != MASK_DENSE) {
@@ -537,14 +551,55 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
     }
 }
 
+/* groups: [tensor] or {axes: [tensor], mesh: {...}} */
+static void load_groups(struct walk *w, const struct cfg_node *g, const char *p,
+                        struct op_collective *c)
+{
+    char *gp = walk_join(p, "groups");
+    const struct cfg_node *list = g;
+    if (g->type == CFG_MAP) {
+        static const char *const keys[] = {"axes", "mesh", NULL};
+        walk_check_keys(w, g, gp, keys);
+        list = walk_field(w, g, gp, "axes", true);
+        const struct cfg_node *mm = cfg_get(g, "mesh");
+        char *mp = walk_join(gp, "mesh");
+        if (mm && cfg_load_mesh(w, mm, mp, &c->mesh) == 0)
+            c->own_mesh = true;
+        free(mp);
+    }
+    char *ap = g->type == CFG_MAP ? walk_join(gp, "axes") : xstrdup(gp);
+    c->grouped = true;
+    if (list && (list->type != CFG_SEQ || list->n < 1 || list->n > MESH_MAX_AXES)) {
+        walk_type_error(w, list, ap, "a list of mesh axis names, like [tensor] or [fsdp, data]");
+    } else if (list) {
+        c->ngroup = list->n;
+        for (int i = 0; i < list->n; i++) {
+            const struct cfg_node *it = list->kids[i];
+            if (it->type != CFG_SCALAR || strlen(it->value) >= MESH_NAME_MAX) {
+                char *ip = xasprintf("%s.%d", ap, i);
+                walk_type_error(w, it, ip, "a mesh axis name");
+                free(ip);
+                continue;
+            }
+            snprintf(c->group_names[i], MESH_NAME_MAX, "%s", it->value);
+        }
+    }
+    free(ap);
+    free(gp);
+}
+
 void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
 {
     struct op_collective *c = &op->u.coll;
-    const struct cfg_node *ax = cfg_get(m, "axes");
+    const struct cfg_node *ax = cfg_get(m, "axes"), *g = cfg_get(m, "groups");
     char *ap = walk_join(p, "axes");
     c->naxes = 1;
     c->axes[0] = 0;
-    if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 3)) {
+    if (ax && g) {
+        walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
+    } else if (g) {
+        load_groups(w, g, p, c);
+    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 3)) {
         walk_type_error(w, ax, ap, "a list of 1 to 3 axes, like [0] or [0, 1]");
     } else if (ax) {
         c->naxes = ax->n;
@@ -555,6 +610,70 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
         }
     }
     free(ap);
+}
+
+/* One axis of a mesh: "name: size" or "name: {size: N, on: [[axis, extent], ...]}". */
+static void load_mesh_axis(struct walk *w, const struct cfg_node *m, int i, const char *p,
+                           struct mesh_axis *a)
+{
+    const struct cfg_node *v = m->kids[i];
+    char *ap = walk_join(p, m->keys[i]);
+    snprintf(a->name, sizeof a->name, "%s", m->keys[i]);
+    int64_t size = 1;
+    if (v->type == CFG_MAP) {
+        static const char *const keys[] = {"size", "on", NULL};
+        walk_check_keys(w, v, ap, keys);
+        walk_int(w, v, ap, "size", true, 1, 1 << 20, &size);
+        const struct cfg_node *on = cfg_get(v, "on");
+        char *op = walk_join(ap, "on");
+        if (on && (on->type != CFG_SEQ || on->n < 1 || on->n > MESH_MAX_FACTORS)) {
+            walk_type_error(w, on, op, "a list of [physical axis, chips] pairs, like [[0, 4]]");
+        } else if (on) {
+            a->placed = true;
+            a->nfactors = on->n;
+            for (int k = 0; k < on->n; k++) {
+                const struct cfg_node *pr = on->kids[k];
+                char *kp = xasprintf("%s.%d", op, k);
+                int64_t phys = 0, ext = 1;
+                if (pr->type != CFG_SEQ || pr->n != 2) {
+                    walk_type_error(w, pr, kp, "a [physical axis, chips] pair, like [0, 4]");
+                } else {
+                    walk_item(w, pr, kp, 0, 0, TOPO_MAX_DIMS - 1, &phys);
+                    walk_item(w, pr, kp, 1, 1, 1 << 20, &ext);
+                }
+                a->f[k] = (struct mesh_factor){(int)phys, 1, (int)ext};
+                free(kp);
+            }
+        }
+        free(op);
+    } else {
+        walk_int(w, m, p, m->keys[i], true, 1, 1 << 20, &size);
+    }
+    a->size = (int)size;
+    free(ap);
+}
+
+int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struct mesh *mesh)
+{
+    int before = diag_count(w->d);
+    memset(mesh, 0, sizeof *mesh);
+    if (!walk_is_map(w, m, p))
+        return -1;
+    if (m->n < 1 || m->n > MESH_MAX_AXES) {
+        walk_type_error(w, m, p, "1 to 8 mesh axes, like {fsdp: 64, tensor: 4}");
+        return -1;
+    }
+    mesh->naxes = m->n;
+    for (int i = 0; i < m->n; i++) {
+        if (strlen(m->keys[i]) >= MESH_NAME_MAX) {
+            struct diag_loc loc = {m->file, m->key_line[i], m->key_col[i]};
+            diag_error(w->d, &loc, p, "mesh axis name '%s' is longer than %d characters",
+                       m->keys[i], MESH_NAME_MAX - 1);
+            continue;
+        }
+        load_mesh_axis(w, m, i, p, &mesh->axis[i]);
+    }
+    return diag_count(w->d) > before ? -1 : 0;
 }
 
 void cfg_load_remote_copy(struct walk *w, const struct cfg_node *m, const char *p,

@@ -57,34 +57,46 @@ void cfg_node_add(struct cfg_node *p, const char *key, int kl, int kc, struct cf
     p->key_col[i] = kc;
 }
 
-static char *read_file(const char *path, size_t *len, struct diag *d)
+/* Reads 'path' ("-": standard input); NULL with a message at 'at' (or the
+ * file itself) naming 'key'. */
+static char *read_file(const char *path, const struct cfg_node *at, const char *key,
+                       size_t *len, struct diag *d)
 {
-    char *buf = fs_read_all(path, CFG_MAX_FILE_BYTES, len);
+    bool in = strcmp(path, "-") == 0;
+    char *buf = in ? fs_read_fd(0, CFG_MAX_FILE_BYTES, len)
+                   : fs_read_all(path, CFG_MAX_FILE_BYTES, len);
     if (!buf) {
-        struct diag_loc loc = {path, 0, 0};
-        if (errno == EFBIG)
-            diag_error(d, &loc, NULL, "file is larger than the limit of %d MiB",
-                       (int)(CFG_MAX_FILE_BYTES >> 20));
-        else if (errno == EISDIR)
-            diag_error(d, &loc, NULL, "expected a file, got a directory");
-        else
-            diag_error(d, &loc, NULL, "cannot open: %s", strerror(errno));
+        char why[128];
+        fs_read_error(errno, CFG_MAX_FILE_BYTES, why, sizeof why);
+        struct diag_loc loc = {in ? CFG_STDIN_NAME : path, 0, 0};
+        if (at) {
+            struct diag_loc al = {at->file, at->line, at->col};
+            diag_error(d, &al, key, "cannot read '%s': %s", path, why);
+        } else {
+            diag_error(d, &loc, NULL, "%s", why);
+        }
     }
     return buf;
 }
 
-struct cfg_node *cfg_parse_file(const char *path, struct diag *d)
+struct cfg_node *cfg_parse_file_at(const char *path, const struct cfg_node *at, const char *key,
+                                   struct diag *d)
 {
     const struct embedded_file *e = embedded_find(path);
     if (e)
         return cfg_parse(e->data, e->len, path, d);
     size_t len;
-    char *text = read_file(path, &len, d);
+    char *text = read_file(path, at, key, &len, d);
     if (!text)
         return NULL;
-    struct cfg_node *n = cfg_parse(text, len, path, d);
+    struct cfg_node *n = cfg_parse(text, len, strcmp(path, "-") ? path : CFG_STDIN_NAME, d);
     free(text);
     return n;
+}
+
+struct cfg_node *cfg_parse_file(const char *path, struct diag *d)
+{
+    return cfg_parse_file_at(path, NULL, NULL, d);
 }
 
 struct cfg_node *cfg_get(const struct cfg_node *m, const char *key)
@@ -146,19 +158,46 @@ static bool all_digits(const char *s)
     return true;
 }
 
+/* A list index: an all-digit segment below 'n'; never wraps (no atoi). */
+static bool parse_index(const char *seg, int n, int *out)
+{
+    if (!all_digits(seg))
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(seg, NULL, 10);
+    if (errno == ERANGE || v >= (unsigned long long)n)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* True when every segment of the dotted 'path' is non-empty. */
+static bool path_ok(const char *path)
+{
+    size_t n = strlen(path);
+    return n && path[0] != '.' && path[n - 1] != '.' && !strstr(path, "..");
+}
+
 /* Walks 'root' along the dotted 'path', creating maps for missing keys. */
 static struct cfg_node **set_target(struct cfg_node **slot, char *path, const char *file,
                                     struct diag *d, const char *whole)
 {
     struct diag_loc loc = {file, 0, 0};
-    for (char *seg = strtok(path, "."); seg; seg = strtok(NULL, ".")) {
+    char *save = NULL;
+    for (char *seg = strtok_r(path, ".", &save); seg; seg = strtok_r(NULL, ".", &save)) {
         struct cfg_node *n = *slot;
         if (n->type == CFG_SEQ) {
-            if (!all_digits(seg) || atoi(seg) >= n->n) {
+            int i = 0;
+            if (!all_digits(seg)) {
                 diag_error(d, &loc, whole, "expected an index below %d, got '%s'", n->n, seg);
                 return NULL;
             }
-            slot = &n->kids[atoi(seg)];
+            if (!parse_index(seg, n->n, &i)) {
+                diag_error(d, &loc, whole, "index %s is out of range (the list has %d item%s)",
+                           seg, n->n, n->n == 1 ? "" : "s");
+                return NULL;
+            }
+            slot = &n->kids[i];
             continue;
         }
         if (n->type != CFG_MAP) {
@@ -181,13 +220,13 @@ int cfg_apply_set(struct cfg_node *root, const char *set, struct diag *d)
     char *file = xasprintf("--set %s", set);
     struct diag_loc loc = {file, 0, 0};
     int rc = -1;
-    if (!eq || eq == set) {
-        diag_error(d, &loc, NULL, "expected key.path=value");
+    char *path = eq ? xasprintf("%.*s", (int)(eq - set), set) : NULL;
+    if (!path || !path_ok(path)) {
+        /* an empty segment would name the root itself, which the caller owns */
+        diag_error(d, &loc, NULL, "expected key.path=value (dot-separated keys, none empty)");
+        free(path);
         goto out;
     }
-    char *path = xmalloc((size_t)(eq - set) + 1);
-    memcpy(path, set, (size_t)(eq - set));
-    path[eq - set] = '\0';
     struct cfg_node *v = cfg_parse(eq + 1, strlen(eq + 1), file, d);
     if (v) {
         char *whole = xstrdup(path);

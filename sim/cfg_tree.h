@@ -26,12 +26,27 @@ struct cfg_node {
 };
 
 /* --- stage 1: YAML text -> tree (sim/cfg_yaml.c) --- */
-/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error. */
+/* Limits of one document, checked while it is parsed: nesting depth, and
+ * nodes and bytes after alias expansion (a node costs its struct, its text
+ * and its file name). A real scenario is a few hundred nodes. */
+#define CFG_MAX_DEPTH 64
+#define CFG_MAX_NODES 1000000
+#define CFG_MAX_EXPANDED_BYTES ((size_t)256 << 20)
+
+/* Parses YAML text 'text' named 'file' into a tree; NULL + messages on error.
+ * One document only; no tags but !!str; aliases are expanded into copies. */
 struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d);
 
 /* --- the tree (sim/cfg_tree.c) --- */
-/* Reads and parses the file 'path' (or the embedded file of that path). */
+/* Reads and parses the file 'path' (or the embedded file of that path; "-"
+ * is standard input, named CFG_STDIN_NAME in messages). Files are capped at
+ * CFG_MAX_FILE_BYTES; directories and devices are refused. */
 struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
+/* The same, reporting a file that cannot be read at node 'at' (the key that
+ * names the file, 'key' its path), e.g. "x.yaml:1:7: chip: cannot read ...". */
+struct cfg_node *cfg_parse_file_at(const char *path, const struct cfg_node *at, const char *key,
+                                   struct diag *d);
+#define CFG_STDIN_NAME "<stdin>"
 struct cfg_node *cfg_node_new(enum cfg_type t, const char *file, int line, int col);
 /* Appends 'kid' to 'p' (with 'key' and its mark when 'p' is a map). */
 void cfg_node_add(struct cfg_node *p, const char *key, int key_line, int key_col,

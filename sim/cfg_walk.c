@@ -62,6 +62,17 @@ const char *walk_suggest(const char *word, const char *const *candidates, bool *
     return best;
 }
 
+bool walk_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+        return false;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == 0x7f || *s == '/' || *s == '=')
+            return false;
+    return true;
+}
+
 /* Reports every key of map 'm' that is not in 'allowed'. */
 void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                        const char *const *allowed)
@@ -79,19 +90,69 @@ void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
     }
 }
 
-static const char *node_shape(const struct cfg_node *n)
+#define SHOWN_MAX 60 /* characters of a bad value echoed back */
+
+struct brief {
+    char buf[SHOWN_MAX + 8];
+    size_t n;
+    bool full;
+};
+
+static void put(struct brief *b, const char *s, size_t len)
 {
-    return n->type == CFG_SEQ ? "a sequence" : n->type == CFG_MAP ? "a mapping" : n->value;
+    for (size_t i = 0; i < len && !b->full; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8] = "";
+        if (c == '\n' || c == '\t' || c == '\r')
+            snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+        size_t k = *esc ? strlen(esc) : 1;
+        if (b->n + k > SHOWN_MAX) {
+            memcpy(b->buf + b->n, "...", 4);
+            b->full = true;
+            return;
+        }
+        memcpy(b->buf + b->n, *esc ? esc : (const char *)&s[i], k);
+        b->n += k;
+        b->buf[b->n] = '\0';
+    }
+}
+
+static void brief_node(struct brief *b, const struct cfg_node *n)
+{
+    if (n->type == CFG_SCALAR) {
+        put(b, n->value, strlen(n->value));
+        return;
+    }
+    put(b, n->type == CFG_SEQ ? "[" : "{", 1);
+    for (int i = 0; i < n->n && !b->full; i++) {
+        if (i)
+            put(b, ", ", 2);
+        const struct cfg_node *k = n->kids[i];
+        bool null = k->type == CFG_SCALAR && !k->quoted && !k->value[0];
+        if (n->type == CFG_MAP) {
+            put(b, n->keys[i], strlen(n->keys[i]));
+            if (!null)
+                put(b, ": ", 2);
+        }
+        if (!null || n->type == CFG_SEQ)
+            brief_node(b, k);
+    }
+    put(b, n->type == CFG_SEQ ? "]" : "}", 1);
 }
 
 void walk_type_error(struct walk *w, const struct cfg_node *n, const char *path, const char *what)
 {
     struct diag_loc loc;
     walk_loc(n, &loc);
+    struct brief b = {.n = 0};
+    brief_node(&b, n);
     if (n->type == CFG_SCALAR)
-        diag_error(w->d, &loc, path, "expected %s, got '%s'", what, n->value);
+        diag_error(w->d, &loc, path, "expected %s, got '%s'", what, b.buf);
     else
-        diag_error(w->d, &loc, path, "expected %s, got %s", what, node_shape(n));
+        diag_error(w->d, &loc, path, "expected %s, got a %s %s", what,
+                   n->type == CFG_SEQ ? "sequence" : "mapping", b.buf);
 }
 
 bool walk_is_map(struct walk *w, const struct cfg_node *n, const char *path)
@@ -224,6 +285,19 @@ int walk_bool(struct walk *w, const struct cfg_node *m, const char *path, const 
     return -1;
 }
 
+/* Every quantity's range, wide enough for any real or hypothetical chip and
+ * narrow enough that times stay finite in SimGrid (1e300TBps aborted it). */
+static const struct {
+    double lo, hi;
+    const char *text;
+} bounds[] = {
+    [UNITS_BYTES] = {0, 1e18, "below 1EB"},
+    [UNITS_BANDWIDTH] = {1e6, 1e15, "from 1MBps to 1PBps"},
+    [UNITS_TIME] = {0, 1, "from 0s to 1s"},
+    [UNITS_FLOPS] = {1e9, 1e18, "from 1Gf to 1Ef"},
+    [UNITS_FREQ] = {1e6, 1e11, "from 1MHz to 100GHz"},
+};
+
 /* A quantity with a unit, > 0 unless 'zero_ok'. */
 int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                    bool required, enum units_kind kind, bool zero_ok, double *out)
@@ -234,14 +308,17 @@ int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const c
     char *p = walk_join(path, key);
     double v;
     int rc = -1;
+    char want[128];
+    snprintf(want, sizeof want, "%s %s", units_expect(kind), bounds[kind].text);
     if (n->type != CFG_SCALAR || units_parse(n->value, kind, &v) != 0) {
         walk_type_error(w, n, p, units_expect(kind));
     } else if (v < 0 || (v == 0 && !zero_ok)) {
-        char want[96];
         snprintf(want, sizeof want, "%s greater than 0", units_expect(kind));
         walk_type_error(w, n, p, want);
     } else if (kind == UNITS_BYTES && (v != floor(v) || v > 1e18)) {
         walk_type_error(w, n, p, "a whole number of bytes below 1EB");
+    } else if (!(v >= bounds[kind].lo && v <= bounds[kind].hi)) {
+        walk_type_error(w, n, p, want); /* the engine cannot run what it cannot represent */
     } else {
         *out = v;
         rc = 0;
@@ -257,6 +334,25 @@ int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const
     int rc = walk_qty(w, m, path, key, required, UNITS_BYTES, false, &v);
     *out = (uint64_t)v;
     return rc;
+}
+
+int walk_size(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+              bool required, uint64_t lo, uint64_t hi, const char *range, uint64_t *out)
+{
+    uint64_t v = *out;
+    if (walk_bytes(w, m, path, key, required, &v) != 0)
+        return -1;
+    const struct cfg_node *n = cfg_get(m, key);
+    if (n && (v < lo || v > hi)) {
+        char *p = walk_join(path, key);
+        char want[96];
+        snprintf(want, sizeof want, "a size %s", range);
+        walk_type_error(w, n, p, want);
+        free(p);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,

@@ -29,6 +29,11 @@ char *walk_join(const char *path, const char *key);
  * if within 2 edits and 'word' is not one of them, for "did you mean" hints;
  * else NULL. Sets '*known' when 'word' is a candidate. */
 const char *walk_suggest(const char *word, const char *const *candidates, bool *known);
+/* The rule for scenario and sweep names, which name directories under out/:
+ * 1 to 128 bytes, no whitespace or control characters, no '/' or '=', no
+ * leading or trailing '.', no "..". WALK_NAME_RULE is its "expected" text. */
+bool walk_name_ok(const char *s);
+#define WALK_NAME_RULE "a name (no spaces, slashes or '..')"
 /* Reports every key of map 'm' that is not in 'allowed' (NULL-terminated). */
 void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                      const char *const *allowed);
@@ -62,6 +67,9 @@ int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const c
              bool required, enum units_kind kind, bool zero_ok, double *out);
 int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                bool required, uint64_t *out);
+/* A size in [lo, hi] bytes; 'range' says so ("from 64KiB to 16GiB"). */
+int walk_size(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+              bool required, uint64_t lo, uint64_t hi, const char *range, uint64_t *out);
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                enum dtype *out);
 /* A fraction in (0, 1], default 1. */

@@ -1,8 +1,13 @@
 /* sim/cfg_yaml.c -- stage 1 of the config loader: YAML text -> cfg_node tree.
- * The only file that includes <yaml.h>. libyaml's loader gives a node graph
- * whose marks are 0-based; it is copied into our own tree (1-based marks) so
- * overrides and preset merging can edit it before the typed walk
- * (sim/cfg_walk.h). Uses base/ and sim/cfg_tree.h. */
+ * The only file that includes <yaml.h>. The tree is built from libyaml's
+ * event stream (yaml_parser_parse), not its document loader, so every limit
+ * holds while parsing: nesting stops at CFG_MAX_DEPTH at once (libyaml's
+ * scanner is quadratic in the depth), aliases are expanded as copies counted
+ * against CFG_MAX_NODES and CFG_MAX_EXPANDED_BYTES (an alias bomb stops at
+ * the limit instead of exhausting memory), a second document and tags other
+ * than !!str are errors. Marks are 1-based. Uses base/ and sim/cfg_tree.h. */
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,82 +16,304 @@
 #include "base/xalloc.h"
 #include "sim/cfg_tree.h"
 
-static struct cfg_node *convert(yaml_document_t *doc, yaml_node_t *yn, const char *file,
-                                int depth, struct diag *d)
+#define STR_TAG "tag:yaml.org,2002:str"
+
+struct anchor {
+    char *name;
+    const struct cfg_node *node; /* in the tree being built */
+    size_t nodes, bytes;         /* what one copy of it costs */
+};
+
+struct frame {
+    struct cfg_node *n;
+    char *key;           /* a map's key waiting for its value, or NULL */
+    int kl, kc;          /* and its mark */
+    char *anchor;        /* the collection's anchor, registered when it ends */
+    size_t nodes, bytes; /* the totals when it started */
+};
+
+struct loader {
+    const char *file;
+    struct diag *d;
+    struct cfg_node *root;
+    struct frame stack[CFG_MAX_DEPTH + 1];
+    int depth;
+    struct anchor *anchors;
+    size_t nanchors, cap;
+    size_t nodes, bytes; /* expanded so far */
+    bool failed, done;   /* an error was reported; the document ended */
+};
+
+static void fail(struct loader *L, const yaml_mark_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(struct loader *L, const yaml_mark_t *m, const char *fmt, ...)
 {
-    int line = (int)yn->start_mark.line + 1, col = (int)yn->start_mark.column + 1;
-    struct diag_loc loc = {file, line, col};
-    if (depth > 64) {
-        diag_error(d, &loc, NULL, "document nested too deeply");
-        return NULL;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct diag_loc loc = {L->file, (int)m->line + 1, (int)m->column + 1};
+    diag_error(L->d, &loc, NULL, "%s", msg);
+    L->failed = true;
+}
+
+/* Counts 'nodes' more nodes and 'bytes' more bytes; false (and a message) past a limit. */
+static bool spend(struct loader *L, const yaml_mark_t *m, size_t nodes, size_t bytes)
+{
+    L->nodes += nodes;
+    L->bytes += bytes;
+    if (L->nodes > CFG_MAX_NODES) {
+        fail(L, m, "the document expands to more than %d nodes (aliases included), the limit",
+             CFG_MAX_NODES);
+        return false;
     }
-    if (yn->type == YAML_SCALAR_NODE) {
-        struct cfg_node *n = cfg_node_new(CFG_SCALAR, file, line, col);
-        n->value = xstrdup((const char *)yn->data.scalar.value);
-        n->quoted = yn->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                    yn->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-        return n;
+    if (L->bytes > CFG_MAX_EXPANDED_BYTES) {
+        fail(L, m, "the document expands to more than %d MiB (aliases included), the limit",
+             (int)(CFG_MAX_EXPANDED_BYTES >> 20));
+        return false;
     }
-    if (yn->type == YAML_SEQUENCE_NODE) {
-        struct cfg_node *n = cfg_node_new(CFG_SEQ, file, line, col);
-        for (yaml_node_item_t *it = yn->data.sequence.items.start;
-             it < yn->data.sequence.items.top; it++) {
-            struct cfg_node *k = convert(doc, yaml_document_get_node(doc, *it), file, depth + 1, d);
-            if (!k) {
-                cfg_node_free(n);
-                return NULL;
-            }
-            cfg_node_add(n, NULL, 0, 0, k);
-        }
-        return n;
+    return true;
+}
+
+static size_t node_cost(const struct loader *L, size_t text)
+{
+    return sizeof(struct cfg_node) + strlen(L->file) + 1 + text;
+}
+
+static const struct anchor *find_anchor(const struct loader *L, const char *name)
+{
+    for (size_t i = L->nanchors; i-- > 0;) /* a redefined anchor: the latest wins */
+        if (strcmp(L->anchors[i].name, name) == 0)
+            return &L->anchors[i];
+    return NULL;
+}
+
+static void add_anchor(struct loader *L, const char *name, const struct cfg_node *n,
+                       size_t nodes, size_t bytes)
+{
+    xgrow(&L->anchors, &L->cap, L->nanchors + 1, sizeof *L->anchors);
+    L->anchors[L->nanchors++] = (struct anchor){xstrdup(name), n, nodes, bytes};
+}
+
+/* A tag: !!str makes a scalar a string; any other is an error. */
+static bool tag_ok(struct loader *L, const yaml_event_t *e, const yaml_char_t *tag, bool *str)
+{
+    if (!tag)
+        return true;
+    if (str && strcmp((const char *)tag, STR_TAG) == 0) {
+        *str = true;
+        return true;
     }
-    struct cfg_node *n = cfg_node_new(CFG_MAP, file, line, col);
-    for (yaml_node_pair_t *p = yn->data.mapping.pairs.start; p < yn->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(doc, p->key);
-        struct diag_loc kl = {file, (int)kn->start_mark.line + 1, (int)kn->start_mark.column + 1};
-        if (kn->type != YAML_SCALAR_NODE) {
-            diag_error(d, &kl, NULL, "expected a key (a plain word), got a %s",
-                       kn->type == YAML_MAPPING_NODE ? "mapping" : "sequence");
-            cfg_node_free(n);
-            return NULL;
-        }
-        const char *key = (const char *)kn->data.scalar.value;
-        if (cfg_get(n, key))
-            diag_error(d, &kl, key, "duplicate key");
-        struct cfg_node *v = convert(doc, yaml_document_get_node(doc, p->value), file, depth + 1, d);
-        if (!v) {
-            cfg_node_free(n);
-            return NULL;
-        }
-        cfg_node_add(n, key, kl.line, kl.col, v);
+    fail(L, &e->start_mark, "unsupported tag '%s' (tpusim reads plain YAML; only !!str is allowed)",
+         (const char *)tag);
+    return false;
+}
+
+/* Hangs 'n' (a new node) under the innermost open collection, or makes it the root. */
+static void attach(struct loader *L, struct cfg_node *n)
+{
+    if (L->depth == 0) {
+        L->root = n;
+        return;
     }
-    return n;
+    struct frame *f = &L->stack[L->depth - 1];
+    if (f->n->type == CFG_SEQ) {
+        cfg_node_add(f->n, NULL, 0, 0, n);
+        return;
+    }
+    if (cfg_get(f->n, f->key)) {
+        struct diag_loc kl = {L->file, f->kl, f->kc};
+        diag_error(L->d, &kl, f->key, "duplicate key");
+    }
+    cfg_node_add(f->n, f->key, f->kl, f->kc, n);
+    free(f->key);
+    f->key = NULL;
+}
+
+/* True when the next node of the innermost collection is a map key. */
+static bool wants_key(const struct loader *L)
+{
+    return L->depth > 0 && L->stack[L->depth - 1].n->type == CFG_MAP &&
+           !L->stack[L->depth - 1].key;
+}
+
+static void set_key(struct loader *L, const char *key, const yaml_mark_t *m)
+{
+    struct frame *f = &L->stack[L->depth - 1];
+    f->key = xstrdup(key);
+    f->kl = (int)m->line + 1;
+    f->kc = (int)m->column + 1;
+}
+
+static void on_scalar(struct loader *L, const yaml_event_t *e)
+{
+    bool str = false;
+    size_t len = e->data.scalar.length;
+    if (!tag_ok(L, e, e->data.scalar.tag, &str) || !spend(L, &e->start_mark, 1, node_cost(L, len)))
+        return;
+    const char *v = (const char *)e->data.scalar.value;
+    if (wants_key(L)) {
+        set_key(L, v, &e->start_mark);
+        return;
+    }
+    struct cfg_node *n =
+        cfg_node_new(CFG_SCALAR, L->file, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1);
+    n->value = xstrdup(v);
+    n->quoted = str || e->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                e->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    attach(L, n);
+    if (e->data.scalar.anchor)
+        add_anchor(L, (const char *)e->data.scalar.anchor, n, 1, node_cost(L, len));
+}
+
+static void on_alias(struct loader *L, const yaml_event_t *e)
+{
+    const char *name = (const char *)e->data.alias.anchor;
+    const struct anchor *a = find_anchor(L, name);
+    if (!a) {
+        fail(L, &e->start_mark, "undefined alias '*%s' (an anchor &%s must come first)", name,
+             name);
+        return;
+    }
+    if (!spend(L, &e->start_mark, a->nodes, a->bytes))
+        return;
+    if (wants_key(L)) {
+        if (a->node->type != CFG_SCALAR)
+            fail(L, &e->start_mark, "expected a key (a plain word), got an alias of a %s",
+                 a->node->type == CFG_MAP ? "mapping" : "sequence");
+        else
+            set_key(L, a->node->value, &e->start_mark);
+        return;
+    }
+    struct cfg_node *n = cfg_copy(a->node);
+    n->line = (int)e->start_mark.line + 1;
+    n->col = (int)e->start_mark.column + 1;
+    attach(L, n);
+}
+
+static void on_start(struct loader *L, const yaml_event_t *e, enum cfg_type t)
+{
+    const yaml_char_t *tag = t == CFG_MAP ? e->data.mapping_start.tag : e->data.sequence_start.tag;
+    const yaml_char_t *anchor =
+        t == CFG_MAP ? e->data.mapping_start.anchor : e->data.sequence_start.anchor;
+    if (wants_key(L)) {
+        fail(L, &e->start_mark, "expected a key (a plain word), got a %s",
+             t == CFG_MAP ? "mapping" : "sequence");
+        return;
+    }
+    if (L->depth >= CFG_MAX_DEPTH) {
+        fail(L, &e->start_mark, "document nested too deeply (more than %d levels)",
+             CFG_MAX_DEPTH);
+        return;
+    }
+    if (!tag_ok(L, e, tag, NULL) || !spend(L, &e->start_mark, 1, node_cost(L, 0)))
+        return;
+    struct cfg_node *n =
+        cfg_node_new(t, L->file, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1);
+    size_t nodes = L->nodes - 1, bytes = L->bytes - node_cost(L, 0);
+    attach(L, n);
+    L->stack[L->depth++] = (struct frame){n, NULL, 0, 0, anchor ? xstrdup((const char *)anchor)
+                                                                  : NULL, nodes, bytes};
+}
+
+static void on_end(struct loader *L)
+{
+    struct frame *f = &L->stack[--L->depth];
+    if (f->anchor)
+        add_anchor(L, f->anchor, f->n, L->nodes - f->nodes, L->bytes - f->bytes);
+    free(f->anchor);
+    free(f->key);
+}
+
+/* Handles one event; false at the end of the stream. */
+static bool on_event(struct loader *L, const yaml_event_t *e)
+{
+    switch (e->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        if (L->done)
+            fail(L, &e->start_mark,
+                 "expected one YAML document, got a second one (a '---' after the first)");
+        return true;
+    case YAML_DOCUMENT_END_EVENT:
+        L->done = true;
+        return true;
+    case YAML_SCALAR_EVENT:
+        on_scalar(L, e);
+        return true;
+    case YAML_ALIAS_EVENT:
+        on_alias(L, e);
+        return true;
+    case YAML_SEQUENCE_START_EVENT:
+        on_start(L, e, CFG_SEQ);
+        return true;
+    case YAML_MAPPING_START_EVENT:
+        on_start(L, e, CFG_MAP);
+        return true;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        on_end(L);
+        return true;
+    case YAML_STREAM_END_EVENT:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void syntax_error(struct loader *L, const yaml_parser_t *p)
+{
+    struct diag_loc loc = {L->file, (int)p->problem_mark.line + 1,
+                           (int)p->problem_mark.column + 1};
+    const char *what = p->problem ? p->problem : "syntax error";
+    if (p->context)
+        diag_error(L->d, &loc, NULL, "%s %s", what, p->context);
+    else
+        diag_error(L->d, &loc, NULL, "%s", what);
+    L->failed = true;
+}
+
+static void loader_fini(struct loader *L)
+{
+    while (L->depth > 0) {
+        struct frame *f = &L->stack[--L->depth];
+        free(f->anchor);
+        free(f->key);
+    }
+    for (size_t i = 0; i < L->nanchors; i++)
+        free(L->anchors[i].name);
+    free(L->anchors);
 }
 
 struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struct diag *d)
 {
     yaml_parser_t parser;
-    yaml_document_t doc;
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        struct diag_loc loc = {file, (int)parser.problem_mark.line + 1,
-                               (int)parser.problem_mark.column + 1};
-        if (parser.context)
-            diag_error(d, &loc, NULL, "%s %s", parser.problem ? parser.problem : "syntax error",
-                       parser.context);
-        else
-            diag_error(d, &loc, NULL, "%s", parser.problem ? parser.problem : "syntax error");
-        yaml_parser_delete(&parser);
+    struct loader L = {.file = file, .d = d};
+    for (bool more = true; more && !L.failed;) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(&parser, &e)) {
+            syntax_error(&L, &parser);
+            break;
+        }
+        more = on_event(&L, &e);
+        yaml_event_delete(&e);
+    }
+    yaml_parser_delete(&parser);
+    loader_fini(&L);
+    struct cfg_node *n = L.root;
+    if (L.failed) {
+        cfg_node_free(n);
         return NULL;
     }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    struct cfg_node *n = root ? convert(&doc, root, file, 0, d) : cfg_node_new(CFG_MAP, file, 1, 1);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    if (n && n->type == CFG_SCALAR && n->value[0] == '\0') {
-        n->type = CFG_MAP; /* an empty document */
+    if (!n)
+        return cfg_node_new(CFG_MAP, file, 1, 1); /* an empty document */
+    if (n->type == CFG_SCALAR && n->value[0] == '\0' && !n->quoted) {
+        n->type = CFG_MAP;
+        free(n->value);
+        n->value = NULL;
     }
     return n;
 }
-

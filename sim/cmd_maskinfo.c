@@ -1,6 +1,7 @@
 /* sim/cmd_maskinfo.c -- `tpusim maskinfo`: splash attention's MaskInfo
  * (block_mask, data_next, mask_next) for masks given on the command line,
  * exactly as upstream's _process_mask computes it (kernels/maskinfo.h). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +20,28 @@ struct maskinfo_args {
     struct maskinfo_params p;
 };
 
-static int parse_pair(const char *s, int64_t *a, int64_t *b)
+/* Largest --shape side: the scenarios' limit on sequence lengths. */
+#define MAX_SEQ ((int64_t)1 << 24)
+/* Largest --dense mask (heads x Q x K bytes): as for mask files. */
+#define MAX_DENSE ((int64_t)1 << 30)
+
+/* One number in [1, 'max']; never saturates (strtoll's ERANGE is an error). */
+static int parse_num(const char *s, char **end, int64_t max, int64_t *out)
+{
+    errno = 0;
+    long long v = strtoll(s, end, 10);
+    if (*end == s || errno == ERANGE || v < 1 || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_pair(const char *s, int64_t max, int64_t *a, int64_t *b)
 {
     char *end;
-    *a = strtoll(s, &end, 10);
-    if (*end != ',' || *a < 1)
+    if (parse_num(s, &end, max, a) != 0 || *end != ',')
         return -1;
-    *b = strtoll(end + 1, &end, 10);
-    return *end || *b < 1 ? -1 : 0;
+    return parse_num(end + 1, &end, max, b) != 0 || *end ? -1 : 0;
 }
 
 static int parse_maskinfo_args(int argc, char **argv, struct maskinfo_args *m)
@@ -50,12 +65,12 @@ static int parse_maskinfo_args(int argc, char **argv, struct maskinfo_args *m)
             m->specs[m->nspecs++] = optarg;
             break;
         case 's':
-            if (parse_pair(optarg, &m->q, &m->k))
-                return cli_usage_error("--shape takes Q,K (positive integers)");
+            if (parse_pair(optarg, MAX_SEQ, &m->q, &m->k))
+                return cli_usage_error("--shape takes Q,K (integers from 1 to 16777216)");
             break;
         case 'b':
-            if (parse_pair(optarg, &bq, &bkv) || bq > 1 << 24 || bkv > 1 << 24)
-                return cli_usage_error("--block takes BQ,BKV (positive integers)");
+            if (parse_pair(optarg, MAX_SEQ, &bq, &bkv))
+                return cli_usage_error("--block takes BQ,BKV (integers from 1 to 16777216)");
             break;
         case 'H':
         case 'h':
@@ -91,6 +106,8 @@ static int parse_maskinfo_args(int argc, char **argv, struct maskinfo_args *m)
         m->heads = m->nspecs;
     if (m->nspecs != 1 && m->nspecs != m->heads)
         return cli_usage_error("give one --mask for all heads or one per head");
+    if (m->dense && (m->q * m->k > MAX_DENSE / m->heads)) /* each side <= 2^24: no overflow */
+        return cli_usage_error("--dense materialises heads x Q x K bytes: at most 1 GiB");
     return 0;
 }
 

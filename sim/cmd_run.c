@@ -1,5 +1,6 @@
 /* sim/cmd_run.c -- `tpusim run`, `check` and `platform`: the commands that
  * take a scenario, with --set overrides and the resource-guard flags. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include "sim/outputs.h"
 #include "sim/sim.h"
 #include "sim/validate.h"
+
+#define MAX_MEMORY_BYTES 1125899906842624.0 /* 1 PiB: more than any host has */
 
 struct cli {
     const char *scenario;
@@ -43,6 +46,7 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"max-steps", required_argument, 0, 'm'},
                                           {"max-memory", required_argument, 0, 'M'},
                                           {"quiet", no_argument, 0, 'q'},
+                                          {"all-chips", no_argument, 0, 'A'},
                                           {"sg", required_argument, 0, 'g'},
                                           {0, 0, 0, 0}};
     int ch;
@@ -63,14 +67,20 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
             break;
         case 'm': {
             char *end;
+            errno = 0;
             c->max_steps = strtoll(optarg, &end, 10);
-            if (*end || c->max_steps < 1)
-                return cli_usage_error("--max-steps takes a positive integer");
+            if (end == optarg || *end || errno == ERANGE || c->max_steps < 1)
+                return cli_usage_error("--max-steps takes an integer from 1 to "
+                                       "9223372036854775807");
             break;
         }
         case 'M':
-            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || c->max_memory <= 0)
-                return cli_usage_error("--max-memory takes a size like 20GiB");
+            if (units_parse(optarg, UNITS_BYTES, &c->max_memory) != 0 || !(c->max_memory > 0) ||
+                c->max_memory > MAX_MEMORY_BYTES)
+                return cli_usage_error("--max-memory takes a size like 20GiB (at most 1PiB)");
+            break;
+        case 'A':
+            add_set(c, "options.all_chips=true");
             break;
         case 'q':
             c->quiet = true;
@@ -142,15 +152,22 @@ static int check_scenario(struct cli *c, bool platform)
     struct cfg_scenario sc;
     struct autotune_stats st;
     int rc = load(c, &sc, d, &st);
+    struct validate_limits lim = {c->max_steps, c->max_memory};
     if (rc == 0) {
-        if (validate_ops(&sc, d) != 0) {
+        /* check refuses whatever run would refuse before it starts */
+        if (platform ? validate_ops(&sc, d) != 0 : validate_scenario(&sc, &lim, d) != 0) {
             diag_print(d, stderr);
             rc = 2;
         } else if (platform) {
             rc = outputs_platform(&sc, stdout) ? 1 : 0;
         } else {
-            printf("%s: ok (%d ops, %d chips, %lld grid steps)\n", sc.file, sc.nops,
-                   sc.topo.nchips, (long long)validate_estimate_steps(&sc));
+            struct validate_estimate e;
+            validate_estimate(&sc, &e);
+            printf("%s: ok (%d ops, %d chips, %lld grid steps", sc.file, sc.nops, sc.topo.nchips,
+                   (long long)e.grid_steps);
+            if (e.copy_chunks)
+                printf(", %lld copy chunks", (long long)e.copy_chunks);
+            printf(")\n");
             autotune_print(&sc, stdout);
             if (st.ops)
                 printf("block: auto: %d ops, %d searches, %d runs of candidates, %.3f s\n", st.ops,

@@ -18,6 +18,9 @@
 
 struct sim_coll {
     struct coll_plan plan;
+    struct topo group;     /* for a collective over mesh axes: this chip's group */
+    const struct topo *topo; /* the torus the algorithm runs on (the slice or 'group') */
+    int slice_chip;        /* this chip in the slice */
     double *count; /* per semaphore id */
     int nsems;
 };
@@ -74,14 +77,27 @@ static void flush(struct coll_actor *a)
 
 /* A remote DMA to chip 'dst' of the slice, which the engine's chip
  * eng_sim_chip(dst) plays. */
+/* The engine's chip that plays rank 'rank' of the collective's torus. */
+static int sim_chip_of(const struct eng_task *task, int rank)
+{
+    struct eng_run *r = task->core->run;
+    const struct sim_coll *dev = task->coll;
+    if (!dev->topo) /* remote_copy and collective matmul: ranks are slice chips */
+        return eng_sim_chip(r, rank);
+    return eng_sim_chip(r, coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank));
+}
+
+/* A remote DMA to rank 'dst' of the collective's torus. */
 static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
 {
     struct coll_actor *a = ex;
     struct eng_task *task = a->task;
     struct eng_run *r = task->core->run;
     const struct chip_params *ch = &r->sc->chip;
-    bool remote = dst != eng_slice_chip(r, task->core->chip);
-    dst = eng_sim_chip(r, dst);
+    int me = task->coll->topo ? coll_rank(task->op, &r->sc->topo, task->coll->slice_chip)
+                              : eng_slice_chip(r, task->core->chip);
+    bool remote = dst != me;
+    dst = sim_chip_of(task, dst);
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
@@ -138,7 +154,7 @@ static void cx_wait_recv(void *ex, int sem, uint64_t bytes)
 static void cx_signal(void *ex, int dst, int sem, int inc)
 {
     struct coll_actor *a = ex;
-    dst = eng_sim_chip(a->task->core->run, dst);
+    dst = sim_chip_of(a->task, dst);
     struct sem_msg *m = xmalloc(sizeof *m);
     m->amount = (uint64_t)inc;
     sg_comm_detach(sg_mailbox_put_init(sem_mb(dst, a->task->opi, sem), m, 0), free);
@@ -194,8 +210,15 @@ static void run_part(struct eng_task *task, int part)
 {
     struct coll_actor a = {.task = task};
     const struct cfg_scenario *sc = task->core->run->sc;
-    struct coll_ctx c = {&sc->topo, &sc->chip, task->op, eng_slice_chip(task->core->run, task->core->chip),
-                         part,      &coll_ops, &a,       sc->fidelity == CFG_FIDELITY_FAST};
+    const struct sim_coll *dev = task->coll;
+    struct coll_ctx c = {dev->topo,
+                         &sc->chip,
+                         task->op,
+                         coll_rank(task->op, &sc->topo, dev->slice_chip),
+                         part,
+                         &coll_ops,
+                         &a,
+                         sc->fidelity == CFG_FIDELITY_FAST};
     coll_run_part(&c, &task->coll->plan);
     flush(&a);
 }
@@ -245,8 +268,9 @@ void eng_run_collective(struct eng_task *task)
     const struct cfg_scenario *sc = r->sc;
     if (c->core != 0)
         return;
-    struct sim_coll dev = {.nsems = coll_max_sems()};
-    coll_plan(task->op, &sc->topo, &dev.plan);
+    struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
+    dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
+    coll_plan(task->op, dev.topo, &dev.plan);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
     task->coll = &dev;
     for (int s = 0; s < dev.nsems; s++) /* push-only DMAs need a receiver from the start */

@@ -53,6 +53,7 @@ void eng_run_hbm_copy(struct eng_task *task)
         eng_dma_wait(task, wr);
         if (rd)
             eng_dma_wait(task, rd);
+        progress_add(task->core->run->progress, 1);
     }
     task->st.dmas += (int64_t)(2 * n);
     task->st.hbm_bytes += 2.0 * (double)p->bytes;

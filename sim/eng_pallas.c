@@ -48,7 +48,9 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
 
 static void ex_delay(void *ex, double s)
 {
-    (void)ex;
+    struct eng_task *task = ex;
+    progress_add(task->core->run->progress, task->st.steps - task->steps_shown);
+    task->steps_shown = task->st.steps;
     eng_stop_if_interrupted(); /* once per grid step */
     if (s > 0)
         sg_actor_sleep_for(s);

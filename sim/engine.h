@@ -24,6 +24,7 @@
 #include "sim/cfg.h"
 #include "sim/interrupt.h"
 #include "sim/op_table.h"
+#include "sim/progress.h"
 #include "traces/summary.h"
 #include "traces/trace.h"
 
@@ -70,6 +71,7 @@ struct eng_task {
     struct pl_stats st;
     struct sim_coll *coll; /* collectives: the device's shared semaphore state */
     double flow_t;         /* issue time of the last input DMA waited on, or -1 */
+    int64_t steps_shown;   /* st.steps already counted in the progress line */
 };
 
 /* A span of HBM traffic on one chip, for the "HBM GB/s" counter. */
@@ -95,6 +97,7 @@ struct eng_run {
     char *error;               /* first runtime failure; owned */
     struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
     size_t nrates, caprates;
+    struct progress *progress; /* the terminal's progress line (sim/progress.h), or NULL */
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */

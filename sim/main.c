@@ -14,12 +14,16 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  run [SCENARIO.yaml] [-o DIR] [--set key.path=value]... [--fidelity fast|exact]\n"
-    "                       [--max-steps N] [--max-memory SIZE] [--quiet]\n"
-    "        simulate a scenario (default: the embedded configs/scenarios/default.yaml);\n"
+    "                       [--max-steps N] [--max-memory SIZE] [--all-chips] [--quiet]\n"
+    "        simulate a scenario (default: the embedded configs/scenarios/default.yaml;\n"
+    "        - reads it from standard input, as for check, platform and sweep);\n"
     "        writes DIR/trace.json, DIR/summary.json, DIR/platform.xml\n"
     "        (DIR defaults to out/<scenario name>)\n"
-    "  check SCENARIO.yaml [--set key.path=value]...   validate without running\n"
+    "  check SCENARIO.yaml [--set key.path=value]... [--max-steps N] [--max-memory SIZE]\n"
+    "        validate without running: every check and resource guard run applies\n"
     "  platform SCENARIO.yaml [--set ...]             print the SimGrid platform XML\n"
+    "  expand SCENARIO.yaml [--set ...]               print a model scenario as the plain\n"
+    "                                                 scenario it expands into\n"
     "  chips                                          print the chip presets\n"
     "  maskinfo --mask SPEC [--mask SPEC]... --shape Q,K --block BQ,BKV [--heads H]\n"
     "           [--dense] [--head-shards N] [--q-seq-shards N] [--dkv] [--dynamic] [--json]\n"
@@ -47,7 +51,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run},           {"check", cmd_check},       {"platform", cmd_platform},
     {"chips", cmd_chips},       {"maskinfo", cmd_maskinfo}, {"sweep", cmd_sweep},
-    {"compare", cmd_compare},
+    {"compare", cmd_compare},   {"expand", cmd_expand},
 };
 
 int main(int argc, char **argv)

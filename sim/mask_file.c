@@ -32,9 +32,11 @@ static int fail(char *err, size_t n, const char *fmt, ...)
 static uint8_t *read_all(const char *path, size_t *size, char *err, size_t n)
 {
     uint8_t *buf = (uint8_t *)fs_read_all(path, MASK_FILE_MAX_BYTES, size);
-    if (!buf)
-        fail(err, n, "%s: %s", path,
-             errno == EFBIG ? "file is larger than the limit of 1 GiB" : strerror(errno));
+    if (!buf) {
+        char why[128];
+        fs_read_error(errno, MASK_FILE_MAX_BYTES, why, sizeof why);
+        fail(err, n, "%s: %s", path, why);
+    }
     return buf;
 }
 
@@ -59,8 +61,13 @@ static struct mask *load_text(const char *path, const char *buf, size_t size, ch
     int used = 0;
     line = next_line(&p, end, &len);
     if (!line || sscanf(line, "%lld %lld%n", &q, &k, &used) != 2 || (size_t)used != len || q < 1 ||
-        k < 1 || q > (long long)size || k > (long long)size) {
+        k < 1) {
         fail(err, n, "%s:1: expected a first line \"Q K\" with two positive integers", path);
+        return NULL;
+    }
+    if ((unsigned long long)k > size / (unsigned long long)q) { /* Q rows of K characters */
+        fail(err, n, "%s:1: expected a first line \"Q K\" that the file can hold, got %lld x %lld "
+                     "in %zu bytes", path, q, k, size);
         return NULL;
     }
     struct mask *m = mask_new_dense(q, k, NULL);

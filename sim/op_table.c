@@ -50,7 +50,7 @@ static const struct walk_key collective_keys[] = {
     KEY("dtype", WALK_DTYPE, coll.dt, .dflt = DT_BF16),
     KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algos),
     {0}};
-static const char *const collective_extra[] = {"axes", NULL};
+static const char *const collective_extra[] = {"axes", "groups", NULL};
 
 static const struct walk_key coll_matmul_keys[] = {
     KEY("m", WALK_INT, coll_matmul.m, .required = true, .min = 1, .max = 1 << 24),

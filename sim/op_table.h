@@ -26,9 +26,11 @@ typedef int op_check_fn(const struct op *op, const struct chip_params *chip,
                         const struct topo *topo, char *err, size_t n);
 /* The engine's body for one op on one core. */
 typedef void op_run_fn(struct eng_task *t);
-/* How far the op's ICI transfers go along each axis (raises hops[axis]);
- * -1 if they differ from chip to chip (absolute targets). */
-typedef int op_reach_fn(const struct op *op, const struct topo *topo, int *hops);
+/* How far the op's ICI transfers go along each axis (raises hops[axis]) and
+ * the period its chips' roles repeat with along it (period[axis] becomes a
+ * common multiple; 1: every chip alike); -1 if they differ from chip to chip
+ * (absolute targets). For SPMD folding (sim/spmd.h). */
+typedef int op_reach_fn(const struct op *op, const struct topo *topo, int *hops, int *period);
 
 struct op_row {
     const char *name;              /* the YAML name */

@@ -673,6 +673,8 @@ static void base_values(struct sweep_spec *sp)
 
 static char *spec_name(const char *path)
 {
+    if (strcmp(path, CFG_STDIN_NAME) == 0)
+        return xstrdup("stdin");
     const char *b = strrchr(path, '/');
     char *s = xstrdup(b ? b + 1 : path);
     char *dot = strrchr(s, '.');
@@ -690,9 +692,10 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
     }
     check_top_keys(p, root);
     const struct cfg_node *nm = cfg_get(root, "name");
-    if (nm && (nm->type != CFG_SCALAR || !valid_path(nm->value) || strchr(nm->value, '/')))
-        err_at(p, nm, "name", "expected a name (no spaces or slashes), got %s",
-               nm->type == CFG_SCALAR ? nm->value : kind(nm));
+    if (nm && (nm->type != CFG_SCALAR || !walk_name_ok(nm->value))) {
+        struct walk w = {p->d};
+        walk_type_error(&w, nm, "name", WALK_NAME_RULE);
+    }
     sp->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : spec_name(sp->file);
     const struct cfg_node *b = cfg_get(root, "base");
     if (!b)
@@ -716,7 +719,7 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
 int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
 {
     memset(sp, 0, sizeof *sp);
-    sp->file = xstrdup(path);
+    sp->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
     struct cfg_node *root = cfg_parse_file(path, d);
     if (!root) {
         sweep_spec_fini(sp);

@@ -42,6 +42,15 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d)
     return diag_count(d) > before ? -1 : 0;
 }
 
+/* a + b * c, saturating at INT64_MAX (all non-negative). */
+static int64_t sat_madd(int64_t a, int64_t b, int64_t c)
+{
+    int64_t p, r;
+    if (__builtin_mul_overflow(b, c, &p) || __builtin_add_overflow(a, p, &r))
+        return INT64_MAX;
+    return r;
+}
+
 /* Grid steps and pallas_calls of one instance of each op on one chip. */
 static void op_cost(const struct cfg_scenario *sc, const struct op *op, int64_t *steps,
                     int *calls)
@@ -60,16 +69,31 @@ static void op_cost(const struct cfg_scenario *sc, const struct op *op, int64_t 
     kern_fini(&k);
 }
 
-int64_t validate_estimate_steps(const struct cfg_scenario *sc)
+void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
 {
-    int64_t steps = 0;
+    e->grid_steps = e->copy_chunks = 0;
+    int64_t chips = sc->sim.nchips;
     for (int i = 0; i < sc->nops; i++) {
+        const struct op *op = &sc->ops[i];
+        int64_t runs = sat_madd(0, sc->graph.node[i].instances, chips);
+        if (op->kind == OP_HBM_COPY) { /* every TensorCore copies */
+            uint64_t n = copy_chunks(op, &sc->chip);
+            int64_t per = n > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)n;
+            e->copy_chunks = sat_madd(e->copy_chunks, per, sat_madd(0, runs, sc->chip.cores));
+            continue;
+        }
         int64_t s;
         int calls;
-        op_cost(sc, &sc->ops[i], &s, &calls);
-        steps += s * sc->graph.node[i].instances * sc->sim.nchips;
+        op_cost(sc, op, &s, &calls);
+        e->grid_steps = sat_madd(e->grid_steps, s, runs);
     }
-    return steps;
+}
+
+int64_t validate_estimate_steps(const struct cfg_scenario *sc)
+{
+    struct validate_estimate e;
+    validate_estimate(sc, &e);
+    return sat_madd(e.grid_steps, e.copy_chunks, 1);
 }
 
 /* Trace events one instance of 'op' leaves per core: its span, and per
@@ -132,12 +156,15 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
                     struct diag *d)
 {
     int64_t max = lim->max_steps ? lim->max_steps : sc->max_steps;
-    int64_t est = validate_estimate_steps(sc);
+    struct validate_estimate e;
+    validate_estimate(sc, &e);
+    int64_t est = sat_madd(e.grid_steps, e.copy_chunks, 1);
     if (est > max) {
-        diag_error(d, NULL, NULL,
-                   "the run would simulate %lld grid steps, above the limit of "
-                   "%lld; raise it with --max-steps N (or options.max_steps)",
-                   (long long)est, (long long)max);
+        diag_error(d, NULL, NULL, "the run would simulate %lld steps (%lld grid steps, %lld copy "
+                                  "chunks), above the limit of %lld; raise it with --max-steps N "
+                                  "(or options.max_steps)",
+                   (long long)est, (long long)e.grid_steps, (long long)e.copy_chunks,
+                   (long long)max);
         return -1;
     }
     double mem = validate_estimate_memory(sc);
@@ -151,4 +178,12 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
         return -1;
     }
     return 0;
+}
+
+int validate_scenario(const struct cfg_scenario *sc, const struct validate_limits *lim,
+                      struct diag *d)
+{
+    if (validate_ops(sc, d) != 0)
+        return -1;
+    return validate_guards(sc, lim, d);
 }

@@ -22,10 +22,25 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d);
 /* Checks the estimates against 'lim'. Returns 0 or -1 with messages in 'd'. */
 int validate_guards(const struct cfg_scenario *sc, const struct validate_limits *lim,
                     struct diag *d);
-/* Number of grid steps the scenario will simulate. */
+/* What a run will simulate, summed over every simulated core and every op
+ * instance (each count saturates at INT64_MAX): the Pallas kernels' grid
+ * steps, and the chunks of the hbm_copy ops (two DMAs each, never folded by
+ * fast fidelity). */
+struct validate_estimate {
+    int64_t grid_steps;
+    int64_t copy_chunks;
+};
+void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e);
+/* Their sum: the steps --max-steps and options.max_steps limit. */
 int64_t validate_estimate_steps(const struct cfg_scenario *sc);
-/* Rough peak memory of a run in bytes: actors (~128 KiB each, measured on a
- * 6144-chip all-gather) plus the trace (at most 2M events of ~200 bytes). */
+/* validate_ops, then validate_guards: every check `run` makes before it
+ * starts, which `check` makes too. Returns 0 or -1 with messages in 'd'. */
+int validate_scenario(const struct cfg_scenario *sc, const struct validate_limits *lim,
+                      struct diag *d);
+/* The peak memory of a run in bytes: actors (~128 KiB each, measured on a
+ * 6144-chip all-gather), per op its parameters and built kernels, per op
+ * instance its bits and times, and the trace (at most 2M events of ~260
+ * bytes); within 2x of the measured peak (tests/unit/test_guards.c). */
 double validate_estimate_memory(const struct cfg_scenario *sc);
 
 #endif

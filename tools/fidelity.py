@@ -1,26 +1,39 @@
 #!/usr/bin/env python3
-"""tools/fidelity.py TPUSIM [POINTS.json] -- runs the public TPU measurements of
-../shared/validation/points.json through the simulator and prints predicted vs
-measured with |error| per point and the median per kind. Points marked host_timed
-include ~0.1 ms of Python dispatch (see shared/validation/README.md); their error
-is shown but they are flagged."""
-import json, os, statistics, subprocess, sys, tempfile
+"""tools/fidelity.py TPUSIM [--data DIR] [--rpa-stride N] [--no-rpa] [-j N]
 
-HOST_S = 0.1e-3  # Python dispatch in host-timed points (shared/validation/README.md)
+Runs the public TPU measurements in tests/fidelity/points.json through the
+simulator and prints predicted vs measured per point, then one line per family
+(count, median |error|, worst). Host-timed points include ~0.1 ms of Python
+dispatch (tests/fidelity/README.md): the prediction is compared with it added.
 
-def scenario(p):
-    k, q = p["kind"], p["params"]
-    topo = p["topology"]
+Then the ragged paged attention ranking check: for the rows of jax's tuned RPA
+v2 table for TPU v5 (tests/fidelity/rpa-v2-tuned-v5.json), a realistic serving
+batch of max_num_batched_tokens tokens (decode tokens mixed with prefill
+chunks) is simulated for every candidate (num_kv_pages_per_block,
+num_queries_per_block); a row passes when the tuned pair is within 15 % of the
+best candidate. The check passes when at least 70 % of the rows pass.
+Exit status 1 when it does not."""
+import argparse, json, os, random, statistics, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+HOST_S = 0.1e-3          # Python dispatch in host-timed points
+RPA_TOL = 1.15           # tuned within 15 % of the best candidate
+RPA_TARGET = 0.70        # of the rows
+RPA_KV_PAGES = (1, 2, 4, 8, 16)          # upstream keeps pages_per_seq <= 16 (MAX_PAGES_PER_SEQ)
+RPA_QUERIES = (16, 32, 64, 128, 256)
+DTYPES = {"bfloat16": "bf16", "float32": "f32", "int8": "int8", "float8_e4m3fn": "fp8"}
+
+
+def point_scenario(p):
+    k, q, topo = p["kind"], p["params"], p["topology"]
     head = {"name": p["id"], "chip": p["chip"], "topology": {"shape": topo}}
     if k == "pallas_matmul":
-        dt = {"bfloat16": "bf16", "float32": "f32", "int8": "int8"}[q.get("dtype", "bfloat16")]
-        op = {"op": "matmul", "m": q["m"], "k": q["k"], "n": q["n"], "dtype": dt,
+        op = {"op": "matmul", "m": q["m"], "k": q["k"], "n": q["n"], "dtype": DTYPES[q["dtype"]],
               "block": {"bm": q["bm"], "bk": q["bk"], "bn": q["bn"]}}
     elif k == "flash_attention_fwd":
         op = {"op": "flash_attention", "batch": q["batch"], "heads": q["heads"],
               "q_seq_len": q["seq_len"], "kv_seq_len": q["seq_len"], "head_dim": q["head_dim"],
-              "causal": q["causal"], "mode": "fwd",
-              "dtype": {"bfloat16": "bf16", "float32": "f32"}[q["dtype"]],
+              "causal": q["causal"], "mode": "fwd", "dtype": DTYPES[q["dtype"]],
               "block_sizes": {"block_q": q["block_q"], "block_k_major": q["block_k_major"],
                               "block_k": q["block_k"], "block_b": q["block_b"]}}
     elif k == "ppermute":
@@ -28,54 +41,167 @@ def scenario(p):
               "shift": q.get("shift", 1)}
     elif k == "hbm_copy":
         op = {"op": "hbm_copy", "bytes": q["bytes"]}
-    elif k in ("all_gather", "all_reduce"):
+    elif k in ("all_gather", "all_reduce", "reduce_scatter"):
         axes = list(range(len(topo))) if q.get("axis") == "all" else [q["axis"]]
         x = 1
         for a in axes:
             x *= topo[a]
         per = q["bytes_per_device"] if "bytes_per_device" in q else q["total_bytes"] // x
         op = {"op": k, "axes": axes, "bytes": per}
+        if "wraparound" in q and len(axes) == 1:
+            wrap = ["default"] * len(topo)
+            wrap[axes[0]] = bool(q["wraparound"])
+            head["topology"]["wraparound"] = wrap
     else:
         return None
     head["workload"] = [op]
     return head
 
-def main():
-    tpusim = sys.argv[1]
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "../../shared/validation/points.json")
-    points = json.load(open(path))
-    errs = {}
-    print(f"{'id':5} {'kind':22} {'chip':5} {'measured':>12} {'predicted':>12} {'error':>8}  bound     note")
-    with tempfile.TemporaryDirectory() as tmp:
-        for p in points:
-            sc = scenario(p)
-            note = "host-timed (+~0.1 ms dispatch)" if p.get("host_timed") else ""
-            if sc is None:
-                print(f"{p['id']:5} {p['kind']:22} {p['chip']:5} {p['measured_s']*1e3:10.4f}ms {'n/a':>12}")
-                continue
-            f = os.path.join(tmp, p["id"] + ".yaml")
-            json.dump(sc, open(f, "w"))  # JSON is YAML
-            out = os.path.join(tmp, p["id"])
-            r = subprocess.run([tpusim, "run", f, "-o", out, "-q"], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"{p['id']:5} {p['kind']:22} {p['chip']:5} {p['measured_s']*1e3:10.4f}ms {'error':>12}  {r.stderr.strip()[:60]}")
-                continue
-            s = json.load(open(os.path.join(out, "summary.json")))
-            t = s["ops"][0]["time_s"]
-            e = abs(t - p["measured_s"]) / p["measured_s"]
-            errs.setdefault(p["kind"], []).append((e, p.get("host_timed", False)))
-            if p.get("host_timed"):
-                eh = abs(t + HOST_S - p["measured_s"]) / p["measured_s"]
-                note += f"; with dispatch {1e3*(t + HOST_S):.4f}ms: {100*eh:.1f}%"
-            print(f"{p['id']:5} {p['kind']:22} {p['chip']:5} {p['measured_s']*1e3:10.4f}ms "
-                  f"{t*1e3:10.4f}ms {100*e:7.1f}%  {s['ops'][0]['bound']:9} {note}")
-    allv = []
-    for k, v in errs.items():
-        es = [e for e, _ in v]
-        allv += es
-        print(f"median |error| {k:22} {100*statistics.median(es):6.1f}%  ({len(es)} points)")
-    if allv:
-        print(f"median |error| {'all':22} {100*statistics.median(allv):6.1f}%  ({len(allv)} points)")
 
-main()
+def simulate(tpusim, scenario, tmp, tag):
+    f = os.path.join(tmp, tag + ".yaml")
+    with open(f, "w") as fh:
+        json.dump(scenario, fh)  # JSON is YAML
+    out = os.path.join(tmp, tag)
+    r = subprocess.run([tpusim, "run", f, "-o", out, "--quiet"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip().splitlines()[-1][:70] if r.stderr.strip() else "failed"
+    with open(os.path.join(out, "summary.json")) as fh:
+        op = json.load(fh)["ops"][0]
+    return op, None
+
+
+def points_report(tpusim, points, tmp, jobs):
+    scen = [(p, point_scenario(p)) for p in points]
+    with ThreadPoolExecutor(jobs) as ex:
+        res = list(ex.map(lambda ps: simulate(tpusim, ps[1], tmp, ps[0]["id"]) if ps[1]
+                          else (None, "no scenario"), scen))
+    fam = {}
+    print(f"{'id':5} {'family':20} {'chip':5} {'measured':>11} {'predicted':>11} {'error':>7}  bound")
+    for (p, _), (op, err) in zip(scen, res):
+        meas = p["measured_s"]
+        if op is None:
+            print(f"{p['id']:5} {p['kind']:20} {p['chip']:5} {meas*1e3:9.4f}ms {'-':>11}  {err}")
+            continue
+        t = op["time_s"] + (HOST_S if p.get("host_timed") else 0.0)
+        e = (t - meas) / meas
+        note = " (+0.1 ms host dispatch)" if p.get("host_timed") else ""
+        print(f"{p['id']:5} {p['kind']:20} {p['chip']:5} {meas*1e3:9.4f}ms {t*1e3:9.4f}ms "
+              f"{100*e:+6.1f}%  {op['bound']}{note}")
+        fam.setdefault(p["kind"], []).append((abs(e), p["id"]))
+    print()
+    print(f"{'family':20} {'n':>3} {'median |err|':>13} {'worst |err|':>12}")
+    alle = []
+    for k, v in fam.items():
+        es = [e for e, _ in v]
+        alle += es
+        w = max(v)
+        print(f"{k:20} {len(v):3} {100*statistics.median(es):12.1f}% {100*w[0]:11.1f}% ({w[1]})")
+    if alle:
+        print(f"{'all':20} {len(alle):3} {100*statistics.median(alle):12.1f}% {100*max(alle):11.1f}%")
+
+
+def rpa_batch(T, L, seed):
+    """A serving batch of exactly T tokens: up to min(T/2, 128) decode tokens
+    (kv_len uniform in [1, L]) and prefill chunks filling the rest (q_len a
+    quarter, half or all of L, kv_len between q_len and L), in seeded order."""
+    r = random.Random(seed)
+    seqs = [{"q_len": 1, "kv_len": r.randint(1, L)} for _ in range(min(T // 2, 128))]
+    left = T - len(seqs)
+    while left > 0:
+        q = min(left, max(1, L // r.choice((4, 2, 1))))
+        seqs.append({"q_len": q, "kv_len": r.randint(q, L)})
+        left -= q
+    r.shuffle(seqs)
+    return seqs
+
+
+def rpa_scenario(row, seqs, bkv, bq):
+    qdt, kvdt, qh, kvh, D, ps, T, L = row[:8]
+    return {"chip": "v5e", "workload": [{
+        "op": "ragged_paged_attention", "q_heads": qh, "kv_heads": kvh, "head_dim": D,
+        "dtype": DTYPES[qdt], "kv_dtype": DTYPES[kvdt], "page_size": ps, "max_model_len": L,
+        "max_num_batched_tokens": T, "num_kv_pages_per_block": bkv,
+        "num_queries_per_block": bq, "sequences": seqs}]}
+
+
+def rpa_candidates(row):
+    ps, T, L = row[5], row[6], row[7]
+    pps = L // ps
+    return [(k, q) for k in RPA_KV_PAGES if k <= pps for q in RPA_QUERIES if q <= T]
+
+
+def rpa_report(tpusim, path, stride, tmp, jobs):
+    with open(path) as fh:
+        table = json.load(fh)
+    rows = table["rows"][::stride]
+    work = []
+    for i, row in enumerate(rows):
+        seqs = rpa_batch(row[6], row[7], 1000 + i)
+        tuned = (min(row[8], row[7] // row[5]), min(row[9], row[6]))
+        cands = rpa_candidates(row)
+        if tuned not in cands:
+            cands.append(tuned)
+        work += [(i, row, seqs, c) for c in cands]
+
+    def one(w):
+        i, row, seqs, (k, q) = w
+        op, _ = simulate(tpusim, rpa_scenario(row, seqs, k, q), tmp, f"rpa{i}_{k}_{q}")
+        return op["time_s"] if op else None
+
+    with ThreadPoolExecutor(jobs) as ex:
+        times = list(ex.map(one, work))
+    res = {}
+    for (i, row, _, c), t in zip(work, times):
+        if t:
+            res.setdefault(i, {})[c] = t
+    ok, worst, picks = 0, [], {}
+    for i, row in enumerate(rows):
+        r = res.get(i, {})
+        tuned = (min(row[8], row[7] // row[5]), min(row[9], row[6]))
+        if tuned not in r:
+            continue
+        best_t, best_c = min((t, c) for c, t in r.items())
+        ratio = r[tuned] / best_t
+        ok += ratio <= RPA_TOL
+        worst.append((ratio, row, tuned, best_c))
+        picks[best_c] = picks.get(best_c, 0) + 1
+    n = len(worst)
+    frac = ok / n if n else 0.0
+    print()
+    print(f"ragged paged attention block ranking (jax's tuned RPA v2 table, TPU v5; "
+          f"{n} of {len(table['rows'])} rows, every {stride}th):")
+    print(f"  tuned pair within {100*(RPA_TOL-1):.0f}% of tpusim's best: {ok}/{n} rows = "
+          f"{100*frac:.1f}% (target {100*RPA_TARGET:.0f}%)")
+    top = sorted(picks.items(), key=lambda kv: -kv[1])[:5]
+    print("  tpusim's best (kv pages, queries): " +
+          ", ".join(f"{c[0]}x{c[1]}: {m}" for c, m in top))
+    for ratio, row, tuned, best in sorted(worst, key=lambda w: -w[0])[:5]:
+        print(f"  worst: heads {row[2]}/{row[3]} page {row[5]} tokens {row[6]} len {row[7]}: "
+              f"tuned {tuned[0]}x{tuned[1]} is {ratio:.2f}x the best {best[0]}x{best[1]}")
+    return frac >= RPA_TARGET
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tpusim")
+    ap.add_argument("--data", default=os.path.join(here, "..", "tests", "fidelity"))
+    ap.add_argument("--rpa-stride", type=int, default=8,
+                    help="check every Nth row of the tuned table (1: all 668)")
+    ap.add_argument("--no-rpa", action="store_true")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    a = ap.parse_args()
+    with open(os.path.join(a.data, "points.json")) as fh:
+        points = [p for p in json.load(fh) if p.get("visible", True)]
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        points_report(a.tpusim, points, tmp, a.j)
+        if not a.no_rpa:
+            ok = rpa_report(a.tpusim, os.path.join(a.data, "rpa-v2-tuned-v5.json"),
+                            max(1, a.rpa_stride), tmp, a.j)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

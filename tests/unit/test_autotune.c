@@ -131,7 +131,7 @@ static void test_autotune_resolve_no_feasible_blocks_is_bad_input(void **state)
     (void)state;
     const char *yaml = "chip: v5e\nworkload:\n"
                        "  - {op: matmul, m: 4096, k: 4096, n: 4096, block: auto,\n"
-                       "     vmem_limit_bytes: 1KiB}\n";
+                       "     vmem_limit_bytes: 64KiB}\n";
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     struct autotune_cache *cache = autotune_cache_new();
@@ -140,7 +140,7 @@ static void test_autotune_resolve_no_feasible_blocks_is_bad_input(void **state)
     const char *m = diag_message(d, 0);
     assert_non_null(strstr(m, "t.yaml:3:5: workload.0: matmul: block: auto: no feasible blocks "
                               "among 360 candidates; the default (bm=128 bk=128 bn=128): VMEM "
-                              "footprint 262144 bytes exceeds the scoped limit 1024 bytes"));
+                              "footprint 262144 bytes exceeds the scoped limit 65536 bytes"));
     assert_non_null(strstr(m, "the smallest other candidate (bm=8 bk=128 bn=128): VMEM footprint"));
     struct autotune_stats st;
     autotune_stats(cache, &st);

@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/xalloc.h"
 #include "sim/cfg.h"
+#include "sim/cfg_tree.h"
 
 static char path[64];
 
@@ -127,8 +130,252 @@ static void test_cfg_set_errors(void **state)
     assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1,
                           &sc, d),
                      -1);
-    assert_non_null(strstr(diag_message(d, 0), "expected an index below 1, got '3'"));
+    assert_non_null(strstr(diag_message(d, 0), "index 3 is out of range (the list has 1 item)"));
     cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
+/* Issue 18.1: an empty path segment used to free the root the caller keeps. */
+static void test_cfg_set_empty_segment(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {".=1", "..=1", "workload..bytes=1MiB", ".workload=1",
+                                      "workload.=1", "=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1,
+                              &sc, d),
+                         -1);
+        assert_non_null(strstr(diag_message(d, 0), "expected key.path=value"));
+        diag_free(d);
+    }
+}
+
+/* Issue 18.2: list indices were read with atoi: 2^63 wrote out of bounds and
+ * 2^32+3 silently named item 3. */
+static void test_cfg_set_index_overflow(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"workload.9223372036854775808.bytes=1MiB",
+                                      "workload.4294967299.name=X",
+                                      "workload.18446744073709551616.bytes=1MiB",
+                                      "workload.4.bytes=1MiB", "workload.0004.name=X"};
+    static const char *const want[] = {"index 9223372036854775808 is out of range",
+                                       "index 4294967299 is out of range",
+                                       "index 18446744073709551616 is out of range",
+                                       "index 4 is out of range (the list has 4 items)",
+                                       "index 0004 is out of range (the list has 4 items)"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n"
+                              "  - {op: hbm_copy, bytes: 1MiB}\n  - {op: hbm_copy, bytes: 1MiB}\n"
+                              "  - {op: hbm_copy, bytes: 1MiB}\n",
+                              sets, 1, &sc, d),
+                         -1);
+        assert_non_null(strstr(diag_message(d, 0), want[i]));
+        diag_free(d);
+    }
+}
+
+/* Issue 18.8: a scenario name is a directory under out/: name=../../escaped
+ * wrote outside it, name=.. into the working directory. */
+static void test_cfg_scenario_name_rule(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"name=../../escaped", "name=..", "name=.", "name=a/b",
+                                      "name=\"a\\nb\"", "name=\"a b\"", "name=''", "name=[a]",
+                                      "name=.hidden"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {bad[i]};
+        if (load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1, &sc, d) == 0)
+            fail_msg("%s was accepted", bad[i]);
+        assert_non_null(strstr(diag_message(d, 0), "name: expected a name (no spaces, slashes or "
+                                                   "'..')"));
+        diag_free(d);
+    }
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    const char *ok[] = {"name=run-1_v5e.b128"};
+    assert_int_equal(load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", ok, 1, &sc, d),
+                     0);
+    assert_string_equal(sc.name, "run-1_v5e.b128");
+    cfg_scenario_fini(&sc);
+    /* a name taken from the file name is made safe, not refused */
+    static const struct {
+        const char *file, *name;
+    } files[] = {{"/tmp/tpusim name test.yaml", "tpusim_name_test"}, {"/tmp/..yaml", "scenario"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        FILE *f = fopen(files[i].file, "w");
+        fputs("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", f);
+        fclose(f);
+        assert_int_equal(cfg_load_scenario(files[i].file, NULL, 0, &sc, d), 0);
+        unlink(files[i].file);
+        assert_string_equal(sc.name, files[i].name);
+        cfg_scenario_fini(&sc);
+    }
+    diag_free(d);
+}
+
+/* Issue 18.7: hbm.bandwidth: 1e300TBps passed check and aborted inside
+ * SimGrid. Every rate, time and size has stated bounds. */
+static void test_cfg_quantities_have_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *set, *want;
+    } cases[] = {
+        {"chip.hbm.bandwidth=1e300TBps", "chip.hbm.bandwidth: expected a bandwidth like 819GBps "
+                                         "from 1MBps to 1PBps, got '1e300TBps'"},
+        {"chip.hbm.bandwidth=1e-300Bps", "from 1MBps to 1PBps, got '1e-300Bps'"},
+        {"chip.ici.bandwidth=2PBps", "chip.ici.bandwidth: expected a bandwidth"},
+        {"chip.tensorcore.clock=1e30GHz", "chip.tensorcore.clock: expected a frequency like "
+                                          "1.5GHz from 1MHz to 100GHz, got '1e30GHz'"},
+        {"chip.tensorcore.peak.bf16=1e-12Tf", "chip.tensorcore.peak.bf16: expected a FLOP rate "
+                                              "like 197Tf from 1Gf to 1Ef, got '1e-12Tf'"},
+        {"chip.tensorcore.peak.int8=1e19f", "chip.tensorcore.peak.int8: expected a FLOP rate"},
+        {"chip.ici.hop_latency=1e300s", "chip.ici.hop_latency: expected a duration like 1us from "
+                                        "0s to 1s, got '1e300s'"},
+        {"chip.tensorcore.step_overhead=2s", "chip.tensorcore.step_overhead: expected a duration"},
+        {"chip.tensorcore.vmem=2EB", "chip.tensorcore.vmem: expected a size like 128MiB"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        const char *sets[] = {cases[i].set};
+        if (load("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n", sets, 1, &sc, d) == 0)
+            fail_msg("%s was accepted", cases[i].set);
+        if (!strstr(diag_message(d, 0), cases[i].want))
+            fail_msg("%s: got '%s'", cases[i].set, diag_message(d, 0));
+        diag_free(d);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Parses 'text'; returns the first message ("" when it parsed). */
+static char *parse_msg(const char *text, size_t len)
+{
+    struct diag *d = diag_new();
+    struct cfg_node *n = cfg_parse(text, len, "t.yaml", d);
+    char *m = xstrdup(diag_count(d) ? diag_message(d, 0) : "");
+    assert_true(n || diag_count(d) > 0);
+    cfg_node_free(n);
+    diag_free(d);
+    return m;
+}
+
+/* Issue 18.4: 11 levels of 10 aliases expanded to 10^11 nodes (12 GB in 40 s). */
+static void test_cfg_parse_alias_bomb_stops_at_the_limit(void **state)
+{
+    (void)state;
+    char *t = xstrdup("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i <= 11; i++) {
+        char *n = xasprintf("%sa%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, "
+                            "*a%d]\n",
+                            t, i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1,
+                            i - 1);
+        free(t);
+        t = n;
+    }
+    double t0 = now_s();
+    char *m = parse_msg(t, strlen(t));
+    assert_true(now_s() - t0 < 5.0);
+    assert_non_null(strstr(m, "the document expands to more than 1000000 nodes"));
+    free(m);
+    free(t);
+    /* one long scalar aliased many times: bounded by bytes, not nodes */
+    size_t big = (size_t)8 << 20;
+    char *s = xmalloc(big + 4096);
+    memcpy(s, "a: &a ", 6);
+    memset(s + 6, 'x', big);
+    strcpy(s + 6 + big, "\nb: [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, "
+                        "*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n");
+    m = parse_msg(s, strlen(s));
+    assert_non_null(strstr(m, "the document expands to more than 256 MiB"));
+    free(m);
+    free(s);
+}
+
+/* Issue 18.19: [[[... was quadratic in libyaml's loader: 800 KB took over 60 s. */
+static void test_cfg_parse_deep_nesting_stops_at_once(void **state)
+{
+    (void)state;
+    size_t n = 800000;
+    char *t = xmalloc(n + 1);
+    memset(t, '[', n);
+    t[n] = '\0';
+    double t0 = now_s();
+    char *m = parse_msg(t, n);
+    assert_true(now_s() - t0 < 2.0);
+    assert_string_equal(m, "t.yaml:1:65: document nested too deeply (more than 64 levels)");
+    free(m);
+    for (size_t i = 0; i + 1 < n; i += 2) /* block style: "- - - ..." */
+        t[i] = '-', t[i + 1] = ' ';
+    t0 = now_s();
+    m = parse_msg(t, n);
+    assert_true(now_s() - t0 < 2.0);
+    assert_string_equal(m, "t.yaml:1:129: document nested too deeply (more than 64 levels)");
+    free(m);
+    free(t);
+}
+
+/* Issue 18.20: a second document and unknown tags were silently ignored. */
+static void test_cfg_parse_rejects_documents_and_tags(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"a: 1\n---\nb: 2\n",
+         "t.yaml:2:1: expected one YAML document, got a second one (a '---' after the first)"},
+        {"a: !foo 1\n", "t.yaml:1:4: unsupported tag '!foo'"},
+        {"a: !!int 1\n", "t.yaml:1:4: unsupported tag 'tag:yaml.org,2002:int'"},
+        {"a: !!map {b: 1}\n", "t.yaml:1:4: unsupported tag 'tag:yaml.org,2002:map'"},
+        {"a: *nope\n", "t.yaml:1:4: undefined alias '*nope'"},
+        {"a: &x [*x]\n", "t.yaml:1:8: undefined alias '*x'"},
+        {"{[1]: 2}\n", "t.yaml:1:2: expected a key (a plain word), got a sequence"},
+        {"a: &k [1]\n*k : 2\n", "t.yaml:2:1: expected a key (a plain word), got an alias of a "
+                                "sequence"},
+        {"a: 1\na: 2\n", "t.yaml:2:1: a: duplicate key"},
+        {"a: [1\n", "t.yaml:2:1: did not find expected ',' or ']'"},
+        {"---\na: !!str 12\nb: &v {c: 1}\nd: *v\n...\n", ""}, /* one document, marked */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *m = parse_msg(cases[i].text, strlen(cases[i].text));
+        if (!strstr(m, cases[i].want) || (!*cases[i].want && *m))
+            print_error("case %zu: got '%s', want '%s'\n", i, m, cases[i].want);
+        assert_non_null(strstr(m, cases[i].want));
+        assert_true(*cases[i].want || !*m);
+        free(m);
+    }
+}
+
+/* Aliases are copies: !!str quotes, an anchored map reads the same at both places. */
+static void test_cfg_parse_aliases_and_str(void **state)
+{
+    (void)state;
+    const char *t = "a: !!str 12\nb: &v {c: 1}\nd: *v\n";
+    struct diag *d = diag_new();
+    struct cfg_node *n = cfg_parse(t, strlen(t), "t.yaml", d);
+    assert_non_null(n);
+    assert_true(cfg_get(n, "a")->quoted);
+    const struct cfg_node *dd = cfg_get(n, "d");
+    assert_int_equal(dd->type, CFG_MAP);
+    assert_string_equal(cfg_get(dd, "c")->value, "1");
+    assert_int_equal(dd->line, 3);
+    assert_int_equal(dd->col, 4);
+    cfg_node_free(n);
     diag_free(d);
 }
 
@@ -140,6 +387,14 @@ int main(void)
         cmocka_unit_test(test_cfg_default_wraparound_rules),
         cmocka_unit_test(test_cfg_errors_have_positions_and_suggestions),
         cmocka_unit_test(test_cfg_set_errors),
+        cmocka_unit_test(test_cfg_set_empty_segment),
+        cmocka_unit_test(test_cfg_set_index_overflow),
+        cmocka_unit_test(test_cfg_scenario_name_rule),
+        cmocka_unit_test(test_cfg_quantities_have_bounds),
+        cmocka_unit_test(test_cfg_parse_alias_bomb_stops_at_the_limit),
+        cmocka_unit_test(test_cfg_parse_deep_nesting_stops_at_once),
+        cmocka_unit_test(test_cfg_parse_rejects_documents_and_tags),
+        cmocka_unit_test(test_cfg_parse_aliases_and_str),
     };
     return cmocka_run_group_tests_name("cfg", tests, NULL, NULL);
 }

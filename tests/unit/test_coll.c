@@ -49,6 +49,47 @@ static void test_all_gather_line(void **state)
     assert_within(op_time(&r, 0), 7 * 8388608.0 / 45e9, 0.02);
 }
 
+/* The scaling book's no-wraparound example (sharding chapter, pop quiz 2):
+ * a v5e 8x4 gathers bf16[2048, 8192] over its axis of 4, 8.39 MB per chip:
+ * the end chips take 3 shards over their one link, 3 x 8.39e6 / 4.5e10 =
+ * 559 us, plus a 1 us hop per step here and the local copy of the own shard
+ * into the output (2 x 8.39 MB at 819 GB/s). Both fidelities; with a hop latency
+ * SimGrid's lazy max-min update used to end the fast run a third early. */
+static void test_all_gather_line_hand_figure(void **state)
+{
+    (void)state;
+    static const char *const sets[][7] = {
+        {"chip.ici.efficiency=1", "chip.ici.hop_latency=1us", "chip.ici.step_latency=0us",
+         "chip.ici.collective_latency=0us", "chip.tensorcore.dma_latency=0us",
+         "options.fidelity=fast"},
+        {"chip.ici.efficiency=1", "chip.ici.hop_latency=1us", "chip.ici.step_latency=0us",
+         "chip.ici.collective_latency=0us", "chip.tensorcore.dma_latency=0us",
+         "options.fidelity=exact"}};
+    for (int m = 0; m < 2; m++) {
+        struct result r = run("chip: v5e\ntopology: {shape: [8, 4]}\nworkload:\n"
+                              "  - {op: all_gather, bytes: 8388608, axes: [1]}\n",
+                              sets[m], 6);
+        assert_int_equal(r.rc, 0);
+        assert_within(op_time(&r, 0), 3 * 8388608.0 / 45e9 + 3e-6 + 2 * 8388608.0 / 819e9,
+                      0.01);
+    }
+}
+
+/* A gather over both axes of a v5e 2x4 (no wraparound) is one ring through
+ * the 8 chips, not one part per axis: (N - 1) shards at the one-way rate,
+ * 7 x 128 MiB / 45e9 = 20.9 ms (the concurrent split would take 0.56 V / W
+ * = 13.4 ms), plus the local copy of the own shard. */
+static void test_all_gather_all_axes_without_wraparound(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\ntopology: {shape: [2, 4]}\nworkload:\n"
+                          "  - {op: all_gather, bytes: 128MiB, axes: [0, 1]}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double S = 134217728.0;
+    assert_within(op_time(&r, 0), 7 * S / 45e9 + 2 * S / 819e9, 0.01);
+}
+
 /* Two axes concurrently: V / (W_bidi x 2 axes) in the bandwidth-bound limit. */
 static void test_all_gather_two_axes(void **state)
 {
@@ -127,7 +168,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_gather_bidi_ring_matches_formula),
         cmocka_unit_test(test_all_gather_line),
+        cmocka_unit_test(test_all_gather_line_hand_figure),
         cmocka_unit_test(test_all_gather_two_axes),
+        cmocka_unit_test(test_all_gather_all_axes_without_wraparound),
         cmocka_unit_test(test_reduce_scatter_and_all_reduce),
         cmocka_unit_test(test_all_to_all_ring),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),

@@ -1068,6 +1068,25 @@ static void test_maskinfo_process_errors(void **state)
     free_heads(heads, 2);
 }
 
+/* Issue 18.9: heads x (Q/bq) x (K/bkv) overflowed int64 (UBSan) and the
+ * wrapped count passed the size check, then asked for 2^64 bytes. */
+static void test_maskinfo_process_huge_shapes(void **state)
+{
+    (void)state;
+    struct maskinfo_params p;
+    char err[ERRN];
+    static const int64_t shapes[][2] = {{4294967297LL, 4294967295LL},
+                                        {INT64_MAX, INT64_MAX},
+                                        {(int64_t)1 << 40, (int64_t)1 << 40}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        struct mask *m = mask_new_full(shapes[i][0], shapes[i][1]);
+        maskinfo_params_init(&p, 1, 1);
+        process_err(&m, 1, &p, err);
+        assert_non_null(strstr(err, "mask info too large"));
+        mask_free(m);
+    }
+}
+
 /* Where upstream's numpy code fails rather than raising a ValueError. */
 static void test_maskinfo_process_upstream_failures(void **state)
 {
@@ -1463,6 +1482,24 @@ static void test_mask_load_file_text(void **state)
     assert_non_null(strstr(err, "/nonexistent/mask.txt: "));
 }
 
+/* Issue 18.4: a header "Q K" was only checked against the file size on each
+ * side, so a 200 KB file asked for a 40 GB mask; /dev/zero was read forever. */
+static void test_mask_load_file_header_bounded_by_the_data(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    char *t = malloc(n + 32);
+    int h = snprintf(t, 32, "%zu %zu\n", n, n);
+    memset(t + h, '1', n);
+    t[h + n] = '\0';
+    char err[ERRN] = "";
+    assert_null(load_text(t, err));
+    assert_non_null(strstr(err, ":1: expected a first line \"Q K\" that the file can hold"));
+    free(t);
+    assert_null(mask_load_file("/dev/zero", err, ERRN));
+    assert_string_equal(err, "/dev/zero: expected a regular file, got a device");
+}
+
 /* The bytes numpy.save writes: magic, version, header length, the header dict
  * padded with spaces to a multiple of 64 bytes and ended by '\n', then data. */
 static size_t npy_bytes(uint8_t *out, int version, const char *dict, const uint8_t *data, size_t n)
@@ -1605,6 +1642,7 @@ int main(void)
         cmocka_unit_test(test_maskinfo_process_doc_worked_example),
         cmocka_unit_test(test_maskinfo_process_causal_8192),
         cmocka_unit_test(test_maskinfo_process_errors),
+        cmocka_unit_test(test_maskinfo_process_huge_shapes),
         cmocka_unit_test(test_maskinfo_process_upstream_failures),
         cmocka_unit_test(test_maskinfo_process_no_shrink),
         cmocka_unit_test(test_maskinfo_process_wraps_to_first_nonempty),
@@ -1618,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_mask_parse_spec_errors),
         cmocka_unit_test(test_mask_equal),
         cmocka_unit_test(test_mask_load_file_text),
+        cmocka_unit_test(test_mask_load_file_header_bounded_by_the_data),
         cmocka_unit_test(test_mask_load_file_npy),
         cmocka_unit_test(test_mask_load_file_data),
     };

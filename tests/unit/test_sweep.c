@@ -367,7 +367,28 @@ static void test_spec_unknown_key_path_points_at_the_spec(void **state)
         "got BASE: workload.0.block: unknown key 'bmm' (did you mean 'bm'?)");
     assert_message(d, 1, "keys.yaml",
                    "SPEC:4:3: sweep.workload.3.m: expected a key path of the base scenario, got "
-                   "--set workload.3.m=1: workload.3.m: expected an index below 1, got '3'");
+                   "--set workload.3.m=1: workload.3.m: index 3 is out of range (the list has 1 item)");
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+/* Issue 18.2: a point's index beyond 2^63 wrote out of bounds (atoi). */
+static void test_spec_huge_index_is_out_of_range(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("huge.yaml",
+                       "base: base.yaml\n"
+                       "points:\n"
+                       "  - {workload.9223372036854775808.m: 256}\n",
+                       &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "huge.yaml",
+                   "SPEC:3:6: points.0.workload.9223372036854775808.m: expected a key path of the "
+                   "base scenario, got --set workload.9223372036854775808.m=256: "
+                   "workload.9223372036854775808.m: index 9223372036854775808 is out of range "
+                   "(the list has 1 item)");
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -796,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_spec_zip_and_points),
         cmocka_unit_test(test_spec_errors_name_file_line_col),
         cmocka_unit_test(test_spec_unknown_key_path_points_at_the_spec),
+        cmocka_unit_test(test_spec_huge_index_is_out_of_range),
         cmocka_unit_test(test_spec_inline_base_messages_point_into_the_spec),
         cmocka_unit_test(test_node_text_round_trips),
         cmocka_unit_test(test_json_reader),

@@ -1,0 +1,120 @@
+/* tests/unit/test_fsutil.c -- base/fsutil: capped reads refuse devices and
+ * directories, atomic writes never follow a planted link. */
+#include "test_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/xalloc.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/tpusim-fsutil-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    int rc = system(cmd);
+    free(cmd);
+    return rc == 0 ? 0 : -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Issue 18.4: /dev/zero as a scenario, chip or mask file grew without limit. */
+static void test_fs_read_all_refuses_devices(void **state)
+{
+    (void)state;
+    size_t n;
+    double t0 = now_s();
+    errno = 0;
+    assert_null(fs_read_all("/dev/zero", (size_t)1 << 30, &n));
+    assert_int_equal(errno, ENODEV);
+    assert_true(now_s() - t0 < 0.5);
+    char msg[128];
+    fs_read_error(ENODEV, 0, msg, sizeof msg);
+    assert_string_equal(msg, "expected a regular file, got a device");
+}
+
+static void test_fs_read_all_refuses_directories_and_caps(void **state)
+{
+    (void)state;
+    size_t n;
+    errno = 0;
+    assert_null(fs_read_all(dir, 1024, &n));
+    assert_int_equal(errno, EISDIR);
+    char msg[128];
+    fs_read_error(EISDIR, 0, msg, sizeof msg);
+    assert_string_equal(msg, "expected a file, got a directory");
+    char *p = xasprintf("%s/big", dir);
+    FILE *f = fopen(p, "w");
+    for (int i = 0; i < 2000; i++)
+        fputc('x', f);
+    fclose(f);
+    errno = 0;
+    assert_null(fs_read_all(p, 1000, &n));
+    assert_int_equal(errno, EFBIG);
+    fs_read_error(EFBIG, (size_t)16 << 20, msg, sizeof msg);
+    assert_string_equal(msg, "file is larger than the limit of 16 MiB");
+    char *s = fs_read_all(p, 2000, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 2000);
+    free(s);
+    free(p);
+}
+
+/* Issue 18.15: a link planted at a predictable temporary name made a run
+ * overwrite the file it points to. Temporaries are mkstemp names (O_EXCL). */
+static void test_fs_write_all_ignores_planted_links(void **state)
+{
+    (void)state;
+    char *victim = xasprintf("%s/victim", dir), *target = xasprintf("%s/summary.json", dir);
+    assert_int_equal(fs_write_all(victim, "keep", 4), 0);
+    static const char *const names[] = {"summary.json.tmp", "summary.json.tmp.000000",
+                                        "summary.json.tmp.XXXXXX"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *l = xasprintf("%s/%s", dir, names[i]);
+        assert_int_equal(symlink(victim, l), 0);
+        free(l);
+    }
+    assert_int_equal(fs_write_all(target, "new", 3), 0);
+    size_t n;
+    char *v = fs_read_all(victim, 100, &n), *t = fs_read_all(target, 100, &n);
+    assert_string_equal(v, "keep");
+    assert_string_equal(t, "new");
+    struct stat st;
+    assert_int_equal(lstat(target, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    free(v);
+    free(t);
+    free(victim);
+    free(target);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fs_read_all_refuses_devices),
+        cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
+        cmocka_unit_test(test_fs_write_all_ignores_planted_links),
+    };
+    return cmocka_run_group_tests_name("fsutil", tests, setup, teardown);
+}
