@@ -115,7 +115,8 @@ fuzz: deps
 	@sh tools/fuzz.sh $(FUZZ_SECONDS)
 
 fidelity: deps $(B)/tpusim
-	@sh tools/fidelity.sh $(B)/tpusim
+	@rc=0; sh tools/fidelity.sh $(B)/tpusim || rc=1; echo; \
+	    python3 tools/fidelity_xla.py $(B)/tpusim || rc=1; exit $$rc
 
 check-layers:
 	@sh tools/check_layers.sh

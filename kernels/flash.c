@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "kernels/tune.h"
 #include "base/xalloc.h"
 
 #define MIN_BLOCK 128 /* MIN_BLOCK_SIZE (FA L321) */
@@ -1418,3 +1419,64 @@ static void fl_fini(struct kern *k)
 
 const struct kern_kind kern_flash_kind = {.init = fl_init, .data = fl_data, .verify = fl_verify,
                                          .fini = fl_fini};
+
+/* ---- block_sizes: auto (kernels/tune.h) ---- */
+
+static const char *const tune_names[] = {
+    "block_q",          "block_k_major",     "block_k",     "block_b",
+    "block_q_major_dkv", "block_k_major_dkv", "block_k_dkv", "block_q_dkv",
+    "block_k_major_dq",  "block_k_dq",        "block_q_dq"};
+
+static void tune_get(const struct op *op, int64_t *v)
+{
+    const struct flash_block_sizes *b = &op->u.flash.bs;
+    const int64_t all[] = {b->block_q,          b->block_k_major,     b->block_k,
+                           b->block_b,          b->block_q_major_dkv, b->block_k_major_dkv,
+                           b->block_k_dkv,      b->block_q_dkv,       b->block_k_major_dq,
+                           b->block_k_dq,       b->block_q_dq};
+    memcpy(v, all, sizeof all);
+}
+
+static void tune_set(struct op *op, const int64_t *v)
+{
+    struct flash_block_sizes *b = &op->u.flash.bs;
+    *b = (struct flash_block_sizes){v[0], v[1], v[2], v[3], v[4], v[5],
+                                    v[6], v[7], v[8], v[9], v[10]};
+}
+
+/* block_q and block_k_major: powers of two from 128 that divide the sequence
+ * (and the whole sequence); block_k: 128, 256, 512 or block_k_major, dividing
+ * it; block_b 1. The backward kernels take the forward's blocks (dkv and dq
+ * with q blocks of block_q, kv blocks of block_k_major and block_k). */
+static int tune_enumerate(const struct op *op, const struct chip_params *chip,
+                          int64_t (*v)[TUNE_MAX_PARAMS], int max)
+{
+    (void)chip;
+    const struct op_flash *p = &op->u.flash;
+    int64_t bq[64], bkm[64];
+    int nq = tune_divisors(p->q_seq_len, p->q_seq_len < 128 ? p->q_seq_len : 128, p->q_seq_len, bq);
+    int nk = tune_divisors(p->kv_seq_len, p->kv_seq_len < 128 ? p->kv_seq_len : 128,
+                           p->kv_seq_len, bkm);
+    int n = 0;
+    for (int a = 0; a < nq; a++)
+        for (int b = 0; b < nk; b++) {
+            int64_t minors[4];
+            int nm = tune_compute_blocks(bkm[b], minors);
+            for (int c = 0; c < nm && n < max; c++) {
+                int64_t bk = minors[c];
+                int64_t *x = v[n++];
+                tune_get(op, x);
+                x[0] = bq[a], x[1] = bkm[b], x[2] = bk, x[3] = 1;
+                if (p->mode != ATTN_FWD) {
+                    x[4] = x[7] = x[10] = bq[a];
+                    x[5] = x[8] = bkm[b];
+                    x[6] = x[9] = bk;
+                }
+            }
+        }
+    return n;
+}
+
+const struct kern_tune kern_flash_tune = {.key = "block_sizes", .nparams = 11,
+                                          .names = tune_names, .get = tune_get, .set = tune_set,
+                                          .enumerate = tune_enumerate, .bound = tune_dry_bound};

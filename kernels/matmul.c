@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "kernels/tune.h"
 #include "base/xalloc.h"
+#include "models/hbm.h"
 
 enum { X, Y, O };
 
@@ -181,3 +183,88 @@ static void mm_fini(struct kern *k)
 
 const struct kern_kind kern_matmul_kind = {.init = mm_init, .data = mm_data, .verify = mm_verify,
                                           .fini = mm_fini};
+
+/* ---- block: auto (kernels/tune.h) ---- */
+
+static const char *const tune_names[] = {"bm", "bk", "bn"};
+
+static void tune_get(const struct op *op, int64_t *v)
+{
+    v[0] = op->u.matmul.bm, v[1] = op->u.matmul.bk, v[2] = op->u.matmul.bn;
+}
+
+static void tune_set(struct op *op, const int64_t *v)
+{
+    op->u.matmul.bm = v[0], op->u.matmul.bk = v[1], op->u.matmul.bn = v[2];
+}
+
+/* Powers of two that divide each dim (and the whole dim), from the smallest
+ * block the tile rule allows: bm from 8 sublanes, bk and bn from 128 lanes. */
+static int tune_enumerate(const struct op *op, const struct chip_params *chip,
+                          int64_t (*v)[TUNE_MAX_PARAMS], int max)
+{
+    (void)chip;
+    const struct op_matmul *p = &op->u.matmul;
+    int64_t bm[64], bk[64], bn[64];
+    int nm = tune_divisors(p->m, p->m < 8 ? p->m : 8, p->m, bm);
+    int nk = tune_divisors(p->k, p->k < 128 ? p->k : 128, p->k, bk);
+    int nn = tune_divisors(p->n, p->n < 128 ? p->n : 128, p->n, bn);
+    int n = 0;
+    for (int a = 0; a < nm; a++)
+        for (int b = 0; b < nk; b++)
+            for (int c = 0; c < nn && n < max; c++) {
+                v[n][0] = bm[a], v[n][1] = bk[b], v[n][2] = bn[c];
+                n++;
+            }
+    return n;
+}
+
+static double work_s(const struct pl_work *w)
+{
+    return w->mxu_s + w->vpu_s;
+}
+
+static uint64_t block_bytes(const struct chip_params *chip, const struct pl_operand *o)
+{
+    int64_t dims[PL_MAX_RANK];
+    for (int d = 0; d < o->rank; d++)
+        dims[d] = o->block[d] == PL_SQUEEZED ? 1 : o->block[d];
+    return hbm_dma_bytes(chip, o->dt, o->rank, dims);
+}
+
+/* Per core: the step overheads and compute of its (i, j) blocks, each the
+ * first, middle and last k steps; per chip: the bytes the skip rule moves
+ * (x and y every step unless the k grid is 1, o once per (i, j)). The grid
+ * ends in (i, j, k); dims before them (a batch) multiply the (i, j) blocks. */
+static double tune_bound(const struct kern *k)
+{
+    const struct chip_params *chip = k->chip;
+    const struct pl_call *c = &k->calls[0];
+    int64_t gn = c->grid[c->ngrid - 2], gk = c->grid[c->ngrid - 1];
+    struct pl_work w0, w1, wl;
+    pl_step_work(c, chip, 0, &w0);
+    pl_step_work(c, chip, gk > 2 ? 1 : 0, &w1);
+    pl_step_work(c, chip, gk - 1, &wl);
+    double per_ij = (double)gk * chip->step_overhead_s + work_s(&w0) +
+                    (gk > 2 ? (double)(gk - 2) * work_s(&w1) : 0) + (gk > 1 ? work_s(&wl) : 0);
+    int split = chip->megacore ? chip->cores : 1, copies = chip->megacore ? 1 : chip->cores;
+    double busy = 0, bytes = 0;
+    for (int core = 0; core < split; core++) {
+        int64_t b, e;
+        pl_core_range(c, core, split, &b, &e);
+        int64_t steps = e - b, ij = steps / gk;
+        double t = (double)ij * per_ij;
+        busy = t > busy ? t : busy;
+        double xs = gk > 1 ? (double)steps : (double)(ij / gn > 0 ? ij / gn : 1);
+        double ys = gk > 1 || gn > 1 ? (double)steps : 1.0;
+        bytes += copies * (xs * (double)block_bytes(chip, &c->operands[X]) +
+                           ys * (double)block_bytes(chip, &c->operands[Y]) +
+                           (double)ij * (double)block_bytes(chip, &c->operands[O]));
+    }
+    double hbm = hbm_busy_s(chip, bytes);
+    return chip->launch_s + (busy > hbm ? busy : hbm);
+}
+
+const struct kern_tune kern_matmul_tune = {.key = "block", .nparams = 3, .names = tune_names,
+                                           .get = tune_get, .set = tune_set,
+                                           .enumerate = tune_enumerate, .bound = tune_bound};

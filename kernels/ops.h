@@ -223,6 +223,7 @@ struct op {
     bool overlap;              /* do not wait for the previous op's barrier */
     bool functional;           /* compute real numbers and check them */
     uint64_t vmem_limit_bytes; /* 0: the chip's default */
+    bool autotune;             /* `block: auto`: sim/autotune.h searches its blocks */
     union {
         struct op_hbm_copy hbm_copy;
         struct op_ppermute ppermute;

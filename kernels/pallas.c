@@ -845,6 +845,49 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
     free(c.state);
 }
 
+void pl_step_work(const struct pl_call *call, const struct chip_params *chip, int64_t step,
+                  struct pl_work *w)
+{
+    TPU_ASSERT(!call->manual && !call->functional, "pallas_call '%s': no step work of a manual "
+               "or functional call", call->name);
+    struct pl_ctx c = {.call = call, .chip = chip};
+    c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
+    run_body(&c, step, w);
+    free(c.state);
+}
+
+/* The dry run's executor: handles are never NULL, nothing takes time. */
+static void *dry_dma_start(void *ex, bool in, uint64_t bytes, int operand)
+{
+    (void)in, (void)bytes, (void)operand;
+    return ex;
+}
+
+static void dry_dma_wait(void *ex, void *h)
+{
+    (void)ex, (void)h;
+}
+
+static void dry_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
+{
+    (void)ex, (void)w, (void)step, (void)n;
+}
+
+static void dry_delay(void *ex, double s)
+{
+    (void)ex, (void)s;
+}
+
+void pl_dry_run(const struct pl_call *call, const struct chip_params *chip, int64_t begin,
+                int64_t end, struct pl_stats *st)
+{
+    static const struct pl_exec_ops ops = {.dma_start = dry_dma_start, .dma_wait = dry_dma_wait,
+                                           .compute = dry_compute, .delay = dry_delay};
+    int token;
+    struct pl_exec x = {&ops, &token, true};
+    pl_run(call, chip, begin, end, &x, st);
+}
+
 /* ---- body helpers ---- */
 
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt)

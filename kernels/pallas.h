@@ -132,6 +132,16 @@ void pl_core_range(const struct pl_call *call, int core, int ncores, int64_t *be
 void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t begin,
             int64_t end, const struct pl_exec *exec, struct pl_stats *st);
 
+/* The work the body of 'call' reports at flat step 'step' (not functional;
+ * not for manual calls, whose bodies issue DMAs). */
+void pl_step_work(const struct pl_call *call, const struct chip_params *chip, int64_t step,
+                  struct pl_work *w);
+/* Runs the steps [begin, end) of 'call' with no executor: no time passes, but
+ * '*st' counts what a run of them does (steps, DMAs, bytes, busy times), as
+ * pl_run with coalescing would. For estimates (kernels/tune.h). */
+void pl_dry_run(const struct pl_call *call, const struct chip_params *chip, int64_t begin,
+                int64_t end, struct pl_stats *st);
+
 /* --- for bodies --- */
 /* Reports one matmul (M, K, N) with inputs of 'dt'. */
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt);

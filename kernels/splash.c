@@ -12,6 +12,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
+#include "kernels/tune.h"
 #include "base/check.h"
 #include "base/xalloc.h"
 
@@ -1499,3 +1500,61 @@ static void splash_params_fini(struct op *op)
 const struct kern_kind kern_splash_kind = {.init = splash_init, .data = splash_data,
                                           .verify = splash_verify, .fini = splash_fini,
                                           .params_fini = splash_params_fini};
+
+/* ---- block_sizes: auto (kernels/tune.h) ---- */
+
+static const char *const tune_names[] = {"block_q",      "block_kv",     "block_kv_compute",
+                                         "block_q_dkv",  "block_kv_dkv", "block_kv_dkv_compute",
+                                         "block_q_dq",   "block_kv_dq"};
+
+static void tune_get(const struct op *op, int64_t *v)
+{
+    const struct splash_block_sizes *b = &op->u.splash.bs;
+    const int64_t all[] = {b->block_q,     b->block_kv,     b->block_kv_compute,
+                           b->block_q_dkv, b->block_kv_dkv, b->block_kv_dkv_compute,
+                           b->block_q_dq,  b->block_kv_dq};
+    memcpy(v, all, sizeof all);
+}
+
+static void tune_set(struct op *op, const int64_t *v)
+{
+    struct splash_block_sizes *b = &op->u.splash.bs;
+    b->block_q = v[0], b->block_kv = v[1], b->block_kv_compute = v[2];
+    b->block_q_dkv = v[3], b->block_kv_dkv = v[4], b->block_kv_dkv_compute = v[5];
+    b->block_q_dq = v[6], b->block_kv_dq = v[7];
+}
+
+/* block_q and block_kv: powers of two from 128 to 2048 that divide the
+ * sequences; block_kv_compute: 128, 256, 512 or block_kv, dividing it. The
+ * backward kernels take the forward's blocks (dq's only when the op has dq
+ * blocks: with the fused backward kernel it has none). */
+static int tune_enumerate(const struct op *op, const struct chip_params *chip,
+                          int64_t (*v)[TUNE_MAX_PARAMS], int max)
+{
+    (void)chip;
+    const struct op_splash *p = &op->u.splash;
+    int64_t bq[64], bkv[64];
+    int nq = tune_divisors(p->q_seq_len, p->q_seq_len < 128 ? p->q_seq_len : 128, 2048, bq);
+    int nk = tune_divisors(p->kv_seq_len, p->kv_seq_len < 128 ? p->kv_seq_len : 128, 2048, bkv);
+    int n = 0;
+    for (int a = 0; a < nq; a++)
+        for (int b = 0; b < nk; b++) {
+            int64_t minors[4];
+            int nm = tune_compute_blocks(bkv[b], minors);
+            for (int c = 0; c < nm && n < max; c++) {
+                int64_t *x = v[n++];
+                tune_get(op, x);
+                x[0] = bq[a], x[1] = bkv[b], x[2] = minors[c];
+                if (p->mode != ATTN_FWD) {
+                    x[3] = bq[a], x[4] = bkv[b], x[5] = minors[c];
+                    if (x[6] || x[7])
+                        x[6] = bq[a], x[7] = bkv[b];
+                }
+            }
+        }
+    return n;
+}
+
+const struct kern_tune kern_splash_tune = {.key = "block_sizes", .nparams = 8,
+                                           .names = tune_names, .get = tune_get, .set = tune_set,
+                                           .enumerate = tune_enumerate, .bound = tune_dry_bound};

@@ -33,7 +33,8 @@ struct chip_params {
     uint64_t vmem_bytes, smem_bytes;
     uint64_t vmem_limit_bytes;    /* default scoped VMEM limit for a pallas_call */
     double step_overhead_s;       /* fixed cost of one grid step */
-    double launch_s;              /* fixed cost of launching one kernel (pallas_call, copy) */
+    double launch_s;              /* fixed cost of launching one kernel (each pallas_call) */
+    double copy_s;                /* fixed cost of one hbm_copy op (launch, DMA setup, completion) */
     double dma_issue_s;           /* latency of one DMA from issue to first byte */
     /* --- per chip --- */
     uint64_t hbm_bytes;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "kernels/tune.h"
 #include "sim/cfg_int.h"
 #include "sim/cfg_tree.h"
 #include "kernels/collective.h"
@@ -122,10 +123,37 @@ static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *k
     free(want);
 }
 
+/* `<key>: auto` for a kind whose blocks can be searched (its row's 'tune'):
+ * marks the op and returns 'view', the map without that key, so that its
+ * blocks keep their defaults until sim/autotune.h sets them; else 'm'. */
+static const struct cfg_node *auto_view(const struct cfg_node *m, const struct op_row *row,
+                                        struct op *op, struct cfg_node *view)
+{
+    const struct cfg_node *a = row->tune ? cfg_get(m, row->tune->key) : NULL;
+    if (!a || a->type != CFG_SCALAR || strcmp(a->value, "auto") != 0)
+        return m;
+    op->autotune = true;
+    *view = *m;
+    view->n = 0;
+    view->keys = xcalloc((size_t)m->n, sizeof *view->keys);
+    view->kids = xcalloc((size_t)m->n, sizeof *view->kids);
+    view->key_line = xcalloc((size_t)m->n, sizeof *view->key_line);
+    view->key_col = xcalloc((size_t)m->n, sizeof *view->key_col);
+    for (int i = 0; i < m->n; i++) {
+        if (m->kids[i] == a)
+            continue;
+        view->keys[view->n] = m->keys[i], view->kids[view->n] = m->kids[i];
+        view->key_line[view->n] = m->key_line[i], view->key_col[view->n++] = m->key_col[i];
+    }
+    return view;
+}
+
 /* The kind's own keys: its key table, then its loader. */
-static void load_kind(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
 {
     const struct op_row *row = op_row(op->kind);
+    struct cfg_node view;
+    const struct cfg_node *m = auto_view(mo, row, op, &view);
     if (row->keys) {
         const char *extra[32] = {CFG_OP_COMMON_KEYS};
         int n = 0;
@@ -137,6 +165,12 @@ static void load_kind(struct walk *w, const struct cfg_node *m, const char *p, s
     }
     if (row->load)
         row->load(w, m, p, op);
+    if (m == &view) {
+        free(view.keys);
+        free(view.kids);
+        free(view.key_line);
+        free(view.key_col);
+    }
 }
 
 static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int i, struct op *op)
@@ -552,6 +586,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     }
     free(sc->ops);
     free(sc->src);
+    free(sc->tuned);
     free(sc->model);
     graph_fini(&sc->graph);
     free(sc->name);

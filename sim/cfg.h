@@ -21,6 +21,7 @@
 #include "topology/topo.h"
 
 struct cfg_node;
+struct autotune_choice;
 struct model_step;
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
@@ -50,6 +51,8 @@ struct cfg_scenario {
     struct cfg_op_src *src; /* owned, per op */
     int nops;
     struct graph graph; /* the program: dependencies and repeat blocks of the ops */
+    struct autotune_choice *tuned; /* owned, per op: what `block: auto` chose (sim/autotune.h);
+                                    * NULL until the search ran */
     enum cfg_fidelity fidelity;
     uint64_t seed;
     int64_t max_steps; /* resource guard: refuse runs above this many grid steps */

@@ -86,7 +86,8 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     }
     static const char *const keys[] = {"count", "megacore", "mxu", "peak", "clock", "vpu",
                                        "vmem", "smem", "vmem_limit", "step_overhead",
-                                       "dma_latency", "launch_overhead", NULL};
+                                       "dma_latency", "launch_overhead", "copy_overhead",
+                                       NULL};
     walk_check_keys(w, tc, path, keys);
     walk_int32(w, tc, path, "count", true, 1, 8, &c->cores);
     walk_bool(w, tc, path, "megacore", &c->megacore);
@@ -116,6 +117,8 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     walk_qty(w, tc, path, "step_overhead", true, UNITS_TIME, true, &c->step_overhead_s);
     walk_qty(w, tc, path, "dma_latency", true, UNITS_TIME, true, &c->dma_issue_s);
     walk_qty(w, tc, path, "launch_overhead", false, UNITS_TIME, true, &c->launch_s);
+    c->copy_s = c->launch_s;
+    walk_qty(w, tc, path, "copy_overhead", false, UNITS_TIME, true, &c->copy_s);
     free(path);
 }
 

@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/units.h"
 #include "base/xalloc.h"
+#include "sim/autotune.h"
 #include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/outputs.h"
@@ -99,20 +100,32 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
     return 0;
 }
 
-static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d)
+/* Loads the scenario and gives its `block: auto` ops their blocks; '*st'
+ * (may be NULL) gets what the search took. */
+static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct autotune_stats *st)
 {
     if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
         diag_print(d, stderr);
         return 2;
     }
-    return 0;
+    struct autotune_cache *cache = autotune_cache_new();
+    struct autotune_opts ao = {.sg_argc = c->sg_argc, .sg_argv = c->sg_argv};
+    int rc = autotune_resolve(sc, cache, &ao, d);
+    if (st)
+        autotune_stats(cache, st);
+    autotune_cache_free(cache);
+    if (rc != 0) {
+        diag_print(d, stderr);
+        cfg_scenario_fini(sc);
+    }
+    return rc;
 }
 
 static int run_scenario(struct cli *c)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    int rc = load(c, &sc, d);
+    int rc = load(c, &sc, d, NULL);
     if (rc == 0) {
         char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
         struct sim_opts o = {.out_dir = dir, .sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
@@ -137,7 +150,8 @@ static int check_scenario(struct cli *c, bool platform)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    int rc = load(c, &sc, d);
+    struct autotune_stats st;
+    int rc = load(c, &sc, d, &st);
     struct validate_limits lim = {c->max_steps, c->max_memory};
     if (rc == 0) {
         /* check refuses whatever run would refuse before it starts */
@@ -154,6 +168,10 @@ static int check_scenario(struct cli *c, bool platform)
             if (e.copy_chunks)
                 printf(", %lld copy chunks", (long long)e.copy_chunks);
             printf(")\n");
+            autotune_print(&sc, stdout);
+            if (st.ops)
+                printf("block: auto: %d ops, %d searches, %d runs of candidates, %.3f s\n", st.ops,
+                       st.searches, st.runs, st.wall_s);
         }
         cfg_scenario_fini(&sc);
     }

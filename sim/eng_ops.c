@@ -44,7 +44,7 @@ void eng_run_hbm_copy(struct eng_task *task)
     const struct op_hbm_copy *p = &task->op->u.hbm_copy;
     uint64_t chunk = copy_chunk_bytes(task->op, &sc->chip);
     uint64_t n = copy_chunks(task->op, &sc->chip);
-    sg_actor_sleep_for(sc->chip.launch_s);
+    sg_actor_sleep_for(sc->chip.copy_s);
     eng_dma_wait(task, eng_dma_start(task, true, chunk_len(p->bytes, chunk, 0, n), 0));
     for (uint64_t i = 0; i < n; i++) {
         struct eng_dma *wr = eng_dma_start(task, false, chunk_len(p->bytes, chunk, i, n), 1);

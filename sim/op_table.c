@@ -9,6 +9,7 @@
 #include "kernels/collective.h"
 #include "kernels/copy.h"
 #include "kernels/kernel.h"
+#include "kernels/tune.h"
 #include "kernels/xla.h"
 
 /* One key: its name, its type and the field of struct op it fills, then options. */
@@ -105,7 +106,7 @@ static const struct walk_key optimizer_keys[] = {
 #define MATMUL(nm, keys_)                                                                          \
     {                                                                                              \
         .name = nm, .category = "matmul", .keys = keys_, .kern = &kern_matmul_kind,                \
-        .run = eng_run_kernel                                                                      \
+        .tune = &kern_matmul_tune, .run = eng_run_kernel                                           \
     }
 
 static const char *const coll_algos[] = {
@@ -153,11 +154,13 @@ static const struct op_row rows[] = {
                   .category = "attention",
                   .load = cfg_load_flash,
                   .kern = &kern_flash_kind,
+                  .tune = &kern_flash_tune,
                   .run = eng_run_kernel},
     [OP_SPLASH] = {.name = "splash_attention",
                    .category = "attention",
                    .load = cfg_load_splash,
                    .kern = &kern_splash_kind,
+                   .tune = &kern_splash_tune,
                    .run = eng_run_kernel},
     [OP_PAGED] = {.name = "paged_attention",
                   .category = "attention",

@@ -16,7 +16,8 @@
 #include "sim/cfg_walk.h"
 #include "topology/topo.h"
 
-struct eng_task; /* sim/engine.h: one op running on one core */
+struct eng_task;  /* sim/engine.h: one op running on one core */
+struct kern_tune; /* kernels/tune.h: how its blocks are searched */
 
 /* Reads what the key table cannot (lists, generators, masks) into 'op'. */
 typedef void op_load_fn(struct walk *w, const struct cfg_node *m, const char *path, struct op *op);
@@ -40,6 +41,7 @@ struct op_row {
     op_load_fn *load;              /* may be NULL */
     op_check_fn *check;            /* rules of non-Pallas kinds (Pallas: the builder checks) */
     const struct kern_kind *kern;  /* Pallas kinds: built into pallas_calls by kern_init */
+    const struct kern_tune *tune;  /* its blocks can be searched: `<tune->key>: auto` */
     op_run_fn *run;                /* how the engine runs it */
     op_reach_fn *reach;            /* ICI reach, for SPMD folding (NULL: no ICI traffic) */
 };

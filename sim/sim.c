@@ -17,6 +17,7 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "models/ici.h"
+#include "sim/autotune.h"
 #include "sim/engine.h"
 #include "sim/model.h"
 #include "sim/outputs.h"
@@ -348,6 +349,10 @@ static void collect(struct eng_run *r, struct summary *s)
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
         finish_op(sc, o, &sc->ops[i]);
+        if (sc->tuned && sc->tuned[i].tuned) {
+            o->tuned = xcalloc(1, sizeof *o->tuned);
+            autotune_summary(&sc->tuned[i], o->tuned);
+        }
         s->total_steps += o->grid_steps;
         if (o->end_s > s->total_time_s)
             s->total_time_s = o->end_s;

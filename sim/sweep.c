@@ -22,6 +22,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "sim/autotune.h"
 #include "sim/sim.h"
 #include "sim/sweep_int.h"
 #include "traces/plots.h"
@@ -119,7 +120,12 @@ static void child_main(struct runner *r, int i, bool trace)
         struct sim_opts o = {
             .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
         struct summary s = {0};
-        rc = sim_run(&sc, &o, &s, d);
+        struct autotune_cache *cache = autotune_cache_new();
+        struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
+        rc = autotune_resolve(&sc, cache, &ao, d);
+        autotune_cache_free(cache);
+        if (rc == 0)
+            rc = sim_run(&sc, &o, &s, d);
         char *path = point_file(r, i, "summary.json");
         if (rc == 0 && !trace && summary_write_json(&s, path) != 0) {
             struct diag_loc loc = {path, 0, 0};

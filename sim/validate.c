@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "kernels/copy.h"
 #include "kernels/kernel.h"
+#include "sim/autotune.h"
 #include "sim/graph.h"
 #include "sim/op_table.h"
 
@@ -33,7 +34,9 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d)
     int before = diag_count(d);
     for (int i = 0; i < sc->nops; i++) {
         char err[1024] = "";
-        if (check_op(sc, &sc->ops[i], err, sizeof err) != 0)
+        if (sc->ops[i].autotune && !(sc->tuned && sc->tuned[i].tuned))
+            op_error(d, sc, i, "auto blocks were not searched (sim/autotune.h runs first)");
+        else if (check_op(sc, &sc->ops[i], err, sizeof err) != 0)
             op_error(d, sc, i, err);
     }
     return diag_count(d) > before ? -1 : 0;

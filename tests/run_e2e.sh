@@ -43,6 +43,15 @@ got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --dkv
     && ok || bad "maskinfo causal 8192/512"
 "$bin" maskinfo --mask causal --shape 100,64 --block 16,16 >/dev/null 2>"$t/err"; [ $? = 2 ] \
     && grep -q 'should divide' "$t/err" && ok || bad "maskinfo bad block must exit 2"
+# block: auto: the run's table names the chosen blocks, summary.json reports them (valid JSON),
+# and check searches too
+printf 'chip: v5e\nworkload:\n  - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048, block: auto}\n' \
+    > "$t/auto.yaml"
+$VALGRIND "$bin" run "$t/auto.yaml" -o "$t/auto" $SIMFLAGS >"$t/auto.out" 2>&1 \
+    && grep -q '^auto mm: bm=[0-9]* bk=[0-9]* bn=[0-9]* (fastest of [0-9]* timed' "$t/auto.out" \
+    && "$t/jsoncheck" "$t/auto/summary.json" && grep -q '"auto_blocks": {"bm": ' "$t/auto/summary.json" \
+    && grep -q '"auto_bound": "mxu"' "$t/auto/summary.json" && ok || bad "block: auto run"
+"$bin" check "$t/auto.yaml" | grep -q '^block: auto: 1 ops, 1 searches' && ok || bad "block: auto check"
 # SIGINT stops a run cleanly: exit 130, no trace or summary, no temporary file
 "$bin" run configs/bench/matmul_8192_b128.yaml -o "$t/int" -q --fidelity exact 2>"$t/int.err" &
 pid=$!

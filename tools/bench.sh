@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/bench.sh TPUSIM -- simulation speed: grid steps simulated per second of
 # wall time, and peak memory (with /usr/bin/time), for configs/bench/*.yaml.
-# Each scenario runs 3 times per mode; the best wall time is reported.
+# Each scenario runs 3 times per mode; the best wall time is reported. Then the
+# speed of block: auto's search (see the end).
 bin=$1
 out=$(mktemp -d)
 now() { date +%s.%N; }
@@ -27,4 +28,38 @@ for f in configs/bench/*.yaml; do
                                  (w > 0 ? s / w : 0), r }'
     done
 done
+
+# block: auto: the search's wall time per distinct matmul shape (tpusim check: load, search,
+# checks), and a model of 80 identical layers written out op by op, which searches once per
+# distinct shape.
+printf '\n%-5s %-18s %9s %6s %8s  %s\n' chip "block: auto m,k,n" searches runs wall_s chosen
+for chip in v5e v6e v7; do
+    for shape in 1024,1024,1024 4096,4096,4096 8192,8192,8192 16384,16384,16384 \
+                 8192,4096,14336 8192,14336,4096; do
+        IFS=, read -r m k n <<EOS
+$shape
+EOS
+        printf 'chip: %s\nworkload:\n  - {op: matmul, m: %s, k: %s, n: %s, block: auto}\n' \
+            "$chip" "$m" "$k" "$n" > "$out/auto.yaml"
+        s=$(now)
+        "$bin" check "$out/auto.yaml" > "$out/check.txt" || { echo "FAIL $chip $shape"; exit 1; }
+        w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+        st=$(sed -n 's/^block: auto: [0-9]* ops, \([0-9]*\) searches, \([0-9]*\) runs.*/\1 \2/p' \
+             "$out/check.txt")
+        pick=$(sed -n 's/^auto [^ ]*: \(.*\) (fastest.*/\1/p' "$out/check.txt")
+        printf '%-5s %-18s %9s %6s %8.3f  %s\n' "$chip" "$shape" ${st% *} ${st#* } "$w" "$pick"
+    done
+done
+layer='
+  - {op: matmul, name: qkv%d, m: 8192, k: 4096, n: 6144, block: auto}
+  - {op: matmul, name: out%d, m: 8192, k: 4096, n: 4096, block: auto}
+  - {op: matmul, name: up%d, m: 8192, k: 4096, n: 28672, block: auto}
+  - {op: matmul, name: down%d, m: 8192, k: 14336, n: 4096, block: auto}'
+{ printf 'chip: v7\nworkload:'; i=0; while [ $i -lt 80 ]; do
+      printf "$layer" $i $i $i $i; i=$((i + 1)); done; echo; } > "$out/layers.yaml"
+s=$(now)
+"$bin" check "$out/layers.yaml" > "$out/check.txt" || { echo "FAIL layers"; exit 1; }
+w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+printf '80 identical layers (v7, 4 matmuls each, written out): %s; %.3f s in all\n' \
+    "$(sed -n 's/^block: auto: //p' "$out/check.txt")" "$w"
 rm -rf "$out"

@@ -47,6 +47,22 @@ void summary_pick_bound(struct summary_op *op)
     op->bound = (enum bound)best;
 }
 
+static void write_auto(FILE *f, const struct summary_auto *a)
+{
+    fputs(",\n     \"auto_blocks\": {", f);
+    for (int i = 0; i < a->n; i++)
+        fprintf(f, "%s\"%s\": %lld", i ? ", " : "", a->names[i], (long long)a->values[i]);
+    fprintf(f, "}, \"auto_candidates\": %d, \"auto_feasible\": %d, \"auto_bound\": \"%s\", "
+               "\"auto_lower_bound_s\": %.9e,\n     \"auto_search_time_s\": %.9e, "
+               "\"auto_default_time_s\": ",
+            a->candidates, a->feasible, a->bound, a->lower_bound_s, a->time_s);
+    if (a->default_s >= 0)
+        fprintf(f, "%.9e", a->default_s);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"auto_cached\": %s", a->cached ? "true" : "false");
+}
+
 static void write_op(FILE *f, const struct summary_op *o)
 {
     fprintf(f, "    {\"name\": ");
@@ -64,8 +80,11 @@ static void write_op(FILE *f, const struct summary_op *o)
             o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
             o->transcendentals);
     fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
-               "\"overhead\": %.9e, \"latency\": %.9e}}",
+               "\"overhead\": %.9e, \"latency\": %.9e}",
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+    if (o->tuned)
+        write_auto(f, o->tuned);
+    fputc('}', f);
 }
 
 static void write_model(FILE *f, const struct summary_model *m)
@@ -175,6 +194,23 @@ static void print_timeline(const struct summary *s, FILE *out)
     fputc('\n', out);
 }
 
+void summary_print_auto(const char *name, const struct summary_auto *a, FILE *out)
+{
+    char tm[32], lb[32], df[48];
+    fmt_time(tm, sizeof tm, a->time_s);
+    fmt_time(lb, sizeof lb, a->lower_bound_s);
+    if (a->default_s >= 0)
+        fmt_time(df, sizeof df, a->default_s);
+    else
+        snprintf(df, sizeof df, "not timed (bound above the best)");
+    fprintf(out, "auto %s:", name);
+    for (int i = 0; i < a->n; i++)
+        fprintf(out, " %s=%lld", a->names[i], (long long)a->values[i]);
+    fprintf(out, " (fastest of %d timed, %d feasible: %s, %s-bound; lower bound %s; default "
+                 "blocks %s)%s\n",
+            a->candidates, a->feasible, tm, a->bound, lb, df, a->cached ? " [cached]" : "");
+}
+
 /* The model step's throughput, MFU and memory per chip. */
 static void print_model(const struct summary *s, FILE *out)
 {
@@ -220,6 +256,9 @@ void summary_print_table(const struct summary *s, FILE *out)
     char tt[32];
     fmt_time(tt, sizeof tt, s->total_time_s);
     fprintf(out, "total %s\n", tt);
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].tuned)
+            summary_print_auto(s->ops[i].name, s->ops[i].tuned, out);
     if (s->timeline)
         print_timeline(s, out);
     if (s->model.present)
@@ -228,8 +267,10 @@ void summary_print_table(const struct summary *s, FILE *out)
 
 void summary_fini(struct summary *s)
 {
-    for (int i = 0; i < s->nops; i++)
+    for (int i = 0; i < s->nops; i++) {
         free(s->ops[i].name);
+        free(s->ops[i].tuned);
+    }
     free(s->ops);
     for (int i = 0; i < s->npath; i++)
         free(s->path[i].name);

@@ -14,6 +14,22 @@
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
              BOUND_COUNT };
 
+#define SUMMARY_MAX_AUTO 12
+
+/* What `block: auto` chose for an op (sim/autotune.h): the blocks by name,
+ * how many candidates were timed and how many were feasible, the winner's
+ * time in the search (one instance), its bounding unit and analytic lower
+ * bound, and the default blocks' time (-1: not timed, its bound was above). */
+struct summary_auto {
+    int n;
+    const char *names[SUMMARY_MAX_AUTO]; /* static */
+    int64_t values[SUMMARY_MAX_AUTO];
+    int candidates, feasible;
+    double time_s, lower_bound_s, default_s;
+    char bound[16];
+    bool cached;
+};
+
 struct summary_op {
     char *name;                 /* owned */
     const char *kind;           /* static */
@@ -33,6 +49,7 @@ struct summary_op {
     const char *category;       /* static: matmul, attention, fusion, collective, copy */
     int64_t instances;          /* times it ran (repeat blocks) */
     double time_s;              /* the sum over instances of the longest run on any core */
+    struct summary_auto *tuned; /* owned: `block: auto` chose its blocks; NULL otherwise */
 };
 
 /* Where the time of chip 0's timeline went (seconds): compute by category
@@ -103,9 +120,14 @@ void summary_op_scale(struct summary_op *op, int mult);
 void summary_pick_bound(struct summary_op *op);
 /* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */
 int summary_write_json(const struct summary *s, const char *path);
+/* Prints one line about what `block: auto` chose for op 'name': "auto NAME:
+ * bm=.. bk=.. bn=.. (fastest of N timed, F feasible: T, mxu-bound; lower
+ * bound B; default blocks D)". */
+void summary_print_auto(const char *name, const struct summary_auto *a, FILE *out);
 /* Prints to 'out' the slice (and its SPMD fold, if any), the per-op table
- * (start, time, % of peak, bound, grid steps), the total and, with a
- * timeline, chip 0's time by category and the critical path. */
+ * (start, time, % of peak, bound, grid steps), the total, a line per op whose
+ * blocks `block: auto` chose and, with a timeline, chip 0's time by category
+ * and the critical path. */
 void summary_print_table(const struct summary *s, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/xalloc.h"
+#include "sim/autotune.h"
 #include "sim/cfg.h"
 #include "sim/sim.h"
 #include "sim/validate.h"
@@ -35,6 +36,12 @@ struct result {
     int64_t path_inst[MAXOPS];
     double est_memory;         /* validate_estimate_memory() of the scenario */
     long maxrss_kb;            /* the child's peak resident memory */
+    int auto_rc;               /* autotune_resolve's code */
+    int64_t auto_v[MAXOPS][TUNE_MAX_PARAMS]; /* blocks `block: auto` chose */
+    bool auto_tuned[MAXOPS], auto_cached[MAXOPS];
+    int auto_ntimed[MAXOPS];
+    double auto_time[MAXOPS], auto_default[MAXOPS];
+    struct autotune_stats auto_stats;
     char err[512];
 };
 
@@ -54,15 +61,26 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
     struct cfg_scenario sc;
     r->rc = 2;
     if (cfg_load_scenario(path, sets, nsets, &sc, d) == 0) {
-        r->est_memory = validate_estimate_memory(&sc);
         char *flags = getenv("TPUSIM_SIMFLAGS");
         char *argv[1] = {flags};
+        struct autotune_cache *cache = autotune_cache_new();
+        struct autotune_opts ao = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv};
+        r->auto_rc = autotune_resolve(&sc, cache, &ao, d);
+        autotune_stats(cache, &r->auto_stats);
+        autotune_cache_free(cache);
+        for (int i = 0; sc.tuned && i < sc.nops && i < MAXOPS; i++) {
+            memcpy(r->auto_v[i], sc.tuned[i].v, sizeof r->auto_v[i]);
+            r->auto_tuned[i] = sc.tuned[i].tuned, r->auto_cached[i] = sc.tuned[i].cached;
+            r->auto_ntimed[i] = sc.tuned[i].ntimed;
+            r->auto_time[i] = sc.tuned[i].time_s, r->auto_default[i] = sc.tuned[i].default_s;
+        }
+        r->est_memory = validate_estimate_memory(&sc);
         /* a run writes its outputs (a real run's peak memory includes them) */
         char dir[64];
         snprintf(dir, sizeof dir, "/tmp/tpusim-test-out-%d", (int)getpid());
         struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv, .out_dir = dir};
         struct summary s = {0};
-        r->rc = sim_run(&sc, &o, &s, d);
+        r->rc = r->auto_rc ? r->auto_rc : sim_run(&sc, &o, &s, d);
         r->nops = s.nops;
         for (int i = 0; i < s.nops && i < MAXOPS; i++) {
             r->start[i] = s.ops[i].start_s, r->end[i] = s.ops[i].end_s;

@@ -1,0 +1,80 @@
+/* kernels/tune.h -- block-size candidates for `block: auto`.
+ * A kernel whose blocks can be searched describes them here: which values
+ * are searched (their YAML names), how to read and set them on an op, a
+ * bounded, deterministic list of candidate values (the kernel's default
+ * first), and an analytic lower bound on a candidate's time (models/). The
+ * generic part keeps the candidates the kernel's builder accepts (its block
+ * rules and the VMEM budget) and orders them by bound. Timing them with the
+ * engine is sim/autotune.h. Uses kernels/ and models/. */
+#ifndef TPUSIM_KERNELS_TUNE_H
+#define TPUSIM_KERNELS_TUNE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernel.h"
+
+#define TUNE_MAX_PARAMS 12     /* block values of one kernel */
+#define TUNE_MAX_ENUM 4096     /* candidates a kernel may enumerate */
+
+/* One candidate: its block values and what models/ say about it. */
+struct tune_point {
+    int64_t v[TUNE_MAX_PARAMS]; /* in the order of the kernel's 'names' */
+    double bound_s;             /* lower bound of its time on one chip (launches included) */
+    int64_t steps;              /* grid steps of its calls (per chip, all cores) */
+    bool dflt;                  /* the kernel's default blocks */
+};
+
+struct kern_tune {
+    const char *key;           /* the YAML key that takes 'auto': "block", "block_sizes" */
+    int nparams;
+    const char *const *names;  /* YAML names of the values, 'nparams' of them */
+    /* Reads the values of 'op' into 'v'; writes 'v' into 'op'. */
+    void (*get)(const struct op *op, int64_t *v);
+    void (*set)(struct op *op, const int64_t *v);
+    /* Writes at most 'max' candidate value vectors for 'op' on 'chip' into 'v'
+     * (unchecked: the builder checks them) and returns their count. */
+    int (*enumerate)(const struct op *op, const struct chip_params *chip,
+                     int64_t (*v)[TUNE_MAX_PARAMS], int max);
+    /* Lower bound in seconds of the time of 'k' (built, with its blocks) on one
+     * chip: what no schedule of its steps can beat. */
+    double (*bound)(const struct kern *k);
+};
+
+/* Fills 'out' (room for 'max') with the feasible candidates of 'op' (built
+ * with 'kind' on 'chip'): the kernel's default blocks (the values 'op' holds)
+ * and those 'enumerate' lists, each kept once, ordered by bound (ties: the
+ * order they were listed in, the default first). Returns their count, and
+ * sets '*tried' to the number of distinct candidates checked. When none is
+ * feasible, returns 0 with the reasons of the default and of the smallest other
+ * candidate in 'err'. */
+int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
+                    const struct chip_params *chip, struct tune_point *out, int max, int *tried,
+                    char *err, size_t n);
+
+/* "bm=512 bk=1024 bn=1024": the values 'v' of 't' in 'buf'. */
+const char *tune_format(const struct kern_tune *t, const int64_t *v, char *buf, size_t n);
+
+/* A bound for any kernel without manual DMAs: its calls run dry (no time
+ * passes, pl_dry_run), each pays a launch; per core, the step overheads and
+ * the compute add up, and the chip's HBM moves every core's bytes. */
+double tune_dry_bound(const struct kern *k);
+
+/* The powers of two from 'lo' to 'hi' that divide 'dim' (and 'dim' itself
+ * when it is in [lo, hi] and not one of them), ascending, into 'out' (room
+ * for 64). Returns their count. */
+int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out);
+
+/* The compute blocks an attention kernel may split a kv block of 'major' into:
+ * 128, 256 and 512 when they divide it, and 'major' itself when it is larger
+ * (or nothing smaller divides it), ascending, into 'out' (room for 4).
+ * Returns their count. */
+int tune_compute_blocks(int64_t major, int64_t *out);
+
+/* The builders' searches (kernels/<kind>.c); the op table names them. */
+extern const struct kern_tune kern_matmul_tune; /* kernels/matmul.c */
+extern const struct kern_tune kern_flash_tune;  /* kernels/flash.c */
+extern const struct kern_tune kern_splash_tune; /* kernels/splash.c */
+
+#endif

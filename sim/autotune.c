@@ -1,0 +1,396 @@
+/* sim/autotune.c -- the `block: auto` stage (see sim/autotune.h): candidates
+ * from kernels/tune.h, timed in forked children through sim_run, cached. */
+#include "sim/autotune.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "sim/op_table.h"
+#include "sim/sim.h"
+
+struct entry {
+    enum op_kind kind;
+    struct op key; /* the op with its blocks zeroed, no name */
+    struct chip_params chip;
+    enum cfg_fidelity fidelity;
+    struct autotune_choice choice;
+};
+
+struct autotune_cache {
+    int n, cap;
+    struct entry *e;
+    struct autotune_stats st;
+};
+
+struct autotune_cache *autotune_cache_new(void)
+{
+    return xcalloc(1, sizeof(struct autotune_cache));
+}
+
+void autotune_cache_free(struct autotune_cache *c)
+{
+    if (!c)
+        return;
+    free(c->e);
+    free(c);
+}
+
+void autotune_stats(const struct autotune_cache *c, struct autotune_stats *st)
+{
+    *st = c->st;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---------------- the cache ---------------- */
+
+/* What decides an op's search: its kind and parameters but not its blocks. */
+static void make_key(const struct kern_tune *t, const struct op *op, struct op *key)
+{
+    int64_t zero[TUNE_MAX_PARAMS] = {0};
+    memset(key, 0, sizeof *key);
+    key->kind = op->kind;
+    key->vmem_limit_bytes = op->vmem_limit_bytes;
+    memcpy(&key->u, &op->u, sizeof key->u);
+    t->set(key, zero);
+}
+
+static struct entry *lookup(struct autotune_cache *c, const struct op *key,
+                            const struct cfg_scenario *sc)
+{
+    for (int i = 0; i < c->n; i++) {
+        struct entry *e = &c->e[i];
+        if (e->kind == key->kind && e->fidelity == sc->fidelity &&
+            e->key.vmem_limit_bytes == key->vmem_limit_bytes &&
+            memcmp(&e->key.u, &key->u, sizeof key->u) == 0 &&
+            memcmp(&e->chip, &sc->chip, sizeof sc->chip) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static void remember(struct autotune_cache *c, const struct op *key, const struct cfg_scenario *sc,
+                     const struct autotune_choice *ch)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 8;
+        c->e = xrealloc(c->e, sizeof *c->e * (size_t)c->cap);
+    }
+    struct entry *e = &c->e[c->n++];
+    memset(e, 0, sizeof *e);
+    e->kind = key->kind;
+    e->key = *key;
+    e->chip = sc->chip;
+    e->fidelity = sc->fidelity;
+    e->choice = *ch;
+}
+
+/* ---------------- one run of candidates, in a child ---------------- */
+
+#define RUN_MAX AUTOTUNE_MAX_TIMED
+
+struct run_result {
+    int rc;
+    int n;
+    double time_s[RUN_MAX];
+    char bound[RUN_MAX][16];
+    char err[512];
+};
+
+/* The scenario the child runs: one chip of the scenario's kind, and the
+ * candidates as consecutive ops (each waits for the one before). Its ops
+ * are shallow copies of 'op': what they own belongs to the scenario. */
+static int build_run(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
+                     const struct tune_point *pts, const int *which, int n,
+                     struct cfg_scenario *r, struct diag *d)
+{
+    memset(r, 0, sizeof *r);
+    r->name = xstrdup("autotune");
+    r->file = xstrdup(sc->file ? sc->file : "");
+    r->chip = sc->chip;
+    int shape[TOPO_MAX_DIMS] = {1, 1, 1};
+    bool wrap[TOPO_MAX_DIMS] = {false, false, false};
+    topo_init(&r->topo, 1, shape, wrap);
+    r->sim = r->topo;
+    r->sim_mult = 1;
+    r->fidelity = sc->fidelity;
+    r->seed = sc->seed;
+    r->max_steps = sc->max_steps;
+    r->ops = xcalloc((size_t)n, sizeof *r->ops);
+    r->src = xcalloc((size_t)n, sizeof *r->src);
+    r->nops = n;
+    struct graph_draft dr = {0};
+    for (int i = 0; i < n; i++) {
+        struct op *op = &r->ops[i];
+        *op = sc->ops[opi];
+        op->name = xasprintf("candidate%d", which[i]);
+        op->overlap = op->functional = op->autotune = false;
+        t->set(op, pts[which[i]].v);
+        r->src[i] = sc->src[opi];
+        graph_draft_op(&dr, -1, op->name, true, &sc->src[opi].loc, sc->src[opi].path, false);
+    }
+    int *order = xcalloc((size_t)n, sizeof *order);
+    int rc = graph_finish(&dr, &r->graph, order, d);
+    free(order);
+    graph_draft_fini(&dr);
+    return rc;
+}
+
+static void free_run(struct cfg_scenario *r)
+{
+    for (int i = 0; i < r->nops; i++)
+        free(r->ops[i].name);
+    free(r->ops);
+    free(r->src);
+    graph_fini(&r->graph);
+    free(r->name);
+    free(r->file);
+}
+
+static void child(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
+                  const struct tune_point *pts, const int *which, int n,
+                  const struct autotune_opts *o, struct run_result *res)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario r;
+    res->rc = 1;
+    if (build_run(sc, opi, t, pts, which, n, &r, d) == 0) {
+        struct sim_opts so = {.sg_argc = o->sg_argc, .sg_argv = o->sg_argv,
+                              .max_trace_events = 1};
+        struct summary s = {0};
+        res->rc = sim_run(&r, &so, &s, d);
+        for (int i = 0; i < s.nops && i < n; i++) {
+            res->time_s[i] = s.ops[i].time_s;
+            snprintf(res->bound[i], sizeof res->bound[i], "%s", bound_name(s.ops[i].bound));
+        }
+        res->n = s.nops < n ? s.nops : n;
+        summary_fini(&s);
+    }
+    free_run(&r);
+    if (diag_count(d))
+        snprintf(res->err, sizeof res->err, "%s", diag_message(d, 0));
+    diag_free(d);
+}
+
+/* Times candidates 'which' (n of them) in a forked child. Returns its code. */
+static int time_candidates(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
+                           const struct tune_point *pts, const int *which, int n,
+                           const struct autotune_opts *o, struct run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    int fd[2];
+    if (pipe(fd) != 0) {
+        snprintf(res->err, sizeof res->err, "cannot create a pipe: %s", strerror(errno));
+        return res->rc = 1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(res->err, sizeof res->err, "cannot fork: %s", strerror(errno));
+        close(fd[0]);
+        close(fd[1]);
+        return res->rc = 1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        child(sc, opi, t, pts, which, n, o, res);
+        ssize_t w = write(fd[1], res, sizeof *res);
+        _exit(w == (ssize_t)sizeof *res ? 0 : 3);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    while (got < sizeof *res) {
+        ssize_t k = read(fd[0], (char *)res + got, sizeof *res - got);
+        if (k <= 0 && !(k < 0 && errno == EINTR))
+            break;
+        got += k > 0 ? (size_t)k : 0;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got != sizeof *res || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        memset(res, 0, sizeof *res);
+        snprintf(res->err, sizeof res->err, "the candidate run ended abnormally (status %d)",
+                 status);
+        res->rc = WIFSIGNALED(status) && WTERMSIG(status) == SIGINT ? 130 : 1;
+    }
+    return res->rc;
+}
+
+/* ---------------- the search of one op ---------------- */
+
+struct search {
+    const struct cfg_scenario *sc;
+    int opi;
+    const struct kern_tune *t;
+    struct tune_point *pts;
+    int npts;
+    int best;    /* index into pts, -1 */
+    double best_s;
+    struct autotune_choice *ch;
+};
+
+/* Times 'which' and folds the results into the search. */
+static int run_phase(struct search *s, const int *which, int n, const struct autotune_opts *o,
+                     struct diag *d)
+{
+    struct run_result res;
+    struct autotune_choice *ch = s->ch;
+    int rc = time_candidates(s->sc, s->opi, s->t, s->pts, which, n, o, &res);
+    ch->runs++;
+    if (rc != 0 || res.n != n) {
+        const struct cfg_op_src *src = &s->sc->src[s->opi];
+        diag_error(d, &src->loc, src->path, "%s: %s: auto: timing the candidates failed: %s",
+                   op_kind_name(s->sc->ops[s->opi].kind), s->t->key,
+                   res.err[0] ? res.err : "no result");
+        return rc ? rc : 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int p = which[i];
+        if (ch->ntimed < AUTOTUNE_MAX_TIMED) {
+            memcpy(ch->timed[ch->ntimed], s->pts[p].v, sizeof ch->timed[0]);
+            ch->timed_s[ch->ntimed++] = res.time_s[i];
+        }
+        if (s->pts[p].dflt)
+            ch->default_s = res.time_s[i];
+        /* ties: the candidate listed first (smaller bound, then listing order) */
+        if (s->best < 0 || res.time_s[i] < s->best_s ||
+            (res.time_s[i] == s->best_s && p < s->best)) {
+            s->best = p, s->best_s = res.time_s[i];
+            snprintf(ch->bound, sizeof ch->bound, "%s", res.bound[i]);
+        }
+    }
+    return 0;
+}
+
+/* The candidates beyond the first 'n' that could still beat the best time
+ * (their bound is below it), the default first, at most 'n'. */
+static int second_phase(const struct search *s, int n, int *which)
+{
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = n; i < s->npts && k < n; i++)
+            if (s->pts[i].bound_s < s->best_s && (pass == 0) == s->pts[i].dflt)
+                which[k++] = i;
+    return k;
+}
+
+static int search(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
+                  const struct autotune_opts *o, struct autotune_choice *ch, struct diag *d)
+{
+    const struct op *op = &sc->ops[opi];
+    int n = o->n > 0 ? o->n : AUTOTUNE_N;
+    n = n > AUTOTUNE_MAX_TIMED / 2 ? AUTOTUNE_MAX_TIMED / 2 : n;
+    struct search s = {.sc = sc, .opi = opi, .t = t, .best = -1, .ch = ch};
+    s.pts = xcalloc(TUNE_MAX_ENUM + 1, sizeof *s.pts);
+    char err[1400] = "";
+    s.npts = tune_candidates(t, op_row(op->kind)->kern, op, &sc->chip, s.pts, TUNE_MAX_ENUM,
+                             &ch->tried, err, sizeof err);
+    ch->feasible = s.npts;
+    int rc = 0;
+    if (s.npts == 0) {
+        diag_error(d, &sc->src[opi].loc, sc->src[opi].path, "%s: %s: auto: %s",
+                   op_kind_name(op->kind), t->key, err);
+        rc = 2;
+    }
+    for (int i = 0; i < s.npts; i++)
+        if (s.pts[i].dflt)
+            ch->default_bound_s = s.pts[i].bound_s;
+    int which[AUTOTUNE_MAX_TIMED];
+    int first = s.npts < n ? s.npts : n;
+    for (int i = 0; i < first; i++)
+        which[i] = i;
+    if (rc == 0)
+        rc = run_phase(&s, which, first, o, d);
+    int more = rc == 0 ? second_phase(&s, n, which) : 0;
+    if (more > 0)
+        rc = run_phase(&s, which, more, o, d);
+    if (rc == 0) {
+        memcpy(ch->v, s.pts[s.best].v, sizeof ch->v);
+        ch->time_s = s.best_s;
+        ch->bound_s = s.pts[s.best].bound_s;
+    }
+    free(s.pts);
+    return rc;
+}
+
+int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
+                     const struct autotune_opts *o, struct diag *d)
+{
+    static const struct autotune_opts none = {0};
+    o = o ? o : &none;
+    double t0 = now_s();
+    int rc = 0;
+    for (int i = 0; i < sc->nops && rc == 0; i++) {
+        struct op *op = &sc->ops[i];
+        const struct kern_tune *t = op_row(op->kind)->tune;
+        if (!op->autotune || !t)
+            continue;
+        if (!sc->tuned)
+            sc->tuned = xcalloc((size_t)sc->nops, sizeof *sc->tuned);
+        struct autotune_choice *ch = &sc->tuned[i];
+        struct op key;
+        make_key(t, op, &key);
+        const struct entry *e = lookup(c, &key, sc);
+        if (e) {
+            *ch = e->choice;
+            ch->cached = true;
+        } else {
+            memset(ch, 0, sizeof *ch);
+            ch->default_s = ch->default_bound_s = -1;
+            ch->nparams = t->nparams;
+            ch->names = t->names;
+            rc = search(sc, i, t, o, ch, d);
+            c->st.searches++;
+            c->st.runs += ch->runs;
+            if (rc == 0)
+                remember(c, &key, sc, ch);
+        }
+        if (rc == 0) {
+            ch->tuned = true;
+            t->set(op, ch->v);
+            c->st.ops++;
+        }
+    }
+    c->st.wall_s += now_s() - t0;
+    return rc;
+}
+
+void autotune_summary(const struct autotune_choice *ch, struct summary_auto *a)
+{
+    memset(a, 0, sizeof *a);
+    a->n = ch->nparams < SUMMARY_MAX_AUTO ? ch->nparams : SUMMARY_MAX_AUTO;
+    for (int i = 0; i < a->n; i++)
+        a->names[i] = ch->names[i], a->values[i] = ch->v[i];
+    a->candidates = ch->ntimed;
+    a->feasible = ch->feasible;
+    a->time_s = ch->time_s;
+    a->lower_bound_s = ch->bound_s;
+    a->default_s = ch->default_s;
+    snprintf(a->bound, sizeof a->bound, "%s", ch->bound);
+    a->cached = ch->cached;
+}
+
+void autotune_print(const struct cfg_scenario *sc, FILE *out)
+{
+    for (int i = 0; sc->tuned && i < sc->nops; i++) {
+        if (!sc->tuned[i].tuned)
+            continue;
+        struct summary_auto a;
+        autotune_summary(&sc->tuned[i], &a);
+        summary_print_auto(sc->ops[i].name, &a, out);
+    }
+}

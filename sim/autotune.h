@@ -1,0 +1,85 @@
+/* sim/autotune.h -- `block: auto` (and `block_sizes: auto`): a stage between
+ * loading a scenario and validating it, which gives each auto op the fastest
+ * feasible blocks for its shape on the scenario's chip.
+ *
+ * The candidates come from the kernel's search (kernels/tune.h): feasible
+ * blocks (the kernel's rules, the VMEM budget of the op's scoped limit)
+ * ordered by an analytic lower bound, the kernel's default among them. They
+ * are timed with the real engine: a forked child runs one scenario holding
+ * the first N candidates as consecutive ops on one chip through sim_run (so
+ * each time is what a sweep point with those blocks gives) and sends the
+ * times back through a pipe. Candidates beyond the first N whose bound is
+ * below the best time found are timed in a second run (branch and bound):
+ * one that is not timed provably cannot win. The fastest wins; ties go to the
+ * earlier candidate. A search is cached per (op kind and parameters, scoped
+ * VMEM limit, fidelity, chip) in the caller's cache, so identical ops search
+ * once. Uses kernels/tune.h, sim/sim.h. */
+#ifndef TPUSIM_SIM_AUTOTUNE_H
+#define TPUSIM_SIM_AUTOTUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/diag.h"
+#include "kernels/tune.h"
+#include "sim/cfg.h"
+#include "traces/summary.h"
+
+#define AUTOTUNE_N 8          /* candidates timed per run, by default */
+#define AUTOTUNE_MAX_TIMED 32 /* candidates timed in all, at most */
+
+/* What the search of one op found (sc->tuned[i]). */
+struct autotune_choice {
+    bool tuned;                /* the op asked for auto; the fields below are set */
+    bool cached;               /* an identical op was searched before: its result reused */
+    int nparams;
+    const char *const *names;  /* static: the kernel's YAML names of the values */
+    int64_t v[TUNE_MAX_PARAMS];/* the chosen blocks */
+    int feasible;              /* feasible candidates (of 'tried' listed) */
+    int tried;
+    int ntimed;                /* timed with the engine, in this order: */
+    int64_t timed[AUTOTUNE_MAX_TIMED][TUNE_MAX_PARAMS];
+    double timed_s[AUTOTUNE_MAX_TIMED];
+    int runs;                  /* child runs it took (1 or 2) */
+    double time_s;             /* the winner's time: one instance, one chip */
+    double bound_s;            /* the winner's analytic lower bound */
+    char bound[16];            /* the unit that bounds the winner in its run: "mxu", "hbm", ... */
+    double default_s;          /* the default blocks' time; -1 when not timed */
+    double default_bound_s;    /* the default blocks' lower bound; -1 when infeasible */
+};
+
+struct autotune_opts {
+    int n;        /* candidates per run; 0: AUTOTUNE_N */
+    int sg_argc;  /* SimGrid flags for the children, e.g. --cfg=contexts/factory:thread */
+    char **sg_argv;
+};
+
+/* Searches done in a process; identical ops are searched once. */
+struct autotune_cache;
+/* Returns a new, empty cache; caller frees with autotune_cache_free(). */
+struct autotune_cache *autotune_cache_new(void);
+void autotune_cache_free(struct autotune_cache *c); /* NULL is a no-op */
+
+struct autotune_stats {
+    int ops;      /* auto ops resolved */
+    int searches; /* distinct searches run */
+    int runs;     /* child runs (engine runs of candidate sets) */
+    double wall_s;
+};
+void autotune_stats(const struct autotune_cache *c, struct autotune_stats *st);
+
+/* Gives every auto op of 'sc' its blocks and fills sc->tuned (NULL when no op
+ * is auto). Returns 0; 2 with "file:line:col: path: kind: block: auto: no
+ * feasible blocks ..." in 'd' when an op has none; 1 when a child run failed;
+ * 130 when it was interrupted. 'o' may be NULL. Must run before SimGrid
+ * starts in this process (the children fork from it). */
+int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
+                     const struct autotune_opts *o, struct diag *d);
+
+/* The choice as the summary reports it (summary.json "auto_*" fields). */
+void autotune_summary(const struct autotune_choice *ch, struct summary_auto *a);
+/* A line per auto op of 'sc', as the run's table ends (summary_print_auto). */
+void autotune_print(const struct cfg_scenario *sc, FILE *out);
+
+#endif

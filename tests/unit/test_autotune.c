@@ -1,0 +1,248 @@
+/* tests/unit/test_autotune.c -- `block: auto`: the candidates (kernels/tune.h)
+ * and the search (sim/autotune.h): the choice is the best point of a sweep
+ * over the candidates it timed, run through the same engine, and never worse
+ * than the default blocks; identical ops search once; no feasible blocks is
+ * a precise error; the search is deterministic. */
+#include "test_util.h"
+
+#include "kernels/tune.h"
+#include "sim/autotune.h"
+#include "sim/op_table.h"
+#include "sim_fork.h"
+
+/* Loads 'yaml' and resolves its auto ops with 'cache'. */
+static int resolve(const char *yaml, struct cfg_scenario *sc, struct autotune_cache *cache,
+                   struct diag *d)
+{
+    assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "t.yaml", NULL, 0, sc, d), 0);
+    char *flags = getenv("TPUSIM_SIMFLAGS");
+    char *argv[1] = {flags};
+    struct autotune_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv};
+    return autotune_resolve(sc, cache, &o, d);
+}
+
+/* The time of 'op' (a flow mapping without its closing brace) with the
+ * blocks 'v' written out under 'key', run as a sweep point would be. */
+static double point(const char *chip, const char *op, const char *key,
+                    const struct autotune_choice *ch, const int64_t *v)
+{
+    char yaml[1024];
+    int len = snprintf(yaml, sizeof yaml, "chip: %s\nworkload:\n  - %s, %s: {", chip, op, key);
+    for (int i = 0; i < ch->nparams; i++) {
+        char val[24];
+        snprintf(val, sizeof val, "%lld", (long long)v[i]);
+        len += snprintf(yaml + len, sizeof yaml - (size_t)len, "%s%s: %s", i ? ", " : "",
+                        ch->names[i], v[i] ? val : "null");
+    }
+    snprintf(yaml + len, sizeof yaml - (size_t)len, "}}\n");
+    struct result r = run(yaml, NULL, 0);
+    assert_int_equal(r.rc, 0);
+    return r.time[0];
+}
+
+/* The choice equals the best of a sweep over the candidates it timed, and the
+ * default blocks are not faster. */
+static void check_sweep(const char *chip, const char *op, const char *key)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "chip: %s\nworkload:\n  - %s, %s: auto}\n", chip, op, key);
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    struct autotune_cache *cache = autotune_cache_new();
+    assert_int_equal(resolve(yaml, &sc, cache, d), 0);
+    const struct autotune_choice *ch = &sc.tuned[0];
+    assert_true(ch->tuned && ch->ntimed >= 2);
+    double best = 1e300;
+    int at = -1;
+    for (int i = 0; i < ch->ntimed; i++) {
+        double t = point(chip, op, key, ch, ch->timed[i]);
+        assert_time(t, ch->timed_s[i]); /* a candidate's time is its sweep point's */
+        if (t < best)
+            best = t, at = i;
+    }
+    assert_time(ch->time_s, best);
+    assert_memory_equal(ch->v, ch->timed[at], sizeof ch->timed[at]);
+    struct autotune_choice got = *ch;
+    cfg_scenario_fini(&sc);
+    assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "t.yaml", NULL, 0, &sc, d), 0);
+    int64_t v[TUNE_MAX_PARAMS];
+    op_row(sc.ops[0].kind)->tune->get(&sc.ops[0], v); /* as loaded: the kernel's defaults */
+    assert_true(got.time_s <= point(chip, op, key, &got, v));
+    cfg_scenario_fini(&sc);
+    autotune_cache_free(cache);
+    diag_free(d);
+}
+
+static void test_autotune_resolve_equals_best_of_sweep_v5e(void **state)
+{
+    (void)state;
+    check_sweep("v5e", "{op: matmul, m: 1024, k: 2048, n: 1024", "block");
+}
+
+/* Two TensorCores per chip (no megacore) run every candidate side by side. */
+static void test_autotune_resolve_equals_best_of_sweep_v7(void **state)
+{
+    (void)state;
+    check_sweep("v7", "{op: matmul, m: 512, k: 4096, n: 1024", "block");
+}
+
+static void test_autotune_resolve_equals_best_of_sweep_flash(void **state)
+{
+    (void)state;
+    check_sweep("v5e",
+                "{op: flash_attention, batch: 2, heads: 4, q_seq_len: 2048, head_dim: 128, "
+                "causal: true, mode: fwd",
+                "block_sizes");
+}
+
+static void test_autotune_resolve_equals_best_of_sweep_splash(void **state)
+{
+    (void)state;
+    check_sweep("v5p",
+                "{op: splash_attention, q_heads: 4, q_seq_len: 2048, head_dim: 128, "
+                "mask: {type: causal}, mode: fwd_bwd",
+                "block_sizes");
+}
+
+/* Two identical ops search once (one search, its child runs), a third with
+ * another shape searches again; the copy reports the reused result. */
+static void test_autotune_resolve_searches_identical_ops_once(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v5e\nworkload:\n"
+                       "  - {op: matmul, name: q, m: 2048, k: 1024, n: 1024, block: auto}\n"
+                       "  - {op: matmul, name: k, m: 2048, k: 1024, n: 1024, block: auto}\n"
+                       "  - {op: matmul, name: o, m: 1024, k: 1024, n: 2048, block: auto}\n";
+    struct result r = run(yaml, NULL, 0);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.auto_stats.ops, 3);
+    assert_int_equal(r.auto_stats.searches, 2);
+    assert_true(r.auto_stats.runs >= 2 && r.auto_stats.runs <= 4);
+    assert_false(r.auto_cached[0]);
+    assert_true(r.auto_cached[1]);
+    assert_false(r.auto_cached[2]);
+    assert_memory_equal(r.auto_v[0], r.auto_v[1], sizeof r.auto_v[0]);
+    assert_time(r.time[0], r.time[1]);
+    assert_time(r.time[0], r.auto_time[0]); /* the run gives the time the search found */
+}
+
+static void test_autotune_resolve_no_feasible_blocks_is_bad_input(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v5e\nworkload:\n"
+                       "  - {op: matmul, m: 4096, k: 4096, n: 4096, block: auto,\n"
+                       "     vmem_limit_bytes: 64KiB}\n";
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    struct autotune_cache *cache = autotune_cache_new();
+    assert_int_equal(resolve(yaml, &sc, cache, d), 2);
+    assert_int_equal(diag_count(d), 1);
+    const char *m = diag_message(d, 0);
+    assert_non_null(strstr(m, "t.yaml:3:5: workload.0: matmul: block: auto: no feasible blocks "
+                              "among 360 candidates; the default (bm=128 bk=128 bn=128): VMEM "
+                              "footprint 262144 bytes exceeds the scoped limit 65536 bytes"));
+    assert_non_null(strstr(m, "the smallest other candidate (bm=8 bk=128 bn=128): VMEM footprint"));
+    struct autotune_stats st;
+    autotune_stats(cache, &st);
+    assert_int_equal(st.runs, 0); /* nothing to time */
+    cfg_scenario_fini(&sc);
+    autotune_cache_free(cache);
+    diag_free(d);
+}
+
+/* Two searches of the same scenario (fresh caches) agree on everything. */
+static void test_autotune_resolve_is_deterministic(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v6e\nworkload:\n"
+                       "  - {op: matmul, m: 2048, k: 4096, n: 2048, block: auto}\n";
+    struct autotune_choice ch[2];
+    for (int i = 0; i < 2; i++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        struct autotune_cache *cache = autotune_cache_new();
+        assert_int_equal(resolve(yaml, &sc, cache, d), 0);
+        ch[i] = sc.tuned[0];
+        cfg_scenario_fini(&sc);
+        autotune_cache_free(cache);
+        diag_free(d);
+    }
+    assert_memory_equal(ch[0].v, ch[1].v, sizeof ch[0].v);
+    assert_int_equal(ch[0].ntimed, ch[1].ntimed);
+    assert_memory_equal(ch[0].timed, ch[1].timed, sizeof ch[0].timed);
+    assert_memory_equal(ch[0].timed_s, ch[1].timed_s, sizeof ch[0].timed_s);
+}
+
+/* Every timed candidate takes at least its lower bound. */
+static void test_autotune_bounds_are_below_times(void **state)
+{
+    (void)state;
+    const char *yaml = "chip: v7\nworkload:\n"
+                       "  - {op: matmul, m: 1024, k: 1024, n: 1024, block: auto}\n";
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    struct autotune_cache *cache = autotune_cache_new();
+    assert_int_equal(resolve(yaml, &sc, cache, d), 0);
+    struct tune_point pts[64];
+    int tried;
+    char err[512];
+    struct op op = sc.ops[0];
+    const int64_t dflt[3] = {128, 128, 128};
+    kern_matmul_tune.set(&op, dflt);
+    int n = tune_candidates(&kern_matmul_tune, &kern_matmul_kind, &op, &sc.chip, pts, 64, &tried,
+                            err, sizeof err);
+    const struct autotune_choice *ch = &sc.tuned[0];
+    for (int i = 0; i < ch->ntimed; i++)
+        for (int j = 0; j < n; j++)
+            if (memcmp(pts[j].v, ch->timed[i], sizeof pts[j].v) == 0)
+                assert_true(pts[j].bound_s <= ch->timed_s[i]);
+    cfg_scenario_fini(&sc);
+    autotune_cache_free(cache);
+    diag_free(d);
+}
+
+/* Candidates are feasible, ordered by bound, bounded in number, and hold
+ * the kernel's default blocks. */
+static void test_tune_candidates_hold_default_in_bound_order(void **state)
+{
+    (void)state;
+    struct chip_params chip = test_chip();
+    struct op op = {.kind = OP_MATMUL};
+    op.u.matmul = (struct op_matmul){.m = 8192, .k = 8192, .n = 8192, .dt = DT_BF16,
+                                     .bm = 128, .bk = 128, .bn = 128};
+    chip.step_overhead_s = 0.2e-6, chip.hbm_efficiency = 1;
+    struct tune_point pts[8];
+    int tried;
+    char err[256];
+    int n = tune_candidates(&kern_matmul_tune, &kern_matmul_kind, &op, &chip, pts, 8, &tried,
+                            err, sizeof err);
+    assert_int_equal(n, 8);
+    assert_int_equal(tried, 1 + 11 * 7 * 7 - 1); /* the default is listed twice */
+    bool dflt = false;
+    for (int i = 0; i < n; i++) {
+        dflt |= pts[i].dflt;
+        if (i > 0 && i < n - 1)
+            assert_true(pts[i - 1].bound_s <= pts[i].bound_s);
+    }
+    assert_true(dflt && pts[n - 1].dflt); /* far from the best: it takes the last place */
+    int64_t d[64];
+    assert_int_equal(tune_divisors(384, 8, 384, d), 6); /* 8 .. 128, 384 */
+    assert_int_equal(d[0], 8);
+    assert_int_equal(d[5], 384);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_v5e),
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_v7),
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_flash),
+        cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_splash),
+        cmocka_unit_test(test_autotune_resolve_searches_identical_ops_once),
+        cmocka_unit_test(test_autotune_resolve_no_feasible_blocks_is_bad_input),
+        cmocka_unit_test(test_autotune_resolve_is_deterministic),
+        cmocka_unit_test(test_autotune_bounds_are_below_times),
+        cmocka_unit_test(test_tune_candidates_hold_default_in_bound_order),
+    };
+    return cmocka_run_group_tests_name("autotune", tests, NULL, NULL);
+}
