@@ -1,4 +1,4 @@
-/* sim/cmd_sweep.c -- `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]`:
+/* sim/cmd_sweep.c -- `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force]`:
  * arguments only; the runner is sim/sweep.c. */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,12 +11,14 @@
 #include "sim/sweep.h"
 
 static const char usage_text[] =
-    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
+    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force]\n"
     "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
     "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
     "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
     "  -j N       points run at once (default: the number of online CPUs)\n"
     "  --resume   keep the points already done with the same values\n"
+    "  --force    replace an earlier sweep's files in DIR (a non-empty DIR is refused\n"
+    "             without --resume or --force)\n"
     "usage: tpusim compare A B\n"
     "  A and B: summary.json or sweep.json files, or directories holding one\n";
 static int parse_jobs(const char *s, int *jobs)
@@ -39,7 +41,8 @@ static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const c
 {
     static const struct option longs[] = {
         {"out", required_argument, 0, 'o'}, {"jobs", required_argument, 0, 'j'},
-        {"resume", no_argument, 0, 'r'},    {"sg", required_argument, 0, 'g'},
+        {"resume", no_argument, 0, 'r'},    {"force", no_argument, 0, 'f'},
+        {"sg", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cpus < 1 ? 1 : cpus > SWEEP_MAX_JOBS ? SWEEP_MAX_JOBS : (int)cpus;
@@ -57,6 +60,9 @@ static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const c
         case 'r':
             o->resume = true;
             break;
+        case 'f':
+            o->force = true;
+            break;
         case 'g':
             o->sg_argv = xrealloc(o->sg_argv, sizeof(char *) * (size_t)(o->sg_argc + 1));
             o->sg_argv[o->sg_argc++] = optarg;
@@ -68,6 +74,9 @@ static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const c
             return sweep_usage("bad option");
         }
     }
+    if (o->resume && o->force)
+        return sweep_usage("--resume keeps an earlier sweep's points, --force removes them: "
+                           "pick one");
     if (optind + 1 != argc)
         return sweep_usage(optind < argc ? "too many arguments" : "missing SWEEP.yaml");
     *spec = argv[optind];

@@ -7,6 +7,7 @@
  * launching, kills the running points and still writes the tables. */
 #include "sim/sweep.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,6 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -39,8 +43,10 @@ struct job {
 struct runner {
     struct sweep_spec *sp;
     char *dir;
+    struct sweep_lock lock; /* of 'dir', held while the sweep runs */
+    pid_t parent;           /* the sweep's own process */
     int jobs;
-    bool resume, tty;
+    bool resume, force, tty;
     int sg_argc;
     char **sg_argv;
     sigset_t oldmask, waitset;
@@ -101,6 +107,11 @@ static char *slurp(const char *path)
 
 static void child_main(struct runner *r, int i, bool trace)
 {
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its points with it */
+#endif
+    if (getppid() != r->parent) /* it died before that */
+        _exit(1);
     sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
     char *pdir = point_file(r, i, NULL);
     char *log = point_file(r, i, trace ? "trace.log" : "log.txt");
@@ -459,14 +470,104 @@ static void run_list(struct runner *r, const int *todo, int ntodo, bool trace)
 
 /* ---------------- outputs ---------------- */
 
-static char *trace_rel(struct runner *r, int point)
+/* "points/NNNN/trace.json" when 'dir' holds that trace, else NULL. */
+static char *trace_rel(const char *dir, int point)
 {
     if (point < 0)
         return NULL;
-    char *p = point_file(r, point, "trace.json");
+    char *rel = xasprintf("points/%04d/trace.json", point);
+    char *p = xasprintf("%s/%s", dir, rel);
     bool ok = exists(p);
     free(p);
-    return ok ? xasprintf("points/%04d/trace.json", point) : NULL;
+    if (!ok) {
+        free(rel);
+        rel = NULL;
+    }
+    return rel;
+}
+
+/* Removes plot_*.svg files of keys 't' does not have, and heatmap.svg unless two keys. */
+static void remove_stale_plots(const struct table *t, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        bool plot = !strncmp(n, "plot_", 5) && len > 9 && !strcmp(n + len - 4, ".svg");
+        bool stale = plot || (!strcmp(n, "heatmap.svg") && t->nkeys != 2);
+        for (int k = 0; plot && k < t->nkeys && stale; k++) {
+            char *want = plot_file_name(t->keys[k]);
+            stale = strcmp(want, n) != 0;
+            free(want);
+        }
+        if (stale) {
+            char *p = xasprintf("%s/%s", dir, n);
+            unlink(p);
+            free(p);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+int sweep_write_tables(struct table *t, const char *dir)
+{
+    int best = table_best_row(t);
+    t->best_trace = trace_rel(dir, best >= 0 ? t->rows[best].point : -1);
+    t->default_trace = trace_rel(dir, t->default_point);
+    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
+    int (*const writers[])(const struct table *, const char *) = {
+        table_write_csv, table_write_json, report_md_write};
+    int rc = 0;
+    for (int w = 0; w < 3 && rc == 0; w++) {
+        char *path = xasprintf("%s/%s", dir, names[w]);
+        if ((rc = writers[w](t, path)) != 0)
+            fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+        free(path);
+    }
+    if (rc == 0 && (rc = plot_write_sweep(t, dir)) != 0)
+        fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", dir, strerror(errno));
+    if (rc == 0)
+        remove_stale_plots(t, dir);
+    free(t->best_trace);
+    free(t->default_trace);
+    t->best_trace = t->default_trace = NULL;
+    return rc;
+}
+
+/* Prints that 'dir'/'rel' is missing unless it exists; returns 1 if missing. */
+static int missing(const char *dir, const char *rel, const char *what)
+{
+    char *p = xasprintf("%s/%s", dir, rel);
+    bool ok = exists(p);
+    if (!ok)
+        fprintf(stderr, "tpusim sweep: %s (%s) is missing\n", p, what);
+    free(p);
+    return !ok;
+}
+
+int sweep_missing_outputs(const struct table *t, const char *dir, bool traces)
+{
+    int n = 0;
+    for (int i = 0; i < t->nrows; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "points/%04d/point.json", t->rows[i].point);
+        n += missing(dir, rel, "the point's result");
+        snprintf(rel, sizeof rel, "points/%04d/summary.json", t->rows[i].point);
+        if (t->rows[i].status == TABLE_OK)
+            n += missing(dir, rel, "the point's summary");
+    }
+    int best = table_best_row(t), def = table_find_row(t, t->default_point);
+    int want[2] = {best, def >= 0 && t->rows[def].status == TABLE_OK ? def : -1};
+    for (int k = 0; traces && k < 2; k++) {
+        if (want[k] < 0 || (k == 1 && want[1] == want[0]))
+            continue;
+        char rel[64];
+        snprintf(rel, sizeof rel, "points/%04d/trace.json", t->rows[want[k]].point);
+        n += missing(dir, rel, k ? "the default point's trace" : "the best point's trace");
+    }
+    return n;
 }
 
 static void build_table(struct runner *r, struct table *t, struct table_row *rows)
@@ -487,29 +588,15 @@ static void build_table(struct runner *r, struct table *t, struct table_row *row
     t->default_is_base = r->default_is_base;
 }
 
+/* Writes the tables and checks every promised output; returns 0 or 1. */
 static int write_outputs(struct runner *r)
 {
     struct table t;
     struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
-    int best = table_best_row(&t);
-    t.best_trace = trace_rel(r, best >= 0 ? t.rows[best].point : -1);
-    t.default_trace = trace_rel(r, r->default_point);
-    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
-    int (*const writers[])(const struct table *, const char *) = {
-        table_write_csv, table_write_json, report_md_write};
-    int rc = 0;
-    for (int w = 0; w < 3 && rc == 0; w++) {
-        char *path = xasprintf("%s/%s", r->dir, names[w]);
-        if ((rc = writers[w](&t, path)) != 0)
-            fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
-        free(path);
-    }
-    if (rc == 0 && (rc = plot_write_sweep(&t, r->dir)) != 0)
-        fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", r->dir,
-                strerror(errno));
-    free(t.best_trace);
-    free(t.default_trace);
+    int rc = sweep_write_tables(&t, r->dir) != 0;
+    if (sweep_missing_outputs(&t, r->dir, !r->stop && !r->broken) > 0)
+        rc = 1;
     free(t.keys);
     free(rows);
     return rc;
@@ -590,20 +677,28 @@ static void print_result(struct runner *r, double wall_s)
                r->dir);
 }
 
-/* Creates the output directory and writes an inline base into it. Returns 0 or 1. */
+/* Claims the output directory (sim/sweep_dir.c) and writes an inline base
+ * into it. Returns 0 with the directory locked, or the exit status. */
 static int prepare_dir(struct runner *r)
 {
-    if (fs_mkdirs(r->dir) != 0) {
-        fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", r->dir, strerror(errno));
-        return 1;
-    }
+    enum sweep_reuse reuse = r->resume  ? SWEEP_REUSE_RESUME
+                             : r->force ? SWEEP_REUSE_FORCE
+                                        : SWEEP_REUSE_NONE;
+    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep",
+                             &r->lock);
+    if (rc != 0)
+        return rc;
+    if (r->resume)
+        sweep_dir_prune(r->dir, r->sp->npoints);
     if (!r->sp->base_inline)
         return 0;
     char *bp = xasprintf("%s/base.yaml", r->dir);
-    int rc = sweep_spec_write_base(r->sp, bp);
+    rc = sweep_spec_write_base(r->sp, bp);
     if (rc != 0)
         fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", bp, strerror(errno));
     free(bp);
+    if (rc != 0)
+        sweep_dir_unlock(&r->lock);
     return rc != 0;
 }
 
@@ -627,8 +722,10 @@ static void block_signals(struct runner *r, bool block)
 
 static int run_sweep(struct runner *r)
 {
-    if (prepare_dir(r) != 0)
-        return 1;
+    int rc = prepare_dir(r);
+    if (rc != 0)
+        return rc;
+    r->parent = getpid();
     r->base_desc = r->sp->base_inline ? xasprintf("base.yaml (inline in %s)", r->sp->file)
                                       : xstrdup(r->sp->base_path);
     int n = r->sp->npoints;
@@ -643,8 +740,9 @@ static int run_sweep(struct runner *r)
     run_list(r, todo, r->ntodo, false);
     if (!r->stop && !r->broken)
         keep_traces(r);
-    int rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
+    rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
     block_signals(r, false);
+    sweep_dir_unlock(&r->lock);
     print_result(r, now_s() - r->t0);
     for (int i = 0; i < n; i++)
         if (r->done[i])
@@ -662,6 +760,7 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     memset(&r, 0, sizeof r);
     r.jobs = o->jobs;
     r.resume = o->resume;
+    r.force = o->force;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
     struct sweep_spec sp;

@@ -21,6 +21,7 @@ struct sweep_opts {
     const char *out_dir; /* NULL: out/<sweep name> */
     int jobs;            /* points run at once */
     bool resume;         /* keep the points already done with the same values */
+    bool force;          /* replace an earlier sweep's files in out_dir */
     int sg_argc;         /* extra SimGrid flags for every point */
     char **sg_argv;
 };

@@ -75,4 +75,50 @@ char *sweep_map_message(const struct sweep_spec *sp, const char *msg);
  * quoted): applying "path=<text>" with --set gives back the same node. New string. */
 char *sweep_node_text(const struct cfg_node *n);
 
+/* ---------------- outputs (sim/sweep.c) ---------------- */
+
+struct table;
+
+/* Writes DIR/sweep.csv, sweep.json, report.md and the plots of table 't'
+ * (linking the best and default points' traces DIR holds) and removes the
+ * plots of keys 't' does not have. Returns 0, or -1 after printing why. */
+int sweep_write_tables(struct table *t, const char *dir);
+/* Counts (and prints) the outputs DIR lacks that table 't' promises: every
+ * row's points/NNNN/point.json, every ok row's summary.json and, when
+ * 'traces', the best and the default point's trace.json. */
+int sweep_missing_outputs(const struct table *t, const char *dir, bool traces);
+
+/* ---------------- the output directory (sim/sweep_dir.c) ---------------- */
+
+struct sweep_lock {
+    int fd;     /* the lock file, held with flock; -1: not held */
+    char *path; /* owned */
+};
+
+enum sweep_reuse {
+    SWEEP_REUSE_NONE,   /* the directory must be empty (or new) */
+    SWEEP_REUSE_RESUME, /* keep what is there (--resume) */
+    SWEEP_REUSE_FORCE,  /* remove an earlier sweep's files first (--force) */
+};
+
+/* Takes the lock of directory 'dir' (DIR/.tpusim-lock), which must exist.
+ * Returns 0, or -1 after printing that another sweep holds it (or why the
+ * file cannot be made). The kernel drops the lock when its holder dies. */
+int sweep_dir_lock(const char *dir, struct sweep_lock *lk);
+/* Removes the lock file and drops the lock. */
+void sweep_dir_unlock(struct sweep_lock *lk);
+
+/* Makes 'dir', locks it and checks that it may be written as 'reuse' says:
+ * an earlier sweep's files make it refused unless --resume or --force; with
+ * --force they are removed (files a sweep does not write are never removed:
+ * the directory is refused). 'how' names the way to continue in the message
+ * ("use --resume to finish it"). Returns 0 with the lock held, or the exit
+ * status (1: cannot create or busy, 2: refused) after printing why. */
+int sweep_dir_claim(const char *dir, enum sweep_reuse reuse, const char *how,
+                    struct sweep_lock *lk);
+
+/* Removes DIR/points/NNNN for every NNNN >= 'npoints' (an earlier, larger
+ * sweep's). Returns 0 or -1. */
+int sweep_dir_prune(const char *dir, int npoints);
+
 #endif

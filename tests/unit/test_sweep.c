@@ -5,11 +5,13 @@
  * valid tables, -j does not change the tables, compare. */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,9 +65,11 @@ static int count(const char *text, const char *needle)
     return n;
 }
 
-/* Runs `tpusim ARGS...` with stdout to 'out' and stderr to 'err' (file paths).
- * Returns the child's pid without waiting when 'nowait', else its exit status. */
-static int run_bin(const char *const *args, const char *out, const char *err, bool nowait)
+/* Runs `tpusim ARGS...` with stdout to 'out' and stderr to 'err' (file paths),
+ * files limited to 'fsize' bytes when not 0 (writes past it fail as on a full
+ * disk). Returns the child's pid without waiting when 'nowait', else its exit status. */
+static int run_bin_limited(const char *const *args, const char *out, const char *err,
+                           bool nowait, long fsize)
 {
     const char *argv[32];
     int n = 0;
@@ -85,6 +89,11 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fo, 1);
         dup2(fe, 2);
+        if (fsize) {
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -94,6 +103,11 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
     int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_bin(const char *const *args, const char *out, const char *err, bool nowait)
+{
+    return run_bin_limited(args, out, err, nowait, 0);
 }
 
 /* Runs cmd_sweep() itself in a child (so valgrind and ASan see the sweep code). */
@@ -590,7 +604,8 @@ static void test_sweep_failed_point_is_a_row(void **state)
     char *blocker = xasprintf("%s/points/0000/summary.json", dir);
     char *cmd = xasprintf("mkdir -p '%s'", blocker);
     assert_int_equal(system(cmd), 0);
-    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                          NULL};
     assert_int_equal(run_bin(args, out, err, false), 0);
     char *csvp = xasprintf("%s/sweep.csv", dir);
     char *csv = read_all(csvp);
@@ -766,6 +781,257 @@ static void test_sweep_jobs_give_identical_tables(void **state)
     free(d1);
 }
 
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to 60 s for 'path' to exist. */
+static bool wait_for(const char *path)
+{
+    double t0 = now_s();
+    while (!exists(path) && now_s() - t0 < 60)
+        sleep_ms(10);
+    return exists(path);
+}
+
+/* Issue 16 (hardening): a sweep into a directory that holds an earlier sweep
+ * mixed the two (old plots and points beside the new ones). */
+static void test_sweep_refuses_a_used_directory(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("used"), *out = path_in("used.out"), *err = path_in("used.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    assert_int_equal(run_bin(args, out, err, false), 2);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, " is not empty (it holds '"));
+    assert_non_null(strstr(text, "use --resume to finish an interrupted sweep, --force"));
+    free(text);
+    /* --force removes an earlier sweep's files (a stale plot and point), and only those */
+    char *stale_plot = xasprintf("%s/plot_workload.0.m.svg", dir);
+    char *stale_point = xasprintf("%s/points/0099", dir);
+    char *mine = xasprintf("%s/notes.txt", dir);
+    char *cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s'", stale_point, stale_point,
+                          stale_plot);
+    assert_int_equal(system(cmd), 0);
+    const char *force[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--force",
+                           NULL};
+    assert_int_equal(run_bin(force, out, err, false), 0);
+    assert_false(exists(stale_plot));
+    assert_false(exists(stale_point));
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    assert_true(exists(csv));
+    free(write_file("used/notes.txt", "mine\n"));
+    assert_int_equal(run_bin(force, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds 'notes.txt', which a sweep does not write"));
+    assert_true(exists(mine) && exists(csv));
+    free(text);
+    free(csv);
+    free(cmd);
+    free(mine);
+    free(stale_point);
+    free(stale_plot);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Two sweeps into one directory: the second is refused while the first runs;
+ * started together, exactly one of them writes the directory. */
+static void test_sweep_two_sweeps_one_directory(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("busy"), *out = path_in("busy.out"), *err = path_in("busy.err");
+    char *out2 = path_in("busy2.out"), *err2 = path_in("busy2.err");
+    const char *slow[] = {"sweep", "tests/data/sweeps/matmul_slow.yaml", "-o", dir, "-j", "1",
+                          NULL};
+    pid_t pid = run_bin(slow, out, err, true);
+    char *marker = xasprintf("%s/points/0000/point.json", dir);
+    assert_true(wait_for(marker));
+    const char *again[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                           NULL};
+    assert_int_equal(run_bin(again, out2, err2, false), 1);
+    char *text = read_all(err2);
+    char *want = xasprintf("tpusim sweep: %s is in use by another sweep (pid %d)", dir, (int)pid);
+    assert_non_null(strstr(text, want));
+    free(want);
+    free(text);
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 130);
+    char *lock = xasprintf("%s/.tpusim-lock", dir);
+    assert_false(exists(lock)); /* and the lock is gone with it */
+
+    /* started together into a new directory: one runs, the other is refused */
+    char *dir2 = path_in("race"), *ref = path_in("race_ref");
+    const char *a[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir2, "-j", "1",
+                       NULL};
+    pid_t p1 = run_bin(a, out, err, true), p2 = run_bin(a, out2, err2, true);
+    int s1, s2;
+    waitpid(p1, &s1, 0);
+    waitpid(p2, &s2, 0);
+    assert_true(WIFEXITED(s1) && WIFEXITED(s2));
+    int rc1 = WEXITSTATUS(s1), rc2 = WEXITSTATUS(s2);
+    assert_true((rc1 == 0) != (rc2 == 0));
+    text = read_all(rc1 ? err : err2);
+    assert_true(strstr(text, "is in use by another sweep") || strstr(text, "is not empty"));
+    free(text);
+    const char *r[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref, NULL};
+    assert_int_equal(run_bin(r, out, err, false), 0);
+    char *c1 = xasprintf("%s/sweep.csv", dir2), *c2 = xasprintf("%s/sweep.csv", ref);
+    char *t1 = read_all(c1), *t2 = read_all(c2);
+    assert_string_equal(t1, t2);
+    free(t1);
+    free(t2);
+    free(c1);
+    free(c2);
+    free(ref);
+    free(dir2);
+    free(lock);
+    free(marker);
+    free(err2);
+    free(out2);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* True while process 'pid' runs (a zombie has ended). */
+static bool alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z';
+}
+
+/* The parent of 'pid' from /proc, or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    int ppid = -1;
+    return close_paren && sscanf(close_paren + 2, "%*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/* The pids of the children of 'parent', at most 'max'. */
+static int children_of(pid_t parent, pid_t *kids, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && n < max && (e = readdir(d)) != NULL) {
+        int pid = atoi(e->d_name);
+        if (pid > 0 && parent_of(pid) == parent)
+            kids[n++] = pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Issue 16: a SIGKILLed sweep left its points running (and writing) as orphans. */
+static void test_sweep_sigkill_takes_its_points(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("killed"), *out = path_in("killed.out"), *err = path_in("killed.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_slow.yaml", "-o", dir, "-j", "1",
+                          NULL};
+    pid_t pid = run_bin(args, out, err, true);
+    char *marker = xasprintf("%s/points/0000/point.json", dir);
+    assert_true(wait_for(marker));
+    pid_t kids[8];
+    int n = 0;
+    for (double t0 = now_s(); n == 0 && now_s() - t0 < 10; sleep_ms(10))
+        n = children_of(pid, kids, 8); /* the slow point */
+    assert_true(n > 0);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        while (alive(kids[i]) && now_s() - t0 < 5)
+            sleep_ms(10);
+    for (int i = 0; i < n; i++)
+        assert_false(alive(kids[i]));
+    free(marker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Issue 16: a sweep that ran out of disk exited 0 with the best point's trace missing. */
+static void test_sweep_missing_output_fails(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("full"), *ref = path_in("full_ref");
+    char *out = path_in("full.out"), *err = path_in("full.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    /* a file limit between the largest other output and the smallest kept trace */
+    static const char *const others[] = {"sweep.csv", "sweep.json", "report.md", "heatmap.svg",
+                                         "plot_workload.0.block.bm.svg",
+                                         "plot_workload.0.block.bn.svg", "points/0000/summary.json",
+                                         "points/0000/platform.xml"};
+    long big = 0, trace = -1;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char *p = xasprintf("%s/%s", ref, others[i]);
+        big = file_size(p) > big ? file_size(p) : big;
+        free(p);
+    }
+    for (int i = 0; i < 2; i++) {
+        char *p = xasprintf("%s/points/%04d/trace.json", ref, i);
+        if (trace < 0 || file_size(p) < trace)
+            trace = file_size(p);
+        free(p);
+    }
+    if (trace <= big + 2) {
+        print_message("skipped: the traces (%ld bytes) are not larger than the tables (%ld)\n",
+                      trace, big);
+        skip();
+    }
+    const char *full[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin_limited(full, out, err, false, (big + trace) / 2), 1);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, "the run with a trace failed"));
+    assert_non_null(strstr(text, "/trace.json (the best point's trace) is missing"));
+    free(text);
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    assert_true(exists(csv)); /* the tables are still written */
+    free(csv);
+    free(err);
+    free(out);
+    free(ref);
+    free(dir);
+}
+
 static void test_compare_summaries_and_sweeps(void **state)
 {
     (void)state;
@@ -826,6 +1092,10 @@ int main(void)
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
         cmocka_unit_test(test_sweep_jobs_give_identical_tables),
+        cmocka_unit_test(test_sweep_refuses_a_used_directory),
+        cmocka_unit_test(test_sweep_two_sweeps_one_directory),
+        cmocka_unit_test(test_sweep_sigkill_takes_its_points),
+        cmocka_unit_test(test_sweep_missing_output_fails),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
     };
     return cmocka_run_group_tests_name("sweep", tests, setup, teardown);
