@@ -1,4 +1,4 @@
-/* sim/cmd_sweep.c -- `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force]`:
+/* sim/cmd_sweep.c -- `tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force] [--set ..]`:
  * arguments only; the runner is sim/sweep.c. */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,11 +11,12 @@
 #include "sim/sweep.h"
 
 static const char usage_text[] =
-    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force]\n"
+    "usage: tpusim sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force] [--set key.path=value]...\n"
     "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
     "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
     "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
     "  -j N       points run at once (default: the number of online CPUs)\n"
+    "  --set key.path=value   edit the base scenario (before every point's values)\n"
     "  --resume   keep the points already done with the same values\n"
     "  --force    replace an earlier sweep's files in DIR (a non-empty DIR is refused\n"
     "             without --resume or --force)\n"
@@ -42,13 +43,13 @@ static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const c
     static const struct option longs[] = {
         {"out", required_argument, 0, 'o'}, {"jobs", required_argument, 0, 'j'},
         {"resume", no_argument, 0, 'r'},    {"force", no_argument, 0, 'f'},
-        {"sg", required_argument, 0, 'g'},
+        {"set", required_argument, 0, 's'}, {"sg", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cpus < 1 ? 1 : cpus > SWEEP_MAX_JOBS ? SWEEP_MAX_JOBS : (int)cpus;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "o:j:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:j:s:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'o':
             o->out_dir = optarg;
@@ -62,6 +63,10 @@ static int parse_sweep_args(int argc, char **argv, struct sweep_opts *o, const c
             break;
         case 'f':
             o->force = true;
+            break;
+        case 's':
+            o->sets = xrealloc(o->sets, sizeof *o->sets * (size_t)(o->nsets + 1));
+            o->sets[o->nsets++] = optarg;
             break;
         case 'g':
             o->sg_argv = xrealloc(o->sg_argv, sizeof(char *) * (size_t)(o->sg_argc + 1));
@@ -92,5 +97,6 @@ int cmd_sweep(int argc, char **argv)
     if (rc == 0)
         rc = sweep_run(spec, &o);
     free(o.sg_argv);
+    free(o.sets);
     return rc < 0 ? 0 : rc;
 }

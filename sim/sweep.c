@@ -60,7 +60,6 @@ struct runner {
     int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
     int default_point;
-    bool default_is_base;
     char *base_desc; /* the base scenario, as the report names it */
 };
 
@@ -585,7 +584,8 @@ static void build_table(struct runner *r, struct table *t, struct table_row *row
         if (r->done[i])
             rows[t->nrows++] = r->rows[i];
     t->default_point = r->default_point;
-    t->default_is_base = r->default_is_base;
+    t->default_is_base = true;
+    t->default_added = r->sp->default_added;
 }
 
 /* Writes the tables and checks every promised output; returns 0 or 1. */
@@ -731,7 +731,7 @@ static int run_sweep(struct runner *r)
     int n = r->sp->npoints;
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
-    r->default_point = sweep_default_point(r->sp, &r->default_is_base);
+    r->default_point = r->sp->default_point;
     r->tty = isatty(STDERR_FILENO);
     block_signals(r, true);
     r->t0 = now_s();
@@ -766,7 +766,7 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     struct sweep_spec sp;
     struct diag *d = diag_new();
     int rc;
-    if (sweep_spec_load(spec, &sp, d) != 0) {
+    if (sweep_spec_load(spec, o->sets, o->nsets, &sp, d) != 0) {
         diag_print(d, stderr);
         rc = 2;
     } else {

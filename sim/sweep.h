@@ -7,6 +7,9 @@
  *   sweep: {key.path: [v1, v2]}    # cartesian product, first key outermost
  *   zip: {key.a: [..], key.b: [..]}  # optional: equal-length lists varying together
  *   points: [{key.path: v}, ...]   # optional: explicit points, after the product
+ *   vars: {NAME: [key.a, key.b]}   # optional: NAME stands for several key paths
+ * The default point has the base scenario's own values; it is added as the
+ * last point when no other point has them.
  * Outputs: DIR/sweep.csv, sweep.json, report.md, plot_<key>.svg, heatmap.svg
  * (two keys) and DIR/points/NNNN/{point.json, summary.json}; the best and the
  * default point also keep trace.json. */
@@ -22,6 +25,8 @@ struct sweep_opts {
     int jobs;            /* points run at once */
     bool resume;         /* keep the points already done with the same values */
     bool force;          /* replace an earlier sweep's files in out_dir */
+    int nsets;           /* --set edits of the base scenario */
+    const char **sets;
     int sg_argc;         /* extra SimGrid flags for every point */
     char **sg_argv;
 };

@@ -11,11 +11,15 @@
 #include "base/diag.h"
 
 struct sweep_key {
-    char *path;       /* owned: the key path, exactly as for --set */
+    char *path;       /* owned: the key path, exactly as for --set, or the name of a var */
+    int npaths;       /* the key paths it sets: 1, or a var's paths */
+    char **paths;     /* owned */
     char *spec_path;  /* owned: where the spec names it, e.g. "sweep.workload.0.bytes" */
     int line, col;    /* and at which position */
-    char *base_value; /* owned: the base scenario's own value (canonical text), or NULL */
-    char *base_shown; /* owned: the same as shown in tables, or "" */
+    char *base_value; /* owned: the base scenario's own value (canonical text), or NULL
+                       * (not set, or a var whose paths differ in the base) */
+    char *base_shown; /* owned: the same as shown in tables ("" when not set; a var whose
+                       * paths differ: their values joined by " / ") */
 };
 
 struct sweep_point {
@@ -38,34 +42,43 @@ struct sweep_spec {
     struct cfg_node *base_tree; /* owned: the base scenario document */
     bool base_inline;           /* base: was a mapping (written out as base.yaml) */
     uint64_t base_hash;         /* of the base scenario's text, for --resume */
+    int nbase_sets;             /* --set edits of the base (before every point's own) */
+    char **base_sets;           /* owned */
     struct sweep_linemap map;   /* for an inline base */
     int nkeys;
     struct sweep_key *keys; /* in order of first appearance: sweep, zip, points */
     int npoints;
-    struct sweep_point *points; /* cartesian product of sweep x zip, then the explicit points */
+    struct sweep_point *points; /* cartesian product of sweep x zip, then the explicit points,
+                                 * then the default point when none of those is it */
+    int default_point;          /* the point with the base scenario's own values */
+    bool default_added;         /* it was added to the sweep's points (the last one) */
 };
 
 /* Loads and expands the sweep spec at 'path': checks its structure, loads the
  * base scenario (a file relative to the spec's directory, or an inline
- * mapping written to a temporary file) and checks that every key path applies
- * to it. Returns 0, or -1 with "file:line:col: key.path: ..." messages in 'd'.
- * Release '*sp' with sweep_spec_fini() either way. */
-int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d);
+ * mapping written to a temporary file) with the 'nsets' --set edits 'sets'
+ * and checks that every key path applies to it. Adds the default point (no
+ * overrides) when no point has the base's own values. Returns 0, or -1 with
+ * "file:line:col: key.path: ..." messages in 'd'. Release '*sp' with
+ * sweep_spec_fini() either way. */
+int sweep_spec_load(const char *path, const char *const *sets, int nsets, struct sweep_spec *sp,
+                    struct diag *d);
 void sweep_spec_fini(struct sweep_spec *sp);
 
+/* True when the file at 'path' is a sweep spec rather than a scenario: a
+ * mapping with base, sweep, zip, points or vars at the top and no workload.
+ * False for "-" (standard input is read once) and unreadable files. */
+bool sweep_spec_detect(const char *path);
 /* Writes an inline base to 'path' (base.yaml in the output directory) and
  * points sp->base_path at it. Returns 0 or -1 (errno). */
 int sweep_spec_write_base(struct sweep_spec *sp, const char *path);
 
-/* The --set overrides of point 'i' ("key.path=value"), NULL-terminated, in key
- * order; '*n' gets the count. Returns a new array of new strings; free with
+/* The --set overrides of point 'i' ("key.path=value"), NULL-terminated: the
+ * base's edits, then the point's values in key order (a var's paths in
+ * turn); '*n' gets the count. Returns a new array of new strings; free with
  * sweep_sets_free(). */
 char **sweep_point_sets(const struct sweep_spec *sp, int i, int *n);
 void sweep_sets_free(char **sets);
-
-/* Index of the default point: the first whose values all equal the base
- * scenario's own values ('*is_base' true), else 0. -1 when there are no points. */
-int sweep_default_point(const struct sweep_spec *sp, bool *is_base);
 
 /* Rewrites a message about the generated base file into one about the spec
  * (positions mapped back through sp->map). Returns a new string. */

@@ -188,7 +188,18 @@ static int load_spec(const char *name, const char *yaml, struct sweep_spec *sp, 
 {
     free(write_file("base.yaml", base_yaml));
     char *p = write_file(name, yaml);
-    int rc = sweep_spec_load(p, sp, d);
+    int rc = sweep_spec_load(p, NULL, 0, sp, d);
+    free(p);
+    return rc;
+}
+
+/* load_spec with --set edits of the base. */
+static int load_spec_sets(const char *name, const char *yaml, const char *const *sets, int nsets,
+                          struct sweep_spec *sp, struct diag *d)
+{
+    free(write_file("base.yaml", base_yaml));
+    char *p = write_file(name, yaml);
+    int rc = sweep_spec_load(p, sets, nsets, sp, d);
     free(p);
     return rc;
 }
@@ -261,9 +272,8 @@ static void test_spec_cartesian_in_written_order(void **state)
     assert_string_equal(sets[1], "workload.0.block.bn=128");
     assert_null(sets[2]);
     sweep_sets_free(sets);
-    bool is_base;
-    assert_int_equal(sweep_default_point(&sp, &is_base), 1); /* 128 x 128 */
-    assert_true(is_base);
+    assert_int_equal(sp.default_point, 1); /* 128 x 128 */
+    assert_false(sp.default_added);
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -291,7 +301,7 @@ static void test_spec_zip_and_points(void **state)
     assert_int_equal(sp.nkeys, 5);
     assert_string_equal(sp.keys[0].path, "workload.0.k");
     assert_string_equal(sp.keys[3].path, "topology.shape");
-    assert_int_equal(sp.npoints, 6);
+    assert_int_equal(sp.npoints, 7); /* 2 x 2, 2 points and the default */
     /* zip varies fastest, its keys together */
     assert_string_equal(point_set(&sp, 1, 0), "256");
     assert_string_equal(point_set(&sp, 1, 1), "1024");
@@ -308,9 +318,16 @@ static void test_spec_zip_and_points(void **state)
     assert_string_equal(sp.points[5].shown[4], "f32");
     assert_string_equal(sp.keys[3].base_value, "[1]");
     assert_null(sp.keys[4].base_value); /* the base does not say */
-    bool is_base;
-    assert_int_equal(sweep_default_point(&sp, &is_base), 0);
-    assert_false(is_base);
+    /* no point has the base's values (k=256, m=256, n=256, [1], unset dtype): one more does */
+    assert_int_equal(sp.default_point, 6);
+    assert_true(sp.default_added);
+    int n;
+    char **sets = sweep_point_sets(&sp, 6, &n);
+    assert_int_equal(n, 0);
+    sweep_sets_free(sets);
+    assert_string_equal(sp.points[6].shown[0], "256");
+    assert_string_equal(sp.points[6].shown[3], "[1]");
+    assert_string_equal(sp.points[6].shown[4], "");
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -382,6 +399,118 @@ static void test_spec_unknown_key_path_points_at_the_spec(void **state)
     assert_message(d, 1, "keys.yaml",
                    "SPEC:4:3: sweep.workload.3.m: expected a key path of the base scenario, got "
                    "--set workload.3.m=1: workload.3.m: index 3 is out of range (the list has 1 item)");
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+/* Issue 19.3: --set edits the base: every point's runs start from it, and so does the default. */
+static void test_spec_set_edits_the_base(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    static const char spec[] = "base: base.yaml\n"
+                               "sweep:\n"
+                               "  workload.0.block.bm: [128, 256]\n";
+    const char *sets[] = {"workload.0.block.bm=256", "workload.0.m=512"};
+    int rc = load_spec_sets("set.yaml", spec, sets, 2, &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sp.npoints, 2);
+    assert_int_equal(sp.default_point, 1); /* bm=256 is the base's own value now */
+    assert_false(sp.default_added);
+    int n;
+    char **ps = sweep_point_sets(&sp, 0, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ps[0], "workload.0.block.bm=256");
+    assert_string_equal(ps[1], "workload.0.m=512");
+    assert_string_equal(ps[2], "workload.0.block.bm=128");
+    sweep_sets_free(ps);
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    const char *bad[] = {"workload.0.mm=512"};
+    rc = load_spec_sets("set.yaml", spec, bad, 1, &sp, d);
+    assert_int_equal(rc, -1);
+    assert_true(diag_count(d) >= 1);
+    assert_non_null(strstr(diag_message(d, 0), "unknown key 'mm' (did you mean 'm'?)"));
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static const char base2_yaml[] = "name: mm2\n"
+                                 "chip: v5e\n"
+                                 "topology: {shape: [1]}\n"
+                                 "workload:\n"
+                                 "  - {op: matmul, m: 256, k: 256, n: 256, block: {bm: 128}}\n"
+                                 "  - {op: matmul, m: 256, k: 256, n: 256, block: {bm: 128}}\n";
+
+/* Issue 19.3: vars: one swept value feeds several ops' keys. */
+static void test_spec_vars_set_several_paths(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    free(write_file("base2.yaml", base2_yaml));
+    int rc = load_spec("vars.yaml",
+                       "base: base2.yaml\n"
+                       "vars:\n"
+                       "  bm: [workload.0.block.bm, workload.1.block.bm]\n"
+                       "sweep:\n"
+                       "  bm: [64, 128]\n"
+                       "  workload.0.k: [256, 512]\n",
+                       &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sp.nkeys, 2);
+    assert_string_equal(sp.keys[0].path, "bm"); /* one column, named by the var */
+    assert_int_equal(sp.keys[0].npaths, 2);
+    assert_int_equal(sp.npoints, 4);
+    assert_int_equal(sp.default_point, 2); /* bm=128 (both ops), k=256 */
+    int n;
+    char **ps = sweep_point_sets(&sp, 1, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ps[0], "workload.0.block.bm=64");
+    assert_string_equal(ps[1], "workload.1.block.bm=64");
+    assert_string_equal(ps[2], "workload.0.k=512");
+    sweep_sets_free(ps);
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    /* the paths differ in the base: no point has its values, the default is added */
+    rc = load_spec("vars2.yaml",
+                   "base: base2.yaml\n"
+                   "vars: {mk: [workload.0.m, workload.1.block.bm]}\n"
+                   "points: [{mk: 256}]\n",
+                   &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_true(sp.default_added);
+    assert_string_equal(sp.points[1].shown[0], "256 / 128");
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    rc = load_spec("vars3.yaml",
+                   "base: base2.yaml\n"
+                   "vars:\n"
+                   "  bm: [workload.0.block.bm, workload.1.block.bm]\n"
+                   "  unused: [workload.0.m]\n"
+                   "  a.b: [workload.0.m]\n"
+                   "  bad: [workload..m]\n"
+                   "sweep:\n"
+                   "  bm: [64]\n"
+                   "  workload.1.block.bm: [64]\n",
+                   &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "vars3.yaml",
+                   "SPEC:5:3: vars.a.b: expected a name of letters, digits, '_', '-' or ':' (no "
+                   "dots: key paths have them), got 'a.b'");
+    assert_message(d, 1, "vars3.yaml",
+                   "SPEC:6:9: vars.bad: expected a key path like workload.0.block.bm, got "
+                   "workload..m");
+    assert_message(d, 2, "vars3.yaml",
+                   "SPEC:4:3: vars.unused: not used by sweep, zip or points");
+    assert_message(d, 5, "vars3.yaml",
+                   "SPEC:9:3: sweep.workload.1.block.bm: sets workload.1.block.bm, which sweep.bm "
+                   "(SPEC:8:3) sets too");
+    assert_int_equal(diag_count(d), 6); /* and a.b and bad are not used either */
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -593,6 +722,49 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     free(csvp);
     free(err);
     free(dir);
+}
+
+/* Issue 19.3: the default point is the base's own values, run as an extra point when the
+ * sweep does not contain them (point 0 stood in for it, giving headlines like "14.65x"). */
+static void test_sweep_runs_the_default_point(void **state)
+{
+    (void)state;
+    need_bin();
+    free(write_file("base.yaml", base_yaml));
+    char *spec = write_file("nodef.yaml", "base: base.yaml\n"
+                                          "sweep:\n"
+                                          "  workload.0.block.bn: [256, 64]\n");
+    char *dir = path_in("nodef"), *err = path_in("nodef.err");
+    const char *args[] = {spec, "-o", dir, "--set", "workload.0.m=512", NULL};
+    assert_int_equal(run_inproc(args, err), 0);
+    char *jp = xasprintf("%s/sweep.json", dir), *mdp = xasprintf("%s/report.md", dir);
+    char why[256];
+    struct json *j = json_read_file(jp, JSON_MAX_BYTES, why, sizeof why);
+    assert_non_null(j);
+    assert_true(json_num(j, "points_total", 0) == 3);
+    assert_true(json_num(j, "default_point", -1) == 2);
+    assert_true(json_get(j, "default_added")->b);
+    const struct json *pts = json_get(j, "points");
+    assert_string_equal(json_str(pts->kids[2], "status", ""), "ok");
+    json_free(j);
+    char *md = read_all(mdp);
+    assert_non_null(strstr(md, "- **Default**: point 2 (bn=128)"));
+    assert_non_null(strstr(md, "run as an extra point"));
+    char *tr = xasprintf("%s/points/0002/trace.json", dir);
+    assert_true(exists(tr));
+    /* --set edited the base of every point, the default's too */
+    char *pj = xasprintf("%s/points/0002/point.json", dir);
+    char *pt = read_all(pj);
+    assert_non_null(strstr(pt, "\"sets\": [\"workload.0.m=512\"]"));
+    free(pt);
+    free(pj);
+    free(tr);
+    free(md);
+    free(mdp);
+    free(jp);
+    free(err);
+    free(dir);
+    free(spec);
 }
 
 static void test_sweep_failed_point_is_a_row(void **state)
@@ -1084,10 +1256,13 @@ int main(void)
         cmocka_unit_test(test_spec_errors_name_file_line_col),
         cmocka_unit_test(test_spec_unknown_key_path_points_at_the_spec),
         cmocka_unit_test(test_spec_huge_index_is_out_of_range),
+        cmocka_unit_test(test_spec_set_edits_the_base),
+        cmocka_unit_test(test_spec_vars_set_several_paths),
         cmocka_unit_test(test_spec_inline_base_messages_point_into_the_spec),
         cmocka_unit_test(test_node_text_round_trips),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
+        cmocka_unit_test(test_sweep_runs_the_default_point),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
