@@ -31,6 +31,16 @@ struct sweep_opts {
     char **sg_argv;
 };
 
+struct validate_limits;
+
+/* `tpusim check SWEEP.yaml`: loads the spec 'spec' (with the 'nsets' --set
+ * edits of its base) and checks every point as `tpusim check` checks a
+ * scenario, running nothing; prints each infeasible point and a summary line
+ * to stdout. Returns 0, 1 (a temporary file cannot be written) or 2 (a bad
+ * spec, or no feasible point). */
+int sweep_check(const char *spec, const char *const *sets, int nsets,
+                const struct validate_limits *lim);
+
 /* Runs every point of the sweep spec 'spec'. Returns the exit status (0, 1
  * runtime failure, 2 bad input, 130 interrupted). */
 int sweep_run(const char *spec, const struct sweep_opts *o);

@@ -62,6 +62,10 @@ echo $? > "$t/int.rc"
 for f in configs/scenarios/*.yaml; do
     "$bin" check "$f" >/dev/null || bad "check $f"
 done
+# check takes sweep specs too: every point checked, nothing run
+for f in configs/sweeps/*.yaml; do
+    "$bin" check "$f" | tail -n 1 | grep -q "^$f: ok (sweep " && ok || bad "check $f"
+done
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -767,6 +767,33 @@ static void test_sweep_runs_the_default_point(void **state)
     free(spec);
 }
 
+/* Issue 19.3: `tpusim check SWEEP.yaml` checks every point (with --set edits), running none. */
+static void test_check_takes_a_sweep_spec(void **state)
+{
+    (void)state;
+    need_bin();
+    char *out = path_in("check.out"), *err = path_in("check.err");
+    const char *args[] = {"check", "tests/data/sweeps/matmul_blocks.yaml", "--set",
+                          "workload.0.m=512", NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    char *text = read_all(out);
+    assert_non_null(strstr(text, "point 3 (bm=100, bn=128): infeasible: "
+                                 "tests/data/sweeps/matmul_base.yaml:6:5: workload.0: matmul: "
+                                 "m=512 should be divisible by bm=100\n"));
+    assert_non_null(strstr(text, "tests/data/sweeps/matmul_blocks.yaml: ok (sweep matmul_blocks, "
+                                 "6 points: 2 feasible, 4 infeasible; default point 0)\n"));
+    assert_int_equal(count(text, "infeasible: "), 4);
+    free(text);
+    /* a scenario is still a scenario */
+    const char *scen[] = {"check", "tests/data/sweeps/matmul_base.yaml", NULL};
+    assert_int_equal(run_bin(scen, out, err, false), 0);
+    text = read_all(out);
+    assert_non_null(strstr(text, "matmul_base.yaml: ok (1 ops"));
+    free(text);
+    free(err);
+    free(out);
+}
+
 static void test_sweep_failed_point_is_a_row(void **state)
 {
     (void)state;
@@ -1263,6 +1290,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
         cmocka_unit_test(test_sweep_runs_the_default_point),
+        cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
