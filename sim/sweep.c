@@ -47,6 +47,8 @@ struct runner {
     pid_t parent;           /* the sweep's own process */
     int jobs;
     bool resume, force, tty;
+    int shard, nshards; /* this process runs the points i with i % nshards == shard */
+    int nmine;          /* how many points that is (all of them without shards) */
     int sg_argc;
     char **sg_argv;
     sigset_t oldmask, waitset;
@@ -200,12 +202,18 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
         int n;
         char **sets = sweep_point_sets(r->sp, row->point, &n);
         fprintf(f, "{\"point\": %d, \"base\": ", row->point);
-        json_write_string(f, r->sp->base_path);
+        /* an inline base is DIR/base.yaml: relative, so shards and a merge write the same */
+        json_write_string(f, r->sp->base_inline ? "base.yaml" : r->sp->base_path);
         fprintf(f, ", \"base_hash\": \"%016llx\",\n \"sets\": [",
                 (unsigned long long)r->sp->base_hash);
         for (int k = 0; k < n; k++) {
             fputs(k ? ", " : "", f);
             json_write_string(f, sets[k]);
+        }
+        fputs("],\n \"values\": [", f);
+        for (int k = 0; k < r->sp->nkeys; k++) {
+            fputs(k ? ", " : "", f);
+            json_write_string(f, row->values[k]);
         }
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 table_status_name(row->status), code);
@@ -221,9 +229,9 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
 }
 
 /* Fills 'row' from points/NNNN/summary.json. */
-static void read_summary(struct runner *r, struct table_row *row)
+void sweep_read_summary(const char *dir, struct table_row *row)
 {
-    char *path = point_file(r, row->point, "summary.json");
+    char *path = xasprintf("%s/points/%04d/summary.json", dir, row->point);
     char err[512];
     struct json *j = json_read_file(path, JSON_MAX_BYTES, err, sizeof err);
     if (!j || table_row_from_summary(row, j, err, sizeof err) != 0) {
@@ -275,7 +283,7 @@ static void finish_point(struct runner *r, int i, int status)
     }
     if (code == 0) {
         row.reason = xstrdup("");
-        read_summary(r, &row);
+        sweep_read_summary(r->dir, &row);
     } else {
         row.status = code == 2 ? TABLE_INFEASIBLE : TABLE_FAILED;
         char why[64];
@@ -335,11 +343,7 @@ static bool load_previous(struct runner *r, int i)
     if (ok) {
         struct table_row row;
         row_init(r, i, &row);
-        row.status = st;
-        row.reason = xstrdup(json_str(j, "reason", ""));
-        if (st == TABLE_OK)
-            read_summary(r, &row);
-        ok = row.status == st;
+        ok = sweep_row_from_point(r->dir, j, &row) == 0 && row.status == st;
         if (ok)
             record(r, &row);
         else
@@ -347,6 +351,16 @@ static bool load_previous(struct runner *r, int i)
     }
     json_free(j);
     return ok;
+}
+
+int sweep_row_from_point(const char *dir, const struct json *pj, struct table_row *row)
+{
+    if (table_status_parse(json_str(pj, "status", ""), &row->status) != 0)
+        return -1;
+    row->reason = xstrdup(json_str(pj, "reason", ""));
+    if (row->status == TABLE_OK)
+        sweep_read_summary(dir, row);
+    return 0;
 }
 
 /* ---------------- progress ---------------- */
@@ -362,10 +376,10 @@ static void fmt_clock(char *buf, size_t n, double s)
 
 static void progress_bar(struct runner *r)
 {
-    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->sp->npoints))
+    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->nmine))
         return;
     r->drawn = now_s();
-    int total = r->sp->npoints, w = 30;
+    int total = r->nmine, w = 30;
     int fill = total ? (int)((double)w * r->ndone / total) : w;
     char bar[64], el[32], eta[32] = "--:--";
     for (int k = 0; k < w; k++)
@@ -390,7 +404,7 @@ static void progress_line(struct runner *r, const struct table_row *row)
     char tm[32] = "";
     if (row->status == TABLE_OK)
         table_format_time(tm, sizeof tm, row->time_s);
-    fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->sp->npoints, row->point,
+    fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->nmine, row->point,
             table_status_name(row->status), *tm ? " " : "", tm);
 }
 
@@ -588,13 +602,47 @@ static void build_table(struct runner *r, struct table *t, struct table_row *row
     t->default_added = r->sp->default_added;
 }
 
-/* Writes the tables and checks every promised output; returns 0 or 1. */
+/* DIR/shard.json: what `tpusim sweep merge` needs to check and join the shards. */
+static int write_shard_json(struct runner *r)
+{
+    char *path = xasprintf("%s/shard.json", r->dir);
+    struct fs_atomic a;
+    int rc = fs_atomic_open(&a, path);
+    if (rc == 0) {
+        FILE *f = a.f;
+        fputs("{\"sweep\": ", f);
+        json_write_string(f, r->sp->name);
+        fputs(", \"base\": ", f);
+        json_write_string(f, r->base_desc);
+        fprintf(f, ",\n \"base_hash\": \"%016llx\", \"spec_hash\": \"%016llx\",\n \"keys\": [",
+                (unsigned long long)r->sp->base_hash,
+                (unsigned long long)sweep_spec_hash(r->sp));
+        for (int k = 0; k < r->sp->nkeys; k++) {
+            fputs(k ? ", " : "", f);
+            json_write_string(f, r->sp->keys[k].path);
+        }
+        fprintf(f,
+                "],\n \"points_total\": %d, \"default_point\": %d, \"default_added\": %s,\n"
+                " \"shard\": %d, \"shards\": %d, \"points\": %d, \"points_done\": %d, "
+                "\"complete\": %s}\n",
+                r->sp->npoints, r->default_point, r->sp->default_added ? "true" : "false",
+                r->shard, r->nshards, r->nmine, r->ndone,
+                r->ndone == r->nmine && !r->stop ? "true" : "false");
+        rc = fs_atomic_commit(&a);
+    }
+    if (rc != 0)
+        fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+/* Writes the tables (a shard: shard.json) and checks every promised output; returns 0 or 1. */
 static int write_outputs(struct runner *r)
 {
     struct table t;
     struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
-    int rc = sweep_write_tables(&t, r->dir) != 0;
+    int rc = (r->nshards ? write_shard_json(r) : sweep_write_tables(&t, r->dir)) != 0;
     if (sweep_missing_outputs(&t, r->dir, !r->stop && !r->broken) > 0)
         rc = 1;
     free(t.keys);
@@ -638,11 +686,11 @@ static int plan(struct runner *r, int *todo)
 {
     int n = 0;
     for (int i = 0; i < r->sp->npoints; i++)
-        if (!(r->resume && load_previous(r, i)))
+        if (sweep_shard_owns(r->shard, r->nshards, i) && !(r->resume && load_previous(r, i)))
             todo[n++] = i;
     if (r->resume)
-        fprintf(stderr, "resume: %d of %d points already done, %d to run\n", r->ndone,
-                r->sp->npoints, n);
+        fprintf(stderr, "resume: %d of %d points already done, %d to run\n", r->ndone, r->nmine,
+                n);
     return n;
 }
 
@@ -650,8 +698,10 @@ static void print_result(struct runner *r, double wall_s)
 {
     if (r->tty)
         fputs("\r\033[K", stderr);
+    if (r->nshards)
+        printf("shard %d/%d of ", r->shard, r->nshards);
     printf("sweep %s: %d of %d points (%d ok, %d infeasible, %d failed) in %.1f s with -j %d\n",
-           r->sp->name, r->ndone, r->sp->npoints, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
+           r->sp->name, r->ndone, r->nmine, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
            r->count[TABLE_FAILED], wall_s, r->jobs);
     int best = -1;
     for (int i = 0; i < r->sp->npoints; i++)
@@ -670,11 +720,19 @@ static void print_result(struct runner *r, double wall_s)
                    r->rows[d].time_s / r->rows[best].time_s, d);
         printf("\n");
     }
-    printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
-           r->dir);
-    if (r->stop)
-        printf("interrupted: run `tpusim sweep %s -o %s --resume` to finish\n", r->sp->file,
+    char shard[64] = "";
+    if (r->nshards) {
+        snprintf(shard, sizeof shard, " --shard %d/%d", r->shard, r->nshards);
+        printf("wrote %s/shard.json and %s/points: join the %d shards with `tpusim sweep merge "
+               "OUT DIR...`\n",
+               r->dir, r->dir, r->nshards);
+    } else {
+        printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
                r->dir);
+    }
+    if (r->stop)
+        printf("interrupted: run `tpusim sweep %s%s -o %s --resume` to finish\n", r->sp->file,
+               shard, r->dir);
 }
 
 /* Claims the output directory (sim/sweep_dir.c) and writes an inline base
@@ -732,6 +790,8 @@ static int run_sweep(struct runner *r)
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
     r->default_point = r->sp->default_point;
+    for (int i = 0; i < n; i++)
+        r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
     r->tty = isatty(STDERR_FILENO);
     block_signals(r, true);
     r->t0 = now_s();
@@ -761,6 +821,8 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     r.jobs = o->jobs;
     r.resume = o->resume;
     r.force = o->force;
+    r.shard = o->shard;
+    r.nshards = o->nshards;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
     struct sweep_spec sp;
@@ -771,7 +833,9 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
         rc = 2;
     } else {
         r.sp = &sp;
-        r.dir = o->out_dir ? xstrdup(o->out_dir) : xasprintf("out/%s", sp.name);
+        r.dir = o->out_dir  ? xstrdup(o->out_dir)
+                : o->nshards ? xasprintf("out/%s-shard-%d-of-%d", sp.name, o->shard, o->nshards)
+                             : xasprintf("out/%s", sp.name);
         rc = run_sweep(&r);
         free(r.dir);
     }

@@ -27,6 +27,7 @@ struct sweep_opts {
     bool force;          /* replace an earlier sweep's files in out_dir */
     int nsets;           /* --set edits of the base scenario */
     const char **sets;
+    int shard, nshards;  /* --shard I/N: run the points i with i % N == I (N 0: all) */
     int sg_argc;         /* extra SimGrid flags for every point */
     char **sg_argv;
 };
@@ -41,8 +42,17 @@ struct validate_limits;
 int sweep_check(const char *spec, const char *const *sets, int nsets,
                 const struct validate_limits *lim);
 
-/* Runs every point of the sweep spec 'spec'. Returns the exit status (0, 1
+/* Runs every point of the sweep spec 'spec' (a shard's: then it writes
+ * DIR/shard.json instead of the tables). Returns the exit status (0, 1
  * runtime failure, 2 bad input, 130 interrupted). */
 int sweep_run(const char *spec, const struct sweep_opts *o);
+
+/* `tpusim sweep merge OUT DIR...`: joins the shard directories 'dirs' (all
+ * N shards of one sweep, each complete) into 'out': their points, then the
+ * tables, report, plots and the best and default points' traces, the same
+ * bytes as one `tpusim sweep` would write. 'force' replaces an earlier
+ * sweep's files in 'out'. Returns 0, 1 (a write failed, or a promised
+ * output is missing) or 2 (the directories are not the shards of one sweep). */
+int sweep_merge(const char *out, char *const *dirs, int ndirs, bool force);
 
 #endif

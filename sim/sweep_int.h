@@ -88,9 +88,30 @@ char *sweep_map_message(const struct sweep_spec *sp, const char *msg);
  * quoted): applying "path=<text>" with --set gives back the same node. New string. */
 char *sweep_node_text(const struct cfg_node *n);
 
+/* True when shard 'shard' of 'nshards' runs point 'i' (every point when
+ * 'nshards' is 0): points are dealt round-robin, i % nshards. */
+static inline bool sweep_shard_owns(int shard, int nshards, int i)
+{
+    return nshards <= 0 || i % nshards == shard;
+}
+
+/* A fingerprint of the expanded sweep (its name, keys and every point's
+ * --set overrides): shards of one sweep have the same. */
+uint64_t sweep_spec_hash(const struct sweep_spec *sp);
+
 /* ---------------- outputs (sim/sweep.c) ---------------- */
 
 struct table;
+struct table_row;
+struct json;
+
+/* Fills the summary fields of 'row' (point row->point) from
+ * DIR/points/NNNN/summary.json; an unreadable summary makes it a failed row
+ * with the reason. */
+void sweep_read_summary(const char *dir, struct table_row *row);
+/* Fills 'row''s status and reason from a point.json tree 'pj' and, for an ok
+ * point, its summary (sweep_read_summary). Returns 0, or -1 for a bad status. */
+int sweep_row_from_point(const char *dir, const struct json *pj, struct table_row *row);
 
 /* Writes DIR/sweep.csv, sweep.json, report.md and the plots of table 't'
  * (linking the best and default points' traces DIR holds) and removes the

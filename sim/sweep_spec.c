@@ -985,3 +985,19 @@ bool sweep_spec_detect(const char *path)
     diag_free(d);
     return spec;
 }
+
+uint64_t sweep_spec_hash(const struct sweep_spec *sp)
+{
+    uint64_t h = fnv1a(sp->name, strlen(sp->name) + 1, 14695981039346656037ull);
+    for (int k = 0; k < sp->nkeys; k++)
+        h = fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
+    for (int i = 0; i < sp->npoints; i++) {
+        int n;
+        char **sets = sweep_point_sets(sp, i, &n);
+        for (int j = 0; j < n; j++)
+            h = fnv1a(sets[j], strlen(sets[j]) + 1, h);
+        h = fnv1a("\n", 1, h);
+        sweep_sets_free(sets);
+    }
+    return h;
+}

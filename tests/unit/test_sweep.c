@@ -1231,6 +1231,83 @@ static void test_sweep_missing_output_fails(void **state)
     free(dir);
 }
 
+/* Issue 17.3: shards of a sweep, merged, give the bytes of one run: tables, report, plots,
+ * every point and the best and default points' traces. */
+static void test_sweep_shards_merge_to_the_same_bytes(void **state)
+{
+    (void)state;
+    need_bin();
+    char *spec = write_file("sharded.yaml", "base:\n"
+                                            "  chip: v5e\n"
+                                            "  topology: {shape: [1]}\n"
+                                            "  workload:\n"
+                                            "    - {op: matmul, m: 256, k: 256, n: 256,\n"
+                                            "       block: {bm: 128, bk: 128, bn: 128}}\n"
+                                            "sweep:\n"
+                                            "  workload.0.block.bm: [128, 100, 256]\n"
+                                            "  workload.0.block.bn: [256, 64]\n");
+    char *one = path_in("sh_one"), *s0 = path_in("sh_0"), *s1 = path_in("sh_1");
+    char *s2 = path_in("sh_2"), *mg = path_in("sh_merged");
+    char *out = path_in("sh.out"), *err = path_in("sh.err");
+    const char *a1[] = {"sweep", spec, "-o", one, "-j", "2", NULL};
+    assert_int_equal(run_bin(a1, out, err, false), 0);
+    const char *a2[] = {"sweep", spec, "--shard", "0/3", "-o", s0, "-j", "1", NULL};
+    const char *a3[] = {"sweep", spec, "--shard", "1/3", "-o", s1, "-j", "1", NULL};
+    const char *a4[] = {"sweep", spec, "--shard", "2/3", "-o", s2, "-j", "1", NULL};
+    assert_int_equal(run_bin(a2, out, err, false), 0);
+    assert_int_equal(run_bin(a3, out, err, false), 0);
+    /* a merge refuses a missing shard, then an incomplete set of directories */
+    const char *m1[] = {"sweep", "merge", mg, s0, s1, NULL};
+    assert_int_equal(run_bin(m1, out, err, false), 2);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, "tpusim sweep merge: shard 2/3 is missing"));
+    free(text);
+    assert_false(exists(mg)); /* nothing written */
+    assert_int_equal(run_bin(a4, out, err, false), 0);
+    char *p3 = xasprintf("%s/points/0003/point.json", s0); /* shard 0 has 0, 3, 6 */
+    char *p4 = xasprintf("%s/points/0004/point.json", s0);
+    assert_true(exists(p3) && !exists(p4));
+    const char *m2[] = {"sweep", "merge", mg, s2, s0, s1, NULL};
+    assert_int_equal(run_bin(m2, out, err, false), 0);
+    text = read_all(out);
+    assert_non_null(strstr(text, "merged 3 shards of sweep sharded into "));
+    free(text);
+    /* every file, the traces too: byte for byte */
+    char *cmd = xasprintf("diff -r '%s' '%s'", one, mg);
+    assert_int_equal(system(cmd), 0);
+    char *tr = xasprintf("%s/points/0006/trace.json", mg); /* the added default point */
+    assert_true(exists(tr));
+    /* the same shard twice, and a shard of another sweep */
+    const char *m3[] = {"sweep", "merge", mg, s0, s0, s1, s2, "--force", NULL};
+    assert_int_equal(run_bin(m3, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "both hold shard 0/3"));
+    free(text);
+    char *other = path_in("sh_other");
+    const char *a5[] = {"sweep", spec, "--shard", "1/3", "-o", other, "-j", "1", "--set",
+                        "workload.0.m=512", NULL};
+    assert_int_equal(run_bin(a5, out, err, false), 0);
+    const char *m4[] = {"sweep", "merge", mg, s0, other, s2, "--force", NULL};
+    assert_int_equal(run_bin(m4, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "is a shard of another sweep than"));
+    assert_non_null(strstr(text, "(spec_hash differs)"));
+    free(text);
+    free(other);
+    free(tr);
+    free(cmd);
+    free(p4);
+    free(p3);
+    free(err);
+    free(out);
+    free(mg);
+    free(s2);
+    free(s1);
+    free(s0);
+    free(one);
+    free(spec);
+}
+
 static void test_compare_summaries_and_sweeps(void **state)
 {
     (void)state;
@@ -1299,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_sweep_two_sweeps_one_directory),
         cmocka_unit_test(test_sweep_sigkill_takes_its_points),
         cmocka_unit_test(test_sweep_missing_output_fails),
+        cmocka_unit_test(test_sweep_shards_merge_to_the_same_bytes),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
     };
     return cmocka_run_group_tests_name("sweep", tests, setup, teardown);
