@@ -41,17 +41,7 @@ static char *check_point(const struct sweep_spec *sp, int i, const struct valida
         validate_scenario(&sc, lim, d);
         cfg_scenario_fini(&sc);
     }
-    char *msgs = NULL;
-    for (int m = 0; m < diag_count(d); m++) {
-        char *t = xasprintf("%s%s%s", msgs ? msgs : "", m ? "\n" : "", diag_message(d, m));
-        free(msgs);
-        msgs = t;
-    }
-    if (msgs) {
-        char *mapped = sweep_map_message(sp, msgs);
-        free(msgs);
-        msgs = mapped;
-    }
+    char *msgs = sweep_diag_text(sp, d);
     diag_free(d);
     sweep_sets_free(sets);
     return msgs;

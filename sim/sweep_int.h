@@ -83,6 +83,9 @@ void sweep_sets_free(char **sets);
 /* Rewrites a message about the generated base file into one about the spec
  * (positions mapped back through sp->map). Returns a new string. */
 char *sweep_map_message(const struct sweep_spec *sp, const char *msg);
+/* The messages of 'd', one a line, mapped as sweep_map_message does; NULL
+ * when there are none. New string. */
+char *sweep_diag_text(const struct sweep_spec *sp, const struct diag *d);
 
 /* Returns the canonical YAML text of 'n' (flow style; quoted scalars stay
  * quoted): applying "path=<text>" with --set gives back the same node. New string. */

@@ -634,23 +634,27 @@ static char *try_load(const struct sweep_spec *sp, const char *set)
         sets[nsets] = sp->base_sets[nsets];
     if (set)
         sets[nsets++] = set;
-    char *msgs = NULL;
-    if (cfg_load_scenario(sp->base_path, sets, nsets, &sc, d) == 0) {
+    if (cfg_load_scenario(sp->base_path, sets, nsets, &sc, d) == 0)
         cfg_scenario_fini(&sc);
-    } else {
-        msgs = xstrdup("");
-        for (int i = 0; i < diag_count(d); i++) {
-            char *n = xasprintf("%s%s%s", msgs, i ? "\n" : "", diag_message(d, i));
-            free(msgs);
-            msgs = n;
-        }
-        char *m = sweep_map_message(sp, msgs);
-        free(msgs);
-        msgs = m;
-    }
+    char *msgs = sweep_diag_text(sp, d);
     free(sets);
     diag_free(d);
     return msgs;
+}
+
+char *sweep_diag_text(const struct sweep_spec *sp, const struct diag *d)
+{
+    if (!diag_count(d))
+        return NULL;
+    char *msgs = xstrdup("");
+    for (int i = 0; i < diag_count(d); i++) {
+        char *n = xasprintf("%s%s%s", msgs, i ? "\n" : "", diag_message(d, i));
+        free(msgs);
+        msgs = n;
+    }
+    char *m = sweep_map_message(sp, msgs);
+    free(msgs);
+    return m;
 }
 
 /* Key 'k''s path 'path' must name a place in the base (with one of its values). */
