@@ -25,7 +25,8 @@ DEB_CLUSTER  := slurm-wlm munge parallel
 
 SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c sim/*.c)
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
-EMBED   := $(sort $(wildcard configs/chips/*.yaml)) configs/scenarios/default.yaml
+EMBED   := $(sort $(wildcard configs/chips/*.yaml)) $(sort $(wildcard configs/models/presets/*.yaml)) \
+           configs/scenarios/default.yaml
 TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 
 all: $(B)/tpusim

@@ -2,7 +2,9 @@
  * grid (m/bm, n/bn, k/bk), semantics (parallel, parallel, arbitrary);
  * x block (bm, bk) at (i, k), y block (bk, bn) at (k, j), o block (bm, bn)
  * at (i, j); an f32 (bm, bn) VMEM accumulator zeroed at k == 0 and stored
- * (cast) at the last k. int8 inputs give an int32 output. */
+ * (cast) at the last k. int8 inputs give an int32 output. A batched matmul
+ * (einsum 'bmk,bkn->bmn', 'batch' > 0) adds a leading parallel grid dim b
+ * and a leading squeezed block dim to x, y and o, each indexed by b. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,22 +19,28 @@ struct mm {
     float *x, *y, *o; /* functional mode: host arrays */
 };
 
+/* Grid and block dims before (i, j, k): 1 with a batch dim, else 0. */
+static int lead(const void *user)
+{
+    return ((const struct mm *)user)->p.batch > 0;
+}
+
 static void x_index(const int64_t *g, const void *user, int64_t *b)
 {
-    (void)user;
-    b[0] = g[0], b[1] = g[2];
+    int l = lead(user);
+    b[0] = g[0], b[l] = g[l], b[l + 1] = g[l + 2];
 }
 
 static void y_index(const int64_t *g, const void *user, int64_t *b)
 {
-    (void)user;
-    b[0] = g[2], b[1] = g[1];
+    int l = lead(user);
+    b[0] = g[0], b[l] = g[l + 2], b[l + 1] = g[l + 1];
 }
 
 static void o_index(const int64_t *g, const void *user, int64_t *b)
 {
-    (void)user;
-    b[0] = g[0], b[1] = g[1];
+    int l = lead(user);
+    b[0] = g[0], b[l] = g[l], b[l + 1] = g[l + 1];
 }
 
 static void body_data(struct pl_ctx *ctx, const struct op_matmul *p, bool first, bool last)
@@ -55,7 +63,8 @@ static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
 {
     const struct mm *mm = user;
     const struct op_matmul *p = &mm->p;
-    bool first = g[2] == 0, last = g[2] == p->k / p->bk - 1;
+    int64_t kk = g[lead(user) + 2];
+    bool first = kk == 0, last = kk == p->k / p->bk - 1;
     if (first) /* acc[...] = 0 */
         pl_vpu(ctx, p->bm, p->bn, 0, 0, 1, 0, 0);
     pl_matmul(ctx, p->bm, p->bk, p->bn, p->dt);
@@ -67,10 +76,15 @@ static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
 }
 
 static void operand(struct pl_operand *o, const char *name, enum pl_dir dir, enum dtype dt,
-                    int64_t r, int64_t c, int64_t br, int64_t bc, pl_index_fn *fn)
+                    int64_t batch, int64_t r, int64_t c, int64_t br, int64_t bc, pl_index_fn *fn)
 {
     *o = (struct pl_operand){.name = name, .dir = dir, .space = PL_VMEM, .dt = dt, .rank = 2,
                              .shape = {r, c}, .block = {br, bc}, .index = fn};
+    if (batch) { /* a leading squeezed batch dim */
+        o->rank = 3;
+        o->shape[0] = batch, o->shape[1] = r, o->shape[2] = c;
+        o->block[0] = PL_SQUEEZED, o->block[1] = br, o->block[2] = bc;
+    }
 }
 
 static int check_div(char *err, size_t n, const char *dim, int64_t d, const char *blk, int64_t b)
@@ -98,13 +112,15 @@ static int mm_init(struct kern *k, char *err, size_t n)
     struct pl_call *c = &k->calls[0];
     k->ncalls = 1;
     c->name = k->op->name;
-    c->ngrid = 3;
-    c->grid[0] = p->m / p->bm, c->grid[1] = p->n / p->bn, c->grid[2] = p->k / p->bk;
-    c->sem[0] = c->sem[1] = PL_PARALLEL, c->sem[2] = PL_ARBITRARY;
+    int l = p->batch > 0;
+    c->ngrid = 3 + l;
+    c->grid[0] = p->batch;
+    c->grid[l] = p->m / p->bm, c->grid[l + 1] = p->n / p->bn, c->grid[l + 2] = p->k / p->bk;
+    c->sem[0] = c->sem[l] = c->sem[l + 1] = PL_PARALLEL, c->sem[l + 2] = PL_ARBITRARY;
     c->noperands = 3;
-    operand(&c->operands[X], "x", PL_IN, p->dt, p->m, p->k, p->bm, p->bk, x_index);
-    operand(&c->operands[Y], "y", PL_IN, p->dt, p->k, p->n, p->bk, p->bn, y_index);
-    operand(&c->operands[O], "o", PL_OUT, odt, p->m, p->n, p->bm, p->bn, o_index);
+    operand(&c->operands[X], "x", PL_IN, p->dt, p->batch, p->m, p->k, p->bm, p->bk, x_index);
+    operand(&c->operands[Y], "y", PL_IN, p->dt, p->batch, p->k, p->n, p->bk, p->bn, y_index);
+    operand(&c->operands[O], "o", PL_OUT, odt, p->batch, p->m, p->n, p->bm, p->bn, o_index);
     c->nscratch = 1;
     c->scratch[0] = (struct pl_scratch){.name = "acc", .space = PL_VMEM, .dt = DT_F32, .rank = 2,
                                         .shape = {p->bm, p->bn}};
@@ -118,9 +134,10 @@ static void mm_data(struct kern *k, uint64_t seed)
     struct mm *mm = k->impl;
     const struct op_matmul *p = &mm->p;
     float scale = p->dt == DT_INT8 ? 127.0f : 1.0f;
-    mm->x = kern_rand_array(seed, p->m * p->k, p->dt, scale);
-    mm->y = kern_rand_array(seed + 1, p->k * p->n, p->dt, scale);
-    mm->o = xcalloc((size_t)(p->m * p->n), sizeof(float));
+    int64_t b = p->batch ? p->batch : 1;
+    mm->x = kern_rand_array(seed, b * p->m * p->k, p->dt, scale);
+    mm->y = kern_rand_array(seed + 1, b * p->k * p->n, p->dt, scale);
+    mm->o = xcalloc((size_t)(b * p->m * p->n), sizeof(float));
     k->calls[0].operands[X].data = mm->x;
     k->calls[0].operands[Y].data = mm->y;
     k->calls[0].operands[O].data = mm->o;
@@ -132,14 +149,18 @@ static double mm_verify(const struct kern *k, bool *ok, char *msg, size_t n)
     const struct op_matmul *p = &mm->p;
     enum dtype odt = k->calls[0].operands[O].dt;
     double worst = 0, tol = odt == DT_BF16 ? 1e-2 : odt == DT_F32 ? 1e-5 : 0;
-    for (int64_t i = 0; i < p->m; i++)
-        for (int64_t j = 0; j < p->n; j++) {
-            double ref = 0;
-            for (int64_t kk = 0; kk < p->k; kk++)
-                ref += (double)mm->x[i * p->k + kk] * mm->y[kk * p->n + j];
-            double e = fabs(mm->o[i * p->n + j] - ref) / (fabs(ref) + 1.0);
-            worst = e > worst ? e : worst;
-        }
+    for (int64_t b = 0; b < (p->batch ? p->batch : 1); b++) {
+        const float *x = mm->x + b * p->m * p->k, *y = mm->y + b * p->k * p->n;
+        const float *o = mm->o + b * p->m * p->n;
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                double ref = 0;
+                for (int64_t kk = 0; kk < p->k; kk++)
+                    ref += (double)x[i * p->k + kk] * y[kk * p->n + j];
+                double e = fabs(o[i * p->n + j] - ref) / (fabs(ref) + 1.0);
+                worst = e > worst ? e : worst;
+            }
+    }
     *ok = worst <= tol;
     if (!*ok)
         snprintf(msg, n, "o differs from the reference matmul by %.3g (tolerance %.3g)", worst,

@@ -26,6 +26,18 @@ enum op_kind {
     OP_ALL_TO_ALL,
     OP_COLLECTIVE_MATMUL,
     OP_REMOTE_COPY,
+    OP_FUSION,        /* an XLA loop fusion: inputs, outputs, work per element */
+    OP_ELEMENTWISE,   /* the named XLA forms below expand to fusions (kernels/xla.c) */
+    OP_RMSNORM,
+    OP_LAYERNORM,
+    OP_SOFTMAX,
+    OP_ROPE,
+    OP_CROSS_ENTROPY,
+    OP_EMBEDDING,
+    OP_OPTIMIZER,
+    OP_TRANSPOSE,
+    OP_COPY,
+    OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
     OP_KIND_COUNT
 };
 
@@ -43,6 +55,7 @@ struct op_ppermute {
 };
 
 struct op_matmul {
+    int64_t batch; /* einsum: a leading parallel grid dim; 0 for matmul (no batch dim) */
     int64_t m, k, n;
     enum dtype dt;
     int64_t bm, bk, bn;
@@ -159,6 +172,51 @@ struct op_remote_copy {
     int64_t logical;
 };
 
+/* An HBM array of an XLA op: its shape (rank 0: a scalar) and dtype. */
+#define OP_MAX_RANK 5
+struct op_array {
+    int rank;
+    int64_t shape[OP_MAX_RANK];
+    enum dtype dt;
+};
+
+/* fusion: the general XLA loop fusion (kernels/fusion.h says how it runs).
+ * Without 'reduce_axis' the loop walks the shape of out[0], which every
+ * output has; with it, the loop walks in[0], and every output is in[0]
+ * without that axis. Other inputs broadcast to the loop's shape. */
+#define OP_FUSION_MAX_IO 8
+struct op_fusion {
+    int nin, nout;
+    struct op_array in[OP_FUSION_MAX_IO], out[OP_FUSION_MAX_IO];
+    double vpu_ops;         /* ALU ops per element of the loop */
+    double transcendentals; /* per element of the loop */
+    int reduce_axis;        /* -1: none */
+    int64_t block;          /* rows per block (elements for a 1-D loop); 0: from the VMEM limit */
+};
+
+/* The element-wise functions of 'elementwise' (their ALU and EUP counts are
+ * in kernels/xla.c). */
+enum xla_fn { XLA_ADD, XLA_SUB, XLA_MUL, XLA_DIV, XLA_MAX, XLA_MIN, XLA_NEG, XLA_ABS, XLA_RELU,
+              XLA_SQUARE, XLA_EXP, XLA_LOG, XLA_TANH, XLA_RSQRT, XLA_SQRT, XLA_SIGMOID,
+              XLA_SILU, XLA_GELU, XLA_FN_COUNT };
+enum xla_mode { XLA_FWD, XLA_BWD };
+enum xla_algo { XLA_ADAMW, XLA_SGD, XLA_ADAFACTOR };
+
+/* The named XLA forms (elementwise ... copy); each uses the fields its row
+ * in sim/op_table.c reads. */
+struct op_xla {
+    struct op_array x;      /* 'shape' and 'dtype' */
+    enum xla_fn fn;         /* elementwise */
+    int inputs;             /* elementwise: input arrays (0: the function's arity) */
+    enum xla_mode mode;     /* rmsnorm, layernorm, softmax */
+    int64_t rows, vocab, d; /* embedding */
+    int64_t head_dim;       /* rope: 0 for the shape's own (or 128 for [tokens, width]) */
+    enum xla_algo algo;     /* optimizer */
+    int64_t params;         /* optimizer: parameters per chip */
+    enum dtype param_dt, grad_dt, state_dt;
+    int64_t block;          /* rows per block (transpose: tile edge); 0: from the VMEM limit */
+};
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
@@ -176,6 +234,8 @@ struct op {
         struct op_collective coll;
         struct op_collective_matmul coll_matmul;
         struct op_remote_copy remote_copy;
+        struct op_fusion fusion;
+        struct op_xla xla;
     } u;
 };
 
@@ -187,5 +247,8 @@ extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
 extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
 extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
 extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
+extern const struct kern_kind kern_fusion_kind; /* kernels/fusion.c */
+extern const struct kern_kind kern_xla_kind;    /* kernels/xla.c: the named forms */
+extern const struct kern_kind kern_transpose_kind; /* kernels/transpose.c */
 
 #endif

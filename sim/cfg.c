@@ -12,6 +12,7 @@
 #include "sim/cfg_int.h"
 #include "sim/cfg_tree.h"
 #include "kernels/collective.h"
+#include "sim/model.h"
 #include "sim/op_table.h"
 #include "sim/spmd.h"
 
@@ -109,11 +110,16 @@ static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *k
         diag_error(w->d, &loc, kp, "unknown op '%s' (did you mean '%s'?)", k->value, best);
         return;
     }
-    char want[400] = "an op kind (";
+    size_t len = sizeof "an op kind ()";
     for (int j = 0; j < OP_KIND_COUNT; j++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "", names[j]);
+        len += strlen(names[j]) + 2;
+    char *want = xmalloc(len);
+    strcpy(want, "an op kind (");
+    for (int j = 0; j < OP_KIND_COUNT; j++)
+        strcat(strcat(want, j ? ", " : ""), names[j]);
     strcat(want, ")");
     walk_type_error(w, k, kp, want);
+    free(want);
 }
 
 /* The kind's own keys: its key table, then its loader. */
@@ -289,11 +295,8 @@ static void install_program(struct op_load *L, const int *order)
     L->ops = NULL;
 }
 
-static void load_workload(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_scenario *sc)
 {
-    const struct cfg_node *wl = walk_field(w, root, "", "workload", true);
-    if (!wl)
-        return;
     struct op_load L = {.w = w, .sc = sc};
     int before = diag_count(w->d);
     load_items(&L, wl, "workload", -1);
@@ -315,7 +318,9 @@ static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_sc
     if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
         return;
     char err[256];
-    if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
+        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
         struct diag_loc loc;
         walk_loc(m, &loc);
         diag_error(w->d, &loc, "mesh", "%s", err);
@@ -337,7 +342,9 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     }
     if (!c->own_mesh)
         c->mesh = sc->mesh;
-    else if (mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
+                               err, sizeof err) != 0 ||
+             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
         diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
         return;
     }
@@ -390,6 +397,53 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     }
 }
 
+/* model: -> the workload it expands into (a tree of the generated YAML),
+ * after the mesh (default: fsdp over every chip, as MaxText's -1) and the HBM
+ * are checked. */
+static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root,
+                                     struct cfg_scenario *sc)
+{
+    const struct cfg_node *mn = cfg_get(root, "model");
+    struct diag_loc loc;
+    walk_loc(mn, &loc);
+    if (cfg_get(root, "workload")) {
+        diag_error(w->d, &loc, "model", "a scenario has a model: or a workload:, not both");
+        return NULL;
+    }
+    struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
+    if (cfg_load_model(w, mn, &ms->m) != 0)
+        return NULL;
+    if (!sc->has_mesh) {
+        sc->mesh = (struct mesh){.naxes = 1};
+        snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
+        sc->mesh.axis[0].size = sc->topo.nchips;
+        char err[256];
+        if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
+            diag_error(w->d, &loc, "mesh", "%s", err);
+        sc->has_mesh = true;
+    }
+    char err[512];
+    if (model_shard(&ms->m, &sc->mesh, &sc->topo, &sc->chip, &ms->shard, err, sizeof err) != 0) {
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    model_memory(&ms->m, &ms->shard, &sc->chip, &ms->mem);
+    if (ms->mem.total > ms->mem.capacity) {
+        model_oom_message(&ms->mem, err, sizeof err);
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
+    int cores = sc->chip.megacore ? sc->chip.cores : 1;
+    ms->peak_per_device = sc->chip.peak_flops[DT_BF16] * cores;
+    char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");
+    struct cfg_node *wl = cfg_parse(yaml, strlen(yaml), file, w->d);
+    free(file);
+    free(yaml);
+    return wl;
+}
+
 static char *base_name(const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -421,8 +475,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_apply_set(root, sets[i], d);
     struct walk w = {d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
-        static const char *const keys[] = {"name", "chip", "topology", "options", "mesh",
-                                           "workload", NULL};
+        static const char *const keys[] = {"name", "chip",     "topology", "options",
+                                           "mesh", "workload", "model",    NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -433,7 +487,15 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
         load_mesh(&w, root, sc);
-        load_workload(&w, root, sc);
+        struct cfg_node *expanded = NULL;
+        const struct cfg_node *wl = NULL;
+        if (cfg_get(root, "model") && diag_count(d) == 0)
+            wl = expanded = expand_model(&w, root, sc);
+        else if (!cfg_get(root, "model"))
+            wl = walk_field(&w, root, "", "workload", true);
+        if (wl)
+            load_workload(&w, wl, sc);
+        cfg_node_free(expanded);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
         if (diag_count(d) == 0)
@@ -490,6 +552,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     }
     free(sc->ops);
     free(sc->src);
+    free(sc->model);
     graph_fini(&sc->graph);
     free(sc->name);
     free(sc->file);

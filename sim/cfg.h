@@ -21,6 +21,7 @@
 #include "topology/topo.h"
 
 struct cfg_node;
+struct model_step;
 
 /* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
 #define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
@@ -43,6 +44,7 @@ struct cfg_scenario {
     int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
     bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
+    struct model_step *model; /* owned; NULL unless the scenario has a model: (sim/model.h) */
     struct mesh mesh;      /* laid out on 'topo' */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */

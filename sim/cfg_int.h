@@ -14,6 +14,10 @@
  * (sim/cfg_ops.c). Returns 0 or -1 after reporting. */
 int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struct mesh *mesh);
 
+/* Reads a scenario's model: section (sim/cfg_model.c). Returns 0 or -1 after reporting. */
+struct model;
+int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);
+
 /* The scenario's chip: a preset name, or {base: name, key: override...}. */
 void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
 

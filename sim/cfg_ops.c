@@ -1,7 +1,8 @@
 /* sim/cfg_ops.c -- the op loaders that a key table cannot express: attention
  * kernels (block sizes with None, segment ids, masks, length generators),
- * collective axes and remote-copy targets. The op table (sim/op_table.c)
- * names them. Uses base/, kernels/ (parameters, masks) and sim/cfg_walk.h. */
+ * collective axes, remote-copy targets, the shapes and arrays of XLA ops.
+ * The op table (sim/op_table.c) names them. Uses base/, kernels/
+ * (parameters, masks, shape rules) and sim/cfg_walk.h. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -9,8 +10,10 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "kernels/fusion.h"
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
+#include "kernels/xla.h"
 #include "sim/cfg_int.h"
 #include "sim/mask_file.h"
 #include "sim/op_table.h"
@@ -714,3 +717,161 @@ void cfg_load_remote_copy(struct walk *w, const struct cfg_node *m, const char *
     free(tp);
 }
 
+/* ---- XLA ops: shapes, fusion arrays ---- */
+
+/* A shape: a list of 0 to OP_MAX_RANK positive dims, at most 2^50 elements. */
+static int load_shape(struct walk *w, const struct cfg_node *n, const char *p, struct op_array *a)
+{
+    char want[64];
+    snprintf(want, sizeof want, "a shape: a list of 0 to %d positive dims", OP_MAX_RANK);
+    if (n->type != CFG_SEQ) {
+        walk_type_error(w, n, p, want);
+        return -1;
+    }
+    if (n->n > OP_MAX_RANK) {
+        struct diag_loc loc;
+        walk_loc(n, &loc);
+        diag_error(w->d, &loc, p, "expected %s, got %d dims", want, n->n);
+        return -1;
+    }
+    double elems = 1;
+    for (int i = 0; i < n->n; i++) {
+        if (walk_item(w, n, p, i, 1, (int64_t)1 << 40, &a->shape[i]) != 0)
+            return -1;
+        elems *= (double)a->shape[i];
+    }
+    a->rank = n->n;
+    if (elems > 1125899906842624.0) { /* 2^50 */
+        walk_type_error(w, n, p, "a shape of at most 2^50 elements");
+        return -1;
+    }
+    return 0;
+}
+
+/* The got-part of a shape error: "[4096, 4096]". */
+static void shape_error(struct walk *w, const struct cfg_node *n, const char *p,
+                        const struct op_array *a, const char *want)
+{
+    char got[128];
+    fusion_shape_str(a, got, sizeof got);
+    struct diag_loc loc;
+    walk_loc(n, &loc);
+    diag_error(w->d, &loc, p, "expected %s, got %s", want, got);
+}
+
+void cfg_load_xla(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    const struct cfg_node *sh = walk_field(w, m, p, "shape", true);
+    char *sp = walk_join(p, "shape");
+    if (sh && load_shape(w, sh, sp, &op->u.xla.x) == 0) {
+        const char *key;
+        char want[160];
+        if (xla_check(op, &key, want, sizeof want) != 0) {
+            const struct cfg_node *at = cfg_get(m, key);
+            char *kp = walk_join(p, key);
+            if (strcmp(key, "shape") == 0)
+                shape_error(w, sh, kp, &op->u.xla.x, want);
+            else
+                walk_type_error(w, at ? at : m, kp, want);
+            free(kp);
+        }
+    }
+    free(sp);
+}
+
+/* A number >= 0 (work per element). */
+static void load_count(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                       double *out)
+{
+    const struct cfg_node *n = cfg_get(m, key);
+    if (!n)
+        return;
+    char *end = NULL;
+    double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : -1;
+    char *kp = walk_join(p, key);
+    if (!end || *end || end == n->value || !(v >= 0 && v <= 1e6))
+        walk_type_error(w, n, kp, "a number of operations per element in [0, 1e6]");
+    else
+        *out = v;
+    free(kp);
+}
+
+/* inputs: or outputs: [{shape: [..], dtype}, ...] into 'a'; returns the count. */
+static int load_arrays(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
+                       struct op_array *a)
+{
+    const struct cfg_node *l = walk_field(w, m, p, key, true);
+    if (!l)
+        return 0;
+    char *lp = walk_join(p, key);
+    int n = 0;
+    if (l->type != CFG_SEQ || l->n < 1 || l->n > OP_FUSION_MAX_IO) {
+        char want[96];
+        snprintf(want, sizeof want, "a list of 1 to %d arrays {shape: [..], dtype}",
+                 OP_FUSION_MAX_IO);
+        walk_type_error(w, l, lp, want);
+    } else {
+        n = l->n;
+        for (int i = 0; i < n; i++) {
+            char *ip = xasprintf("%s.%d", lp, i);
+            const struct cfg_node *e = l->kids[i];
+            if (walk_is_map(w, e, ip)) {
+                static const char *const k[] = {"shape", "dtype", NULL};
+                walk_check_keys(w, e, ip, k);
+                a[i].dt = DT_BF16;
+                walk_dtype(w, e, ip, "dtype", &a[i].dt);
+                const struct cfg_node *sh = walk_field(w, e, ip, "shape", true);
+                char *sp = walk_join(ip, "shape");
+                if (sh)
+                    load_shape(w, sh, sp, &a[i]);
+                free(sp);
+            }
+            free(ip);
+        }
+    }
+    free(lp);
+    return n;
+}
+
+/* Reports the first array of 'f' its loop cannot read, at its shape. */
+static void check_fusion_arrays(struct walk *w, const struct cfg_node *m, const char *p,
+                                const struct op_fusion *f)
+{
+    bool out;
+    int i;
+    char want[320];
+    if (fusion_check_op(f, &out, &i, want, sizeof want) == 0)
+        return;
+    const struct cfg_node *l = cfg_get(m, out ? "outputs" : "inputs");
+    const struct cfg_node *sh = cfg_get(l->kids[i], "shape");
+    char *sp = xasprintf("%s.%s.%d.shape", p, out ? "outputs" : "inputs", i);
+    shape_error(w, sh, sp, out ? &f->out[i] : &f->in[i], want);
+    free(sp);
+}
+
+void cfg_load_fusion(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    struct op_fusion *f = &op->u.fusion;
+    int before = diag_count(w->d);
+    f->reduce_axis = -1;
+    f->nin = load_arrays(w, m, p, "inputs", f->in);
+    f->nout = load_arrays(w, m, p, "outputs", f->out);
+    load_count(w, m, p, "vpu_ops", &f->vpu_ops);
+    load_count(w, m, p, "transcendentals", &f->transcendentals);
+    if (diag_count(w->d) > before)
+        return;
+    int64_t a = -1;
+    if (walk_int(w, m, p, "reduce_axis", false, 0, OP_MAX_RANK - 1, &a) != 0)
+        return;
+    if (a >= f->in[0].rank) {
+        char want[160], sh[96];
+        fusion_shape_str(&f->in[0], sh, sizeof sh);
+        snprintf(want, sizeof want, "an axis of inputs.0 %s, the array it reduces", sh);
+        char *ap = walk_join(p, "reduce_axis");
+        walk_type_error(w, cfg_get(m, "reduce_axis"), ap, want);
+        free(ap);
+        return;
+    }
+    f->reduce_axis = (int)a;
+    check_fusion_arrays(w, m, p, f);
+}

@@ -23,15 +23,20 @@ static const char usage_text[] =
     "        [--max-memory SIZE]  validate without running: every check and resource\n"
     "        guard run applies (for a sweep spec: every point's)\n"
     "  platform SCENARIO.yaml [--set ...]             print the SimGrid platform XML\n"
+    "  expand SCENARIO.yaml [--set ...]               print a model scenario as the plain\n"
+    "                                                 scenario it expands into\n"
     "  chips                                          print the chip presets\n"
     "  maskinfo --mask SPEC [--mask SPEC]... --shape Q,K --block BQ,BKV [--heads H]\n"
     "           [--dense] [--head-shards N] [--q-seq-shards N] [--dkv] [--dynamic] [--json]\n"
     "        splash attention's MaskInfo (block_mask, data_next, mask_next) exactly as\n"
     "        upstream computes it; SPEC is causal[:OFFSET], local:LEFT,RIGHT[:OFFSET],\n"
     "        chunked:C, full or file:PATH; one --mask for all heads or one per head\n"
-    "  sweep SWEEP.yaml [-o DIR] [-j N] [--resume]\n"
+    "  sweep SWEEP.yaml [-o DIR] [-j N] [--resume | --force] [--set key.path=value]...\n"
+    "                   [--shard I/N]\n"
     "        run every point of a sweep spec in parallel; writes DIR/sweep.csv, sweep.json,\n"
-    "        report.md and SVG plots (DIR defaults to out/<sweep name>)\n"
+    "        report.md and SVG plots (DIR defaults to out/<sweep name>); --shard runs\n"
+    "        the points i with i % N == I, for `sweep merge`\n"
+    "  sweep merge OUT DIR... [--force]               join the N shards of a sweep into OUT\n"
     "  compare A B [--labels NAME_A,NAME_B]           two summary.json files or sweep outputs\n"
     "                                                 side by side, with per-op deltas\n"
     "  --help, --version\n"
@@ -50,7 +55,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run},           {"check", cmd_check},       {"platform", cmd_platform},
     {"chips", cmd_chips},       {"maskinfo", cmd_maskinfo}, {"sweep", cmd_sweep},
-    {"compare", cmd_compare},
+    {"compare", cmd_compare},   {"expand", cmd_expand},
 };
 
 int main(int argc, char **argv)

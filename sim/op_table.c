@@ -9,6 +9,7 @@
 #include "kernels/collective.h"
 #include "kernels/copy.h"
 #include "kernels/kernel.h"
+#include "kernels/xla.h"
 
 /* One key: its name, its type and the field of struct op it fills, then options. */
 #define KEY(name, type_, field, ...)                                                               \
@@ -33,13 +34,79 @@ static const struct walk_key matmul_block_keys[] = {
     KEY("bn", WALK_INT, matmul.bn, .dflt = 128, .min = 1, .max = 1 << 24),
     {0}};
 
-static const struct walk_key matmul_keys[] = {
-    KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),
-    KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),
-    KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),
-    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),
-    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys},
+/* matmul's keys; einsum has them too, after its batch. */
+#define MATMUL_KEYS                                                                                \
+    KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),                      \
+    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
+    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys}
+
+static const struct walk_key matmul_keys[] = {MATMUL_KEYS, {0}};
+
+static const struct walk_key einsum_keys[] = {
+    KEY("batch", WALK_INT, matmul.batch, .required = true, .min = 1, .max = 1 << 24),
+    MATMUL_KEYS,
     {0}};
+
+/* ---- XLA ops: 'fusion' (its loader reads the arrays) and the named forms ---- */
+
+#define XLA_BLOCK KEY("block", WALK_INT, xla.block, .min = 1, .max = (int64_t)1 << 40)
+#define XLA_DTYPE KEY("dtype", WALK_DTYPE, xla.x.dt, .dflt = DT_BF16)
+
+static const struct walk_key fusion_keys[] = {
+    KEY("block", WALK_INT, fusion.block, .min = 1, .max = (int64_t)1 << 40), {0}};
+static const char *const fusion_extra[] = {"inputs", "outputs", "vpu_ops", "transcendentals",
+                                           "reduce_axis", NULL};
+static const char *const shape_extra[] = {"shape", NULL};
+
+static const struct walk_key elementwise_keys[] = {
+    KEY("fn", WALK_ENUM, xla.fn, .required = true, .names = xla_fn_names),
+    KEY("inputs", WALK_INT32, xla.inputs, .min = 1, .max = OP_FUSION_MAX_IO),
+    XLA_DTYPE,
+    XLA_BLOCK,
+    {0}};
+
+static const struct walk_key norm_keys[] = {
+    XLA_DTYPE, KEY("mode", WALK_ENUM, xla.mode, .names = xla_mode_names), XLA_BLOCK, {0}};
+
+static const struct walk_key shape_keys[] = {XLA_DTYPE, XLA_BLOCK, {0}};
+
+static const struct walk_key rope_keys[] = {
+    XLA_DTYPE, KEY("head_dim", WALK_INT, xla.head_dim, .min = 1, .max = 1 << 16), XLA_BLOCK, {0}};
+
+static const struct walk_key embedding_keys[] = {
+    KEY("rows", WALK_INT, xla.rows, .required = true, .min = 1, .max = 1 << 30),
+    KEY("vocab", WALK_INT, xla.vocab, .required = true, .min = 1, .max = 1 << 30),
+    KEY("d", WALK_INT, xla.d, .required = true, .min = 1, .max = 1 << 24),
+    XLA_DTYPE,
+    XLA_BLOCK,
+    {0}};
+
+static const struct walk_key optimizer_keys[] = {
+    KEY("algorithm", WALK_ENUM, xla.algo, .names = xla_algo_names),
+    KEY("params", WALK_INT, xla.params, .required = true, .min = 1, .max = (int64_t)1 << 40),
+    KEY("param_dtype", WALK_DTYPE, xla.param_dt, .dflt = DT_F32),
+    KEY("grad_dtype", WALK_DTYPE, xla.grad_dt, .dflt = DT_F32),
+    KEY("state_dtype", WALK_DTYPE, xla.state_dt, .dflt = DT_F32),
+    XLA_BLOCK,
+    {0}};
+
+/* An XLA op: a fusion category, its keys (and the loader's), its builder. */
+#define XLA_OP(nm, keys_, extra_, load_, kern_)                                                    \
+    {                                                                                              \
+        .name = nm, .category = "fusion", .keys = keys_, .extra_keys = extra_, .load = load_,      \
+        .kern = kern_, .run = eng_run_kernel                                                       \
+    }
+#define XLA_FORM(nm, keys_) XLA_OP(nm, keys_, NULL, NULL, &kern_xla_kind)
+#define XLA_SHAPED(nm, keys_) XLA_OP(nm, keys_, shape_extra, cfg_load_xla, &kern_xla_kind)
+
+/* The Pallas blocked matmul, batched or not. */
+#define MATMUL(nm, keys_)                                                                          \
+    {                                                                                              \
+        .name = nm, .category = "matmul", .keys = keys_, .kern = &kern_matmul_kind,                \
+        .run = eng_run_kernel                                                                      \
+    }
 
 static const char *const coll_algos[] = {
     "default", "unidirectional", "bidirectional", "ring_psum", "reduce_scatter_all_gather", NULL};
@@ -81,11 +148,7 @@ static const struct op_row rows[] = {
                      .check = copy_check_ppermute,
                      .run = eng_run_ppermute,
                      .reach = copy_reach_ppermute},
-    [OP_MATMUL] = {.name = "matmul",
-                   .category = "matmul",
-                   .keys = matmul_keys,
-                   .kern = &kern_matmul_kind,
-                   .run = eng_run_kernel},
+    [OP_MATMUL] = MATMUL("matmul", matmul_keys),
     [OP_FLASH] = {.name = "flash_attention",
                   .category = "attention",
                   .load = cfg_load_flash,
@@ -121,6 +184,19 @@ static const struct op_row rows[] = {
                         .load = cfg_load_remote_copy,
                         .check = coll_check_remote_copy,
                         .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},
+    [OP_FUSION] = XLA_OP("fusion", fusion_keys, fusion_extra, cfg_load_fusion, &kern_fusion_kind),
+    [OP_ELEMENTWISE] = XLA_SHAPED("elementwise", elementwise_keys),
+    [OP_RMSNORM] = XLA_SHAPED("rmsnorm", norm_keys),
+    [OP_LAYERNORM] = XLA_SHAPED("layernorm", norm_keys),
+    [OP_SOFTMAX] = XLA_SHAPED("softmax", norm_keys),
+    [OP_ROPE] = XLA_SHAPED("rope", rope_keys),
+    [OP_CROSS_ENTROPY] = XLA_SHAPED("cross_entropy", shape_keys),
+    [OP_EMBEDDING] = XLA_FORM("embedding", embedding_keys),
+    [OP_OPTIMIZER] = XLA_FORM("optimizer", optimizer_keys),
+    [OP_TRANSPOSE] =
+        XLA_OP("transpose", shape_keys, shape_extra, cfg_load_xla, &kern_transpose_kind),
+    [OP_COPY] = XLA_SHAPED("copy", shape_keys),
+    [OP_EINSUM] = MATMUL("einsum", einsum_keys),
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 

@@ -87,20 +87,57 @@ static int place_split(struct mesh_axis *a, struct space *s, const struct topo *
     return 0;
 }
 
+static long mesh_product(const struct mesh *m)
+{
+    long prod = 1; /* sizes are at most 2^20: stop before it can overflow */
+    for (int i = 0; i < m->naxes && prod <= (1L << 40); i++)
+        prod *= m->axis[i].size;
+    return prod;
+}
+
 static int check_sizes(const struct mesh *m, const struct topo *t, char *err, size_t n)
 {
-    long prod = 1;
-    for (int i = 0; i < m->naxes; i++)
-        prod *= m->axis[i].size;
+    long prod = mesh_product(m);
     if (prod == t->nchips)
         return 0;
     char sizes[256] = "";
     for (int i = 0; i < m->naxes; i++)
         snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %d",
                  i ? " x " : "", m->axis[i].name, m->axis[i].size);
-    snprintf(err, n, "the mesh has %ld devices (%s), the topology %d chips", prod, sizes,
-             t->nchips);
+    snprintf(err, n, "expected axes whose sizes multiply to the topology's %d chips, got %ld (%s)",
+             t->nchips, prod, sizes);
     return -1;
+}
+
+static int pick_dev_axis(const struct mesh *m, int dev_per_chip)
+{
+    static const char *const batch[] = {"data", "fsdp", "expert"};
+    for (int i = m->naxes - 1; i >= 0; i--)
+        for (int k = 0; k < 3; k++)
+            if (strcmp(m->axis[i].name, batch[k]) == 0 && m->axis[i].size % dev_per_chip == 0)
+                return i;
+    for (int i = m->naxes - 1; i >= 0; i--)
+        if (m->axis[i].size % dev_per_chip == 0)
+            return i;
+    return -1;
+}
+
+int mesh_fold_devices(struct mesh *m, int nchips, int dev_per_chip, char *err, size_t n)
+{
+    m->dev_axis = -1, m->dev_per_chip = 1;
+    long prod = mesh_product(m);
+    if (dev_per_chip <= 1 || prod == nchips || prod != (long)nchips * dev_per_chip)
+        return 0; /* mesh_layout checks the product against the chips */
+    int i = pick_dev_axis(m, dev_per_chip);
+    if (i < 0) {
+        snprintf(err, n, "expected an axis divisible by the %d devices of a chip (the mesh counts "
+                         "the %d TensorCores of the topology's %d chips), got none",
+                 dev_per_chip, nchips * dev_per_chip, nchips);
+        return -1;
+    }
+    m->axis[i].size /= dev_per_chip;
+    m->dev_axis = i, m->dev_per_chip = dev_per_chip;
+    return 0;
 }
 
 int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n)

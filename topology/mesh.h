@@ -43,6 +43,8 @@ struct mesh_axis {
 struct mesh {
     int naxes;
     struct mesh_axis axis[MESH_MAX_AXES];
+    int dev_axis;     /* mesh_fold_devices: the axis that held a chip's devices, or -1 */
+    int dev_per_chip; /* ... and how many (1 when the sizes were given in chips) */
 };
 
 /* Places every axis not 'placed' on 't' (see above) and checks the layout:
@@ -50,6 +52,16 @@ struct mesh {
  * overlap, each axis' factors multiply to its size. Returns 0, or -1 with the
  * reason in 'err'. */
 int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n);
+/* A mesh may count devices rather than chips where each TensorCore of a
+ * chip is a JAX device (v7: 2 per chip). When the sizes multiply to
+ * 'nchips' x 'dev_per_chip' (> 1), the chip's devices are taken out of one
+ * axis -- the last of data, fsdp and expert divisible by them (a chip's
+ * cores take part of the batch, as MaxText's data and FSDP shardings lay
+ * them out), else the last divisible axis -- which becomes a size in chips;
+ * 'dev_axis' and 'dev_per_chip' say so. Sizes in chips are left as they are.
+ * Returns 0, or -1 with the reason in 'err' (also when the product matches
+ * neither count). Call before mesh_layout. */
+int mesh_fold_devices(struct mesh *m, int nchips, int dev_per_chip, char *err, size_t n);
 /* Index of the axis named 'name', or -1. */
 int mesh_axis_index(const struct mesh *m, const char *name);
 

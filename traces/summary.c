@@ -68,6 +68,20 @@ static void write_op(FILE *f, const struct summary_op *o)
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
 }
 
+static void write_model(FILE *f, const struct summary_model *m)
+{
+    fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %.17g, \"tokens_per_s\": %.9e, "
+               "\"tokens_per_s_per_chip\": %.9e, \"flops_per_device\": %.9e, \"mfu\": %.6f,\n",
+            m->mode, m->tokens, m->tokens_per_s, m->tokens_per_s_per_chip, m->flops_per_device,
+            m->mfu);
+    fprintf(f, "    \"memory_bytes\": {\"params\": %.17g, \"grads\": %.17g, \"optimizer\": %.17g, "
+               "\"activations\": %.17g, \"weights_gathered\": %.17g, \"logits\": %.17g, "
+               "\"kv_cache\": %.17g, \"total\": %.17g, \"capacity\": %.17g}}",
+            m->mem_params, m->mem_grads, m->mem_optimizer, m->mem_activations,
+            m->mem_weights_gathered, m->mem_logits, m->mem_kv_cache, m->mem_total,
+            m->mem_capacity);
+}
+
 static void write_timeline(FILE *f, const struct summary *s)
 {
     fprintf(f, ",\n  \"time_by_category_s\": {");
@@ -118,6 +132,8 @@ int summary_write_json(const struct summary *s, const char *path)
     fprintf(f, "  ]");
     if (s->timeline)
         write_timeline(f, s);
+    if (s->model.present)
+        write_model(f, &s->model);
     fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
 }
@@ -159,6 +175,22 @@ static void print_timeline(const struct summary *s, FILE *out)
     fputc('\n', out);
 }
 
+/* The model step's throughput, MFU and memory per chip. */
+static void print_model(const struct summary *s, FILE *out)
+{
+    const struct summary_model *m = &s->model;
+    double g = 1073741824.0;
+    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%% (%.1f TFLOP "
+                 "per device)\n",
+            m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
+            m->flops_per_device / 1e12);
+    fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
+                 "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",
+            m->mem_total / g, m->mem_capacity / g, m->mem_params / g, m->mem_grads / g,
+            m->mem_optimizer / g, m->mem_activations / g, m->mem_weights_gathered / g,
+            m->mem_logits / g, m->mem_kv_cache / g);
+}
+
 void summary_print_table(const struct summary *s, FILE *out)
 {
     fprintf(out, "scenario %s on %s [", s->scenario, s->chip);
@@ -190,6 +222,8 @@ void summary_print_table(const struct summary *s, FILE *out)
     fprintf(out, "total %s\n", tt);
     if (s->timeline)
         print_timeline(s, out);
+    if (s->model.present)
+        print_model(s, out);
 }
 
 void summary_fini(struct summary *s)

@@ -50,6 +50,19 @@ struct summary_path_op {
     double time_s;
 };
 
+/* A model step's figures (sim/model.h): throughput, MaxText's MFU, memory. */
+struct summary_model {
+    bool present;
+    char mode[16];              /* train, prefill, decode */
+    double tokens;              /* per step, all chips */
+    double tokens_per_s, tokens_per_s_per_chip;
+    double flops_per_device;    /* MaxText's model FLOPs per device and step */
+    double mfu;                 /* those over the step time and the device's bf16 peak */
+    /* per chip, bytes */
+    double mem_params, mem_grads, mem_optimizer, mem_activations, mem_weights_gathered,
+        mem_logits, mem_kv_cache, mem_total, mem_capacity;
+};
+
 /* A repeat block: the time of each of its iterations on chip 0. */
 struct summary_block {
     char *name;                 /* owned */
@@ -75,6 +88,7 @@ struct summary {
     struct summary_path_op *path; /* owned: the critical path, in order */
     int nblocks;
     struct summary_block *blocks; /* owned */
+    struct summary_model model;
 };
 
 /* "matmul", "collective_exposed", ... */

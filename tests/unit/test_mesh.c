@@ -101,7 +101,7 @@ static void test_layout_errors(void **state)
     struct topo t = torus(2, 16, 16, 1, true);
     struct mesh m = mesh2("fsdp", 64, "tensor", 8);
     assert_int_equal(mesh_layout(&m, &t, err, sizeof err), -1);
-    assert_string_equal(err, "the mesh has 512 devices (fsdp 64 x tensor 8), the topology 256 chips");
+    assert_string_equal(err, "expected axes whose sizes multiply to the topology's 256 chips, got 512 (fsdp 64 x tensor 8)");
     m = mesh2("fsdp", 32, "tensor", 8);
     m.axis[1].placed = true;
     m.axis[1].nfactors = 1;
@@ -171,7 +171,7 @@ static void test_group_errors(void **state)
                       "groups: the mesh has no axis 'tensro'");
     expect_load_error("chip: v5e\ntopology: {shape: [16, 16]}\nmesh: {fsdp: 64, tensor: 8}\n"
                       "workload:\n  - {op: all_gather, bytes: 1MiB, groups: [tensor]}\n",
-                      "m.yaml:3:7: mesh: the mesh has 512 devices");
+                      "m.yaml:3:7: mesh: expected axes whose sizes multiply to the topology's 256 chips, got 512");
     expect_load_error("chip: v5e\ntopology: {shape: [16, 16]}\nmesh: {fsdp: 64, tensor: 4}\n"
                       "workload:\n  - {op: all_gather, bytes: 1MiB, groups: [tensor], axes: [0]}\n",
                       "either axes: (physical axes) or groups: (mesh axes), not both");

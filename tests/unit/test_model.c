@@ -1,0 +1,330 @@
+/* tests/unit/test_model.c -- model steps checked by hand on a 2-layer model:
+ * the sharding, MaxText's FLOP count, the memory per chip, the expansion's
+ * op list, matmul FLOPs and collective bytes per mesh axis, what each remat
+ * policy recomputes and offloads, and the errors.
+ *
+ * The model: llama, L = 2, D = 256, H = 4, K = 2, Dh = 64, F = 512, V = 1024,
+ * S = 256, global batch 8, on 8 chips as fsdp 4 x tensor 2 (one device per
+ * chip). Per device: b = 8 / 4 = 2 sequences (the tensor pair shares them),
+ * T = 512 tokens, 2 query heads, 1 KV head, F_local = 256.
+ * One layer: D(H+2K)Dh + H Dh D + 3 D F + 2 D = 131072 + 65536 + 393216 + 512
+ * = 590336 parameters; the model 2 x 590336 + 2 V D + D = 1705216. */
+#include "test_util.h"
+
+#include "base/diag.h"
+#include "sim/cfg_tree.h"
+#include "sim/model.h"
+#include "topology/mesh.h"
+
+#define LAYER_PARAMS 590336.0
+#define MODEL_PARAMS 1705216.0
+
+static struct model small_model(void)
+{
+    struct model m = {.arch = MODEL_LLAMA, .layers = 2, .d_model = 256, .heads = 4,
+                      .kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1024, .seq_len = 256,
+                      .batch = 8, .mode = MODEL_TRAIN, .dtype = DT_BF16,
+                      .weight_dtype = DT_F32, .mu_dtype = DT_F32, .vocab_tiling = 1,
+                      .page_size = 128};
+    assert_int_equal(model_remat_policy("full", &m.remat), 0);
+    return m;
+}
+
+struct fixture {
+    struct topo topo;
+    struct mesh mesh;
+    struct chip_params chip;
+    struct model_shard sh;
+};
+
+static void setup_shard(struct fixture *f, const struct model *m, int fsdp, int tensor)
+{
+    int shape[2] = {2, 4};
+    bool wrap[2] = {false, false};
+    assert_int_equal(topo_init(&f->topo, 2, shape, wrap), 0);
+    memset(&f->mesh, 0, sizeof f->mesh);
+    f->mesh.naxes = 2;
+    snprintf(f->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
+    f->mesh.axis[0].size = fsdp;
+    snprintf(f->mesh.axis[1].name, MESH_NAME_MAX, "tensor");
+    f->mesh.axis[1].size = tensor;
+    char err[256];
+    assert_int_equal(mesh_layout(&f->mesh, &f->topo, err, sizeof err), 0);
+    f->chip = test_chip();
+    f->chip.hbm_bytes = (uint64_t)16 << 30;
+    assert_int_equal(model_shard(m, &f->mesh, &f->topo, &f->chip, &f->sh, err, sizeof err), 0);
+}
+
+static void test_shard(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    assert_int_equal(f.sh.b, 2);
+    assert_int_equal(f.sh.tokens, 512);
+    assert_int_equal(f.sh.heads, 2);
+    assert_int_equal(f.sh.kv_heads, 1);
+    assert_int_equal(f.sh.ffn, 256);
+    assert_int_equal(f.sh.layer_params, (int64_t)LAYER_PARAMS);
+    assert_int_equal(f.sh.params, (int64_t)MODEL_PARAMS);
+}
+
+/* MaxText: 6 x N x tokens per device + 3 x the causal attention, with N the
+ * matmul weights (L (D(H+2K)Dh + H Dh D + 3 D F) + V D = 1441792) and the
+ * tokens per device 8 x 256 / 8 devices = 256: 2214592512; attention
+ * 3 x L x 2 b S^2 H Dh = 3 x 2 x 2 x 1 x 65536 x 4 x 64 = 201326592. */
+static void test_flops(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    assert_float_equal(model_flops_per_device(&m, &f.sh), 2214592512.0 + 201326592.0, 1);
+    setup_shard(&f, &m, 8, 1); /* the same work per device however it is split */
+    assert_float_equal(model_flops_per_device(&m, &f.sh), 2214592512.0 + 201326592.0, 1);
+}
+
+/* Per chip, fsdp 4 x tensor 2, full remat, f32 weights and moments:
+ * parameters 1705216 / 8 = 213152 x 4 B = 852608, gradients the same,
+ * AdamW 213152 x 8 = 1705216; saved: the layer input, 512 tokens x 128 x 2 B
+ * x 2 layers = 262144; two gathered layers 2 x 590336 / 2 x 2 B = 1180672;
+ * f32 logits 512 x 512 x 4 = 1048576. Total 5901824. */
+static void test_memory(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct model_memory mem;
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.params, 852608, 0.5);
+    assert_float_equal(mem.grads, 852608, 0.5);
+    assert_float_equal(mem.optimizer, 1705216, 0.5);
+    assert_float_equal(mem.activations, 262144, 0.5);
+    assert_float_equal(mem.weights_gathered, 1180672, 0.5);
+    assert_float_equal(mem.logits, 1048576, 0.5);
+    assert_float_equal(mem.total, 5901824, 0.5);
+    /* minimal keeps q (2 x 64 x 2 B), k and v (64 x 2 B each), out_proj and
+     * mlpwo (128 x 2 B each), mlpwi (2 x 256 x 2 B) beside the input (256):
+     * 2304 B a token, 512 x 2 layers x 2304 = 2359296 */
+    assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.activations, 2359296, 0.5);
+    /* offload sends the input, q, k, v and out_proj away (1024 B a token):
+     * the device keeps two layers' worth in flight, 2 x 512 x 1024 */
+    assert_int_equal(model_remat_policy("offload", &m.remat), 0);
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(model_offload_bytes_per_layer(&m, &f.sh), 524288, 0.5);
+    assert_float_equal(mem.activations, 1048576, 0.5);
+}
+
+static void test_oom_message(void **state)
+{
+    (void)state;
+    struct model_memory mem = {.params = 8.0 * (1 << 30), .grads = 8.0 * (1 << 30),
+                               .optimizer = 16.0 * (1 << 30), .total = 32.0 * (1 << 30),
+                               .capacity = 15.48 * (1 << 30)};
+    char buf[512];
+    model_oom_message(&mem, buf, sizeof buf);
+    assert_non_null(strstr(buf, "Ran out of memory in memory space hbm. Used 32.00G of 15.48G "
+                                "hbm. Exceeded hbm capacity by 16.52G"));
+    assert_non_null(strstr(buf, "parameters 8.00G, gradients 8.00G, optimizer state 16.00G"));
+}
+
+/* ---- the expansion, read back as a tree ---- */
+
+struct tally {
+    double matmul_flops;      /* 2 m k n over every matmul instance but the recomputation */
+    double recompute_flops;   /* ... of the re_ ones */
+    double coll_bytes[3];     /* fsdp, tensor, data: collective bytes per chip, all instances */
+    double host_bytes[2];     /* to_host, to_device */
+    char names[4096];         /* the body of the backward block, space-separated */
+};
+
+static double num(const struct cfg_node *m, const char *key)
+{
+    const struct cfg_node *v = cfg_get(m, key);
+    return v ? atof(v->value) : 0;
+}
+
+static void tally_op(struct tally *t, const struct cfg_node *op, double count, bool bwd)
+{
+    const char *kind = cfg_get(op, "op")->value, *name = cfg_get(op, "name")->value;
+    if (bwd && strlen(t->names) + strlen(name) + 2 < sizeof t->names)
+        strcat(strcat(t->names, name), " ");
+    if (strcmp(kind, "matmul") == 0) {
+        double fl = 2 * num(op, "m") * num(op, "k") * num(op, "n") * count;
+        *(strncmp(name, "re_", 3) == 0 ? &t->recompute_flops : &t->matmul_flops) += fl;
+    }
+    const struct cfg_node *g = cfg_get(op, "groups");
+    if (g) {
+        const char *axis = g->kids[0]->value;
+        int i = strcmp(axis, "fsdp") == 0 ? 0 : strcmp(axis, "tensor") == 0 ? 1 : 2;
+        t->coll_bytes[i] += num(op, "bytes") * count;
+    }
+    if (strcmp(kind, "host_copy") == 0)
+        t->host_bytes[strcmp(cfg_get(op, "direction")->value, "to_host") == 0 ? 0 : 1] +=
+            num(op, "bytes") * count;
+}
+
+static void tally_list(struct tally *t, const struct cfg_node *list, double count, bool bwd)
+{
+    for (int i = 0; i < list->n; i++) {
+        const struct cfg_node *it = list->kids[i], *rep = cfg_get(it, "repeat");
+        if (rep)
+            tally_list(t, cfg_get(rep, "ops"), count * num(rep, "count"),
+                       strcmp(cfg_get(rep, "name")->value, "bwd") == 0);
+        else
+            tally_op(t, it, count, bwd);
+    }
+}
+
+static struct tally expand(const struct model *m, const struct fixture *f)
+{
+    char *yaml = model_workload_yaml(m, &f->sh, &f->chip);
+    struct diag *d = diag_new();
+    struct cfg_node *tree = cfg_parse(yaml, strlen(yaml), "expansion", d);
+    if (!tree)
+        diag_print(d, stderr);
+    assert_non_null(tree);
+    struct tally t;
+    memset(&t, 0, sizeof t);
+    tally_list(&t, tree, 1, false);
+    cfg_node_free(tree);
+    diag_free(d);
+    free(yaml);
+    return t;
+}
+
+/* Forward, dgrad and wgrad of every matmul: 6 x N_local x T, N_local the
+ * matmul weights of a device: L (D (2+2) 64 + 2 x 64 x D + 3 D 256) + D V/2
+ * = 720896, so 6 x 720896 x 512 = 2214592512 (the same as MaxText's count:
+ * K divides by tensor). Full remat recomputes qkv, out and the MLP's gate and
+ * up per layer: 2 x 512 (256 x 256 + 128 x 256 + 256 x 512) x 2 layers =
+ * 469762048 (not the MLP's down projection: nothing needs its output). */
+static void test_expansion_flops(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct tally t = expand(&m, &f);
+    assert_float_equal(t.matmul_flops, 2214592512.0, 1);
+    assert_float_equal(t.recompute_flops, 469762048.0, 1);
+    /* minimal recomputes no matmul (the attention only), none nothing */
+    assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
+    t = expand(&m, &f);
+    assert_float_equal(t.recompute_flops, 0, 0);
+    assert_non_null(strstr(t.names, "re_attn "));
+    assert_null(strstr(t.names, "re_qkv "));
+    assert_int_equal(model_remat_policy("none", &m.remat), 0);
+    t = expand(&m, &f);
+    assert_null(strstr(t.names, "re_"));
+    assert_non_null(strstr(t.names, "g_start "));
+}
+
+/* Collective bytes per chip and step, by mesh axis:
+ * fsdp: the weights gathered (bf16, a device's input = a quarter of the
+ *   tensor half: 590336 / 2 / 4 x 2 B = 147584) once per layer ahead of the
+ *   forward (wg0 + 2) and the backward (2), and the gradients
+ *   reduce-scattered (f32, the tensor half: 590336 / 2 x 4 = 1180672) per
+ *   layer: 5 x 147584 + 2 x 1180672 = 3099264;
+ * tensor: per layer forward two gathers of the residual (input 512 x 128 x
+ *   2 B = 131072) and two reduce-scatters (input 512 x 256 x 2 = 262144),
+ *   the same in the backward, and the full remat's recomputation gathers
+ *   once for qkv and once for the MLP and scatters out_proj once:
+ *   2 layers x (2 x 786432 + 2 x 131072 + 262144) = 4194304. */
+static void test_expansion_collectives(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct tally t = expand(&m, &f);
+    assert_float_equal(t.coll_bytes[0], 3099264, 0.5);
+    assert_float_equal(t.coll_bytes[1], 4194304, 0.5);
+    assert_float_equal(t.coll_bytes[2], 0, 0);
+    assert_float_equal(t.host_bytes[0] + t.host_bytes[1], 0, 0);
+}
+
+/* Offloading: each layer's 524288 bytes go to the host in the forward and
+ * come back in the backward (h2d0 for the last layer, then one ahead). */
+static void test_expansion_offload(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    assert_int_equal(model_remat_policy("offload", &m.remat), 0);
+    struct tally t = expand(&m, &f);
+    assert_float_equal(t.host_bytes[0], 2 * 524288.0, 0.5);
+    assert_float_equal(t.host_bytes[1], 3 * 524288.0, 0.5); /* h2d0 + one per layer ahead */
+    /* the recipes' policy recomputes the attention and the MLP's gate and up, not qkv or out */
+    assert_non_null(strstr(t.names, "re_attn "));
+    assert_null(strstr(t.names, "re_qkv "));
+    assert_null(strstr(t.names, "re_out "));
+    assert_non_null(strstr(t.names, "re_up "));
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    char err[256];
+    setup_shard(&f, &m, 4, 2);
+    m.heads = 3, m.kv_heads = 3;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), -1);
+    assert_string_equal(err, "heads (3) is not divisible by the tensor axis (2)");
+    m = small_model();
+    m.batch = 6;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch (6) is not divisible by the devices the batch is split"));
+    struct model_remat r;
+    assert_int_equal(model_remat_policy("sometimes", &r), -1);
+}
+
+/* A v7-like chip (two TensorCores, each a JAX device): a mesh counted in
+ * devices loses the chip's factor from its batch axis. */
+static void test_mesh_devices(void **state)
+{
+    (void)state;
+    struct mesh m;
+    memset(&m, 0, sizeof m);
+    m.naxes = 2;
+    snprintf(m.axis[0].name, MESH_NAME_MAX, "fsdp");
+    m.axis[0].size = 8;
+    snprintf(m.axis[1].name, MESH_NAME_MAX, "tensor");
+    m.axis[1].size = 2;
+    char err[256];
+    assert_int_equal(mesh_fold_devices(&m, 8, 2, err, sizeof err), 0);
+    assert_int_equal(m.axis[0].size, 4); /* fsdp, not the last axis: tensor is no batch axis */
+    assert_int_equal(m.axis[1].size, 2);
+    assert_int_equal(m.dev_axis, 0);
+    m.axis[0].size = 4; /* counted in chips: left alone */
+    assert_int_equal(mesh_fold_devices(&m, 8, 2, err, sizeof err), 0);
+    assert_int_equal(m.dev_per_chip, 1);
+    m.axis[0].size = 3, m.axis[1].size = 3; /* neither divides by 2 -- and 9 matches nothing */
+    assert_int_equal(mesh_fold_devices(&m, 8, 2, err, sizeof err), 0);
+    m.axis[0].size = 1, m.axis[1].size = 16; /* a plain mesh on tensor only is folded there */
+    assert_int_equal(mesh_fold_devices(&m, 8, 2, err, sizeof err), 0);
+    assert_int_equal(m.dev_axis, 1);
+    assert_int_equal(m.axis[1].size, 8);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard),
+        cmocka_unit_test(test_flops),
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_oom_message),
+        cmocka_unit_test(test_expansion_flops),
+        cmocka_unit_test(test_expansion_collectives),
+        cmocka_unit_test(test_expansion_offload),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_mesh_devices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

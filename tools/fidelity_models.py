@@ -1,0 +1,97 @@
+"""tools/fidelity_models.py -- the model-level rows of make fidelity.
+
+Each row of tests/fidelity/model-steps.csv becomes a model: + mesh: scenario
+(the configuration that ran, see tests/fidelity/README.md); the simulated
+step time (summary.json total_time_s) is compared with the row's step_s.
+Imported by tools/fidelity.py; runnable alone:
+    tools/fidelity_models.py TPUSIM [--data DIR] [-j N] [--only ID,ID]"""
+import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+DIMS = ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "seq_len",
+        "kv_len")
+KEYS = ("arch", "mode", "remat", "attention", "weight_dtype", "mu_dtype")
+
+
+def row_scenario(r):
+    """The scenario of one row (a dict written as JSON, which is YAML)."""
+    model = {k: int(r[k]) for k in DIMS if r[k]}
+    model.update({k: r[k] for k in KEYS if r[k]})
+    if model.get("remat", "").startswith("custom:"):  # custom:name=where;name=where
+        model["remat"] = dict(kv.split("=") for kv in model["remat"][7:].split(";"))
+    mesh = {}
+    for part in r["mesh"].split():
+        axis, size = part.split("=")
+        mesh[axis] = int(size)
+    topo = {"shape": [int(x) for x in r["shape"].split("x")]}
+    if int(r["slices"]) > 1:
+        topo["slices"] = int(r["slices"])
+    return {"name": "model-" + r["id"], "chip": r["chip"], "topology": topo, "mesh": mesh,
+            "model": model}
+
+
+def simulate(tpusim, scen, tmp):
+    f = os.path.join(tmp, scen["name"] + ".yaml")
+    with open(f, "w") as fh:
+        json.dump(scen, fh)
+    out = os.path.join(tmp, scen["name"])
+    r = subprocess.run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 and "--trace" in r.stderr:  # a build without trace levels
+        r = subprocess.run([tpusim, "run", f, "-o", out, "--quiet"], capture_output=True,
+                           text=True)
+    if r.returncode != 0:
+        lines = r.stderr.strip().splitlines()
+        return None, (lines[-1] if lines else "failed")[:90]
+    with open(os.path.join(out, "summary.json")) as fh:
+        s = json.load(fh)
+    return s, None
+
+
+def report(tpusim, rows, tmp, jobs):
+    """Prints one line per row and a summary line; returns the |errors|."""
+    with ThreadPoolExecutor(jobs) as ex:
+        res = list(ex.map(lambda r: simulate(tpusim, row_scenario(r), tmp), rows))
+    print(f"\n{'id':4} {'chip':4} {'slice':9} {'mesh':22} {'model':26} {'measured':>10} "
+          f"{'predicted':>10} {'error':>7}  MFU")
+    errs = []
+    for r, (s, why) in zip(rows, res):
+        desc = f"L{r['layers']} D{r['d_model']} {r['mode']} b{r['batch']}"
+        head = f"{r['id']:4} {r['chip']:4} {r['shape']:9} {r['mesh']:22} {desc:26} " \
+               f"{float(r['step_s']):10.4g}"
+        if s is None:
+            print(f"{head} {'-':>10} {'-':>7}  not run: {why}")
+            continue
+        t = s["total_time_s"]
+        e = (t - float(r["step_s"])) / float(r["step_s"])
+        errs.append(abs(e))
+        mfu = s.get("model", {}).get("mfu", float("nan"))
+        print(f"{head} {t:10.4g} {100 * e:+6.1f}%  {100 * mfu:.1f}%")
+    if errs:
+        print(f"model steps: {len(errs)} of {len(rows)} rows run, median |error| "
+              f"{100 * statistics.median(errs):.1f}%, worst {100 * max(errs):.1f}%")
+    else:
+        print(f"model steps: none of {len(rows)} rows run")
+    return errs
+
+
+def load_rows(data, only=None):
+    with open(os.path.join(data, "model-steps.csv")) as fh:
+        rows = list(csv.DictReader(fh))
+    return [r for r in rows if not only or r["id"] in only]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tpusim")
+    ap.add_argument("--data", default="tests/fidelity")
+    ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    rows = load_rows(a.data, set(a.only.split(",")) if a.only else None)
+    with tempfile.TemporaryDirectory() as tmp:
+        report(a.tpusim, rows, tmp, a.j)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
