@@ -18,6 +18,10 @@ SGFLAG  ?=
 SIMFLAGS = $(if $(SGFLAG),--sg=$(SGFLAG))
 VALGRIND ?=
 DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev pkg-config
+# the tools the sweep-on-a-cluster tests drive: GNU parallel (make test, best effort)
+# and a one-node Slurm (make cluster-test)
+DEB_PARALLEL := parallel
+DEB_CLUSTER  := slurm-wlm munge parallel
 
 SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c sim/*.c)
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
@@ -35,6 +39,12 @@ deps:
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS) >/dev/null; \
 	fi
 	@pkg-config --exists simgrid yaml-0.1 cmocka || { echo "missing packages: $(DEB_PKGS)"; exit 1; }
+	@command -v parallel >/dev/null 2>&1 || { \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    echo "installing Debian packages: $(DEB_PARALLEL)"; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PARALLEL) >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      $(DEB_PARALLEL) >/dev/null 2>&1; } || echo "could not install $(DEB_PARALLEL): its test will skip"; }
 
 $(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
@@ -85,8 +95,26 @@ $(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
 e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 
+# GNU parallel over the shards of a sweep, merged, against one run (README: "Sweeps on a cluster")
+parallel-test: $(B)/tpusim
+	@sh tests/run_parallel.sh $(B)/tpusim
+
 test: deps
-	@$(MAKE) --no-print-directory all unit bad-input e2e checks
+	@$(MAKE) --no-print-directory all unit bad-input e2e parallel-test checks
+
+# A sweep through a real one-node Slurm (munged, slurmctld, slurmd started here and stopped
+# after): tools/slurm_sweep.sh's job array and merge against one run, byte for byte.
+cluster-test: deps $(B)/tpusim
+	@missing=; for c in sbatch slurmctld slurmd munged parallel; do \
+	    command -v $$c >/dev/null 2>&1 || [ -x /usr/sbin/$$c ] || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    echo "installing Debian packages: $(DEB_CLUSTER)"; \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_CLUSTER) >/dev/null || \
+	    echo "could not install $(DEB_CLUSTER)"; \
+	fi
+	@sh tests/run_slurm.sh $(B)/tpusim
 
 # The layer rules and the no-writable-globals rule, and a test that both can fail.
 checks: $(B)/tpusim
@@ -128,4 +156,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e checks test asan valgrind bench fuzz fidelity check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e parallel-test cluster-test checks test asan valgrind bench fuzz fidelity check-layers format clean FORCE

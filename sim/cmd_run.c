@@ -1,5 +1,6 @@
 /* sim/cmd_run.c -- `tpusim run`, `check` and `platform`: the commands that
- * take a scenario, with --set overrides and the resource-guard flags. */
+ * take a scenario, with --set overrides and the resource-guard flags (check
+ * also takes a sweep spec, told apart by its top-level keys). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -15,6 +16,8 @@
 #include "sim/cli.h"
 #include "sim/outputs.h"
 #include "sim/sim.h"
+#include "sim/sweep.h"
+#include "sim/sweep_int.h"
 #include "sim/validate.h"
 
 #define MAX_MEMORY_BYTES 1125899906842624.0 /* 1 PiB: more than any host has */
@@ -148,11 +151,13 @@ static int run_scenario(struct cli *c)
 
 static int check_scenario(struct cli *c, bool platform)
 {
+    struct validate_limits lim = {c->max_steps, c->max_memory};
+    if (!platform && sweep_spec_detect(c->scenario))
+        return sweep_check(c->scenario, c->sets, c->nsets, &lim);
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     struct autotune_stats st;
     int rc = load(c, &sc, d, &st);
-    struct validate_limits lim = {c->max_steps, c->max_memory};
     if (rc == 0) {
         /* check refuses whatever run would refuse before it starts */
         if (platform ? validate_ops(&sc, d) != 0 : validate_scenario(&sc, &lim, d) != 0) {

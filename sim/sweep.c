@@ -7,6 +7,7 @@
  * launching, kills the running points and still writes the tables. */
 #include "sim/sweep.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,6 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -40,8 +44,12 @@ struct job {
 struct runner {
     struct sweep_spec *sp;
     char *dir;
+    struct sweep_lock lock; /* of 'dir', held while the sweep runs */
+    pid_t parent;           /* the sweep's own process */
     int jobs;
-    bool resume, tty;
+    bool resume, force, tty;
+    int shard, nshards; /* this process runs the points i with i % nshards == shard */
+    int nmine;          /* how many points that is (all of them without shards) */
     int sg_argc;
     char **sg_argv;
     sigset_t oldmask, waitset;
@@ -55,7 +63,6 @@ struct runner {
     int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
     int default_point;
-    bool default_is_base;
     char *base_desc; /* the base scenario, as the report names it */
 };
 
@@ -102,6 +109,11 @@ static char *slurp(const char *path)
 
 static void child_main(struct runner *r, int i, bool trace)
 {
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its points with it */
+#endif
+    if (getppid() != r->parent) /* it died before that */
+        _exit(1);
     sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
     char *pdir = point_file(r, i, NULL);
     char *log = point_file(r, i, trace ? "trace.log" : "log.txt");
@@ -196,12 +208,18 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
         int n;
         char **sets = sweep_point_sets(r->sp, row->point, &n);
         fprintf(f, "{\"point\": %d, \"base\": ", row->point);
-        json_write_string(f, r->sp->base_path);
+        /* an inline base is DIR/base.yaml: relative, so shards and a merge write the same */
+        json_write_string(f, r->sp->base_inline ? "base.yaml" : r->sp->base_path);
         fprintf(f, ", \"base_hash\": \"%016llx\",\n \"sets\": [",
                 (unsigned long long)r->sp->base_hash);
         for (int k = 0; k < n; k++) {
             fputs(k ? ", " : "", f);
             json_write_string(f, sets[k]);
+        }
+        fputs("],\n \"values\": [", f);
+        for (int k = 0; k < r->sp->nkeys; k++) {
+            fputs(k ? ", " : "", f);
+            json_write_string(f, row->values[k]);
         }
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 table_status_name(row->status), code);
@@ -217,9 +235,9 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
 }
 
 /* Fills 'row' from points/NNNN/summary.json. */
-static void read_summary(struct runner *r, struct table_row *row)
+void sweep_read_summary(const char *dir, struct table_row *row)
 {
-    char *path = point_file(r, row->point, "summary.json");
+    char *path = xasprintf("%s/points/%04d/summary.json", dir, row->point);
     char err[512];
     struct json *j = json_read_file(path, JSON_MAX_BYTES, err, sizeof err);
     if (!j || table_row_from_summary(row, j, err, sizeof err) != 0) {
@@ -271,7 +289,7 @@ static void finish_point(struct runner *r, int i, int status)
     }
     if (code == 0) {
         row.reason = xstrdup("");
-        read_summary(r, &row);
+        sweep_read_summary(r->dir, &row);
     } else {
         row.status = code == 2 ? TABLE_INFEASIBLE : TABLE_FAILED;
         char why[64];
@@ -331,11 +349,7 @@ static bool load_previous(struct runner *r, int i)
     if (ok) {
         struct table_row row;
         row_init(r, i, &row);
-        row.status = st;
-        row.reason = xstrdup(json_str(j, "reason", ""));
-        if (st == TABLE_OK)
-            read_summary(r, &row);
-        ok = row.status == st;
+        ok = sweep_row_from_point(r->dir, j, &row) == 0 && row.status == st;
         if (ok)
             record(r, &row);
         else
@@ -343,6 +357,16 @@ static bool load_previous(struct runner *r, int i)
     }
     json_free(j);
     return ok;
+}
+
+int sweep_row_from_point(const char *dir, const struct json *pj, struct table_row *row)
+{
+    if (table_status_parse(json_str(pj, "status", ""), &row->status) != 0)
+        return -1;
+    row->reason = xstrdup(json_str(pj, "reason", ""));
+    if (row->status == TABLE_OK)
+        sweep_read_summary(dir, row);
+    return 0;
 }
 
 /* ---------------- progress ---------------- */
@@ -358,10 +382,10 @@ static void fmt_clock(char *buf, size_t n, double s)
 
 static void progress_bar(struct runner *r)
 {
-    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->sp->npoints))
+    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->nmine))
         return;
     r->drawn = now_s();
-    int total = r->sp->npoints, w = 30;
+    int total = r->nmine, w = 30;
     int fill = total ? (int)((double)w * r->ndone / total) : w;
     char bar[64], el[32], eta[32] = "--:--";
     for (int k = 0; k < w; k++)
@@ -386,7 +410,7 @@ static void progress_line(struct runner *r, const struct table_row *row)
     char tm[32] = "";
     if (row->status == TABLE_OK)
         table_format_time(tm, sizeof tm, row->time_s);
-    fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->sp->npoints, row->point,
+    fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->nmine, row->point,
             table_status_name(row->status), *tm ? " " : "", tm);
 }
 
@@ -465,14 +489,104 @@ static void run_list(struct runner *r, const int *todo, int ntodo, bool trace)
 
 /* ---------------- outputs ---------------- */
 
-static char *trace_rel(struct runner *r, int point)
+/* "points/NNNN/trace.json" when 'dir' holds that trace, else NULL. */
+static char *trace_rel(const char *dir, int point)
 {
     if (point < 0)
         return NULL;
-    char *p = point_file(r, point, "trace.json");
+    char *rel = xasprintf("points/%04d/trace.json", point);
+    char *p = xasprintf("%s/%s", dir, rel);
     bool ok = exists(p);
     free(p);
-    return ok ? xasprintf("points/%04d/trace.json", point) : NULL;
+    if (!ok) {
+        free(rel);
+        rel = NULL;
+    }
+    return rel;
+}
+
+/* Removes plot_*.svg files of keys 't' does not have, and heatmap.svg unless two keys. */
+static void remove_stale_plots(const struct table *t, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        bool plot = !strncmp(n, "plot_", 5) && len > 9 && !strcmp(n + len - 4, ".svg");
+        bool stale = plot || (!strcmp(n, "heatmap.svg") && t->nkeys != 2);
+        for (int k = 0; plot && k < t->nkeys && stale; k++) {
+            char *want = plot_file_name(t->keys[k]);
+            stale = strcmp(want, n) != 0;
+            free(want);
+        }
+        if (stale) {
+            char *p = xasprintf("%s/%s", dir, n);
+            unlink(p);
+            free(p);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+int sweep_write_tables(struct table *t, const char *dir)
+{
+    int best = table_best_row(t);
+    t->best_trace = trace_rel(dir, best >= 0 ? t->rows[best].point : -1);
+    t->default_trace = trace_rel(dir, t->default_point);
+    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
+    int (*const writers[])(const struct table *, const char *) = {
+        table_write_csv, table_write_json, report_md_write};
+    int rc = 0;
+    for (int w = 0; w < 3 && rc == 0; w++) {
+        char *path = xasprintf("%s/%s", dir, names[w]);
+        if ((rc = writers[w](t, path)) != 0)
+            fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+        free(path);
+    }
+    if (rc == 0 && (rc = plot_write_sweep(t, dir)) != 0)
+        fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", dir, strerror(errno));
+    if (rc == 0)
+        remove_stale_plots(t, dir);
+    free(t->best_trace);
+    free(t->default_trace);
+    t->best_trace = t->default_trace = NULL;
+    return rc;
+}
+
+/* Prints that 'dir'/'rel' is missing unless it exists; returns 1 if missing. */
+static int missing(const char *dir, const char *rel, const char *what)
+{
+    char *p = xasprintf("%s/%s", dir, rel);
+    bool ok = exists(p);
+    if (!ok)
+        fprintf(stderr, "tpusim sweep: %s (%s) is missing\n", p, what);
+    free(p);
+    return !ok;
+}
+
+int sweep_missing_outputs(const struct table *t, const char *dir, bool traces)
+{
+    int n = 0;
+    for (int i = 0; i < t->nrows; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "points/%04d/point.json", t->rows[i].point);
+        n += missing(dir, rel, "the point's result");
+        snprintf(rel, sizeof rel, "points/%04d/summary.json", t->rows[i].point);
+        if (t->rows[i].status == TABLE_OK)
+            n += missing(dir, rel, "the point's summary");
+    }
+    int best = table_best_row(t), def = table_find_row(t, t->default_point);
+    int want[2] = {best, def >= 0 && t->rows[def].status == TABLE_OK ? def : -1};
+    for (int k = 0; traces && k < 2; k++) {
+        if (want[k] < 0 || (k == 1 && want[1] == want[0]))
+            continue;
+        char rel[64];
+        snprintf(rel, sizeof rel, "points/%04d/trace.json", t->rows[want[k]].point);
+        n += missing(dir, rel, k ? "the default point's trace" : "the best point's trace");
+    }
+    return n;
 }
 
 static void build_table(struct runner *r, struct table *t, struct table_row *rows)
@@ -490,32 +604,53 @@ static void build_table(struct runner *r, struct table *t, struct table_row *row
         if (r->done[i])
             rows[t->nrows++] = r->rows[i];
     t->default_point = r->default_point;
-    t->default_is_base = r->default_is_base;
+    t->default_is_base = true;
+    t->default_added = r->sp->default_added;
 }
 
+/* DIR/shard.json: what `tpusim sweep merge` needs to check and join the shards. */
+static int write_shard_json(struct runner *r)
+{
+    char *path = xasprintf("%s/shard.json", r->dir);
+    struct fs_atomic a;
+    int rc = fs_atomic_open(&a, path);
+    if (rc == 0) {
+        FILE *f = a.f;
+        fputs("{\"sweep\": ", f);
+        json_write_string(f, r->sp->name);
+        fputs(", \"base\": ", f);
+        json_write_string(f, r->base_desc);
+        fprintf(f, ",\n \"base_hash\": \"%016llx\", \"spec_hash\": \"%016llx\",\n \"keys\": [",
+                (unsigned long long)r->sp->base_hash,
+                (unsigned long long)sweep_spec_hash(r->sp));
+        for (int k = 0; k < r->sp->nkeys; k++) {
+            fputs(k ? ", " : "", f);
+            json_write_string(f, r->sp->keys[k].path);
+        }
+        fprintf(f,
+                "],\n \"points_total\": %d, \"default_point\": %d, \"default_added\": %s,\n"
+                " \"shard\": %d, \"shards\": %d, \"points\": %d, \"points_done\": %d, "
+                "\"complete\": %s}\n",
+                r->sp->npoints, r->default_point, r->sp->default_added ? "true" : "false",
+                r->shard, r->nshards, r->nmine, r->ndone,
+                r->ndone == r->nmine && !r->stop ? "true" : "false");
+        rc = fs_atomic_commit(&a);
+    }
+    if (rc != 0)
+        fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+/* Writes the tables (a shard: shard.json) and checks every promised output; returns 0 or 1. */
 static int write_outputs(struct runner *r)
 {
     struct table t;
     struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
-    int best = table_best_row(&t);
-    t.best_trace = trace_rel(r, best >= 0 ? t.rows[best].point : -1);
-    t.default_trace = trace_rel(r, r->default_point);
-    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md"};
-    int (*const writers[])(const struct table *, const char *) = {
-        table_write_csv, table_write_json, report_md_write};
-    int rc = 0;
-    for (int w = 0; w < 3 && rc == 0; w++) {
-        char *path = xasprintf("%s/%s", r->dir, names[w]);
-        if ((rc = writers[w](&t, path)) != 0)
-            fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", path, strerror(errno));
-        free(path);
-    }
-    if (rc == 0 && (rc = plot_write_sweep(&t, r->dir)) != 0)
-        fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", r->dir,
-                strerror(errno));
-    free(t.best_trace);
-    free(t.default_trace);
+    int rc = (r->nshards ? write_shard_json(r) : sweep_write_tables(&t, r->dir)) != 0;
+    if (sweep_missing_outputs(&t, r->dir, !r->stop && !r->broken) > 0)
+        rc = 1;
     free(t.keys);
     free(rows);
     return rc;
@@ -557,11 +692,11 @@ static int plan(struct runner *r, int *todo)
 {
     int n = 0;
     for (int i = 0; i < r->sp->npoints; i++)
-        if (!(r->resume && load_previous(r, i)))
+        if (sweep_shard_owns(r->shard, r->nshards, i) && !(r->resume && load_previous(r, i)))
             todo[n++] = i;
     if (r->resume)
-        fprintf(stderr, "resume: %d of %d points already done, %d to run\n", r->ndone,
-                r->sp->npoints, n);
+        fprintf(stderr, "resume: %d of %d points already done, %d to run\n", r->ndone, r->nmine,
+                n);
     return n;
 }
 
@@ -569,8 +704,10 @@ static void print_result(struct runner *r, double wall_s)
 {
     if (r->tty)
         fputs("\r\033[K", stderr);
+    if (r->nshards)
+        printf("shard %d/%d of ", r->shard, r->nshards);
     printf("sweep %s: %d of %d points (%d ok, %d infeasible, %d failed) in %.1f s with -j %d\n",
-           r->sp->name, r->ndone, r->sp->npoints, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
+           r->sp->name, r->ndone, r->nmine, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
            r->count[TABLE_FAILED], wall_s, r->jobs);
     int best = -1;
     for (int i = 0; i < r->sp->npoints; i++)
@@ -589,27 +726,43 @@ static void print_result(struct runner *r, double wall_s)
                    r->rows[d].time_s / r->rows[best].time_s, d);
         printf("\n");
     }
-    printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
-           r->dir);
-    if (r->stop)
-        printf("interrupted: run `tpusim sweep %s -o %s --resume` to finish\n", r->sp->file,
+    char shard[64] = "";
+    if (r->nshards) {
+        snprintf(shard, sizeof shard, " --shard %d/%d", r->shard, r->nshards);
+        printf("wrote %s/shard.json and %s/points: join the %d shards with `tpusim sweep merge "
+               "OUT DIR...`\n",
+               r->dir, r->dir, r->nshards);
+    } else {
+        printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
                r->dir);
+    }
+    if (r->stop)
+        printf("interrupted: run `tpusim sweep %s%s -o %s --resume` to finish\n", r->sp->file,
+               shard, r->dir);
 }
 
-/* Creates the output directory and writes an inline base into it. Returns 0 or 1. */
+/* Claims the output directory (sim/sweep_dir.c) and writes an inline base
+ * into it. Returns 0 with the directory locked, or the exit status. */
 static int prepare_dir(struct runner *r)
 {
-    if (fs_mkdirs(r->dir) != 0) {
-        fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", r->dir, strerror(errno));
-        return 1;
-    }
+    enum sweep_reuse reuse = r->resume  ? SWEEP_REUSE_RESUME
+                             : r->force ? SWEEP_REUSE_FORCE
+                                        : SWEEP_REUSE_NONE;
+    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep",
+                             &r->lock);
+    if (rc != 0)
+        return rc;
+    if (r->resume)
+        sweep_dir_prune(r->dir, r->sp->npoints);
     if (!r->sp->base_inline)
         return 0;
     char *bp = xasprintf("%s/base.yaml", r->dir);
-    int rc = sweep_spec_write_base(r->sp, bp);
+    rc = sweep_spec_write_base(r->sp, bp);
     if (rc != 0)
         fprintf(stderr, "tpusim sweep: cannot write %s: %s\n", bp, strerror(errno));
     free(bp);
+    if (rc != 0)
+        sweep_dir_unlock(&r->lock);
     return rc != 0;
 }
 
@@ -633,14 +786,18 @@ static void block_signals(struct runner *r, bool block)
 
 static int run_sweep(struct runner *r)
 {
-    if (prepare_dir(r) != 0)
-        return 1;
+    int rc = prepare_dir(r);
+    if (rc != 0)
+        return rc;
+    r->parent = getpid();
     r->base_desc = r->sp->base_inline ? xasprintf("base.yaml (inline in %s)", r->sp->file)
                                       : xstrdup(r->sp->base_path);
     int n = r->sp->npoints;
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
-    r->default_point = sweep_default_point(r->sp, &r->default_is_base);
+    r->default_point = r->sp->default_point;
+    for (int i = 0; i < n; i++)
+        r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
     r->tty = isatty(STDERR_FILENO);
     block_signals(r, true);
     r->t0 = now_s();
@@ -649,8 +806,9 @@ static int run_sweep(struct runner *r)
     run_list(r, todo, r->ntodo, false);
     if (!r->stop && !r->broken)
         keep_traces(r);
-    int rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
+    rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
     block_signals(r, false);
+    sweep_dir_unlock(&r->lock);
     print_result(r, now_s() - r->t0);
     for (int i = 0; i < n; i++)
         if (r->done[i])
@@ -668,17 +826,22 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     memset(&r, 0, sizeof r);
     r.jobs = o->jobs;
     r.resume = o->resume;
+    r.force = o->force;
+    r.shard = o->shard;
+    r.nshards = o->nshards;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
     struct sweep_spec sp;
     struct diag *d = diag_new();
     int rc;
-    if (sweep_spec_load(spec, &sp, d) != 0) {
+    if (sweep_spec_load(spec, o->sets, o->nsets, &sp, d) != 0) {
         diag_print(d, stderr);
         rc = 2;
     } else {
         r.sp = &sp;
-        r.dir = o->out_dir ? xstrdup(o->out_dir) : xasprintf("out/%s", sp.name);
+        r.dir = o->out_dir  ? xstrdup(o->out_dir)
+                : o->nshards ? xasprintf("out/%s-shard-%d-of-%d", sp.name, o->shard, o->nshards)
+                             : xasprintf("out/%s", sp.name);
         rc = run_sweep(&r);
         free(r.dir);
     }

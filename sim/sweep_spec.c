@@ -277,6 +277,8 @@ struct parse {
     struct dim *dims;
     int ndims;
     const struct cfg_node *points; /* explicit points (a sequence) or NULL */
+    const struct cfg_node *vars;   /* vars: {name: [key paths]} (checked) or NULL */
+    bool *var_used;                /* per var */
 };
 
 static void err_at(struct parse *p, const struct cfg_node *n, const char *path, const char *fmt,
@@ -301,7 +303,7 @@ static const char *kind(const struct cfg_node *n)
 
 static void check_top_keys(struct parse *p, const struct cfg_node *root)
 {
-    static const char *const keys[] = {"name", "base", "sweep", "zip", "points", NULL};
+    static const char *const keys[] = {"name", "base", "vars", "sweep", "zip", "points", NULL};
     for (int i = 0; i < root->n; i++) {
         bool known;
         const char *best = walk_suggest(root->keys[i], keys, &known);
@@ -313,7 +315,7 @@ static void check_top_keys(struct parse *p, const struct cfg_node *root)
                        best);
         else
             diag_error(p->d, &loc, NULL,
-                       "unknown key '%s' (expected name, base, sweep, zip or points)",
+                       "unknown key '%s' (expected name, base, vars, sweep, zip or points)",
                        root->keys[i]);
     }
 }
@@ -328,13 +330,36 @@ static bool valid_path(const char *s)
     return true;
 }
 
-/* Adds key 'path' (named at 'line:col' under 'section'), or finds it. */
+/* The index of var 'name' in p->vars, or -1. */
+static int find_var(const struct parse *p, const char *name)
+{
+    for (int i = 0; p->vars && i < p->vars->n; i++)
+        if (!strcmp(p->vars->keys[i], name))
+            return i;
+    return -1;
+}
+
+/* Sets the key paths of key 'k': var 'v''s, or its own path. */
+static void key_paths(struct parse *p, struct sweep_key *key, int v)
+{
+    const struct cfg_node *l = v >= 0 ? p->vars->kids[v] : NULL;
+    int n = l ? l->type == CFG_SEQ ? l->n : 0 : 1;
+    key->paths = xcalloc((size_t)n + 1, sizeof *key->paths);
+    for (int j = 0; j < n; j++)
+        if (!l || l->kids[j]->type == CFG_SCALAR) /* parse_vars reported the others */
+            key->paths[key->npaths++] = xstrdup(l ? l->kids[j]->value : key->path);
+    if (v >= 0)
+        p->var_used[v] = true;
+}
+
+/* Adds key 'path' (a key path or a var; named at 'line:col' under 'section'), or finds it. */
 static int add_key(struct parse *p, const char *path, const char *section, int line, int col,
                    bool unique)
 {
     struct sweep_spec *sp = p->sp;
     char *where = xasprintf("%s.%s", section, path);
-    if (!valid_path(path)) {
+    int v = find_var(p, path);
+    if (v < 0 && !valid_path(path)) {
         struct diag_loc loc = {sp->file, line, col};
         diag_error(p->d, &loc, where, "expected a key path like workload.0.block.bm, got '%s'",
                    path);
@@ -355,7 +380,9 @@ static int add_key(struct parse *p, const char *path, const char *section, int l
         return k;
     }
     sp->keys = xrealloc(sp->keys, sizeof *sp->keys * (size_t)(sp->nkeys + 1));
-    sp->keys[sp->nkeys] = (struct sweep_key){xstrdup(path), where, line, col, NULL, NULL};
+    struct sweep_key *key = &sp->keys[sp->nkeys];
+    *key = (struct sweep_key){.path = xstrdup(path), .spec_path = where, .line = line, .col = col};
+    key_paths(p, key, v);
     return sp->nkeys++;
 }
 
@@ -434,6 +461,59 @@ static void parse_points(struct parse *p, const struct cfg_node *pts)
         free(sec);
     }
     p->points = pts;
+}
+
+/* vars: {name: [key.path, ...]}: each name stands for its key paths. */
+static void parse_vars(struct parse *p, const struct cfg_node *v)
+{
+    if (v->type != CFG_MAP || v->n == 0) {
+        err_at(p, v, "vars", "expected a mapping of names to lists of key paths, got %s",
+               kind(v));
+        return;
+    }
+    for (int i = 0; i < v->n; i++) {
+        const struct cfg_node *l = v->kids[i];
+        char *where = xasprintf("vars.%s", v->keys[i]);
+        struct diag_loc loc = {p->sp->file, v->key_line[i], v->key_col[i]};
+        if (!cfg_name_ok(v->keys[i]))
+            diag_error(p->d, &loc, where,
+                       "expected a name of letters, digits, '_', '-' or ':' (no dots: key "
+                       "paths have them), got '%s'",
+                       v->keys[i]);
+        for (int j = 0; l->type == CFG_SEQ && j < l->n; j++)
+            if (l->kids[j]->type != CFG_SCALAR || !valid_path(l->kids[j]->value))
+                err_at(p, l->kids[j], where, "expected a key path like workload.0.block.bm, got %s",
+                       l->kids[j]->type == CFG_SCALAR ? l->kids[j]->value : kind(l->kids[j]));
+        if (l->type != CFG_SEQ || l->n == 0)
+            err_at(p, l, where, "expected a non-empty list of key paths, got %s", kind(l));
+        free(where);
+    }
+    p->vars = v; /* even with errors: a use of a bad var is not a key path */
+    p->var_used = xcalloc((size_t)v->n + 1, sizeof *p->var_used);
+}
+
+/* Every var is used, and no key path is set by two keys. */
+static void check_key_paths(struct parse *p)
+{
+    struct sweep_spec *sp = p->sp;
+    for (int i = 0; p->vars && i < p->vars->n; i++)
+        if (!p->var_used[i]) {
+            struct diag_loc loc = {sp->file, p->vars->key_line[i], p->vars->key_col[i]};
+            diag_error(p->d, &loc, NULL, "vars.%s: not used by sweep, zip or points",
+                       p->vars->keys[i]);
+        }
+    for (int k = 0; k < sp->nkeys; k++)
+        for (int j = 0; j < k; j++)
+            for (int a = 0; a < sp->keys[k].npaths; a++)
+                for (int b = 0; b < sp->keys[j].npaths; b++) {
+                    if (strcmp(sp->keys[k].paths[a], sp->keys[j].paths[b]))
+                        continue;
+                    struct diag_loc loc = {sp->file, sp->keys[k].line, sp->keys[k].col};
+                    diag_error(p->d, &loc, sp->keys[k].spec_path,
+                               "sets %s, which %s (%s:%d:%d) sets too", sp->keys[k].paths[a],
+                               sp->keys[j].spec_path, sp->file, sp->keys[j].line,
+                               sp->keys[j].col);
+                }
 }
 
 /* ---------------- the base scenario ---------------- */
@@ -542,28 +622,66 @@ static const struct cfg_node *lookup(const struct cfg_node *n, const char *path)
     return n;
 }
 
-/* Loads the base with one override; returns the messages (a new string) or NULL. */
+/* Loads the base with its --set edits and one override; returns the messages (a new string) or
+ * NULL. */
 static char *try_load(const struct sweep_spec *sp, const char *set)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    const char *sets[1] = {set};
-    char *msgs = NULL;
-    if (cfg_load_scenario(sp->base_path, sets, set ? 1 : 0, &sc, d) == 0) {
+    const char **sets = xcalloc((size_t)sp->nbase_sets + 2, sizeof *sets);
+    int nsets = 0;
+    for (; nsets < sp->nbase_sets; nsets++)
+        sets[nsets] = sp->base_sets[nsets];
+    if (set)
+        sets[nsets++] = set;
+    if (cfg_load_scenario(sp->base_path, sets, nsets, &sc, d) == 0)
         cfg_scenario_fini(&sc);
-    } else {
-        msgs = xstrdup("");
-        for (int i = 0; i < diag_count(d); i++) {
-            char *n = xasprintf("%s%s%s", msgs, i ? "\n" : "", diag_message(d, i));
-            free(msgs);
-            msgs = n;
-        }
-        char *m = sweep_map_message(sp, msgs);
-        free(msgs);
-        msgs = m;
-    }
+    char *msgs = sweep_diag_text(sp, d);
+    free(sets);
     diag_free(d);
     return msgs;
+}
+
+char *sweep_diag_text(const struct sweep_spec *sp, const struct diag *d)
+{
+    if (!diag_count(d))
+        return NULL;
+    char *msgs = xstrdup("");
+    for (int i = 0; i < diag_count(d); i++) {
+        char *n = xasprintf("%s%s%s", msgs, i ? "\n" : "", diag_message(d, i));
+        free(msgs);
+        msgs = n;
+    }
+    char *m = sweep_map_message(sp, msgs);
+    free(msgs);
+    return m;
+}
+
+/* Key 'k''s path 'path' must name a place in the base (with one of its values). */
+static void check_key_path(struct parse *p, int k, const char *path)
+{
+    struct sweep_spec *sp = p->sp;
+    const char *v = NULL;
+    for (int i = 0; i < sp->npoints && !v; i++)
+        v = sp->points[i].values[k];
+    char *set = xasprintf("%s=%s", path, v ? v : "null");
+    char *msgs = try_load(sp, set);
+    free(set);
+    if (!msgs)
+        return;
+    char *first = NULL, *save = NULL;
+    const char *dot = strrchr(path, '.');
+    char *needle = xasprintf("unknown key '%s'", dot ? dot + 1 : path);
+    for (char *l = strtok_r(msgs, "\n", &save); l && !first; l = strtok_r(NULL, "\n", &save))
+        if (!strncmp(l, "--set ", 6) || strstr(l, needle))
+            first = l;
+    free(needle);
+    if (first) {
+        struct diag_loc loc = {sp->file, sp->keys[k].line, sp->keys[k].col};
+        diag_error(p->d, &loc, sp->keys[k].spec_path,
+                   "expected a key path of the base scenario, got %s", first);
+    }
+    free(msgs);
 }
 
 /* The base must load; each key path must name a place in it (with one of its values). */
@@ -578,29 +696,9 @@ static void check_base(struct parse *p)
         free(msgs);
         return;
     }
-    for (int k = 0; k < sp->nkeys; k++) {
-        const char *v = NULL;
-        for (int i = 0; i < sp->npoints && !v; i++)
-            v = sp->points[i].values[k];
-        char *set = xasprintf("%s=%s", sp->keys[k].path, v ? v : "null");
-        msgs = try_load(sp, set);
-        free(set);
-        if (!msgs)
-            continue;
-        char *first = NULL, *save = NULL;
-        const char *dot = strrchr(sp->keys[k].path, '.');
-        char *needle = xasprintf("unknown key '%s'", dot ? dot + 1 : sp->keys[k].path);
-        for (char *l = strtok_r(msgs, "\n", &save); l && !first; l = strtok_r(NULL, "\n", &save))
-            if (!strncmp(l, "--set ", 6) || strstr(l, needle))
-                first = l;
-        free(needle);
-        if (first) {
-            struct diag_loc loc = {sp->file, sp->keys[k].line, sp->keys[k].col};
-            diag_error(p->d, &loc, sp->keys[k].spec_path,
-                       "expected a key path of the base scenario, got %s", first);
-        }
-        free(msgs);
-    }
+    for (int k = 0; k < sp->nkeys; k++)
+        for (int j = 0; j < sp->keys[k].npaths; j++)
+            check_key_path(p, k, sp->keys[k].paths[j]);
 }
 
 /* ---------------- expansion ---------------- */
@@ -654,21 +752,86 @@ static int expand(struct parse *p)
     return 0;
 }
 
+/* The base's value at 'path': in the document as written ('raw'), else as
+ * the loader sees it ('norm': chip presets as {base: NAME}). */
+static const struct cfg_node *base_at(const struct cfg_node *raw, const struct cfg_node *norm,
+                                      const char *path)
+{
+    const struct cfg_node *v = lookup(raw, path);
+    return v ? v : lookup(norm, path);
+}
+
+/* Key 'k''s base value and how it is shown: its paths' values, when they agree. */
+static void key_base_value(struct sweep_key *key, const struct cfg_node *raw,
+                           const struct cfg_node *norm)
+{
+    const struct cfg_node *v0 = base_at(raw, norm, key->paths[0]);
+    char *text = v0 ? sweep_node_text(v0) : NULL;
+    char *shown = v0 ? node_shown(v0) : xstrdup("");
+    bool same = true;
+    for (int j = 1; j < key->npaths; j++) {
+        const struct cfg_node *v = base_at(raw, norm, key->paths[j]);
+        char *t = v ? sweep_node_text(v) : NULL;
+        same &= (t && text && !strcmp(t, text)) || (!t && !text);
+        char *sh = xasprintf("%s / %s", shown, v ? v->type == CFG_SCALAR ? v->value : t : "");
+        free(shown);
+        shown = sh;
+        free(t);
+    }
+    if (!same) { /* the paths differ in the base: no point has its values */
+        free(text);
+        text = NULL;
+    } else if (key->npaths > 1) {
+        free(shown);
+        shown = v0 ? node_shown(v0) : xstrdup("");
+    }
+    key->base_value = text;
+    key->base_shown = shown;
+}
+
 static void base_values(struct sweep_spec *sp)
 {
-    struct cfg_node *norm = cfg_copy(sp->base_tree);
+    struct cfg_node *raw = cfg_copy(sp->base_tree), *norm = cfg_copy(sp->base_tree);
+    struct diag *ignored = diag_new(); /* check_base reports bad --set edits */
     cfg_normalize_chip(norm);
-    for (int k = 0; k < sp->nkeys; k++) {
-        const struct cfg_node *v = lookup(sp->base_tree, sp->keys[k].path);
-        v = v ? v : lookup(norm, sp->keys[k].path);
-        sp->keys[k].base_value = v ? sweep_node_text(v) : NULL;
-        sp->keys[k].base_shown = v ? node_shown(v) : xstrdup("");
+    for (int i = 0; i < sp->nbase_sets; i++) {
+        cfg_apply_set(raw, sp->base_sets[i], ignored);
+        cfg_apply_set(norm, sp->base_sets[i], ignored);
     }
+    diag_free(ignored);
+    for (int k = 0; k < sp->nkeys; k++)
+        key_base_value(&sp->keys[k], raw, norm);
     cfg_node_free(norm);
+    cfg_node_free(raw);
     for (int i = 0; i < sp->npoints; i++)
         for (int k = 0; k < sp->nkeys; k++)
             if (!sp->points[i].values[k])
                 sp->points[i].shown[k] = xstrdup(sp->keys[k].base_shown);
+}
+
+/* The default point: the first with the base's own values, else a new last
+ * point that overrides nothing. */
+static void default_point(struct sweep_spec *sp)
+{
+    for (int i = 0; i < sp->npoints; i++) {
+        bool eq = true;
+        for (int k = 0; k < sp->nkeys && eq; k++) {
+            const char *v = sp->points[i].values[k];
+            eq = !v || (sp->keys[k].base_value && !strcmp(v, sp->keys[k].base_value));
+        }
+        if (eq) {
+            sp->default_point = i;
+            return;
+        }
+    }
+    sp->points = xrealloc(sp->points, sizeof *sp->points * (size_t)(sp->npoints + 1));
+    struct sweep_point *pt = &sp->points[sp->npoints];
+    pt->values = xcalloc((size_t)sp->nkeys + 1, sizeof(char *));
+    pt->shown = xcalloc((size_t)sp->nkeys + 1, sizeof(char *));
+    for (int k = 0; k < sp->nkeys; k++)
+        pt->shown[k] = xstrdup(sp->keys[k].base_shown);
+    sp->default_point = sp->npoints++;
+    sp->default_added = true;
 }
 
 static char *spec_name(const char *path)
@@ -701,7 +864,9 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
     if (!b)
         err_at(p, NULL, "base", "expected a scenario file or an inline scenario, got nothing");
     const struct cfg_node *sw = cfg_get(root, "sweep"), *z = cfg_get(root, "zip");
-    const struct cfg_node *pts = cfg_get(root, "points");
+    const struct cfg_node *pts = cfg_get(root, "points"), *vars = cfg_get(root, "vars");
+    if (vars)
+        parse_vars(p, vars);
     p->dims = xcalloc((size_t)(sw && sw->type == CFG_MAP ? sw->n : 0) + 2, sizeof *p->dims);
     if (sw)
         parse_sweep(p, sw);
@@ -709,6 +874,7 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
         parse_zip(p, z);
     if (pts)
         parse_points(p, pts);
+    check_key_paths(p);
     if (b && parse_base(p, b) != 0)
         return -1;
     if (diag_count(p->d) || expand(p) != 0)
@@ -716,7 +882,8 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
     return 0;
 }
 
-int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
+int sweep_spec_load(const char *path, const char *const *sets, int nsets, struct sweep_spec *sp,
+                    struct diag *d)
 {
     memset(sp, 0, sizeof *sp);
     sp->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
@@ -725,7 +892,10 @@ int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
         sweep_spec_fini(sp);
         return -1;
     }
-    struct parse p = {sp, d, NULL, 0, NULL};
+    sp->base_sets = xcalloc((size_t)nsets + 1, sizeof *sp->base_sets);
+    for (; sp->nbase_sets < nsets; sp->nbase_sets++)
+        sp->base_sets[sp->nbase_sets] = xstrdup(sets[sp->nbase_sets]);
+    struct parse p = {.sp = sp, .d = d};
     int rc = parse_root(&p, root);
     if (rc == 0) {
         const struct cfg_node *b = cfg_get(root, "base");
@@ -735,6 +905,7 @@ int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
     }
     if (rc == 0) {
         base_values(sp);
+        default_point(sp);
         check_base(&p);
         rc = diag_count(d) ? -1 : 0;
     }
@@ -742,6 +913,7 @@ int sweep_spec_load(const char *path, struct sweep_spec *sp, struct diag *d)
         unlink(sp->base_path);
     }
     free(p.dims);
+    free(p.var_used);
     cfg_node_free(root);
     if (rc != 0)
         sweep_spec_fini(sp); /* a failed load owns nothing (fini twice is harmless) */
@@ -763,7 +935,13 @@ void sweep_spec_fini(struct sweep_spec *sp)
         free(sp->keys[k].spec_path);
         free(sp->keys[k].base_value);
         free(sp->keys[k].base_shown);
+        for (int j = 0; j < sp->keys[k].npaths; j++)
+            free(sp->keys[k].paths[j]);
+        free(sp->keys[k].paths);
     }
+    for (int i = 0; i < sp->nbase_sets; i++)
+        free(sp->base_sets[i]);
+    free(sp->base_sets);
     free(sp->points);
     free(sp->keys);
     free(sp->file);
@@ -776,11 +954,16 @@ void sweep_spec_fini(struct sweep_spec *sp)
 
 char **sweep_point_sets(const struct sweep_spec *sp, int i, int *n)
 {
-    char **sets = xcalloc((size_t)sp->nkeys + 1, sizeof *sets);
-    *n = 0;
+    int max = sp->nbase_sets;
     for (int k = 0; k < sp->nkeys; k++)
-        if (sp->points[i].values[k])
-            sets[(*n)++] = xasprintf("%s=%s", sp->keys[k].path, sp->points[i].values[k]);
+        max += sp->keys[k].npaths;
+    char **sets = xcalloc((size_t)max + 1, sizeof *sets);
+    *n = 0;
+    for (int j = 0; j < sp->nbase_sets; j++)
+        sets[(*n)++] = xstrdup(sp->base_sets[j]);
+    for (int k = 0; k < sp->nkeys; k++)
+        for (int j = 0; sp->points[i].values[k] && j < sp->keys[k].npaths; j++)
+            sets[(*n)++] = xasprintf("%s=%s", sp->keys[k].paths[j], sp->points[i].values[k]);
     return sets;
 }
 
@@ -791,19 +974,34 @@ void sweep_sets_free(char **sets)
     free(sets);
 }
 
-int sweep_default_point(const struct sweep_spec *sp, bool *is_base)
+bool sweep_spec_detect(const char *path)
 {
-    *is_base = false;
+    if (!path || !strcmp(path, "-"))
+        return false;
+    struct diag *d = diag_new();
+    struct cfg_node *root = cfg_parse_file(path, d);
+    bool spec = false;
+    static const char *const keys[] = {"base", "sweep", "zip", "points", "vars", NULL};
+    for (int i = 0; root && root->type == CFG_MAP && keys[i] && !spec; i++)
+        spec = cfg_get(root, keys[i]) != NULL;
+    spec &= root && !cfg_get(root, "workload");
+    cfg_node_free(root);
+    diag_free(d);
+    return spec;
+}
+
+uint64_t sweep_spec_hash(const struct sweep_spec *sp)
+{
+    uint64_t h = fnv1a(sp->name, strlen(sp->name) + 1, 14695981039346656037ull);
+    for (int k = 0; k < sp->nkeys; k++)
+        h = fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
     for (int i = 0; i < sp->npoints; i++) {
-        bool eq = true;
-        for (int k = 0; k < sp->nkeys && eq; k++) {
-            const char *v = sp->points[i].values[k];
-            eq = !v || (sp->keys[k].base_value && !strcmp(v, sp->keys[k].base_value));
-        }
-        if (eq) {
-            *is_base = true;
-            return i;
-        }
+        int n;
+        char **sets = sweep_point_sets(sp, i, &n);
+        for (int j = 0; j < n; j++)
+            h = fnv1a(sets[j], strlen(sets[j]) + 1, h);
+        h = fnv1a("\n", 1, h);
+        sweep_sets_free(sets);
     }
-    return sp->npoints ? 0 : -1;
+    return h;
 }

@@ -71,6 +71,14 @@ echo $? > "$t/int.rc"
 for f in configs/scenarios/*.yaml; do
     "$bin" check "$f" >/dev/null || bad "check $f"
 done
+# check takes sweep specs too: every point checked, nothing run
+for f in configs/sweeps/*.yaml; do
+    "$bin" check "$f" | tail -n 1 | grep -q "^$f: ok (sweep " && ok || bad "check $f"
+done
+# ... with block: auto searched as the points' runs search it
+printf 'base:\n  chip: v5e\n  workload:\n    - {op: matmul, m: 512, k: 512, n: 512, block: auto}\nsweep:\n  workload.0.m: [256, 512]\n' >"$t/auto_sweep.yaml"
+"$bin" check "$t/auto_sweep.yaml" | grep -q ": ok (sweep auto_sweep, 2 points: 2 feasible" && ok \
+    || bad "check of a sweep with block: auto"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -13,10 +13,33 @@
 #include "traces/table.h"
 
 struct cmp_input {
-    char *path; /* the JSON file read */
+    char *path;  /* the JSON file read */
+    char *label; /* how the output names it */
     struct json *j;
     bool sweep;
 };
+
+/* The default label of input 'arg': its directory's name (out/v5e/summary.json
+ * and out/v5e are "v5e"). New string. */
+static char *default_label(const char *arg)
+{
+    struct stat st;
+    char *p = xstrdup(arg);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    if (!(stat(p, &st) == 0 && S_ISDIR(st.st_mode))) { /* a file: name its directory */
+        char *slash = strrchr(p, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            strcpy(p, ".");
+    }
+    const char *base = strrchr(p, '/');
+    char *label = xstrdup(base && base[1] ? base + 1 : p);
+    free(p);
+    return label;
+}
 
 static int cmp_load(const char *arg, struct cmp_input *in, FILE *err)
 {
@@ -46,14 +69,31 @@ static int cmp_load(const char *arg, struct cmp_input *in, FILE *err)
     return 0;
 }
 
-static void delta_cols(FILE *out, double a, double b)
+/* Width of a time column headed "time LABEL". */
+static int col_w(const char *label)
+{
+    int w = 5 + (int)strlen(label);
+    return w < 12 ? 12 : w > 40 ? 40 : w;
+}
+
+/* The header of the delta columns, then 'what' with both labels. */
+static void delta_head(FILE *out, const char *la, const char *lb, const char *what)
+{
+    char ha[64], hb[64];
+    snprintf(ha, sizeof ha, "time %s", la);
+    snprintf(hb, sizeof hb, "time %s", lb);
+    fprintf(out, " %*.*s %*.*s %13s %9s  %s %s -> %s\n", col_w(la), col_w(la), ha, col_w(lb),
+            col_w(lb), hb, "delta", "delta %", what, la, lb);
+}
+
+static void delta_cols(FILE *out, const char *la, const char *lb, double a, double b)
 {
     char ta[32], tb[32], td[32], sd[40];
     table_format_time(ta, sizeof ta, a);
     table_format_time(tb, sizeof tb, b);
     table_format_time(td, sizeof td, b - a);
     snprintf(sd, sizeof sd, "%s%s", b > a ? "+" : "", td);
-    fprintf(out, " %12s %12s %13s", ta, tb, sd);
+    fprintf(out, " %*s %*s %13s", col_w(la), ta, col_w(lb), tb, sd);
     if (a > 0)
         fprintf(out, " %+8.1f%%", 100.0 * (b - a) / a);
     else
@@ -71,23 +111,24 @@ static const struct json *find_op(const struct json *ops, const char *name, int 
 static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, FILE *out)
 {
     const struct json *oa = json_get(a->j, "ops"), *ob = json_get(b->j, "ops");
-    fprintf(out, "A: %s (%s on %s)\nB: %s (%s on %s)\n", a->path, json_str(a->j, "scenario", "?"),
-            json_str(a->j, "chip", "?"), b->path, json_str(b->j, "scenario", "?"),
-            json_str(b->j, "chip", "?"));
-    fprintf(out, "%-24s %-16s %12s %12s %13s %9s  %s\n", "op", "kind", "time A", "time B", "delta",
-            "delta %", "bound A -> B");
+    const char *la = a->label, *lb = b->label;
+    fprintf(out, "A = %s: %s (%s on %s)\nB = %s: %s (%s on %s)\n", la, a->path,
+            json_str(a->j, "scenario", "?"), json_str(a->j, "chip", "?"), lb, b->path,
+            json_str(b->j, "scenario", "?"), json_str(b->j, "chip", "?"));
+    fprintf(out, "%-24s %-16s", "op", "kind");
+    delta_head(out, la, lb, "bound");
     for (int i = 0; oa && i < oa->n; i++) {
         const struct json *x = oa->kids[i];
         const char *name = json_str(x, "name", "?");
         const struct json *y = ob ? find_op(ob, name, i) : NULL;
         fprintf(out, "%-24.24s %-16.16s", name, json_str(x, "kind", ""));
         if (y) {
-            delta_cols(out, json_num(x, "time_s", 0), json_num(y, "time_s", 0));
+            delta_cols(out, la, lb, json_num(x, "time_s", 0), json_num(y, "time_s", 0));
             fprintf(out, "  %s -> %s\n", json_str(x, "bound", "?"), json_str(y, "bound", "?"));
         } else {
             char ta[32];
             table_format_time(ta, sizeof ta, json_num(x, "time_s", 0));
-            fprintf(out, " %12s %12s  (only in A)\n", ta, "-");
+            fprintf(out, " %*s %*s  (only in %s)\n", col_w(la), ta, col_w(lb), "-", la);
         }
     }
     for (int i = 0; ob && i < ob->n; i++) {
@@ -96,11 +137,11 @@ static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, 
             continue;
         char tb[32];
         table_format_time(tb, sizeof tb, json_num(ob->kids[i], "time_s", 0));
-        fprintf(out, "%-24.24s %-16.16s %12s %12s  (only in B)\n", name,
-                json_str(ob->kids[i], "kind", ""), "-", tb);
+        fprintf(out, "%-24.24s %-16.16s %*s %*s  (only in %s)\n", name,
+                json_str(ob->kids[i], "kind", ""), col_w(la), "-", col_w(lb), tb, lb);
     }
     fprintf(out, "%-24s %-16s", "total", "");
-    delta_cols(out, json_num(a->j, "total_time_s", 0), json_num(b->j, "total_time_s", 0));
+    delta_cols(out, la, lb, json_num(a->j, "total_time_s", 0), json_num(b->j, "total_time_s", 0));
     fputc('\n', out);
 }
 
@@ -142,18 +183,19 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
         w = (int)strlen(label) > w ? (int)strlen(label) : w;
     }
     w = w > 80 ? 80 : w;
-    fprintf(out, "A: %s (sweep %s, %d points)\nB: %s (sweep %s, %d points)\n", a->path, ta.name,
-            ta.nrows, b->path, tb.name, tb.nrows);
-    fprintf(out, "%-*s %12s %12s %13s %9s  %s\n", w, "point", "time A", "time B", "delta",
-            "delta %", "status A -> B");
+    const char *la = a->label, *lb = b->label;
+    fprintf(out, "A = %s: %s (sweep %s, %d points)\nB = %s: %s (sweep %s, %d points)\n", la,
+            a->path, ta.name, ta.nrows, lb, b->path, tb.name, tb.nrows);
+    fprintf(out, "%-*s", w, "point");
+    delta_head(out, la, lb, "status");
     for (int i = 0; i < ta.nrows; i++) {
         const struct table_row *r = &ta.rows[i], *s = match_row(&ta, r, &tb);
         row_label(label, sizeof label, &ta, r);
         fprintf(out, "%-*.*s", w, w, label);
         if (s && r->status == TABLE_OK && s->status == TABLE_OK)
-            delta_cols(out, r->time_s, s->time_s);
+            delta_cols(out, la, lb, r->time_s, s->time_s);
         else
-            fprintf(out, " %12s %12s %13s %9s", "-", "-", "-", "-");
+            fprintf(out, " %*s %*s %13s %9s", col_w(la), "-", col_w(lb), "-", "-", "-");
         fprintf(out, "  %s -> %s\n", table_status_name(r->status),
                 s ? table_status_name(s->status) : "(missing)");
     }
@@ -161,23 +203,32 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
         if (match_row(&tb, &tb.rows[i], &ta))
             continue;
         row_label(label, sizeof label, &tb, &tb.rows[i]);
-        fprintf(out, "%-*.*s  (only in B: %s)\n", w, w, label,
+        fprintf(out, "%-*.*s  (only in %s: %s)\n", w, w, label, lb,
                 table_status_name(tb.rows[i].status));
     }
     int ba = table_best_row(&ta), bb = table_best_row(&tb);
     if (ba >= 0 && bb >= 0) {
         fprintf(out, "%-*s", w, "best");
-        delta_cols(out, ta.rows[ba].time_s, tb.rows[bb].time_s);
+        delta_cols(out, la, lb, ta.rows[ba].time_s, tb.rows[bb].time_s);
         fprintf(out, "  point %d -> point %d\n", ta.rows[ba].point, tb.rows[bb].point);
     }
     table_fini(&ta);
     table_fini(&tb);
 }
 
-int compare_outputs(const char *a, const char *b, FILE *out, FILE *err)
+int compare_outputs(const char *a, const char *b, const char *const labels[2], FILE *out,
+                    FILE *err)
 {
     struct cmp_input in[2] = {{0}, {0}};
     int rc = 0;
+    for (int i = 0; i < 2; i++)
+        in[i].label = labels && labels[i] ? xstrdup(labels[i]) : default_label(i ? b : a);
+    if (!strcmp(in[0].label, in[1].label)) { /* the same name twice tells nothing */
+        for (int i = 0; i < 2; i++) {
+            free(in[i].label);
+            in[i].label = xstrdup(i ? "B" : "A");
+        }
+    }
     if (cmp_load(a, &in[0], err) != 0 || cmp_load(b, &in[1], err) != 0) {
         rc = 2;
     } else if (in[0].sweep != in[1].sweep) {
@@ -201,6 +252,7 @@ int compare_outputs(const char *a, const char *b, FILE *out, FILE *err)
     }
     for (int i = 0; i < 2; i++) {
         free(in[i].path);
+        free(in[i].label);
         json_free(in[i].j);
     }
     return rc;

@@ -8,9 +8,11 @@
 #include <stdio.h>
 
 /* Each of 'a' and 'b' is a summary.json, a sweep.json or a directory holding
- * one (sweep.json first). Prints the comparison to 'out', messages to 'err'.
- * Returns 0, or 2 when an input cannot be read or the two are not of the
- * same kind. */
-int compare_outputs(const char *a, const char *b, FILE *out, FILE *err);
+ * one (sweep.json first). Prints the comparison to 'out', messages to 'err',
+ * naming the two sides 'labels' (NULL, or NULL entries: each input's
+ * directory name; "A" and "B" when those are the same). Returns 0, or 2 when
+ * an input cannot be read or the two are not of the same kind. */
+int compare_outputs(const char *a, const char *b, const char *const labels[2], FILE *out,
+                    FILE *err);
 
 #endif

@@ -115,9 +115,11 @@ static void md_summary(FILE *f, const struct table *t)
     if (def) {
         md_point_line(f, t, "Default", def, NULL);
         fprintf(f, "  (%s)\n",
-                t->default_is_base ? "the point with the base scenario's own values"
-                                   : "the first point: the base scenario's values are not in "
-                                     "the sweep");
+                t->default_added     ? "the base scenario's own values, run as an extra point: "
+                                       "the sweep does not contain them"
+                : t->default_is_base ? "the point with the base scenario's own values"
+                                     : "the first point: the base scenario's values are not in "
+                                       "the sweep");
     }
     fputs("\n", f);
 }

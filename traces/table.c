@@ -259,8 +259,8 @@ int table_write_json(const struct table *t, const char *path)
         fprintf(f, "%d", t->default_point);
     else
         fputs("null", f);
-    fprintf(f, ", \"default_is_base\": %s,\n  \"points\": [\n",
-            t->default_is_base ? "true" : "false");
+    fprintf(f, ", \"default_is_base\": %s, \"default_added\": %s,\n  \"points\": [\n",
+            t->default_is_base ? "true" : "false", t->default_added ? "true" : "false");
     for (int i = 0; i < t->nrows; i++) {
         json_row(f, t, &t->rows[i]);
         fputs(i + 1 < t->nrows ? ",\n" : "\n", f);
@@ -321,6 +321,9 @@ int table_from_json(struct table *t, const struct json *j, char *err, size_t err
         t->keys[t->nkeys++] = value_text(keys->kids[k]);
     t->npoints = (int)json_num(j, "points_total", pts->n);
     t->default_point = (int)json_num(j, "default_point", -1);
+    const struct json *da = json_get(j, "default_added"), *db = json_get(j, "default_is_base");
+    t->default_added = da && da->type == JSON_BOOL && da->b;
+    t->default_is_base = db && db->type == JSON_BOOL && db->b;
     t->rows = xcalloc((size_t)pts->n + 1, sizeof *t->rows);
     for (int i = 0; i < pts->n; i++) {
         if (row_from_json(t, &t->rows[t->nrows++], pts->kids[i]) != 0) {

@@ -53,6 +53,7 @@ struct table {
     struct table_row *rows; /* sorted by point */
     int default_point;      /* the point the speedups are against; -1 for none */
     bool default_is_base;   /* it has the base scenario's own values */
+    bool default_added;     /* it was added to the sweep's points for that (no override) */
     char *best_trace;       /* trace.json of the best point, relative to the output dir, or NULL */
     char *default_trace;    /* same for the default point */
     bool owned;

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fclose(f);
     struct diag *d = diag_new();
     struct sweep_spec sp;
-    if (sweep_spec_load(path, &sp, d) == 0) {
+    if (sweep_spec_load(path, NULL, 0, &sp, d) == 0) {
         for (int i = 0; i < sp.npoints && i < 64; i++) {
             int n;
             sweep_sets_free(sweep_point_sets(&sp, i, &n));

@@ -5,11 +5,13 @@
  * valid tables, -j does not change the tables, compare. */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,9 +65,11 @@ static int count(const char *text, const char *needle)
     return n;
 }
 
-/* Runs `tpusim ARGS...` with stdout to 'out' and stderr to 'err' (file paths).
- * Returns the child's pid without waiting when 'nowait', else its exit status. */
-static int run_bin(const char *const *args, const char *out, const char *err, bool nowait)
+/* Runs `tpusim ARGS...` with stdout to 'out' and stderr to 'err' (file paths),
+ * files limited to 'fsize' bytes when not 0 (writes past it fail as on a full
+ * disk). Returns the child's pid without waiting when 'nowait', else its exit status. */
+static int run_bin_limited(const char *const *args, const char *out, const char *err,
+                           bool nowait, long fsize)
 {
     const char *argv[32];
     int n = 0;
@@ -74,7 +78,7 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
         argv[n++] = *args;
     char *flags = getenv("TPUSIM_SIMFLAGS");
     char *sg = flags && *flags ? xasprintf("--sg=%s", flags) : NULL;
-    if (sg && !strcmp(argv[1], "sweep"))
+    if (sg && !strcmp(argv[1], "sweep") && strcmp(argv[2], "merge")) /* merge runs nothing */
         argv[n++] = sg;
     argv[n] = NULL;
     fflush(stdout);
@@ -85,6 +89,11 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fo, 1);
         dup2(fe, 2);
+        if (fsize) {
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -94,6 +103,11 @@ static int run_bin(const char *const *args, const char *out, const char *err, bo
     int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_bin(const char *const *args, const char *out, const char *err, bool nowait)
+{
+    return run_bin_limited(args, out, err, nowait, 0);
 }
 
 /* Runs cmd_sweep() itself in a child (so valgrind and ASan see the sweep code). */
@@ -174,7 +188,18 @@ static int load_spec(const char *name, const char *yaml, struct sweep_spec *sp, 
 {
     free(write_file("base.yaml", base_yaml));
     char *p = write_file(name, yaml);
-    int rc = sweep_spec_load(p, sp, d);
+    int rc = sweep_spec_load(p, NULL, 0, sp, d);
+    free(p);
+    return rc;
+}
+
+/* load_spec with --set edits of the base. */
+static int load_spec_sets(const char *name, const char *yaml, const char *const *sets, int nsets,
+                          struct sweep_spec *sp, struct diag *d)
+{
+    free(write_file("base.yaml", base_yaml));
+    char *p = write_file(name, yaml);
+    int rc = sweep_spec_load(p, sets, nsets, sp, d);
     free(p);
     return rc;
 }
@@ -247,9 +272,8 @@ static void test_spec_cartesian_in_written_order(void **state)
     assert_string_equal(sets[1], "workload.0.block.bn=128");
     assert_null(sets[2]);
     sweep_sets_free(sets);
-    bool is_base;
-    assert_int_equal(sweep_default_point(&sp, &is_base), 1); /* 128 x 128 */
-    assert_true(is_base);
+    assert_int_equal(sp.default_point, 1); /* 128 x 128 */
+    assert_false(sp.default_added);
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -277,7 +301,7 @@ static void test_spec_zip_and_points(void **state)
     assert_int_equal(sp.nkeys, 5);
     assert_string_equal(sp.keys[0].path, "workload.0.k");
     assert_string_equal(sp.keys[3].path, "topology.shape");
-    assert_int_equal(sp.npoints, 6);
+    assert_int_equal(sp.npoints, 7); /* 2 x 2, 2 points and the default */
     /* zip varies fastest, its keys together */
     assert_string_equal(point_set(&sp, 1, 0), "256");
     assert_string_equal(point_set(&sp, 1, 1), "1024");
@@ -294,9 +318,16 @@ static void test_spec_zip_and_points(void **state)
     assert_string_equal(sp.points[5].shown[4], "f32");
     assert_string_equal(sp.keys[3].base_value, "[1]");
     assert_null(sp.keys[4].base_value); /* the base does not say */
-    bool is_base;
-    assert_int_equal(sweep_default_point(&sp, &is_base), 0);
-    assert_false(is_base);
+    /* no point has the base's values (k=256, m=256, n=256, [1], unset dtype): one more does */
+    assert_int_equal(sp.default_point, 6);
+    assert_true(sp.default_added);
+    int n;
+    char **sets = sweep_point_sets(&sp, 6, &n);
+    assert_int_equal(n, 0);
+    sweep_sets_free(sets);
+    assert_string_equal(sp.points[6].shown[0], "256");
+    assert_string_equal(sp.points[6].shown[3], "[1]");
+    assert_string_equal(sp.points[6].shown[4], "");
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -368,6 +399,118 @@ static void test_spec_unknown_key_path_points_at_the_spec(void **state)
     assert_message(d, 1, "keys.yaml",
                    "SPEC:4:3: sweep.workload.3.m: expected a key path of the base scenario, got "
                    "--set workload.3.m=1: workload.3.m: index 3 is out of range (the list has 1 item)");
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+/* Issue 19.3: --set edits the base: every point's runs start from it, and so does the default. */
+static void test_spec_set_edits_the_base(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    static const char spec[] = "base: base.yaml\n"
+                               "sweep:\n"
+                               "  workload.0.block.bm: [128, 256]\n";
+    const char *sets[] = {"workload.0.block.bm=256", "workload.0.m=512"};
+    int rc = load_spec_sets("set.yaml", spec, sets, 2, &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sp.npoints, 2);
+    assert_int_equal(sp.default_point, 1); /* bm=256 is the base's own value now */
+    assert_false(sp.default_added);
+    int n;
+    char **ps = sweep_point_sets(&sp, 0, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ps[0], "workload.0.block.bm=256");
+    assert_string_equal(ps[1], "workload.0.m=512");
+    assert_string_equal(ps[2], "workload.0.block.bm=128");
+    sweep_sets_free(ps);
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    const char *bad[] = {"workload.0.mm=512"};
+    rc = load_spec_sets("set.yaml", spec, bad, 1, &sp, d);
+    assert_int_equal(rc, -1);
+    assert_true(diag_count(d) >= 1);
+    assert_non_null(strstr(diag_message(d, 0), "unknown key 'mm' (did you mean 'm'?)"));
+    sweep_spec_fini(&sp);
+    diag_free(d);
+}
+
+static const char base2_yaml[] = "name: mm2\n"
+                                 "chip: v5e\n"
+                                 "topology: {shape: [1]}\n"
+                                 "workload:\n"
+                                 "  - {op: matmul, m: 256, k: 256, n: 256, block: {bm: 128}}\n"
+                                 "  - {op: matmul, m: 256, k: 256, n: 256, block: {bm: 128}}\n";
+
+/* Issue 19.3: vars: one swept value feeds several ops' keys. */
+static void test_spec_vars_set_several_paths(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    free(write_file("base2.yaml", base2_yaml));
+    int rc = load_spec("vars.yaml",
+                       "base: base2.yaml\n"
+                       "vars:\n"
+                       "  bm: [workload.0.block.bm, workload.1.block.bm]\n"
+                       "sweep:\n"
+                       "  bm: [64, 128]\n"
+                       "  workload.0.k: [256, 512]\n",
+                       &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sp.nkeys, 2);
+    assert_string_equal(sp.keys[0].path, "bm"); /* one column, named by the var */
+    assert_int_equal(sp.keys[0].npaths, 2);
+    assert_int_equal(sp.npoints, 4);
+    assert_int_equal(sp.default_point, 2); /* bm=128 (both ops), k=256 */
+    int n;
+    char **ps = sweep_point_sets(&sp, 1, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ps[0], "workload.0.block.bm=64");
+    assert_string_equal(ps[1], "workload.1.block.bm=64");
+    assert_string_equal(ps[2], "workload.0.k=512");
+    sweep_sets_free(ps);
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    /* the paths differ in the base: no point has its values, the default is added */
+    rc = load_spec("vars2.yaml",
+                   "base: base2.yaml\n"
+                   "vars: {mk: [workload.0.m, workload.1.block.bm]}\n"
+                   "points: [{mk: 256}]\n",
+                   &sp, d);
+    diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    assert_true(sp.default_added);
+    assert_string_equal(sp.points[1].shown[0], "256 / 128");
+    sweep_spec_fini(&sp);
+    diag_clear(d);
+    rc = load_spec("vars3.yaml",
+                   "base: base2.yaml\n"
+                   "vars:\n"
+                   "  bm: [workload.0.block.bm, workload.1.block.bm]\n"
+                   "  unused: [workload.0.m]\n"
+                   "  a.b: [workload.0.m]\n"
+                   "  bad: [workload..m]\n"
+                   "sweep:\n"
+                   "  bm: [64]\n"
+                   "  workload.1.block.bm: [64]\n",
+                   &sp, d);
+    assert_int_equal(rc, -1);
+    assert_message(d, 0, "vars3.yaml",
+                   "SPEC:5:3: vars.a.b: expected a name of letters, digits, '_', '-' or ':' (no "
+                   "dots: key paths have them), got 'a.b'");
+    assert_message(d, 1, "vars3.yaml",
+                   "SPEC:6:9: vars.bad: expected a key path like workload.0.block.bm, got "
+                   "workload..m");
+    assert_message(d, 2, "vars3.yaml",
+                   "SPEC:4:3: vars.unused: not used by sweep, zip or points");
+    assert_message(d, 5, "vars3.yaml",
+                   "SPEC:9:3: sweep.workload.1.block.bm: sets workload.1.block.bm, which sweep.bm "
+                   "(SPEC:8:3) sets too");
+    assert_int_equal(diag_count(d), 6); /* and a.b and bad are not used either */
     sweep_spec_fini(&sp);
     diag_free(d);
 }
@@ -581,6 +724,76 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     free(dir);
 }
 
+/* Issue 19.3: the default point is the base's own values, run as an extra point when the
+ * sweep does not contain them (point 0 stood in for it, giving headlines like "14.65x"). */
+static void test_sweep_runs_the_default_point(void **state)
+{
+    (void)state;
+    need_bin();
+    free(write_file("base.yaml", base_yaml));
+    char *spec = write_file("nodef.yaml", "base: base.yaml\n"
+                                          "sweep:\n"
+                                          "  workload.0.block.bn: [256, 64]\n");
+    char *dir = path_in("nodef"), *err = path_in("nodef.err");
+    const char *args[] = {spec, "-o", dir, "--set", "workload.0.m=512", NULL};
+    assert_int_equal(run_inproc(args, err), 0);
+    char *jp = xasprintf("%s/sweep.json", dir), *mdp = xasprintf("%s/report.md", dir);
+    char why[256];
+    struct json *j = json_read_file(jp, JSON_MAX_BYTES, why, sizeof why);
+    assert_non_null(j);
+    assert_true(json_num(j, "points_total", 0) == 3);
+    assert_true(json_num(j, "default_point", -1) == 2);
+    assert_true(json_get(j, "default_added")->b);
+    const struct json *pts = json_get(j, "points");
+    assert_string_equal(json_str(pts->kids[2], "status", ""), "ok");
+    json_free(j);
+    char *md = read_all(mdp);
+    assert_non_null(strstr(md, "- **Default**: point 2 (bn=128)"));
+    assert_non_null(strstr(md, "run as an extra point"));
+    char *tr = xasprintf("%s/points/0002/trace.json", dir);
+    assert_true(exists(tr));
+    /* --set edited the base of every point, the default's too */
+    char *pj = xasprintf("%s/points/0002/point.json", dir);
+    char *pt = read_all(pj);
+    assert_non_null(strstr(pt, "\"sets\": [\"workload.0.m=512\"]"));
+    free(pt);
+    free(pj);
+    free(tr);
+    free(md);
+    free(mdp);
+    free(jp);
+    free(err);
+    free(dir);
+    free(spec);
+}
+
+/* Issue 19.3: `tpusim check SWEEP.yaml` checks every point (with --set edits), running none. */
+static void test_check_takes_a_sweep_spec(void **state)
+{
+    (void)state;
+    need_bin();
+    char *out = path_in("check.out"), *err = path_in("check.err");
+    const char *args[] = {"check", "tests/data/sweeps/matmul_blocks.yaml", "--set",
+                          "workload.0.m=512", NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    char *text = read_all(out);
+    assert_non_null(strstr(text, "point 3 (bm=100, bn=128): infeasible: "
+                                 "tests/data/sweeps/matmul_base.yaml:6:5: workload.0: matmul: "
+                                 "m=512 should be divisible by bm=100\n"));
+    assert_non_null(strstr(text, "tests/data/sweeps/matmul_blocks.yaml: ok (sweep matmul_blocks, "
+                                 "6 points: 2 feasible, 4 infeasible; default point 0)\n"));
+    assert_int_equal(count(text, "infeasible: "), 4);
+    free(text);
+    /* a scenario is still a scenario */
+    const char *scen[] = {"check", "tests/data/sweeps/matmul_base.yaml", NULL};
+    assert_int_equal(run_bin(scen, out, err, false), 0);
+    text = read_all(out);
+    assert_non_null(strstr(text, "matmul_base.yaml: ok (1 ops"));
+    free(text);
+    free(err);
+    free(out);
+}
+
 static void test_sweep_failed_point_is_a_row(void **state)
 {
     (void)state;
@@ -590,7 +803,8 @@ static void test_sweep_failed_point_is_a_row(void **state)
     char *blocker = xasprintf("%s/points/0000/summary.json", dir);
     char *cmd = xasprintf("mkdir -p '%s'", blocker);
     assert_int_equal(system(cmd), 0);
-    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                          NULL};
     assert_int_equal(run_bin(args, out, err, false), 0);
     char *csvp = xasprintf("%s/sweep.csv", dir);
     char *csv = read_all(csvp);
@@ -639,7 +853,14 @@ static void test_sweep_resume_skips_finished_points(void **state)
     unlink(m1);
     unlink(m4);
     unlink(s0);
+    /* and an earlier, larger sweep's point 99 goes */
+    char *p99 = xasprintf("%s/points/0099", dir);
+    char *mk = xasprintf("mkdir -p '%s' && touch '%s/point.json'", p99, p99);
+    assert_int_equal(system(mk), 0);
     assert_int_equal(run_bin(again, out, err, false), 0);
+    assert_false(exists(p99));
+    free(mk);
+    free(p99);
     text = read_all(err);
     assert_non_null(strstr(text, "resume: 3 of 6 points already done, 3 to run"));
     assert_int_equal(count(text, " done: "), 3);
@@ -766,6 +987,334 @@ static void test_sweep_jobs_give_identical_tables(void **state)
     free(d1);
 }
 
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to 60 s for 'path' to exist. */
+static bool wait_for(const char *path)
+{
+    double t0 = now_s();
+    while (!exists(path) && now_s() - t0 < 60)
+        sleep_ms(10);
+    return exists(path);
+}
+
+/* Issue 16 (hardening): a sweep into a directory that holds an earlier sweep
+ * mixed the two (old plots and points beside the new ones). */
+static void test_sweep_refuses_a_used_directory(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("used"), *out = path_in("used.out"), *err = path_in("used.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    assert_int_equal(run_bin(args, out, err, false), 2);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, " is not empty (it holds '"));
+    assert_non_null(strstr(text, "use --resume to finish an interrupted sweep, --force"));
+    free(text);
+    /* --force removes an earlier sweep's files (a stale plot and point), and only those */
+    char *stale_plot = xasprintf("%s/plot_workload.0.m.svg", dir);
+    char *stale_point = xasprintf("%s/points/0099", dir);
+    char *mine = xasprintf("%s/notes.txt", dir);
+    char *cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s'", stale_point, stale_point,
+                          stale_plot);
+    assert_int_equal(system(cmd), 0);
+    const char *force[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--force",
+                           NULL};
+    assert_int_equal(run_bin(force, out, err, false), 0);
+    assert_false(exists(stale_plot));
+    assert_false(exists(stale_point));
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    assert_true(exists(csv));
+    free(write_file("used/notes.txt", "mine\n"));
+    assert_int_equal(run_bin(force, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds 'notes.txt', which a sweep does not write"));
+    assert_true(exists(mine) && exists(csv));
+    free(text);
+    free(csv);
+    free(cmd);
+    free(mine);
+    free(stale_point);
+    free(stale_plot);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Two sweeps into one directory: the second is refused while the first runs;
+ * started together, exactly one of them writes the directory. */
+static void test_sweep_two_sweeps_one_directory(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("busy"), *out = path_in("busy.out"), *err = path_in("busy.err");
+    char *out2 = path_in("busy2.out"), *err2 = path_in("busy2.err");
+    const char *slow[] = {"sweep", "tests/data/sweeps/matmul_slow.yaml", "-o", dir, "-j", "1",
+                          NULL};
+    pid_t pid = run_bin(slow, out, err, true);
+    char *marker = xasprintf("%s/points/0000/point.json", dir);
+    assert_true(wait_for(marker));
+    const char *again[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                           NULL};
+    assert_int_equal(run_bin(again, out2, err2, false), 1);
+    char *text = read_all(err2);
+    char *want = xasprintf("tpusim sweep: %s is in use by another sweep (pid %d)", dir, (int)pid);
+    assert_non_null(strstr(text, want));
+    free(want);
+    free(text);
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 130);
+    char *lock = xasprintf("%s/.tpusim-lock", dir);
+    assert_false(exists(lock)); /* and the lock is gone with it */
+
+    /* started together into a new directory: one runs, the other is refused */
+    char *dir2 = path_in("race"), *ref = path_in("race_ref");
+    const char *a[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir2, "-j", "1",
+                       NULL};
+    pid_t p1 = run_bin(a, out, err, true), p2 = run_bin(a, out2, err2, true);
+    int s1, s2;
+    waitpid(p1, &s1, 0);
+    waitpid(p2, &s2, 0);
+    assert_true(WIFEXITED(s1) && WIFEXITED(s2));
+    int rc1 = WEXITSTATUS(s1), rc2 = WEXITSTATUS(s2);
+    assert_true((rc1 == 0) != (rc2 == 0));
+    text = read_all(rc1 ? err : err2);
+    assert_true(strstr(text, "is in use by another sweep") || strstr(text, "is not empty"));
+    free(text);
+    const char *r[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref, NULL};
+    assert_int_equal(run_bin(r, out, err, false), 0);
+    char *c1 = xasprintf("%s/sweep.csv", dir2), *c2 = xasprintf("%s/sweep.csv", ref);
+    char *t1 = read_all(c1), *t2 = read_all(c2);
+    assert_string_equal(t1, t2);
+    free(t1);
+    free(t2);
+    free(c1);
+    free(c2);
+    free(ref);
+    free(dir2);
+    free(lock);
+    free(marker);
+    free(err2);
+    free(out2);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* True while process 'pid' runs (a zombie has ended). */
+static bool alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z';
+}
+
+/* The parent of 'pid' from /proc, or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    int ppid = -1;
+    return close_paren && sscanf(close_paren + 2, "%*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/* The pids of the children of 'parent', at most 'max'. */
+static int children_of(pid_t parent, pid_t *kids, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && n < max && (e = readdir(d)) != NULL) {
+        int pid = atoi(e->d_name);
+        if (pid > 0 && parent_of(pid) == parent)
+            kids[n++] = pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Issue 16: a SIGKILLed sweep left its points running (and writing) as orphans. */
+static void test_sweep_sigkill_takes_its_points(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("killed"), *out = path_in("killed.out"), *err = path_in("killed.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_slow.yaml", "-o", dir, "-j", "1",
+                          NULL};
+    pid_t pid = run_bin(args, out, err, true);
+    char *marker = xasprintf("%s/points/0000/point.json", dir);
+    assert_true(wait_for(marker));
+    pid_t kids[8];
+    int n = 0;
+    for (double t0 = now_s(); n == 0 && now_s() - t0 < 10; sleep_ms(10))
+        n = children_of(pid, kids, 8); /* the slow point */
+    assert_true(n > 0);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        while (alive(kids[i]) && now_s() - t0 < 5)
+            sleep_ms(10);
+    for (int i = 0; i < n; i++)
+        assert_false(alive(kids[i]));
+    free(marker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Issue 16: a sweep that ran out of disk exited 0 with the best point's trace missing. */
+static void test_sweep_missing_output_fails(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("full"), *ref = path_in("full_ref");
+    char *out = path_in("full.out"), *err = path_in("full.err");
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref, NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    /* a file limit between the largest other output and the smallest kept trace */
+    static const char *const others[] = {"sweep.csv", "sweep.json", "report.md", "heatmap.svg",
+                                         "plot_workload.0.block.bm.svg",
+                                         "plot_workload.0.block.bn.svg", "points/0000/summary.json",
+                                         "points/0000/platform.xml"};
+    long big = 0, trace = -1;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char *p = xasprintf("%s/%s", ref, others[i]);
+        big = file_size(p) > big ? file_size(p) : big;
+        free(p);
+    }
+    for (int i = 0; i < 2; i++) {
+        char *p = xasprintf("%s/points/%04d/trace.json", ref, i);
+        if (trace < 0 || file_size(p) < trace)
+            trace = file_size(p);
+        free(p);
+    }
+    if (trace <= big + 2) {
+        print_message("skipped: the traces (%ld bytes) are not larger than the tables (%ld)\n",
+                      trace, big);
+        skip();
+    }
+    const char *full[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin_limited(full, out, err, false, (big + trace) / 2), 1);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, "the run with a trace failed"));
+    assert_non_null(strstr(text, "/trace.json (the best point's trace) is missing"));
+    free(text);
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    assert_true(exists(csv)); /* the tables are still written */
+    free(csv);
+    free(err);
+    free(out);
+    free(ref);
+    free(dir);
+}
+
+/* Issue 17.3: shards of a sweep, merged, give the bytes of one run: tables, report, plots,
+ * every point and the best and default points' traces. */
+static void test_sweep_shards_merge_to_the_same_bytes(void **state)
+{
+    (void)state;
+    need_bin();
+    char *spec = write_file("sharded.yaml", "base:\n"
+                                            "  chip: v5e\n"
+                                            "  topology: {shape: [1]}\n"
+                                            "  workload:\n"
+                                            "    - {op: matmul, m: 256, k: 256, n: 256,\n"
+                                            "       block: {bm: 128, bk: 128, bn: 128}}\n"
+                                            "sweep:\n"
+                                            "  workload.0.block.bm: [128, 100, 256]\n"
+                                            "  workload.0.block.bn: [256, 64]\n");
+    char *one = path_in("sh_one"), *s0 = path_in("sh_0"), *s1 = path_in("sh_1");
+    char *s2 = path_in("sh_2"), *mg = path_in("sh_merged");
+    char *out = path_in("sh.out"), *err = path_in("sh.err");
+    const char *a1[] = {"sweep", spec, "-o", one, "-j", "2", NULL};
+    assert_int_equal(run_bin(a1, out, err, false), 0);
+    const char *a2[] = {"sweep", spec, "--shard", "0/3", "-o", s0, "-j", "1", NULL};
+    const char *a3[] = {"sweep", spec, "--shard", "1/3", "-o", s1, "-j", "1", NULL};
+    const char *a4[] = {"sweep", spec, "--shard", "2/3", "-o", s2, "-j", "1", NULL};
+    assert_int_equal(run_bin(a2, out, err, false), 0);
+    assert_int_equal(run_bin(a3, out, err, false), 0);
+    /* a merge refuses a missing shard, then an incomplete set of directories */
+    const char *m1[] = {"sweep", "merge", mg, s0, s1, NULL};
+    assert_int_equal(run_bin(m1, out, err, false), 2);
+    char *text = read_all(err);
+    assert_non_null(strstr(text, "tpusim sweep merge: shard 2/3 is missing"));
+    free(text);
+    assert_false(exists(mg)); /* nothing written */
+    assert_int_equal(run_bin(a4, out, err, false), 0);
+    char *p3 = xasprintf("%s/points/0003/point.json", s0); /* shard 0 has 0, 3, 6 */
+    char *p4 = xasprintf("%s/points/0004/point.json", s0);
+    assert_true(exists(p3) && !exists(p4));
+    const char *m2[] = {"sweep", "merge", mg, s2, s0, s1, NULL};
+    assert_int_equal(run_bin(m2, out, err, false), 0);
+    text = read_all(out);
+    assert_non_null(strstr(text, "merged 3 shards of sweep sharded into "));
+    free(text);
+    /* every file, the traces too: byte for byte */
+    char *cmd = xasprintf("diff -r '%s' '%s'", one, mg);
+    assert_int_equal(system(cmd), 0);
+    char *tr = xasprintf("%s/points/0006/trace.json", mg); /* the added default point */
+    assert_true(exists(tr));
+    /* the same shard twice, and a shard of another sweep */
+    const char *m3[] = {"sweep", "merge", mg, s0, s0, s1, s2, "--force", NULL};
+    assert_int_equal(run_bin(m3, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "both hold shard 0/3"));
+    free(text);
+    char *other = path_in("sh_other");
+    const char *a5[] = {"sweep", spec, "--shard", "1/3", "-o", other, "-j", "1", "--set",
+                        "workload.0.m=512", NULL};
+    assert_int_equal(run_bin(a5, out, err, false), 0);
+    const char *m4[] = {"sweep", "merge", mg, s0, other, s2, "--force", NULL};
+    assert_int_equal(run_bin(m4, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "is a shard of another sweep than"));
+    assert_non_null(strstr(text, "(spec_hash differs)"));
+    free(text);
+    free(other);
+    free(tr);
+    free(cmd);
+    free(p4);
+    free(p3);
+    free(err);
+    free(out);
+    free(mg);
+    free(s2);
+    free(s1);
+    free(s0);
+    free(one);
+    free(spec);
+}
+
 static void test_compare_summaries_and_sweeps(void **state)
 {
     (void)state;
@@ -818,14 +1367,23 @@ int main(void)
         cmocka_unit_test(test_spec_errors_name_file_line_col),
         cmocka_unit_test(test_spec_unknown_key_path_points_at_the_spec),
         cmocka_unit_test(test_spec_huge_index_is_out_of_range),
+        cmocka_unit_test(test_spec_set_edits_the_base),
+        cmocka_unit_test(test_spec_vars_set_several_paths),
         cmocka_unit_test(test_spec_inline_base_messages_point_into_the_spec),
         cmocka_unit_test(test_node_text_round_trips),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
+        cmocka_unit_test(test_sweep_runs_the_default_point),
+        cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
         cmocka_unit_test(test_sweep_jobs_give_identical_tables),
+        cmocka_unit_test(test_sweep_refuses_a_used_directory),
+        cmocka_unit_test(test_sweep_two_sweeps_one_directory),
+        cmocka_unit_test(test_sweep_sigkill_takes_its_points),
+        cmocka_unit_test(test_sweep_missing_output_fails),
+        cmocka_unit_test(test_sweep_shards_merge_to_the_same_bytes),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
     };
     return cmocka_run_group_tests_name("sweep", tests, setup, teardown);

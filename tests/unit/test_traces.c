@@ -307,7 +307,8 @@ static const char want_json[] =
     "  \"base\": \"base.yaml\",\n"
     "  \"keys\": [\"workload.0.block_q\", \"workload.0.shape\"],\n"
     "  \"points_total\": 3, \"points_done\": 2, \"complete\": false,\n"
-    "  \"best_point\": 0, \"default_point\": 0, \"default_is_base\": true,\n"
+    "  \"best_point\": 0, \"default_point\": 0, \"default_is_base\": true, "
+    "\"default_added\": false,\n"
     "  \"points\": [\n"
     "    {\"point\": 0, \"dir\": \"points/0000\", \"values\": {\"workload.0.block_q\": 128, "
     "\"workload.0.shape\": \"[1, 2]\"},\n"
@@ -462,7 +463,7 @@ static void test_compare_summaries_and_kinds(void **state)
     char *text = NULL;
     size_t n = 0;
     FILE *out = open_memstream(&text, &n), *err = fopen("/dev/null", "w");
-    assert_int_equal(compare_outputs(a, b, out, err), 0);
+    assert_int_equal(compare_outputs(a, b, NULL, out, err), 0); /* one directory: "A", "B" */
     fclose(out);
     const char *table = strchr(strchr(text, '\n') + 1, '\n') + 1; /* after A: and B: */
     assert_string_equal(table, "op                       kind                   time A       time B"
@@ -473,12 +474,22 @@ static void test_compare_summaries_and_kinds(void **state)
                                "          0 ns     +0.0%  ici -> ici\n"
                                "total                                           1.5 ms       2.5 ms"
                                "         +1 ms    +66.7%\n");
-    assert_non_null(strstr(text, "/a.json (demo on v5e)\nB: "));
+    assert_non_null(strstr(text, "/a.json (demo on v5e)\nB = B: "));
+    free(text);
+    /* labels name both sides, in the header and the columns */
+    const char *const labels[2] = {"before", "after"};
+    out = open_memstream(&text, &n);
+    assert_int_equal(compare_outputs(a, b, labels, out, err), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "A = before: "));
+    assert_non_null(strstr(text, "\nB = after: "));
+    assert_non_null(strstr(text, "  time before   time after         delta   delta %  "
+                                 "bound before -> after\n"));
     free(text);
     /* a summary against a sweep, or a missing file: exit status 2 */
-    assert_int_equal(compare_outputs(a, sw, stdout, err), 2);
+    assert_int_equal(compare_outputs(a, sw, NULL, stdout, err), 2);
     char *missing = path_in("missing.json");
-    assert_int_equal(compare_outputs(a, missing, stdout, err), 2);
+    assert_int_equal(compare_outputs(a, missing, NULL, stdout, err), 2);
     fclose(err);
     free(a), free(b), free(sw), free(missing);
 }
