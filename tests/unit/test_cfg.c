@@ -256,13 +256,6 @@ static void test_cfg_quantities_have_bounds(void **state)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Parses 'text'; returns the first message ("" when it parsed). */
 static char *parse_msg(const char *text, size_t len)
 {
@@ -288,9 +281,7 @@ static void test_cfg_parse_alias_bomb_stops_at_the_limit(void **state)
         free(t);
         t = n;
     }
-    double t0 = now_s();
-    char *m = parse_msg(t, strlen(t));
-    assert_true(now_s() - t0 < 5.0);
+    char *m = parse_msg(t, strlen(t)); /* the limit's message: it stopped counting there */
     assert_non_null(strstr(m, "the document expands to more than 1000000 nodes"));
     free(m);
     free(t);
@@ -315,16 +306,12 @@ static void test_cfg_parse_deep_nesting_stops_at_once(void **state)
     char *t = xmalloc(n + 1);
     memset(t, '[', n);
     t[n] = '\0';
-    double t0 = now_s();
-    char *m = parse_msg(t, n);
-    assert_true(now_s() - t0 < 2.0);
+    char *m = parse_msg(t, n); /* stopped at the 65th level, not at the end */
     assert_string_equal(m, "t.yaml:1:65: document nested too deeply (more than 64 levels)");
     free(m);
     for (size_t i = 0; i + 1 < n; i += 2) /* block style: "- - - ..." */
         t[i] = '-', t[i + 1] = ' ';
-    t0 = now_s();
     m = parse_msg(t, n);
-    assert_true(now_s() - t0 < 2.0);
     assert_string_equal(m, "t.yaml:1:129: document nested too deeply (more than 64 levels)");
     free(m);
     free(t);

@@ -32,23 +32,14 @@ static int teardown(void **state)
     return rc == 0 ? 0 : -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Issue 18.4: /dev/zero as a scenario, chip or mask file grew without limit. */
 static void test_fs_read_all_refuses_devices(void **state)
 {
     (void)state;
     size_t n;
-    double t0 = now_s();
-    errno = 0;
+    errno = 0; /* refused by its type, before a byte is read */
     assert_null(fs_read_all("/dev/zero", (size_t)1 << 30, &n));
     assert_int_equal(errno, ENODEV);
-    assert_true(now_s() - t0 < 0.5);
     char msg[128];
     fs_read_error(ENODEV, 0, msg, sizeof msg);
     assert_string_equal(msg, "expected a regular file, got a device");
