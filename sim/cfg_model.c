@@ -18,7 +18,8 @@ static const char *const model_keys[] = {
     "preset",   "arch",     "layers",       "d_model",  "heads",     "kv_heads",
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
-    "mu_dtype", "optimizer", "remat",       "attention", "vocab_tiling", NULL};
+    "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
+    NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -76,6 +77,9 @@ static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         walk_int(w, t, "model", dims[i].key, dims[i].required, 1, dims[i].max,
                  (int64_t *)((char *)m + dims[i].off));
+    const struct cfg_node *ab = cfg_get(t, "attention_block");
+    if (ab && !(ab->type == CFG_SCALAR && !ab->quoted && strcmp(ab->value, "auto") == 0))
+        walk_int(w, t, "model", "attention_block", false, 128, 1 << 16, &m->attention_block);
 }
 
 /* remat: custom -- {decoder_layer_input: offload, query_proj: device, ...};

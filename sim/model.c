@@ -369,15 +369,32 @@ static int64_t block_for(int64_t dim, int64_t max, int64_t quantum)
     return dim;
 }
 
-/* A matmul [m, k] x [k, n] with blocks for an XLA dot. */
+static int64_t round_up(int64_t x, int64_t q)
+{
+    return (x + q - 1) / q * q;
+}
+
+/* A matmul [m, k] x [k, n]: XLA's dot, tiled by XLA, so its blocks are
+ * searched (block: auto); XLA pads a dim that is not a multiple of the tile
+ * (8 rows, 128 lanes: a vocabulary of 128256 split 4 ways is 32064 wide) and
+ * computes the padding too. */
 static void matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
                    const char *after)
 {
-    emit(o, "- {op: matmul, name: %s, m: %lld, k: %lld, n: %lld, dtype: %s,%s%s%s", name,
-         (long long)m, (long long)k, (long long)n, dt(o->m->dtype), after ? " after: " : "",
-         after ? after : "", after ? "," : "");
-    emit(o, "   block: {bm: %lld, bk: %lld, bn: %lld}}", (long long)block_for(m, 512, 8),
-         (long long)block_for(k, 1024, 128), (long long)block_for(n, 1024, 128));
+    m = round_up(m, 8), k = round_up(k, 128), n = round_up(n, 128);
+    emit(o, "- {op: matmul, name: %s, m: %lld, k: %lld, n: %lld, dtype: %s, block: auto%s%s}",
+         name, (long long)m, (long long)k, (long long)n, dt(o->m->dtype), after ? ", after: " : "",
+         after ? after : "");
+}
+
+/* A batched matmul (the experts' weights), padded and searched as matmul. */
+static void einsum(struct out *o, const char *name, int64_t batch, int64_t m, int64_t k,
+                   int64_t n)
+{
+    emit(o, "- {op: einsum, name: %s, batch: %lld, m: %lld, k: %lld, n: %lld, dtype: %s, "
+            "block: auto}",
+         name, (long long)batch, (long long)round_up(m, 8), (long long)round_up(k, 128),
+         (long long)round_up(n, 128), dt(o->m->dtype));
 }
 
 static void fusion(struct out *o, const char *op, const char *name, int64_t rows, int64_t cols,
@@ -424,7 +441,12 @@ static void attention(struct out *o, const char *name, const char *mode)
                 "kv_seq_len: %lld, head_dim: %lld, dtype: %s, mode: %s, causal: true,",
              name, (long long)s->b, (long long)s->heads, (long long)q, (long long)m->seq_len,
              (long long)m->head_dim, dt(m->dtype), mode);
-    int64_t bq = block_for(q, 512, 128), bk = block_for(m->seq_len, 512, 128);
+    if (m->attention_block == 0) { /* searched, as the recipes tune them */
+        emit(o, "   %sblock_sizes: auto}", splash ? "mask: {type: causal}, " : "");
+        return;
+    }
+    int64_t bq = block_for(q, m->attention_block, 128);
+    int64_t bk = block_for(m->seq_len, m->attention_block, 128);
     if (splash)
         emit(o, "   mask: {type: causal}, block_sizes: {block_q: %lld, block_kv: %lld, "
                 "block_kv_compute: %lld, block_q_dkv: %lld, block_kv_dkv: %lld, "
@@ -478,16 +500,13 @@ static void mlp_run(struct out *o, const char *pre, bool down)
     snprintf(nm, sizeof nm, "%sdispatch", pre);
     collective(o, "all_to_all", nm, "expert", s->expert, a2a, NULL);
     snprintf(nm, sizeof nm, "%sexperts_up", pre);
-    emit(o, "- {op: einsum, name: %s, batch: %lld, m: %lld, k: %lld, n: %lld, dtype: %s}", nm,
-         (long long)E, (long long)(per ? per : 1), (long long)D, (long long)(2 * F),
-         dt(m->dtype));
+    einsum(o, nm, E, per ? per : 1, D, 2 * F);
     snprintf(nm, sizeof nm, "%sexperts_act", pre);
     fusion(o, "elementwise", nm, routed, F, ", fn: silu, inputs: 2");
     if (!down)
         return;
     snprintf(nm, sizeof nm, "%sexperts_down", pre);
-    emit(o, "- {op: einsum, name: %s, batch: %lld, m: %lld, k: %lld, n: %lld, dtype: %s}", nm,
-         (long long)E, (long long)(per ? per : 1), (long long)F, (long long)D, dt(m->dtype));
+    einsum(o, nm, E, per ? per : 1, F, D);
     snprintf(nm, sizeof nm, "%scombine", pre);
     collective(o, "all_to_all", nm, "expert", s->expert, a2a, NULL);
 }
@@ -624,11 +643,8 @@ static void mlp_backward(struct out *o)
         int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
         double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
         collective(o, "all_to_all", "g_dispatch", "expert", s->expert, a2a, NULL);
-        for (int w = 0; w < 2; w++)
-            emit(o, "- {op: einsum, name: g_experts_%s, batch: %lld, m: %lld, k: %lld, n: %lld, "
-                    "dtype: %s}",
-                 w ? "wgrad" : "dgrad", (long long)E, (long long)(per ? per : 1),
-                 (long long)(3 * F), (long long)D, dt(m->dtype));
+        einsum(o, "g_experts_dgrad", E, per ? per : 1, 3 * F, D);
+        einsum(o, "g_experts_wgrad", E, per ? per : 1, 3 * F, D);
         fusion(o, "elementwise", "g_experts_act", routed, F, ", fn: mul, inputs: 3");
         collective(o, "all_to_all", "g_combine", "expert", s->expert, a2a, NULL);
         matmul_backward(o, "g_router", T, D, m->experts);

@@ -61,6 +61,7 @@ struct model {
     enum dtype mu_dtype;   /* AdamW's first moment (the second is in weight_dtype) */
     struct model_remat remat;
     enum model_attention attention;
+    int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
 };
 

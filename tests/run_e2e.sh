@@ -68,8 +68,8 @@ echo $? > "$t/int.rc"
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
     && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] && ok \
     || bad "sweep example"
-for f in configs/scenarios/*.yaml; do
-    "$bin" check "$f" >/dev/null || bad "check $f"
+for f in configs/scenarios/*.yaml configs/models/*.yaml; do
+    "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done
 # check takes sweep specs too: every point checked, nothing run
 for f in configs/sweeps/*.yaml; do
