@@ -42,6 +42,38 @@ static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *w
     }
 }
 
+/* topology.slices and topology.dcn: N copies of the slice joined by the DCN. */
+static void load_slices(struct walk *w, const struct cfg_node *t, struct cfg_scenario *sc)
+{
+    int64_t slices = 1;
+    double bisection = 0;
+    const struct cfg_node *dn = t ? cfg_get(t, "dcn") : NULL;
+    if (t)
+        walk_int(w, t, "topology", "slices", false, 1, DCN_MAX_SLICES, &slices);
+    if (dn && walk_is_map(w, dn, "topology.dcn")) {
+        static const char *const keys[] = {"bisection", NULL};
+        walk_check_keys(w, dn, "topology.dcn", keys);
+        walk_qty(w, dn, "topology.dcn", "bisection", false, UNITS_BANDWIDTH, false, &bisection);
+    }
+    const struct chip_params *ch = &sc->chip;
+    sc->dcn.slices = (int)slices;
+    if (slices == 1 || diag_count(w->d) > 0)
+        return;
+    const struct cfg_node *sl = cfg_get(t, "slices");
+    char err[256];
+    if (ch->dcn_host_ndims == 0) {
+        walk_type_error(w, sl, "topology.slices", "1 for a chip without a dcn: section "
+                        "(host_shape, bandwidth, latency)");
+    } else if ((int64_t)sc->topo.nchips * slices > (1 << 20)) {
+        walk_type_error(w, sl, "topology.slices", "at most 1048576 chips in all slices");
+    } else if (dcn_init(&sc->dcn, &sc->topo, (int)slices, ch->dcn_host_shape, ch->dcn_host_ndims,
+                        ch->dcn_bw_Bps, ch->dcn_lat_s, bisection, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(sl, &loc);
+        diag_error(w->d, &loc, "topology.slices", "%s", err);
+    }
+}
+
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
@@ -49,7 +81,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     const struct cfg_node *t = walk_field(w, root, "", "topology", false);
     const struct cfg_node *sh = NULL;
     if (t && walk_is_map(w, t, "topology")) {
-        static const char *const keys[] = {"shape", "wraparound", NULL};
+        static const char *const keys[] = {"shape", "wraparound", "slices", "dcn", NULL};
         walk_check_keys(w, t, "topology", keys);
         sh = walk_field(w, t, "topology", "shape", true);
     }
@@ -71,6 +103,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
         if (t)
             walk_type_error(w, t, "topology", "at most 65536 chips");
     }
+    load_slices(w, t && t->type == CFG_MAP ? t : NULL, sc);
 }
 
 /* ---------------- options ---------------- */
@@ -401,11 +434,30 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
         c->axes[a] = a;
 }
 
+/* A collective across the slices (axes: [dcn, ...] or a group axis on the
+ * DCN) needs slices, and runs hierarchically only as a reduction or a gather. */
+static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    const struct op *op = &sc->ops[i];
+    const struct cfg_op_src *src = &sc->src[i];
+    const struct cfg_node *ax = cfg_get(src->node, "axes");
+    const struct cfg_node *at = ax ? ax : src->node;
+    char *p = walk_join(src->path, ax ? "axes" : "groups");
+    if (sc->dcn.slices <= 1 && !op->u.coll.grouped)
+        walk_type_error(w, at, p, "physical axes without dcn (dcn needs topology.slices > 1)");
+    else if (op->kind == OP_ALL_TO_ALL)
+        walk_type_error(w, at, p, "axes within a slice (an all_to_all does not run over the DCN)");
+    free(p);
+}
+
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
             resolve_groups(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
+            check_dcn(w, sc, i);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;

@@ -602,14 +602,30 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
         walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
     } else if (g) {
         load_groups(w, g, p, c);
-    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 3)) {
-        walk_type_error(w, ax, ap, "a list of 1 to 3 axes, like [0] or [0, 1]");
+    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 4)) {
+        walk_type_error(w, ax, ap, "a list of 1 to 3 axes and dcn, like [0], [0, 1] or [dcn, 0]");
     } else if (ax) {
-        c->naxes = ax->n;
+        c->naxes = 0;
         for (int i = 0; i < ax->n; i++) {
+            const struct cfg_node *it = ax->kids[i];
+            if (it->type == CFG_SCALAR && strcmp(it->value, "dcn") == 0) {
+                if (c->dcn) {
+                    char *ip = xasprintf("%s.%d", ap, i);
+                    walk_type_error(w, it, ip, "dcn at most once");
+                    free(ip);
+                }
+                c->dcn = true; /* across the slices (topology.slices) */
+                continue;
+            }
             int64_t v = 0;
             walk_item(w, ax, ap, i, 0, TOPO_MAX_DIMS - 1, &v);
-            c->axes[i] = (int)v;
+            if (c->naxes < 3)
+                c->axes[c->naxes++] = (int)v;
+            else {
+                char *ip = xasprintf("%s.%d", ap, i);
+                walk_type_error(w, it, ip, "at most 3 physical axes");
+                free(ip);
+            }
         }
     }
     free(ap);

@@ -22,6 +22,10 @@ struct plat_params {
 /* Name of the SimGrid host of chip 'rank' ("chip<simnode>"), into 'buf'. */
 char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n);
 
+/* Writes one <cluster topology="TORUS"> for 't' named 'id' whose hosts are
+ * '<prefix><simnode>' (plat_write_xml's, and each slice's in topology/dcn.h). */
+void plat_write_cluster(FILE *out, const struct topo *t, const struct plat_params *p,
+                        const char *id, const char *prefix);
 /* Writes the platform for 't' to 'out'. Returns 0, or -1 on a write error. */
 int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p);
 
