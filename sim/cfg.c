@@ -378,6 +378,23 @@ static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_
     graph_draft_fini(&L.draft);
 }
 
+/* A mesh's devices folded into chips, its slices given to an axis, its axes
+ * laid out on the slice. */
+static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, size_t n)
+{
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(m, cfg_total_chips(sc), dpc, err, n) != 0 ||
+        mesh_place_slices(m, sc->topo.nchips, sc->dcn.slices, err, n) != 0)
+        return -1;
+    for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
+        if (m->axis[i].dcn > 1) {
+            snprintf(err, n, "mesh axis '%s': dcn: %d needs topology.slices: %d", m->axis[i].name,
+                     m->axis[i].dcn, m->axis[i].dcn);
+            return -1;
+        }
+    return mesh_layout(m, &sc->topo, err, n);
+}
+
 /* The top-level mesh: its axes laid out on the topology. */
 static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
@@ -385,9 +402,7 @@ static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_sc
     if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
         return;
     char err[256];
-    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
-    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
-        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+    if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
         struct diag_loc loc;
         walk_loc(m, &loc);
         diag_error(w->d, &loc, "mesh", "%s", err);
@@ -409,9 +424,7 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     }
     if (!c->own_mesh)
         c->mesh = sc->mesh;
-    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
-                               err, sizeof err) != 0 ||
-             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+    else if (mesh_setup(sc, &c->mesh, err, sizeof err) != 0) {
         diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
         return;
     }
@@ -432,6 +445,7 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     c->naxes = g.ndims;
     for (int a = 0; a < g.ndims; a++)
         c->axes[a] = a;
+    c->dcn = mesh_axes_dcn(&c->mesh, c->group_axes, c->ngroup);
 }
 
 /* A collective across the slices (axes: [dcn, ...] or a group axis on the
@@ -499,10 +513,16 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
     if (cfg_load_model(w, mn, &ms->m) != 0)
         return NULL;
-    if (!sc->has_mesh) {
+    if (!sc->has_mesh) { /* MaxText's defaults: ici_fsdp -1, dcn_data -1 */
         sc->mesh = (struct mesh){.naxes = 1};
         snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
         sc->mesh.axis[0].size = sc->topo.nchips;
+        if (sc->dcn.slices > 1) {
+            sc->mesh.naxes = 2;
+            sc->mesh.axis[1] = sc->mesh.axis[0];
+            sc->mesh.axis[0] = (struct mesh_axis){.size = sc->dcn.slices, .dcn = sc->dcn.slices};
+            snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "data");
+        }
         char err[256];
         if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
             diag_error(w->d, &loc, "mesh", "%s", err);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "topology/dcn.h"
 #include "kernels/fusion.h"
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
@@ -640,9 +641,12 @@ static void load_mesh_axis(struct walk *w, const struct cfg_node *m, int i, cons
     snprintf(a->name, sizeof a->name, "%s", m->keys[i]);
     int64_t size = 1;
     if (v->type == CFG_MAP) {
-        static const char *const keys[] = {"size", "on", NULL};
+        static const char *const keys[] = {"size", "on", "dcn", NULL};
         walk_check_keys(w, v, ap, keys);
         walk_int(w, v, ap, "size", true, 1, 1 << 20, &size);
+        int64_t dcn = 0;
+        walk_int(w, v, ap, "dcn", false, 1, DCN_MAX_SLICES, &dcn);
+        a->dcn = (int)dcn;
         const struct cfg_node *on = cfg_get(v, "on");
         char *op = walk_join(ap, "on");
         if (on && (on->type != CFG_SEQ || on->n < 1 || on->n > MESH_MAX_FACTORS)) {
