@@ -388,8 +388,8 @@ static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, 
         return -1;
     for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
         if (m->axis[i].dcn > 1) {
-            snprintf(err, n, "mesh axis '%s': dcn: %d needs topology.slices: %d", m->axis[i].name,
-                     m->axis[i].dcn, m->axis[i].dcn);
+            snprintf(err, n, "expected no axis over the DCN without topology.slices, got '%s' "
+                             "with dcn: %d", m->axis[i].name, m->axis[i].dcn);
             return -1;
         }
     return mesh_layout(m, &sc->topo, err, n);

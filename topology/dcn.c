@@ -17,8 +17,8 @@ int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *hos
         int L = a < slice->ndims ? slice->shape[a] : 1;
         d->host_shape[a] = h > L ? L : h;
         if (L % d->host_shape[a] != 0) {
-            snprintf(err, n, "a host of %d chips along axis %d does not tile the slice's %d "
-                             "(the chip's dcn.host_shape)", h, a, L);
+            snprintf(err, n, "expected a slice that hosts of %d chips along axis %d tile (the "
+                             "chip's dcn.host_shape), got %d chips along it", h, a, L);
             return -1;
         }
         d->chips_per_host *= d->host_shape[a];

@@ -211,15 +211,19 @@ int mesh_place_slices(struct mesh *m, int nchips, int slices, char *err, size_t 
     }
     int i = pick_slice_axis(m, slices);
     struct mesh_axis *a = i >= 0 ? &m->axis[i] : NULL;
-    if (!a || a->size % slices != 0 || (a->dcn > 0 && a->dcn != slices)) {
-        snprintf(err, n, "expected one axis that spans the %d slices (its size a multiple of "
-                         "them, dcn: %d), got %s", slices, slices,
-                 a ? (a->size % slices ? "a size they do not divide" : "another dcn")
-                   : "none they divide");
+    if (!a) {
+        snprintf(err, n, "expected an axis that spans the %d slices (a size they divide), got "
+                         "none", slices);
+        return -1;
+    }
+    if (a->size % slices != 0 || (a->dcn > 0 && a->dcn != slices)) {
+        snprintf(err, n, "expected the axis over the DCN to span the %d slices (dcn: %d, a "
+                         "size they divide), got '%s' of %d with dcn: %d", slices, slices,
+                 a->name, a->size, a->dcn);
         return -1;
     }
     for (int k = 0; k < m->naxes; k++)
-        if (k != i && m->axis[k].dcn > 1) {
+        if (k != i && m->axis[k].dcn > 0) {
             snprintf(err, n, "expected one axis over the DCN, got '%s' and '%s'", a->name,
                      m->axis[k].name);
             return -1;
