@@ -8,13 +8,23 @@ out=$(mktemp -d)
 now() { date +%s.%N; }
 rss_cmd=; [ -x /usr/bin/time ] && rss_cmd="/usr/bin/time -f %M -o $out/rss"
 printf '%-26s %-6s %13s %9s %13s %10s\n' scenario mode sim_time_s wall_s steps/s maxrss_MB
+# A bench file may say '# args: ...' (more run arguments), '# repeat: N' (runs
+# per mode, default 3) and '# needs: VAR' (run only when the environment sets
+# VAR, e.g. BENCH_ALL_CHIPS=1 for runs too big for a small machine).
 for f in configs/bench/*.yaml; do
     modes=$(sed -n 's/^# modes: //p' "$f"); modes=${modes:-fast exact}
+    args=$(sed -n 's/^# args: //p' "$f")
+    repeat=$(sed -n 's/^# repeat: //p' "$f"); repeat=${repeat:-3}
+    needs=$(sed -n 's/^# needs: //p' "$f")
+    if [ -n "$needs" ] && [ -z "$(eval echo \"\${$needs:-}\")" ]; then
+        printf '%-26s skipped (set %s=1 to run it)\n' "$(basename "$f" .yaml)" "$needs"
+        continue
+    fi
     for mode in $modes; do
         best=
-        for i in 1 2 3; do
+        for i in $(seq "$repeat"); do
             s=$(now)
-            $rss_cmd "$bin" run "$f" -o "$out/r" -q --fidelity "$mode" --max-steps 100000000000 \
+            $rss_cmd "$bin" run "$f" -o "$out/r" -q --fidelity "$mode" --max-steps 100000000000 $args \
                 || { echo "FAIL $f"; exit 1; }
             w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
             best=$(awk -v a="$w" -v b="${best:-1e99}" 'BEGIN { print (a < b) ? a : b }')
