@@ -1,4 +1,4 @@
-/* kernels/copy.c -- hbm_copy and ppermute rules and arithmetic. */
+/* kernels/copy.c -- hbm_copy, host_copy and ppermute rules and arithmetic. */
 #include "kernels/copy.h"
 
 #include <stdio.h>
@@ -21,6 +21,24 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
     if (op->u.hbm_copy.bytes > chip->hbm_bytes) {
         snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)",
                  (unsigned long long)op->u.hbm_copy.bytes, (unsigned long long)chip->hbm_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+const char *const copy_host_dir_names[] = {"to_host", "to_device", NULL};
+
+int copy_check_host(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+                    char *err, size_t n)
+{
+    (void)topo;
+    if (chip->pcie_bw_Bps <= 0) {
+        snprintf(err, n, "chip %s has no host link (set pcie.bandwidth in the chip)", chip->name);
+        return -1;
+    }
+    if (op->u.host_copy.bytes > chip->hbm_bytes) {
+        snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)",
+                 (unsigned long long)op->u.host_copy.bytes, (unsigned long long)chip->hbm_bytes);
         return -1;
     }
     return 0;

@@ -40,6 +40,7 @@ struct chip_params {
     uint64_t hbm_bytes;
     double hbm_bw_Bps;
     double hbm_efficiency;        /* achieved fraction of hbm_bw_Bps */
+    double pcie_bw_Bps;           /* host <-> chip, one direction (0: none given) */
     int ici_links;
     double ici_bw_Bps;            /* one direction of one link */
     double ici_efficiency;        /* achieved fraction of ici_bw_Bps (packet overheads) */

@@ -593,3 +593,11 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->file);
     memset(sc, 0, sizeof *sc);
 }
+
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (sc->ops[i].kind == kind)
+            return true;
+    return false;
+}

@@ -138,6 +138,20 @@ static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pr
     free(p);
 }
 
+/* pcie: the host link of one chip (optional: a chip without it has no host_copy). */
+static void load_pcie(struct walk *w, const struct cfg_node *root, const char *pre,
+                      struct chip_params *c)
+{
+    char *p = walk_join(pre, "pcie");
+    const struct cfg_node *h = walk_field(w, root, pre, "pcie", false);
+    if (h && walk_is_map(w, h, p)) {
+        static const char *const keys[] = {"bandwidth", NULL};
+        walk_check_keys(w, h, p, keys);
+        walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->pcie_bw_Bps);
+    }
+    free(p);
+}
+
 static void load_ici(struct walk *w, const struct cfg_node *root, const char *pre,
                      struct chip_params *c)
 {
@@ -173,7 +187,7 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
     if (!walk_is_map(w, root, *pre ? pre : "chip"))
         return;
     static const char *const keys[] = {"name", "generation", "tensorcore", "hbm", "ici",
-                                       "base", NULL};
+                                       "pcie", "base", NULL};
     walk_check_keys(w, root, pre, keys);
     const struct cfg_node *name = cfg_get(root, "name");
     if (name && name->type == CFG_SCALAR)
@@ -182,6 +196,7 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
     load_tc(w, root, pre, c);
     load_hbm(w, root, pre, c);
     load_ici(w, root, pre, c);
+    load_pcie(w, root, pre, c);
 }
 
 const char *const *cfg_chip_names(void)

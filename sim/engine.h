@@ -15,6 +15,7 @@
 #include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
@@ -34,6 +35,7 @@
 #define ENG_TID_VPU(c) ((c)*10 + 2)
 #define ENG_TID_DMA(c) ((c)*10 + 3)
 #define ENG_TID_ASYNC(c) ((c)*10 + 4)
+#define ENG_TID_PCIE(dir) (90 + (dir)) /* host_copy: 90 to host, 91 to device */
 #define ENG_TID_ICI(axis, dir) (100 + (axis)*2 + ((dir) > 0 ? 0 : 1))
 
 #define ENG_NOTE_BYTES 240

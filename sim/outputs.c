@@ -18,6 +18,7 @@ static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
     p->hbm_bw_Bps = hbm_bw_Bps(&sc->chip);
     p->ici_bw_Bps = ici_link_Bps(&sc->chip);
     p->ici_lat_s = sc->chip.ici_hop_lat_s;
+    p->pcie_Bps = cfg_uses_kind(sc, OP_HOST_COPY) ? sc->chip.pcie_bw_Bps : 0;
 }
 
 int outputs_platform(const struct cfg_scenario *sc, FILE *f)

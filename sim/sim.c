@@ -113,6 +113,9 @@ static void trace_tracks(struct eng_run *r)
                              k * 10 + tracks[u].order);
             }
         }
+        for (int dir = 0; dir < 2 && cfg_uses_kind(sc, OP_HOST_COPY); dir++)
+            trace_thread(r->trace, chip, ENG_TID_PCIE(dir), dir ? "PCIe to device" : "PCIe to host",
+                         ENG_TID_PCIE(dir));
         for (int a = 0; a < sc->sim.ndims; a++)
             for (int dir = 1; dir >= -1; dir -= 2) {
                 snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
@@ -247,9 +250,10 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->latency_s /= chips;
     o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
     o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
+    o->pcie_s = pcie_busy_s(ch, o->pcie_bytes / chips);
     summary_pick_bound(o);
-    double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s,      o->hbm_s,
-                                o->ici_s, o->overhead_s, o->latency_s};
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s, o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
         o->peak_frac = o->flops / (t * ch->peak_flops[DT_BF16] * used);

@@ -7,6 +7,24 @@ char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n)
     return buf;
 }
 
+char *plat_pcie_host_name(int rank, bool to_device, char *buf, size_t n)
+{
+    snprintf(buf, n, "pcie_%s%d", to_device ? "down" : "up", rank);
+    return buf;
+}
+
+static void write_pcie_zone(FILE *out, const struct topo *t, double Bps)
+{
+    char name[48];
+    fprintf(out, "  <!-- the PCIe link of each chip, one host per direction (speed: bytes/s) -->\n"
+                 "  <zone id=\"pcie\" routing=\"None\">\n");
+    for (int i = 0; i < t->nchips; i++)
+        for (int down = 0; down < 2; down++)
+            fprintf(out, "    <host id=\"%s\" speed=\"%.17gf\"/>\n",
+                    plat_pcie_host_name(i, down, name, sizeof name), Bps);
+    fprintf(out, "  </zone>\n");
+}
+
 int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
 {
     /* axes of length 1 are left out: SimGrid would declare their self-link twice */
@@ -24,6 +42,8 @@ int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
     fprintf(out, "  <!-- %d chips; torus %s (axes without wraparound are doubled and only\n"
                  "       their lower half is used); limiter link = HBM -->\n",
             t->nchips, dims);
+    if (p->pcie_Bps > 0)
+        fprintf(out, "<zone id=\"world\" routing=\"Full\">\n");
     fprintf(out,
             "  <cluster id=\"pod\" prefix=\"chip\" suffix=\"\" radical=\"0-%d\"\n"
             "           speed=\"%.17gf\" core=\"%d\"\n"
@@ -32,6 +52,10 @@ int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
             "           topology=\"TORUS\" topo_parameters=\"%s\"/>\n",
             topo_sim_nodes(t) - 1, p->core_flops, p->cores, p->ici_bw_Bps, p->ici_lat_s,
             p->hbm_bw_Bps, dims);
+    if (p->pcie_Bps > 0) {
+        write_pcie_zone(out, t, p->pcie_Bps);
+        fprintf(out, "</zone>\n");
+    }
     fprintf(out, "</platform>\n");
     return ferror(out) ? -1 : 0;
 }
