@@ -353,7 +353,7 @@ static void chunk_matmul(struct eng_task *task, int64_t m)
     if (kern_init(&k, op_row(OP_MATMUL)->kern, &mm, &task->core->run->sc->chip, false, err,
                   sizeof err) == 0)
         for (int i = 0; i < k.ncalls; i++)
-            eng_run_pallas(task, &k.calls[i]);
+            eng_run_pallas(task, &k.calls[i], NULL);
     kern_fini(&k);
 }
 

@@ -19,14 +19,16 @@ static double now(void)
 void eng_run_kernel(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
-    struct kern *k = r->kern_fn[task->opi].kind && task->core->chip == 0 ? &r->kern_fn[task->opi]
-                                                                         : &r->kern[task->opi];
+    bool fn = r->kern_fn[task->opi].kind && task->core->chip == 0;
+    struct kern *k = fn ? &r->kern_fn[task->opi] : &r->kern[task->opi];
+    int cores = r->sc->chip.cores;
     for (int i = 0; i < k->ncalls; i++) {
         sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
         if (i > 0 && r->sc->chip.cores > 1)
             eng_barrier_wait(task, r->chip_barrier[task->core->chip],
                              "the other core of its chip between two kernels");
-        eng_run_pallas(task, &k->calls[i]);
+        eng_run_pallas(task, &k->calls[i],
+                       fn ? NULL : &r->scripts[task->opi][i * cores + task->core->core]);
     }
 }
 

@@ -95,6 +95,7 @@ struct eng_run {
     struct summary_op *res;    /* per op */
     struct kern *kern;         /* per op: timing-only kernels (zeroed for other kinds) */
     struct kern *kern_fn;      /* per op: functional kernel run by chip 0 (zeroed if none) */
+    struct pl_script ***scripts; /* per op, per call x core: its recorded run, or NULL */
     sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
     char *error;               /* first runtime failure; owned */
     struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
@@ -139,8 +140,10 @@ void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;
-/* Runs 'call' on this task's core (megacore split) through SimGrid. */
-void eng_run_pallas(struct eng_task *task, const struct pl_call *call);
+/* Runs 'call' on this task's core (megacore split) through SimGrid. With
+ * 'script' (one slot per call and core range, living as long as 'call'), the
+ * run is recorded into *script the first time and replayed after. */
+void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script);
 /* Runs steps [begin, end) of 'call' on this task's core. */
 void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,
                           int64_t end);

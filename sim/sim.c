@@ -72,6 +72,7 @@ static void build_kernels(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     r->kern = xcalloc((size_t)sc->nops, sizeof *r->kern);
     r->kern_fn = xcalloc((size_t)sc->nops, sizeof *r->kern_fn);
+    r->scripts = xcalloc((size_t)sc->nops, sizeof *r->scripts);
     for (int i = 0; i < sc->nops; i++) {
         const struct kern_kind *kind = op_row(sc->ops[i].kind)->kern;
         if (!kind)
@@ -82,6 +83,8 @@ static void build_kernels(struct eng_run *r)
             kern_init(&r->kern_fn[i], kind, &sc->ops[i], &sc->chip, true, err, sizeof err);
             kern_data(&r->kern_fn[i], sc->seed + (uint64_t)i);
         }
+        r->scripts[i] = xcalloc((size_t)(r->kern[i].ncalls * sc->chip.cores) + 1,
+                                sizeof *r->scripts[i]);
     }
 }
 
@@ -391,7 +394,12 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
         kern_fini(&r->kern[i]);
         kern_fini(&r->kern_fn[i]);
+        for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
+             j++)
+            pl_script_free(r->scripts[i][j]);
+        free(r->scripts ? r->scripts[i] : NULL);
     }
+    free(r->scripts);
     free(r->kern);
     free(r->kern_fn);
     for (int i = 0; r->chip_barrier && i < r->sc->sim.nchips; i++)
