@@ -2,6 +2,7 @@
 #include "base/fsutil.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -204,10 +205,11 @@ int fs_remove_temps(const char *dir)
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        if (!is_temp_name(e->d_name))
+        bool stage = !strncmp(e->d_name, FS_STAGE_PREFIX, strlen(FS_STAGE_PREFIX));
+        if (!is_temp_name(e->d_name) && !stage)
             continue;
         char *p = xasprintf("%s/%s", dir, e->d_name);
-        n += unlink(p) == 0;
+        n += (stage ? fs_remove_tree(p) : unlink(p)) == 0;
         free(p);
     }
     if (d)

@@ -43,8 +43,11 @@ void fs_read_error(int err, size_t max_bytes, char *msg, size_t n);
 /* Makes directory 'dir' and its missing parents. Returns 0 or -1 with errno. */
 int fs_mkdirs(const char *dir);
 
-/* Removes the temporaries fs_atomic_open left in directory 'dir' (those of
- * a writer that was killed). Returns how many were removed. */
+/* The name a run's staging directory starts with (sim/outputs.h). */
+#define FS_STAGE_PREFIX ".tpusim-run."
+
+/* Removes the temporaries fs_atomic_open and runs' stages left in directory
+ * 'dir' (those of a writer that was killed). Returns how many were removed. */
 int fs_remove_temps(const char *dir);
 
 /* Removes 'path' and, for a directory, everything under it (symbolic links

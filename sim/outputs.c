@@ -1,7 +1,6 @@
 /* sim/outputs.c -- platform.xml, trace.json, summary.json (see sim/outputs.h). */
 #include "sim/outputs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,23 +55,7 @@ int outputs_run(const struct trace *t, const struct summary *s, const char *dir,
     return rc;
 }
 
-#define STAGE_PREFIX ".tpusim-run."
-
-/* Removes the stages a killed run left in 'dir'. */
-static void remove_stale_stages(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    struct dirent *e;
-    while (dp && (e = readdir(dp)) != NULL) {
-        if (strncmp(e->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX)) != 0)
-            continue;
-        char *p = xasprintf("%s/%s", dir, e->d_name);
-        fs_remove_tree(p);
-        free(p);
-    }
-    if (dp)
-        closedir(dp);
-}
+#define STAGE_PREFIX FS_STAGE_PREFIX
 
 static int dir_error(struct diag *d, const char *dir, const char *what)
 {
@@ -97,7 +80,7 @@ static int lock_out(struct outputs_dir *od, struct diag *d)
     }
     if (od->lock_fd < 0)
         return dir_error(d, od->out, "cannot create the lock file " FS_LOCK_NAME);
-    remove_stale_stages(od->out);
+    fs_remove_temps(od->out); /* a killed run's: the lock is ours */
     return 0;
 }
 
