@@ -442,18 +442,13 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
                                2.0);
 }
 
-/* Writes the platform where the run keeps it (or a temporary file); NULL on failure. */
-static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d)
+/* Writes the platform into the run's stage; NULL on failure. */
+static char *platform_path(const struct cfg_scenario *sc, const struct outputs_dir *od,
+                           struct diag *d)
 {
-    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
-        struct diag_loc loc = {o->out_dir, 0, 0};
-        diag_error(d, &loc, NULL, "cannot create output directory: %s", strerror(errno));
-        return NULL;
-    }
-    char *plat = o->out_dir ? xasprintf("%s/platform.xml", o->out_dir)
-                            : xasprintf("/tmp/tpusim-platform-%ld.xml", (long)getpid());
+    char *plat = outputs_dir_staged(od, "platform.xml");
     if (outputs_platform_file(sc, plat) != 0) {
-        struct diag_loc loc = {plat, 0, 0};
+        struct diag_loc loc = {od->out ? od->out : plat, 0, 0};
         diag_error(d, &loc, NULL, "cannot write the platform: %s", strerror(errno));
         free(plat);
         return NULL;
@@ -462,7 +457,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts 
 }
 
 /* After the run: failures, summary, functional checks, outputs. */
-static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s, struct diag *d)
+static int finish(struct eng_run *r, struct outputs_dir *od, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -473,7 +468,8 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s
     collect(r, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
-    if (rc == 0 && o->out_dir && outputs_run(r->trace, s, o->out_dir, d) != 0)
+    if (rc == 0 && od->out &&
+        (outputs_run(r->trace, s, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
         rc = 1;
     return rc;
 }
@@ -486,26 +482,27 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
-    char *plat = platform_path(sc, o, d);
+    struct outputs_dir od;
+    char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat) {
+        outputs_dir_close(&od);
         interrupt_restore(&old_sigint);
         return 1;
     }
     struct eng_run r = {.sc = sc};
     start(&r, o, plat);
-    if (!o->out_dir)
-        remove(plat);
     free(plat);
     interrupt_catch(NULL); /* simgrid_init installed its own (verbose-exit) */
     simgrid_run();
     interrupt_restore(&old_sigint);
     int rc = 130;
-    if (interrupt_pending()) { /* nothing is written: earlier outputs stay as they were */
-        diag_error(d, NULL, NULL, "interrupted: trace.json and summary.json not written");
+    if (interrupt_pending()) { /* nothing is moved in: earlier outputs stay as they were */
+        diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, s, d);
+        rc = finish(&r, &od, s, d);
     }
+    outputs_dir_close(&od);
     free_run(&r);
     return rc;
 }
