@@ -151,6 +151,8 @@ struct op_collective {
     uint64_t bytes;
     int naxes;
     int axes[3];            /* physical axes; for groups, the dimensions of the group torus */
+    bool dcn;               /* also across the slices, over the DCN (axes: [dcn, ...], or a
+                             * group axis that holds the slices): hierarchical */
     enum coll_algo algo;
     enum dtype dt;          /* reduction dtype */
     /* groups: over logical mesh axes instead of physical ones (topology/mesh.h) */

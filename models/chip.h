@@ -49,6 +49,11 @@ struct chip_params {
     double ici_step_lat_s;        /* fixed cost of each collective step (sem handshake) */
     enum ici_routing routing;
     enum topo_wrap_rule wrap;   /* default wraparound (topo_default_wrap) */
+    /* --- the host and its DCN NICs (multislice; topology/dcn.h) --- */
+    int dcn_host_ndims;           /* 0: the preset gives no DCN */
+    int dcn_host_shape[TOPO_MAX_DIMS]; /* the chips of one host, a block of the slice */
+    double dcn_bw_Bps;            /* per host, one direction: all its NICs */
+    double dcn_lat_s;             /* one way, NIC to NIC */
 };
 
 /* Returns the size in bytes of one element of 'dt'. */

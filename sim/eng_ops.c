@@ -126,7 +126,7 @@ void eng_run_ppermute(struct eng_task *task)
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     int me = eng_slice_chip(r, c->chip);
     int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
-    int dst = eng_sim_chip(r, to);
+    int dst = eng_sim_chip(r, c->chip, to);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
     double t0 = now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */

@@ -169,6 +169,9 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
     s->devices = (int64_t)topo->nchips * s->dev_per_chip;
+    for (int i = 0; i < mesh->naxes; i++) /* the slices over the DCN count too */
+        if (mesh->axis[i].dcn > 1)
+            s->devices *= mesh->axis[i].dcn;
     int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip;
     int rc = need(err, n, m->batch, shards, "batch",
                   "the devices the batch is split over (data x fsdp x expert x devices per chip)");

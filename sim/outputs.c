@@ -10,6 +10,7 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "models/ici.h"
+#include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
 static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
@@ -26,6 +27,8 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
 {
     struct plat_params p;
     plat_params(sc, &p);
+    if (sc->dcn.slices > 1)
+        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->sim, &p);
     return plat_write_xml(f, &sc->sim, &p);
 }
 

@@ -31,7 +31,13 @@ char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n);
  * its speed is the link's bytes per second, so a transfer is an execution of
  * its bytes there, and transfers in one direction share it fairly. */
 char *plat_pcie_host_name(int rank, bool to_device, char *buf, size_t n);
+/* Writes the zone of PCIe hosts of chips 0 .. nchips - 1 (speed: bytes/s). */
+void plat_write_pcie_zone(FILE *out, int nchips, double Bps);
 
+/* Writes one <cluster topology="TORUS"> for 't' named 'id' whose hosts are
+ * '<prefix><simnode>' (plat_write_xml's, and each slice's in topology/dcn.h). */
+void plat_write_cluster(FILE *out, const struct topo *t, const struct plat_params *p,
+                        const char *id, const char *prefix);
 /* Writes the platform for 't' to 'out'. Returns 0, or -1 on a write error. */
 int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p);
 

@@ -37,6 +37,7 @@ struct summary_op {
     double flops, vpu_flops, transcendentals;
     double hbm_bytes, ici_bytes;
     double pcie_bytes;          /* host_copy: bytes over the chips' PCIe links */
+    double dcn_bytes;           /* sent over the DCN (multislice); written when slices > 1 */
     uint64_t vmem_peak_bytes;
     int64_t grid_steps;         /* summed over cores */
     int64_t compute_steps;      /* grid steps that ran matmuls (blocks visited; skipped ones did not) */
@@ -97,7 +98,9 @@ struct summary {
     int nops;
     struct summary_op *ops;     /* owned */
     int64_t total_steps;
-    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h) */
+    int slices;                 /* ICI slices joined by the DCN (0 or 1: one slice) */
+    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h,
+                                 * in every slice) */
     int sim_shape[3];
     /* the program's timeline (chip 0): present when 'timeline' */
     bool timeline;
