@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <simgrid/semaphore.h>
-
 #include "base/xalloc.h"
 #include "kernels/collective.h"
 #include "kernels/kernel.h"

@@ -19,6 +19,7 @@
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
