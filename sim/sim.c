@@ -401,8 +401,11 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->chip_barrier && i < r->sc->sim.nchips; i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
-    for (int i = 0; r->cores && i < r->ncores; i++)
+    for (int i = 0; r->cores && i < r->ncores; i++) {
         free(r->cores[i].done_bits);
+        /* the engines' handles: released as their wait unwound when they were killed */
+        free(r->cores[i].engine_w);
+    }
     free(r->cores);
     for (int i = 0; r->chips && i < r->sc->sim.nchips; i++) {
         sg_cond_destroy(r->chips[i].changed);
