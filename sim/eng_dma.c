@@ -70,6 +70,15 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
     d->dst = task->done_mb;
     d->operand = operand;
     d->in = in;
+    if (d->ready > d->t_issue && !c->engine_started) { /* started by the first DMA that waits */
+        c->engine_started = true;
+        char name[48];
+        snprintf(name, sizeof name, "eng.%d", c->gid);
+        sg_actor_t a = sg_actor_init(name, c->host);
+        sg_actor_set_data(a, c);
+        sg_actor_start(a, eng_dma_engine_main, 0, NULL);
+        sg_actor_daemonize(a);
+    }
     /* no detached comms: SimGrid 3.32 keeps those in one list that every
      * completion scans, quadratic in the DMAs in flight over the slice */
     if (d->ready > d->t_issue)

@@ -45,6 +45,7 @@ struct eng_core {
     int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
     sg_mailbox_t engine;                /* DMA engine requests */
+    bool engine_started;                /* its DMA engine actor runs (started on demand) */
     sg_comm_t *engine_w;                /* what the DMA engine waits on (the array freed with the run) */
     size_t engine_n, engine_cap;
     bool done;                          /* finished every op */

@@ -187,7 +187,6 @@ static void spawn(struct eng_run *r)
             c->gid = chip * sc->chip.cores + k;
             snprintf(name, sizeof name, "eng.%d", c->gid);
             c->engine = sg_mailbox_by_name(name);
-            start_actor(name, h, c, eng_dma_engine_main, true);
             snprintf(name, sizeof name, "tc%d", c->gid);
             start_actor(name, h, c, eng_core_main, false);
         }
