@@ -134,8 +134,12 @@ valgrind: deps
 	    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
 	    SGFLAG=--cfg=contexts/factory:thread all unit bad-input e2e
 
-bench: deps $(B)/tpusim
-	@sh tools/bench.sh $(B)/tpusim
+bench: deps $(B)/tpusim $(B)/sg_baseline
+	@sh tools/bench.sh $(B)/tpusim $(B)/sg_baseline
+
+$(B)/sg_baseline: tools/sg_baseline.c
+	@mkdir -p $(@D)
+	@$(CC) $(CSTD) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) $< -o $@ $(LDLIBS)
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

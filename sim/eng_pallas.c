@@ -71,7 +71,9 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
     trace_counter(c->run->trace, c->chip, name, now(), (double)pl_vmem_bytes(call, &sc->chip));
     bool fast = sc->fidelity == CFG_FIDELITY_FAST;
-    if (script && pl_scriptable(call)) {
+    /* exact fidelity: a script would hold every step (and the walk is cheap
+     * beside the step's own activities) */
+    if (script && fast && pl_scriptable(call)) {
         if (!*script)
             *script = pl_record(call, &sc->chip, b, e, fast);
         struct pl_exec ex = {&eng_pallas_ops, task, fast};

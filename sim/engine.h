@@ -49,6 +49,9 @@ struct eng_core {
     int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
     sg_mailbox_t engine;                /* DMA engine requests */
+    bool engine_started;                /* its DMA engine actor runs (started on demand) */
+    sg_comm_t *engine_w;                /* what the DMA engine waits on (the array freed with the run) */
+    size_t engine_n, engine_cap;
     bool done;                          /* finished every op */
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
@@ -112,6 +115,7 @@ struct eng_dma {
     uint64_t bytes;
     sg_mailbox_t dst;
     sg_comm_t comm; /* the get (local) or the put (remote) */
+    sg_comm_t post; /* local: the request to the DMA engine, or the transfer when it has no latency */
     void *got;
     int operand;
     bool in;

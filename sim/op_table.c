@@ -135,7 +135,8 @@ static const struct walk_key coll_matmul_keys[] = {
 
 #define COLLECTIVE(nm)                                                                             \
     {                                                                                              \
-        .name = nm, .category = "collective", .async = true, .keys = collective_keys,              \
+        .name = nm, .category = "collective", .async = true, .core0 = true,                       \
+        .keys = collective_keys,                                                                   \
         .extra_keys = collective_extra, .load = cfg_load_axes, .check = coll_check,                \
         .run = eng_run_collective, .reach = coll_reach                                             \
     }
@@ -150,6 +151,7 @@ static const struct op_row rows[] = {
     [OP_PPERMUTE] = {.name = "ppermute",
                      .category = "collective",
                      .async = true,
+                     .core0 = true,
                      .keys = ppermute_keys,
                      .check = copy_check_ppermute,
                      .run = eng_run_ppermute,
@@ -189,6 +191,7 @@ static const struct op_row rows[] = {
     [OP_REMOTE_COPY] = {.name = "remote_copy",
                         .category = "collective",
                         .async = true,
+                        .core0 = true,
                         .load = cfg_load_remote_copy,
                         .check = coll_check_remote_copy,
                         .run = eng_run_remote_copy, .reach = coll_reach_remote_copy},

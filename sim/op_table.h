@@ -36,6 +36,8 @@ struct op_row {
     const char *name;              /* the YAML name */
     const char *category;          /* matmul, attention, fusion, collective, copy */
     bool async;                    /* runs beside the compute stream (start/done), not on it */
+    bool core0;                    /* async, and only core 0 of a chip does the work: the
+                                      other cores' instances finish at once, without an actor */
     const struct walk_key *keys;   /* plain keys read into struct op (NULL: 'load' reads all) */
     const char *const *extra_keys; /* further keys 'load' reads (with 'keys') */
     op_load_fn *load;              /* may be NULL */

@@ -27,8 +27,10 @@
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
-/* Many actors: small stacks without guard pages, to stay under the
- * process's limit of memory mappings (vm.max_map_count, 65,530).
+/* Many actors: small stacks (64 KiB: each is committed and zeroed when
+ * guard pages are off, so 256 KiB stacks were most of the memory of a
+ * 6144-chip slice) without guard pages, to stay under the process's limit
+ * of memory mappings (vm.max_map_count, 65,530).
  * network/optim:Full: SimGrid 3.32's default lazy max-min update let flows
  * of a line all-gather with a non-zero link latency finish a third early
  * (a 25 MB transfer over a 42.75 GB/s link in 392 us); Full recomputes the
@@ -37,6 +39,11 @@
  * ("cannot saturate more a constraint that has no active element") on
  * all-to-alls of 5 or more chips over 86.4 GB/s links; the run times of the
  * tests and the fidelity points are identical either way. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_STACK_KIB "256" /* the sanitizer's frames are several times larger */
+#else
+#define SIM_STACK_KIB "64" /* the deepest actor (a collective's reduction running a pallas_call) uses a fraction */
+#endif
 static void init_simgrid(const struct sim_opts *o, int actors)
 {
     static const char *const flags[] = {
@@ -52,7 +59,7 @@ static void init_simgrid(const struct sim_opts *o, int actors)
     argv[argc++] = xstrdup("tpusim");
     for (int i = 0; i < n; i++)
         argv[argc++] = xstrdup(flags[i]);
-    argv[argc++] = xstrdup("--cfg=contexts/stack-size:256");
+    argv[argc++] = xstrdup("--cfg=contexts/stack-size:" SIM_STACK_KIB);
     if (actors > 8000)
         argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
     for (int i = 0; i < o->sg_argc; i++)
@@ -208,7 +215,6 @@ static void spawn(struct eng_run *r)
             c->gid = chip * sc->chip.cores + k;
             snprintf(name, sizeof name, "eng.%d", c->gid);
             c->engine = sg_mailbox_by_name(name);
-            start_actor(name, h, c, eng_dma_engine_main, true);
             snprintf(name, sizeof name, "tc%d", c->gid);
             start_actor(name, h, c, eng_core_main, false);
         }
@@ -431,8 +437,11 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->chip_barrier && i < cfg_engine_chips(r->sc); i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
-    for (int i = 0; r->cores && i < r->ncores; i++)
+    for (int i = 0; r->cores && i < r->ncores; i++) {
         free(r->cores[i].done_bits);
+        /* the engines' handles: released as their wait unwound when they were killed */
+        free(r->cores[i].engine_w);
+    }
     free(r->cores);
     for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
         sg_cond_destroy(r->chips[i].changed);
