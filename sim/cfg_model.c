@@ -129,7 +129,7 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     static const char *const optimizers[] = {"adamw", NULL};
     v = 0;
     walk_enum(w, t, "model", "optimizer", optimizers, &v);
-    walk_dtype(w, t, "model", "dtype", &m->dtype);
+    walk_mxu_dtype(w, t, "model", "dtype", &m->dtype);
     walk_dtype(w, t, "model", "weight_dtype", &m->weight_dtype);
     m->mu_dtype = m->weight_dtype;
     walk_dtype(w, t, "model", "mu_dtype", &m->mu_dtype);

@@ -99,7 +99,7 @@ void cfg_load_flash(struct walk *w, const struct cfg_node *m, const char *p, str
     f->kv_seq_len = f->q_seq_len;
     walk_int(w, m, p, "kv_seq_len", false, 1, 1 << 24, &f->kv_seq_len);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &f->head_dim);
-    walk_dtype(w, m, p, "dtype", &f->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &f->dt);
     walk_bool(w, m, p, "causal", &f->causal);
     walk_bool(w, m, p, "bias", &f->bias);
     get_mode(w, m, p, &f->mode);
@@ -294,7 +294,7 @@ void cfg_load_splash(struct walk *w, const struct cfg_node *m, const char *p, st
     s->kv_seq_len = s->q_seq_len;
     walk_int(w, m, p, "kv_seq_len", false, 1, 1 << 24, &s->kv_seq_len);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &s->head_dim);
-    walk_dtype(w, m, p, "dtype", &s->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &s->dt);
     get_mode(w, m, p, &s->mode);
     const struct cfg_node *seg = cfg_get(m, "segment_ids");
     if (seg) {
@@ -374,7 +374,7 @@ void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, str
     walk_int(w, m, p, "q_heads", true, 1, 1 << 16, &g->q_heads);
     walk_int(w, m, p, "kv_heads", true, 1, 1 << 16, &g->kv_heads);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &g->head_dim);
-    walk_dtype(w, m, p, "dtype", &g->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &g->dt);
     walk_dtype(w, m, p, "kv_dtype", &g->kv_dt);
     walk_int(w, m, p, "page_size", false, 1, 1 << 16, &g->page_size);
     walk_int(w, m, p, "pages_per_seq", true, 1, 1 << 20, &g->pages_per_seq);
@@ -524,7 +524,7 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
     walk_int(w, m, p, "q_heads", true, 1, 1 << 16, &r->q_heads);
     walk_int(w, m, p, "kv_heads", true, 1, 1 << 16, &r->kv_heads);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &r->head_dim);
-    walk_dtype(w, m, p, "dtype", &r->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &r->dt);
     walk_dtype(w, m, p, "kv_dtype", &r->kv_dt);
     walk_int(w, m, p, "page_size", false, 1, 1 << 16, &r->page_size);
     walk_int(w, m, p, "max_model_len", true, 1, 1 << 24, &r->max_model_len);

@@ -369,6 +369,29 @@ int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const
     return -1;
 }
 
+int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+                   enum dtype *out)
+{
+    if (walk_dtype(w, m, path, key, out) != 0)
+        return -1;
+    const struct chip_params *c = w->chip;
+    const struct cfg_node *n = cfg_get(m, key);
+    if (!n || !c || c->hypothetical || c->mxu_dtype[*out])
+        return 0;
+    char want[160], list[64] = "";
+    for (int dt = 0; dt < DT_COUNT; dt++)
+        if (c->mxu_dtype[dt] && dt != DT_INT32)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     dtype_name((enum dtype)dt));
+    snprintf(want, sizeof want,
+             "a dtype the %s MXU takes (%s; chip: {base: %s, hypothetical: true} allows others)",
+             c->name, list, c->name);
+    char *p = walk_join(path, key);
+    walk_type_error(w, n, p, want);
+    free(p);
+    return -1;
+}
+
 /* A fraction in (0, 1], default 1. */
 void walk_fraction(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                          double *out)
@@ -419,6 +442,7 @@ static void store_default(const struct walk_key *k, char *base)
         *(bool *)p = k->dflt != 0;
         break;
     case WALK_DTYPE:
+    case WALK_MXU_DTYPE:
         *(enum dtype *)p = (enum dtype)k->dflt;
         break;
     case WALK_REAL:
@@ -453,6 +477,9 @@ static void read_key(struct walk *w, const struct cfg_node *m, const char *path,
         break;
     case WALK_DTYPE:
         walk_dtype(w, m, path, k->key, p);
+        break;
+    case WALK_MXU_DTYPE:
+        walk_mxu_dtype(w, m, path, k->key, p);
         break;
     case WALK_REAL:
         walk_positive(w, m, path, k->key, p);
