@@ -121,6 +121,10 @@ ln -s "$t/victim" "$t/plant2/.tpusim-lock"
 "$bin" run "$small" -o "$t/plant2" -q >/dev/null 2>"$t/plant2.err"; rc=$?
 [ $rc = 1 ] && [ "$(cat "$t/victim")" = precious ] && grep -q 'cannot create the lock file' \
     "$t/plant2.err" && ok || bad "planted lock link: exit $rc"
+# Issue 18.14: what cannot exist is refused (tests/data/bad/slice_*, dtype_*), but a
+# hypothetical chip allows it: a v5e 32x32 running an fp8 matmul
+printf 'chip: {base: v5e, hypothetical: true}\ntopology: {shape: [32, 32]}\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, dtype: fp8}\n' >"$t/whatif.yaml"
+"$bin" check "$t/whatif.yaml" | grep -q ': ok (1 ops, 1024 chips' && ok || bad "hypothetical chip"
 # a sweep example: tables, report, plots; infeasible points are rows
 "$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
