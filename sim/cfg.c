@@ -199,7 +199,7 @@ static const struct cfg_node *auto_view(const struct cfg_node *m, const struct o
 }
 
 /* The kind's own keys: its key table, then its loader. */
-static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
 {
     const struct op_row *row = op_row(op->kind);
     struct cfg_node view;
@@ -216,6 +216,7 @@ static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
     if (row->load)
         row->load(w, m, p, op);
     if (m == &view) {
+        ((struct cfg_node *)mo)->checked = view.checked;
         free(view.keys);
         free(view.kids);
         free(view.key_line);
@@ -250,7 +251,7 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
     walk_bool(w, m, p, "functional", &op->functional);
     walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
               "from 64KiB to 16GiB", &op->vmem_limit_bytes);
-    load_kind(w, m, p, op);
+    cfg_load_op_kind(w, m, p, op);
 }
 
 /* What the loader keeps of each op while it reads the workload (document order). */
@@ -557,6 +558,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     cfg_normalize_chip(root);
     for (int i = 0; i < nsets; i++)
         cfg_apply_set(root, sets[i], d);
+    cfg_forget_reads(root);
     struct walk w = {.d = d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
@@ -583,6 +585,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_node_free(expanded);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
+        if (diag_count(d) == 0)
+            walk_check_unread(&w, root, "");
         if (diag_count(d) == 0)
             spmd_fold(sc, sc->all_chips);
     }

@@ -300,7 +300,10 @@ void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_para
         static const char *const skip[] = {"base", NULL};
         cfg_merge(preset, ch, skip);
     }
+    cfg_forget_reads(preset);
     load_chip_tree(w, preset, "chip", c);
+    if (diag_count(w->d) == 0)
+        walk_check_unread(w, preset, "chip");
     cfg_node_free(preset);
 }
 

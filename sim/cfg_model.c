@@ -173,6 +173,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
         walk_type_error(w, t, "model", "a model with seq_len (tokens per sequence)");
     if (diag_count(w->d) == before)
         check_model(w, t, m);
+    cfg_copy_reads(node, t); /* the walk read the merged copy */
     cfg_node_free(t);
     return diag_count(w->d) > before ? -1 : 0;
 }

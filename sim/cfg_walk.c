@@ -77,6 +77,11 @@ bool walk_name_ok(const char *s)
 void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                        const char *const *allowed)
 {
+    ((struct cfg_node *)m)->checked = true; /* walk_check_unread looks at it */
+    for (int i = 0; w->log && allowed[i]; i++) {
+        w->log->keys = xrealloc(w->log->keys, sizeof(char *) * (size_t)(w->log->n + 1));
+        w->log->keys[w->log->n++] = xstrdup(allowed[i]);
+    }
     for (int i = 0; i < m->n; i++) {
         bool found;
         const char *best = walk_suggest(m->keys[i], allowed, &found);
@@ -87,6 +92,24 @@ void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
             diag_error(w->d, &loc, path, "unknown key '%s' (did you mean '%s'?)", m->keys[i], best);
         else
             diag_error(w->d, &loc, path, "unknown key '%s'", m->keys[i]);
+    }
+}
+
+void walk_check_unread(struct walk *w, const struct cfg_node *n, const char *path)
+{
+    if (!n || n->type == CFG_SCALAR)
+        return;
+    for (int i = 0; i < n->n; i++) {
+        char idx[24];
+        snprintf(idx, sizeof idx, "%d", i);
+        char *p = walk_join(path, n->type == CFG_MAP ? n->keys[i] : idx);
+        if (n->type == CFG_MAP && n->checked && !n->kids[i]->read) {
+            struct diag_loc loc = {n->file, n->key_line[i], n->key_col[i]};
+            diag_error(w->d, &loc, p, "not used here: nothing reads '%s' (remove it)",
+                       n->keys[i]);
+        }
+        walk_check_unread(w, n->kids[i], p);
+        free(p);
     }
 }
 
