@@ -125,6 +125,13 @@ ln -s "$t/victim" "$t/plant2/.tpusim-lock"
 # hypothetical chip allows it: a v5e 32x32 running an fp8 matmul
 printf 'chip: {base: v5e, hypothetical: true}\ntopology: {shape: [32, 32]}\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, dtype: fp8}\n' >"$t/whatif.yaml"
 "$bin" check "$t/whatif.yaml" | grep -q ': ok (1 ops, 1024 chips' && ok || bad "hypothetical chip"
+# Issue 18.17: two ops of one name compared as +0.0 % while one took 35x longer; names are
+# unique in a scenario (tests/data/bad/duplicate_op_name.yaml) and compare, which pairs ops by
+# name, refuses a summary with a name twice (an edited or older one)
+printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "dup", "time_s": 1}, {"name": "dup", "time_s": 1}]}\n' >"$t/dup.json"
+"$bin" compare "$t/dup.json" "$t/busy/summary.json" >/dev/null 2>"$t/dup.err"; rc=$?
+[ $rc = 2 ] && grep -qF "$t/dup.json: op name 'dup' appears twice (ops 0 and 1); ops are paired by name" \
+    "$t/dup.err" && ok || bad "compare of duplicate op names: exit $rc"
 # a sweep example: tables, report, plots; infeasible points are rows
 "$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
