@@ -144,7 +144,9 @@ fuzz: deps
 
 fidelity: deps $(B)/tpusim
 	@rc=0; sh tools/fidelity.sh $(B)/tpusim || rc=1; echo; \
-	    python3 tools/fidelity_xla.py $(B)/tpusim || rc=1; exit $$rc
+	    python3 tools/fidelity_xla.py $(B)/tpusim || rc=1; echo; \
+	    python3 tools/fidelity_models.py $(B)/tpusim $(if $(MODEL_ROWS),--only $(MODEL_ROWS)) \
+	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; exit $$rc
 
 check-layers:
 	@sh tools/check_layers.sh

@@ -42,6 +42,38 @@ static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *w
     }
 }
 
+/* topology.slices and topology.dcn: N copies of the slice joined by the DCN. */
+static void load_slices(struct walk *w, const struct cfg_node *t, struct cfg_scenario *sc)
+{
+    int64_t slices = 1;
+    double bisection = 0;
+    const struct cfg_node *dn = t ? cfg_get(t, "dcn") : NULL;
+    if (t)
+        walk_int(w, t, "topology", "slices", false, 1, DCN_MAX_SLICES, &slices);
+    if (dn && walk_is_map(w, dn, "topology.dcn")) {
+        static const char *const keys[] = {"bisection", NULL};
+        walk_check_keys(w, dn, "topology.dcn", keys);
+        walk_qty(w, dn, "topology.dcn", "bisection", false, UNITS_BANDWIDTH, false, &bisection);
+    }
+    const struct chip_params *ch = &sc->chip;
+    sc->dcn.slices = (int)slices;
+    if (slices == 1 || diag_count(w->d) > 0)
+        return;
+    const struct cfg_node *sl = cfg_get(t, "slices");
+    char err[256];
+    if (ch->dcn_host_ndims == 0) {
+        walk_type_error(w, sl, "topology.slices", "1 for a chip without a dcn: section "
+                        "(host_shape, bandwidth, latency)");
+    } else if ((int64_t)sc->topo.nchips * slices > (1 << 20)) {
+        walk_type_error(w, sl, "topology.slices", "at most 1048576 chips in all slices");
+    } else if (dcn_init(&sc->dcn, &sc->topo, (int)slices, ch->dcn_host_shape, ch->dcn_host_ndims,
+                        ch->dcn_bw_Bps, ch->dcn_lat_s, bisection, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(sl, &loc);
+        diag_error(w->d, &loc, "topology.slices", "%s", err);
+    }
+}
+
 /* True when a slice of 'shape' fits the chip's pod (its axes sorted against
  * the pod's) within its largest slice, or the chip is hypothetical. */
 static bool slice_exists(const struct chip_params *c, int nd, const int *shape)
@@ -95,7 +127,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     const struct cfg_node *t = walk_field(w, root, "", "topology", false);
     const struct cfg_node *sh = NULL;
     if (t && walk_is_map(w, t, "topology")) {
-        static const char *const keys[] = {"shape", "wraparound", NULL};
+        static const char *const keys[] = {"shape", "wraparound", "slices", "dcn", NULL};
         walk_check_keys(w, t, "topology", keys);
         sh = walk_field(w, t, "topology", "shape", true);
     }
@@ -121,6 +153,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
         slice_rule(&sc->chip, want, sizeof want);
         walk_type_error(w, sh, "topology.shape", want);
     }
+    load_slices(w, t && t->type == CFG_MAP ? t : NULL, sc);
 }
 
 /* ---------------- options ---------------- */
@@ -396,6 +429,23 @@ static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_
     graph_draft_fini(&L.draft);
 }
 
+/* A mesh's devices folded into chips, its slices given to an axis, its axes
+ * laid out on the slice. */
+static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, size_t n)
+{
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(m, cfg_total_chips(sc), dpc, err, n) != 0 ||
+        mesh_place_slices(m, sc->topo.nchips, sc->dcn.slices, err, n) != 0)
+        return -1;
+    for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
+        if (m->axis[i].dcn > 1) {
+            snprintf(err, n, "expected no axis over the DCN without topology.slices, got '%s' "
+                             "with dcn: %d", m->axis[i].name, m->axis[i].dcn);
+            return -1;
+        }
+    return mesh_layout(m, &sc->topo, err, n);
+}
+
 /* The top-level mesh: its axes laid out on the topology. */
 static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
@@ -403,9 +453,7 @@ static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_sc
     if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
         return;
     char err[256];
-    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
-    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
-        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+    if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
         struct diag_loc loc;
         walk_loc(m, &loc);
         diag_error(w->d, &loc, "mesh", "%s", err);
@@ -427,9 +475,7 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     }
     if (!c->own_mesh)
         c->mesh = sc->mesh;
-    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
-                               err, sizeof err) != 0 ||
-             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+    else if (mesh_setup(sc, &c->mesh, err, sizeof err) != 0) {
         diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
         return;
     }
@@ -450,6 +496,23 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     c->naxes = g.ndims;
     for (int a = 0; a < g.ndims; a++)
         c->axes[a] = a;
+    c->dcn = mesh_axes_dcn(&c->mesh, c->group_axes, c->ngroup);
+}
+
+/* A collective across the slices (axes: [dcn, ...] or a group axis on the
+ * DCN) needs slices, and runs hierarchically only as a reduction or a gather. */
+static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    const struct op *op = &sc->ops[i];
+    const struct cfg_op_src *src = &sc->src[i];
+    const struct cfg_node *ax = cfg_get(src->node, "axes");
+    const struct cfg_node *at = ax ? ax : src->node;
+    char *p = walk_join(src->path, ax ? "axes" : "groups");
+    if (sc->dcn.slices <= 1 && !op->u.coll.grouped)
+        walk_type_error(w, at, p, "physical axes without dcn (dcn needs topology.slices > 1)");
+    else if (op->kind == OP_ALL_TO_ALL)
+        walk_type_error(w, at, p, "axes within a slice (an all_to_all does not run over the DCN)");
+    free(p);
 }
 
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
@@ -457,6 +520,9 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
             resolve_groups(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
+            check_dcn(w, sc, i);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;
@@ -498,10 +564,16 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
     if (cfg_load_model(w, mn, &ms->m) != 0)
         return NULL;
-    if (!sc->has_mesh) {
+    if (!sc->has_mesh) { /* MaxText's defaults: ici_fsdp -1, dcn_data -1 */
         sc->mesh = (struct mesh){.naxes = 1};
         snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
         sc->mesh.axis[0].size = sc->topo.nchips;
+        if (sc->dcn.slices > 1) {
+            sc->mesh.naxes = 2;
+            sc->mesh.axis[1] = sc->mesh.axis[0];
+            sc->mesh.axis[0] = (struct mesh_axis){.size = sc->dcn.slices, .dcn = sc->dcn.slices};
+            snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "data");
+        }
         char err[256];
         if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
             diag_error(w->d, &loc, "mesh", "%s", err);
@@ -647,4 +719,12 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->name);
     free(sc->file);
     memset(sc, 0, sizeof *sc);
+}
+
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (sc->ops[i].kind == kind)
+            return true;
+    return false;
 }

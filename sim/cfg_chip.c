@@ -142,6 +142,20 @@ static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pr
     free(p);
 }
 
+/* pcie: the host link of one chip (optional: a chip without it has no host_copy). */
+static void load_pcie(struct walk *w, const struct cfg_node *root, const char *pre,
+                      struct chip_params *c)
+{
+    char *p = walk_join(pre, "pcie");
+    const struct cfg_node *h = walk_field(w, root, pre, "pcie", false);
+    if (h && walk_is_map(w, h, p)) {
+        static const char *const keys[] = {"bandwidth", NULL};
+        walk_check_keys(w, h, p, keys);
+        walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->pcie_bw_Bps);
+    }
+    free(p);
+}
+
 static void load_ici(struct walk *w, const struct cfg_node *root, const char *pre,
                      struct chip_params *c)
 {
@@ -168,6 +182,35 @@ static void load_ici(struct walk *w, const struct cfg_node *root, const char *pr
     walk_enum(w, ici, p, "wraparound", wraps, &wr);
     c->routing = (enum ici_routing)r;
     c->wrap = (enum topo_wrap_rule)wr;
+    free(p);
+}
+
+/* dcn: {host_shape, bandwidth, latency}: optional (a preset without it has no multislice). */
+static void load_dcn(struct walk *w, const struct cfg_node *root, const char *pre,
+                     struct chip_params *c)
+{
+    char *p = walk_join(pre, "dcn");
+    const struct cfg_node *d = walk_field(w, root, pre, "dcn", false);
+    if (d && walk_is_map(w, d, p)) {
+        static const char *const keys[] = {"host_shape", "bandwidth", "latency", NULL};
+        walk_check_keys(w, d, p, keys);
+        const struct cfg_node *hs = walk_field(w, d, p, "host_shape", true);
+        char *hp = walk_join(p, "host_shape");
+        if (hs && (hs->type != CFG_SEQ || hs->n < 1 || hs->n > TOPO_MAX_DIMS)) {
+            walk_type_error(w, hs, hp, "a list of 1 to 3 lengths, like [2, 4]");
+        } else if (hs) {
+            c->dcn_host_ndims = hs->n;
+            for (int i = 0; i < TOPO_MAX_DIMS; i++) {
+                int64_t v = 1;
+                if (i < hs->n)
+                    walk_item(w, hs, hp, i, 1, 64, &v);
+                c->dcn_host_shape[i] = (int)v;
+            }
+        }
+        free(hp);
+        walk_qty(w, d, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->dcn_bw_Bps);
+        walk_qty(w, d, p, "latency", true, UNITS_TIME, true, &c->dcn_lat_s);
+    }
     free(p);
 }
 
@@ -206,13 +249,15 @@ static void load_slice(struct walk *w, const struct cfg_node *root, const char *
     free(p);
 }
 
+
 static void load_chip_tree(struct walk *w, const struct cfg_node *root, const char *pre,
                            struct chip_params *c)
 {
     if (!walk_is_map(w, root, *pre ? pre : "chip"))
         return;
     static const char *const keys[] = {"name", "generation", "tensorcore", "hbm", "ici",
-                                       "slice", "hypothetical", "base", NULL};
+                                       "pcie", "dcn",  "slice",      "hypothetical", "base",
+                                       NULL};
     walk_check_keys(w, root, pre, keys);
     const struct cfg_node *name = cfg_get(root, "name");
     if (name && name->type == CFG_SCALAR)
@@ -221,6 +266,8 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
     load_tc(w, root, pre, c);
     load_hbm(w, root, pre, c);
     load_ici(w, root, pre, c);
+    load_pcie(w, root, pre, c);
+    load_dcn(w, root, pre, c);
     load_slice(w, root, pre, c);
     walk_bool(w, root, pre, "hypothetical", &c->hypothetical);
 }

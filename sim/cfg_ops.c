@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "topology/dcn.h"
 #include "kernels/fusion.h"
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
@@ -619,14 +620,30 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
         walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
     } else if (g) {
         load_groups(w, g, p, c);
-    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 3)) {
-        walk_type_error(w, ax, ap, "a list of 1 to 3 axes, like [0] or [0, 1]");
+    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 4)) {
+        walk_type_error(w, ax, ap, "a list of 1 to 3 axes and dcn, like [0], [0, 1] or [dcn, 0]");
     } else if (ax) {
-        c->naxes = ax->n;
+        c->naxes = 0;
         for (int i = 0; i < ax->n; i++) {
+            const struct cfg_node *it = ax->kids[i];
+            if (it->type == CFG_SCALAR && strcmp(it->value, "dcn") == 0) {
+                if (c->dcn) {
+                    char *ip = xasprintf("%s.%d", ap, i);
+                    walk_type_error(w, it, ip, "dcn at most once");
+                    free(ip);
+                }
+                c->dcn = true; /* across the slices (topology.slices) */
+                continue;
+            }
             int64_t v = 0;
             walk_item(w, ax, ap, i, 0, TOPO_MAX_DIMS - 1, &v);
-            c->axes[i] = (int)v;
+            if (c->naxes < 3)
+                c->axes[c->naxes++] = (int)v;
+            else {
+                char *ip = xasprintf("%s.%d", ap, i);
+                walk_type_error(w, it, ip, "at most 3 physical axes");
+                free(ip);
+            }
         }
     }
     free(ap);
@@ -641,9 +658,12 @@ static void load_mesh_axis(struct walk *w, const struct cfg_node *m, int i, cons
     snprintf(a->name, sizeof a->name, "%s", m->keys[i]);
     int64_t size = 1;
     if (v->type == CFG_MAP) {
-        static const char *const keys[] = {"size", "on", NULL};
+        static const char *const keys[] = {"size", "on", "dcn", NULL};
         walk_check_keys(w, v, ap, keys);
         walk_int(w, v, ap, "size", true, 1, 1 << 20, &size);
+        int64_t dcn = 0;
+        walk_int(w, v, ap, "dcn", false, 1, DCN_MAX_SLICES, &dcn);
+        a->dcn = (int)dcn;
         const struct cfg_node *on = cfg_get(v, "on");
         char *op = walk_join(ap, "on");
         if (on && (on->type != CFG_SEQ || on->n < 1 || on->n > MESH_MAX_FACTORS)) {

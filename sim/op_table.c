@@ -23,6 +23,11 @@ static const struct walk_key hbm_copy_keys[] = {
     KEY("chunk", WALK_BYTES, hbm_copy.chunk_bytes),
     {0}};
 
+static const struct walk_key host_copy_keys[] = {
+    KEY("bytes", WALK_BYTES, host_copy.bytes, .required = true),
+    KEY("direction", WALK_ENUM, host_copy.dir, .required = true, .names = copy_host_dir_names),
+    {0}};
+
 static const struct walk_key ppermute_keys[] = {
     KEY("bytes", WALK_BYTES, ppermute.bytes, .required = true),
     KEY("axis", WALK_INT32, ppermute.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
@@ -200,6 +205,12 @@ static const struct op_row rows[] = {
         XLA_OP("transpose", shape_keys, shape_extra, cfg_load_xla, &kern_transpose_kind),
     [OP_COPY] = XLA_SHAPED("copy", shape_keys),
     [OP_EINSUM] = MATMUL("einsum", einsum_keys),
+    [OP_HOST_COPY] = {.name = "host_copy",
+                      .category = "copy",
+                      .async = true,
+                      .keys = host_copy_keys,
+                      .check = copy_check_host,
+                      .run = eng_run_host_copy},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 

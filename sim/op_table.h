@@ -66,7 +66,7 @@ void op_fini(struct op *op);
 op_load_fn cfg_load_flash, cfg_load_splash, cfg_load_paged, cfg_load_ragged, cfg_load_axes,
     cfg_load_remote_copy, cfg_load_fusion, cfg_load_xla;
 /* sim/eng_ops.c, sim/eng_coll.c: runners */
-op_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_ppermute, eng_run_collective,
+op_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_host_copy, eng_run_ppermute, eng_run_collective,
     eng_run_remote_copy, eng_run_collective_matmul;
 
 #endif

@@ -10,6 +10,7 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "models/ici.h"
+#include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
 static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
@@ -19,12 +20,15 @@ static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
     p->hbm_bw_Bps = hbm_bw_Bps(&sc->chip);
     p->ici_bw_Bps = ici_link_Bps(&sc->chip);
     p->ici_lat_s = sc->chip.ici_hop_lat_s;
+    p->pcie_Bps = cfg_uses_kind(sc, OP_HOST_COPY) ? sc->chip.pcie_bw_Bps : 0;
 }
 
 int outputs_platform(const struct cfg_scenario *sc, FILE *f)
 {
     struct plat_params p;
     plat_params(sc, &p);
+    if (sc->dcn.slices > 1)
+        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->sim, &p);
     return plat_write_xml(f, &sc->sim, &p);
 }
 
