@@ -110,11 +110,13 @@ cp "$t/busy/platform.xml" "$t/platform.before"
 # are never written through; a planted lock link is refused; a killed run's stage is removed
 mkdir -p "$t/plant/.tpusim-run.AbCdEf"
 echo precious >"$t/victim"
+echo mine >"$t/plant/notes.tmp.abcdef" # the user's file with a temporary-like name stays
 for f in summary.json.tmp trace.json.tmp platform.xml.tmp summary.json trace.json; do
     ln -s "$t/victim" "$t/plant/$f"
 done
 "$bin" run "$small" -o "$t/plant" -q >/dev/null 2>&1 && [ "$(cat "$t/victim")" = precious ] \
     && [ ! -L "$t/plant/summary.json" ] && [ ! -e "$t/plant/.tpusim-run.AbCdEf" ] \
+    && [ "$(cat "$t/plant/notes.tmp.abcdef")" = mine ] \
     && grep -q '"scenario": *"small-a"' "$t/plant/summary.json" && ok || bad "planted links"
 mkdir -p "$t/plant2"
 ln -s "$t/victim" "$t/plant2/.tpusim-lock"
