@@ -142,9 +142,10 @@ $(B)/sg_baseline: tools/sg_baseline.c
 	@$(CC) $(CSTD) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) $< -o $@ $(LDLIBS)
 
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 fuzz: deps
 	@command -v clang >/dev/null || { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev; }
-	@sh tools/fuzz.sh $(FUZZ_SECONDS)
+	@sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fidelity: deps $(B)/tpusim
 	@rc=0; sh tools/fidelity.sh $(B)/tpusim || rc=1; echo; \

@@ -199,14 +199,14 @@ static int is_temp_name(const char *name)
     return t && t != name && strlen(t + 5) == 6;
 }
 
-int fs_remove_temps(const char *dir)
+static int remove_temps(const char *dir, bool files)
 {
     DIR *d = opendir(dir);
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
         bool stage = !strncmp(e->d_name, FS_STAGE_PREFIX, strlen(FS_STAGE_PREFIX));
-        if (!is_temp_name(e->d_name) && !stage)
+        if (!stage && !(files && is_temp_name(e->d_name)))
             continue;
         char *p = xasprintf("%s/%s", dir, e->d_name);
         n += (stage ? fs_remove_tree(p) : unlink(p)) == 0;
@@ -215,6 +215,16 @@ int fs_remove_temps(const char *dir)
     if (d)
         closedir(d);
     return n;
+}
+
+int fs_remove_temps(const char *dir)
+{
+    return remove_temps(dir, true);
+}
+
+int fs_remove_stages(const char *dir)
+{
+    return remove_temps(dir, false);
 }
 
 int fs_remove_tree(const char *path)

@@ -68,6 +68,10 @@ int fs_dir_lock(const char *dir, const char *who, char *holder, size_t n);
 /* Removes the lock file of 'dir' and drops the lock 'fd' (nothing for -1). */
 void fs_dir_unlock(const char *dir, int fd);
 
+/* Removes only the runs' stages (FS_STAGE_PREFIX directories) in 'dir': a
+ * run's output directory may be the user's (-o .), whose files stay. */
+int fs_remove_stages(const char *dir);
+
 /* True if 'path' exists (any type). */
 int fs_exists(const char *path);
 

@@ -84,7 +84,7 @@ static int lock_out(struct outputs_dir *od, struct diag *d)
     }
     if (od->lock_fd < 0)
         return dir_error(d, od->out, "cannot create the lock file " FS_LOCK_NAME);
-    fs_remove_temps(od->out); /* a killed run's: the lock is ours */
+    fs_remove_stages(od->out); /* a killed run's: the lock is ours */
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "sim/autotune.h"
 #include "sim/engine.h"
 #include "sim/model.h"
+#include "sim/op_table.h"
 #include "sim/outputs.h"
 #include "sim/progress.h"
 #include "sim/timeline.h"
@@ -290,7 +291,7 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
                                 o->overhead_s, o->latency_s, o->pcie_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
-        o->peak_frac = o->flops / (t * ch->peak_flops[DT_BF16] * used);
+        o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
     } else if (o->bound == BOUND_HBM) {
         o->peak_frac = hbm_peak_fraction(ch, o->hbm_bytes / chips, t);
     } else if (o->bound == BOUND_ICI) {

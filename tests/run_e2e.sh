@@ -110,17 +110,30 @@ cp "$t/busy/platform.xml" "$t/platform.before"
 # are never written through; a planted lock link is refused; a killed run's stage is removed
 mkdir -p "$t/plant/.tpusim-run.AbCdEf"
 echo precious >"$t/victim"
+echo mine >"$t/plant/notes.tmp.abcdef" # the user's file with a temporary-like name stays
 for f in summary.json.tmp trace.json.tmp platform.xml.tmp summary.json trace.json; do
     ln -s "$t/victim" "$t/plant/$f"
 done
 "$bin" run "$small" -o "$t/plant" -q >/dev/null 2>&1 && [ "$(cat "$t/victim")" = precious ] \
     && [ ! -L "$t/plant/summary.json" ] && [ ! -e "$t/plant/.tpusim-run.AbCdEf" ] \
+    && [ "$(cat "$t/plant/notes.tmp.abcdef")" = mine ] \
     && grep -q '"scenario": *"small-a"' "$t/plant/summary.json" && ok || bad "planted links"
 mkdir -p "$t/plant2"
 ln -s "$t/victim" "$t/plant2/.tpusim-lock"
 "$bin" run "$small" -o "$t/plant2" -q >/dev/null 2>"$t/plant2.err"; rc=$?
 [ $rc = 1 ] && [ "$(cat "$t/victim")" = precious ] && grep -q 'cannot create the lock file' \
     "$t/plant2.err" && ok || bad "planted lock link: exit $rc"
+# Issue 18.14: what cannot exist is refused (tests/data/bad/slice_*, dtype_*), but a
+# hypothetical chip allows it: a v5e 32x32 running an fp8 matmul
+printf 'chip: {base: v5e, hypothetical: true}\ntopology: {shape: [32, 32]}\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, dtype: fp8}\n' >"$t/whatif.yaml"
+"$bin" check "$t/whatif.yaml" | grep -q ': ok (1 ops, 1024 chips' && ok || bad "hypothetical chip"
+# Issue 18.17: two ops of one name compared as +0.0 % while one took 35x longer; names are
+# unique in a scenario (tests/data/bad/duplicate_op_name.yaml) and compare, which pairs ops by
+# name, refuses a summary with a name twice (an edited or older one)
+printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "dup", "time_s": 1}, {"name": "dup", "time_s": 1}]}\n' >"$t/dup.json"
+"$bin" compare "$t/dup.json" "$t/busy/summary.json" >/dev/null 2>"$t/dup.err"; rc=$?
+[ $rc = 2 ] && grep -qF "$t/dup.json: op name 'dup' appears twice (ops 0 and 1); ops are paired by name" \
+    "$t/dup.err" && ok || bad "compare of duplicate op names: exit $rc"
 # a sweep example: tables, report, plots; infeasible points are rows
 "$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \

@@ -213,6 +213,31 @@ static void test_matmul_functional_matches_reference(void **state)
     }
 }
 
+/* Issue 18.14: an int8 matmul on v5e was reported at 182 % of peak, measured
+ * against the bf16 peak (197 Tf) instead of the int8 one (394 Tf). An
+ * MXU-bound 16384^3 int8 matmul: % of peak = 2 x 16384^3 / time / 394e12,
+ * and the same with bf16 against 197e12: both below 100 %. */
+static void test_peak_fraction_of_the_op_dtype(void **state)
+{
+    (void)state;
+    const char *dts[] = {"int8", "bf16"};
+    const double peak[] = {394e12, 197e12};
+    const int bk[] = {4096, 2048}; /* the VMEM limit's largest for each */
+    for (int i = 0; i < 2; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml,
+                 "chip: v5e\nworkload:\n  - {op: matmul, m: 16384, k: 16384, n: 16384, dtype: %s, "
+                 "block: {bm: 512, bk: %d, bn: 512}}\n",
+                 dts[i], bk[i]);
+        struct result r = run(yaml, NULL, 0);
+        assert_int_equal(r.rc, 0);
+        assert_string_equal(r.bound[0], "mxu");
+        double want = 2.0 * 16384.0 * 16384.0 * 16384.0 / r.time[0] / peak[i];
+        assert_true(fabs(r.peak[0] - want) < 1e-9);
+        assert_true(r.peak[0] > 0.5 && r.peak[0] <= 1.0);
+    }
+}
+
 static void test_vmem_overflow_is_bad_input(void **state)
 {
     (void)state;
@@ -278,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_matmul_repeated_groups_coalesce_exactly),
         cmocka_unit_test(test_matmul_megacore_splits_parallel_dims),
         cmocka_unit_test(test_matmul_functional_matches_reference),
+        cmocka_unit_test(test_peak_fraction_of_the_op_dtype),
         cmocka_unit_test(test_vmem_overflow_is_bad_input),
         cmocka_unit_test(test_simgrid_routes_match_topology),
     };
