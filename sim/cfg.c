@@ -74,6 +74,52 @@ static void load_slices(struct walk *w, const struct cfg_node *t, struct cfg_sce
     }
 }
 
+/* True when a slice of 'shape' fits the chip's pod (its axes sorted against
+ * the pod's) within its largest slice, or the chip is hypothetical. */
+static bool slice_exists(const struct chip_params *c, int nd, const int *shape)
+{
+    if (c->hypothetical || !c->slice_dims)
+        return true;
+    int s[TOPO_MAX_DIMS] = {1, 1, 1};
+    int64_t chips = 1;
+    for (int i = 0; i < nd; i++) {
+        s[i] = shape[i];
+        chips *= shape[i];
+    }
+    int used = 0;
+    for (int i = 0; i < nd; i++)
+        used += shape[i] > 1;
+    if (used > c->slice_dims || (c->slice_max_chips && chips > c->slice_max_chips))
+        return false;
+    for (int i = 1; i < TOPO_MAX_DIMS; i++) /* descending: axes of 1 fall off the end */
+        for (int j = i; j > 0 && s[j] > s[j - 1]; j--) {
+            int t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    for (int i = 0; i < c->slice_dims; i++) /* largest against largest */
+        if (c->slice_max[0] && s[i] > c->slice_max[c->slice_dims - 1 - i])
+            return false;
+    return true;
+}
+
+/* What slice_exists wants, for the message. */
+static void slice_rule(const struct chip_params *c, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "a %s slice (at most %d axes", c->name, c->slice_dims);
+    if (c->slice_max[0]) {
+        k += snprintf(buf + k, n - (size_t)k, ", fitting the ");
+        for (int i = c->slice_dims - 1; i >= 0; i--)
+            k += snprintf(buf + k, n - (size_t)k, "%d%s", c->slice_max[i], i ? "x" : "");
+        k += snprintf(buf + k, n - (size_t)k, " pod in any order");
+    }
+    if (c->slice_max_chips)
+        k += snprintf(buf + k, n - (size_t)k, ", at most %lld chips",
+                      (long long)c->slice_max_chips);
+    snprintf(buf + k, n - (size_t)k, "; chip: {base: %s, hypothetical: true} allows others)",
+             c->name);
+}
+
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
@@ -102,6 +148,10 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     if (topo_init(&sc->topo, nd, shape, wrap) != 0 || sc->topo.nchips > 65536) {
         if (t)
             walk_type_error(w, t, "topology", "at most 65536 chips");
+    } else if (sh && !slice_exists(&sc->chip, nd, shape)) {
+        char want[256];
+        slice_rule(&sc->chip, want, sizeof want);
+        walk_type_error(w, sh, "topology.shape", want);
     }
     load_slices(w, t && t->type == CFG_MAP ? t : NULL, sc);
 }
@@ -182,7 +232,7 @@ static const struct cfg_node *auto_view(const struct cfg_node *m, const struct o
 }
 
 /* The kind's own keys: its key table, then its loader. */
-static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
 {
     const struct op_row *row = op_row(op->kind);
     struct cfg_node view;
@@ -199,6 +249,7 @@ static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
     if (row->load)
         row->load(w, m, p, op);
     if (m == &view) {
+        ((struct cfg_node *)mo)->checked = view.checked;
         free(view.keys);
         free(view.kids);
         free(view.key_line);
@@ -233,7 +284,7 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
     walk_bool(w, m, p, "functional", &op->functional);
     walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
               "from 64KiB to 16GiB", &op->vmem_limit_bytes);
-    load_kind(w, m, p, op);
+    cfg_load_op_kind(w, m, p, op);
 }
 
 /* What the loader keeps of each op while it reads the workload (document order). */
@@ -579,7 +630,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     cfg_normalize_chip(root);
     for (int i = 0; i < nsets; i++)
         cfg_apply_set(root, sets[i], d);
-    struct walk w = {d};
+    cfg_forget_reads(root);
+    struct walk w = {.d = d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
                                            "mesh", "workload", "model",    NULL};
@@ -590,6 +642,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
             walk_type_error(&w, nm, "name", WALK_NAME_RULE);
         sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
+        w.chip = &sc->chip;
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
         load_mesh(&w, root, sc);
@@ -604,6 +657,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_node_free(expanded);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
+        if (diag_count(d) == 0)
+            walk_check_unread(&w, root, "");
         if (diag_count(d) == 0)
             spmd_fold(sc, sc->all_chips);
     }
@@ -664,4 +719,12 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->name);
     free(sc->file);
     memset(sc, 0, sizeof *sc);
+}
+
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (sc->ops[i].kind == kind)
+            return true;
+    return false;
 }

@@ -85,6 +85,9 @@ int cfg_load_scenario_text(const char *text, size_t len, const char *file, const
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
 
+/* True if some op of 'sc' is of kind 'kind'. */
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind);
+
 /* True if 'name' may name a scenario, an op or a block: 1 to 64 letters,
  * digits, '_', '-' or ':' (no path separators, dots or blanks). */
 bool cfg_name_ok(const char *name);

@@ -373,8 +373,13 @@ void eng_run_collective(struct eng_task *task)
     coll_plan_slices(task->op, dev.topo, sc->dcn.slices, &dev.plan);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
     task->coll = &dev;
-    for (int s = 0; s < dev.nsems; s++) /* push-only DMAs need a receiver from the start */
-        sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
+    /* push-only DMAs need a receiver from the start: the semaphores the plan uses */
+    for (int p = 0; p < dev.plan.nparts; p++)
+        for (int q = 0; q < dev.plan.parts[p].nphases; q++)
+            for (int s = 0; s < 4; s++)
+                if (s < 2 || dev.plan.parts[p].phases[q].kind == COLL_PSUM)
+                    sg_mailbox_set_receiver(sg_mailbox_get_name(
+                        sem_mb(c->chip, task->opi, coll_sem_id(p, q, s & 1, s >= 2))));
     struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
@@ -456,7 +461,7 @@ static void chunk_matmul(struct eng_task *task, int64_t m)
     if (kern_init(&k, op_row(OP_MATMUL)->kern, &mm, &task->core->run->sc->chip, false, err,
                   sizeof err) == 0)
         for (int i = 0; i < k.ncalls; i++)
-            eng_run_pallas(task, &k.calls[i]);
+            eng_run_pallas(task, &k.calls[i], NULL);
     kern_fini(&k);
 }
 

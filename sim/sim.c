@@ -20,6 +20,7 @@
 #include "sim/autotune.h"
 #include "sim/engine.h"
 #include "sim/model.h"
+#include "sim/op_table.h"
 #include "sim/outputs.h"
 #include "sim/progress.h"
 #include "sim/timeline.h"
@@ -27,8 +28,10 @@
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
-/* Many actors: small stacks without guard pages, to stay under the
- * process's limit of memory mappings (vm.max_map_count, 65,530).
+/* Many actors: small stacks (64 KiB: each is committed and zeroed when
+ * guard pages are off, so 256 KiB stacks were most of the memory of a
+ * 6144-chip slice) without guard pages, to stay under the process's limit
+ * of memory mappings (vm.max_map_count, 65,530).
  * network/optim:Full: SimGrid 3.32's default lazy max-min update let flows
  * of a line all-gather with a non-zero link latency finish a third early
  * (a 25 MB transfer over a 42.75 GB/s link in 392 us); Full recomputes the
@@ -37,6 +40,11 @@
  * ("cannot saturate more a constraint that has no active element") on
  * all-to-alls of 5 or more chips over 86.4 GB/s links; the run times of the
  * tests and the fidelity points are identical either way. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_STACK_KIB "256" /* the sanitizer's frames are several times larger */
+#else
+#define SIM_STACK_KIB "64" /* the deepest actor (a collective's reduction running a pallas_call) uses a fraction */
+#endif
 static void init_simgrid(const struct sim_opts *o, int actors)
 {
     static const char *const flags[] = {
@@ -52,7 +60,7 @@ static void init_simgrid(const struct sim_opts *o, int actors)
     argv[argc++] = xstrdup("tpusim");
     for (int i = 0; i < n; i++)
         argv[argc++] = xstrdup(flags[i]);
-    argv[argc++] = xstrdup("--cfg=contexts/stack-size:256");
+    argv[argc++] = xstrdup("--cfg=contexts/stack-size:" SIM_STACK_KIB);
     if (actors > 8000)
         argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
     for (int i = 0; i < o->sg_argc; i++)
@@ -73,6 +81,7 @@ static void build_kernels(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     r->kern = xcalloc((size_t)sc->nops, sizeof *r->kern);
     r->kern_fn = xcalloc((size_t)sc->nops, sizeof *r->kern_fn);
+    r->scripts = xcalloc((size_t)sc->nops, sizeof *r->scripts);
     for (int i = 0; i < sc->nops; i++) {
         const struct kern_kind *kind = op_row(sc->ops[i].kind)->kern;
         if (!kind)
@@ -83,6 +92,8 @@ static void build_kernels(struct eng_run *r)
             kern_init(&r->kern_fn[i], kind, &sc->ops[i], &sc->chip, true, err, sizeof err);
             kern_data(&r->kern_fn[i], sc->seed + (uint64_t)i);
         }
+        r->scripts[i] = xcalloc((size_t)(r->kern[i].ncalls * sc->chip.cores) + 1,
+                                sizeof *r->scripts[i]);
     }
 }
 
@@ -116,6 +127,9 @@ static void trace_tracks(struct eng_run *r)
                              k * 10 + tracks[u].order);
             }
         }
+        for (int dir = 0; dir < 2 && cfg_uses_kind(sc, OP_HOST_COPY); dir++)
+            trace_thread(r->trace, chip, ENG_TID_PCIE(dir), dir ? "PCIe to device" : "PCIe to host",
+                         ENG_TID_PCIE(dir));
         for (int a = 0; a < sc->sim.ndims; a++)
             for (int dir = 1; dir >= -1; dir -= 2) {
                 snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
@@ -202,7 +216,6 @@ static void spawn(struct eng_run *r)
             c->gid = chip * sc->chip.cores + k;
             snprintf(name, sizeof name, "eng.%d", c->gid);
             c->engine = sg_mailbox_by_name(name);
-            start_actor(name, h, c, eng_dma_engine_main, true);
             snprintf(name, sizeof name, "tc%d", c->gid);
             start_actor(name, h, c, eng_core_main, false);
         }
@@ -272,14 +285,15 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->latency_s /= chips;
     o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
     o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
+    o->pcie_s = pcie_busy_s(ch, o->pcie_bytes / chips);
     if (sc->dcn.slices > 1) /* a chip's share of its host's NICs */
         o->dcn_s = o->dcn_bytes / chips / (sc->dcn.nic_Bps / sc->dcn.chips_per_host);
     summary_pick_bound(o);
-    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s, o->ici_s,
-                                o->overhead_s, o->latency_s, o->dcn_s};
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
-        o->peak_frac = o->flops / (t * ch->peak_flops[DT_BF16] * used);
+        o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
     } else if (o->bound == BOUND_HBM) {
         o->peak_frac = hbm_peak_fraction(ch, o->hbm_bytes / chips, t);
     } else if (o->bound == BOUND_ICI) {
@@ -415,14 +429,22 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
         kern_fini(&r->kern[i]);
         kern_fini(&r->kern_fn[i]);
+        for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
+             j++)
+            pl_script_free(r->scripts[i][j]);
+        free(r->scripts ? r->scripts[i] : NULL);
     }
+    free(r->scripts);
     free(r->kern);
     free(r->kern_fn);
     for (int i = 0; r->chip_barrier && i < cfg_engine_chips(r->sc); i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
-    for (int i = 0; r->cores && i < r->ncores; i++)
+    for (int i = 0; r->cores && i < r->ncores; i++) {
         free(r->cores[i].done_bits);
+        /* the engines' handles: released as their wait unwound when they were killed */
+        free(r->cores[i].engine_w);
+    }
     free(r->cores);
     for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
         sg_cond_destroy(r->chips[i].changed);
@@ -458,18 +480,13 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
                                2.0);
 }
 
-/* Writes the platform where the run keeps it (or a temporary file); NULL on failure. */
-static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d)
+/* Writes the platform into the run's stage; NULL on failure. */
+static char *platform_path(const struct cfg_scenario *sc, const struct outputs_dir *od,
+                           struct diag *d)
 {
-    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
-        struct diag_loc loc = {o->out_dir, 0, 0};
-        diag_error(d, &loc, NULL, "cannot create output directory: %s", strerror(errno));
-        return NULL;
-    }
-    char *plat = o->out_dir ? xasprintf("%s/platform.xml", o->out_dir)
-                            : xasprintf("/tmp/tpusim-platform-%ld.xml", (long)getpid());
+    char *plat = outputs_dir_staged(od, "platform.xml");
     if (outputs_platform_file(sc, plat) != 0) {
-        struct diag_loc loc = {plat, 0, 0};
+        struct diag_loc loc = {od->out ? od->out : plat, 0, 0};
         diag_error(d, &loc, NULL, "cannot write the platform: %s", strerror(errno));
         free(plat);
         return NULL;
@@ -478,7 +495,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts 
 }
 
 /* After the run: failures, summary, functional checks, outputs. */
-static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s, struct diag *d)
+static int finish(struct eng_run *r, struct outputs_dir *od, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -489,7 +506,8 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s
     collect(r, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
-    if (rc == 0 && o->out_dir && outputs_run(r->trace, s, o->out_dir, d) != 0)
+    if (rc == 0 && od->out &&
+        (outputs_run(r->trace, s, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
         rc = 1;
     return rc;
 }
@@ -502,26 +520,27 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
-    char *plat = platform_path(sc, o, d);
+    struct outputs_dir od;
+    char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat) {
+        outputs_dir_close(&od);
         interrupt_restore(&old_sigint);
         return 1;
     }
     struct eng_run r = {.sc = sc};
     start(&r, o, plat);
-    if (!o->out_dir)
-        remove(plat);
     free(plat);
     interrupt_catch(NULL); /* simgrid_init installed its own (verbose-exit) */
     simgrid_run();
     interrupt_restore(&old_sigint);
     int rc = 130;
-    if (interrupt_pending()) { /* nothing is written: earlier outputs stay as they were */
-        diag_error(d, NULL, NULL, "interrupted: trace.json and summary.json not written");
+    if (interrupt_pending()) { /* nothing is moved in: earlier outputs stay as they were */
+        diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, s, d);
+        rc = finish(&r, &od, s, d);
     }
+    outputs_dir_close(&od);
     free_run(&r);
     return rc;
 }

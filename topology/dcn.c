@@ -106,6 +106,8 @@ int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
             "           bw=\"%.17gBps\" lat=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"\n"
             "           bb_bw=\"%.17gBps\" bb_lat=\"0s\" bb_sharing_policy=\"SHARED\"/>\n",
             dp.nics - 1, dp.nic_Bps, d->lat_s / 2, dp.backbone_Bps);
+    if (p->pcie_Bps > 0) /* every simulated chip of every slice, in the engine's order */
+        plat_write_pcie_zone(out, d->slices * sim->nchips, p->pcie_Bps);
     fprintf(out, "  </zone>\n</platform>\n");
     return ferror(out) ? -1 : 0;
 }

@@ -7,6 +7,24 @@ char *plat_host_name(const struct topo *t, int rank, char *buf, size_t n)
     return buf;
 }
 
+char *plat_pcie_host_name(int rank, bool to_device, char *buf, size_t n)
+{
+    snprintf(buf, n, "pcie_%s%d", to_device ? "down" : "up", rank);
+    return buf;
+}
+
+void plat_write_pcie_zone(FILE *out, int nchips, double Bps)
+{
+    char name[48];
+    fprintf(out, "  <!-- the PCIe link of each chip, one host per direction (speed: bytes/s) -->\n"
+                 "  <zone id=\"pcie\" routing=\"None\">\n");
+    for (int i = 0; i < nchips; i++)
+        for (int down = 0; down < 2; down++)
+            fprintf(out, "    <host id=\"%s\" speed=\"%.17gf\"/>\n",
+                    plat_pcie_host_name(i, down, name, sizeof name), Bps);
+    fprintf(out, "  </zone>\n");
+}
+
 /* The torus axes as SimGrid's topo_parameters ("16,16"; axes of length 1
  * are left out: SimGrid would declare their self-link twice). */
 static void torus_dims(const struct topo *t, char *dims, size_t n)
@@ -46,7 +64,13 @@ int plat_write_xml(FILE *out, const struct topo *t, const struct plat_params *p)
     fprintf(out, "  <!-- %d chips; torus %s (axes without wraparound are doubled and only\n"
                  "       their lower half is used); limiter link = HBM -->\n",
             t->nchips, dims);
+    if (p->pcie_Bps > 0)
+        fprintf(out, "<zone id=\"world\" routing=\"Full\">\n");
     plat_write_cluster(out, t, p, "pod", "chip");
+    if (p->pcie_Bps > 0) {
+        plat_write_pcie_zone(out, t->nchips, p->pcie_Bps);
+        fprintf(out, "</zone>\n");
+    }
     fprintf(out, "</platform>\n");
     return ferror(out) ? -1 : 0;
 }

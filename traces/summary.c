@@ -21,7 +21,7 @@ const char *summary_cat_name(enum summary_cat c)
 const char *bound_name(enum bound b)
 {
     static const char *const names[BOUND_COUNT] = {"mxu", "vpu", "hbm", "ici", "overhead",
-                                                   "latency", "dcn"};
+                                                   "latency", "pcie", "dcn"};
     return b < BOUND_COUNT ? names[b] : "?";
 }
 
@@ -29,7 +29,8 @@ void summary_op_scale(struct summary_op *o, int mult)
 {
     double m = mult;
     o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
-    o->hbm_bytes *= m, o->ici_bytes *= m, o->dcn_bytes *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m, o->pcie_bytes *= m, o->pcie_s *= m;
+    o->dcn_bytes *= m;
     o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
     o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
     o->latency_s *= m, o->dcn_s *= m;
@@ -38,8 +39,8 @@ void summary_op_scale(struct summary_op *o, int mult)
 
 void summary_pick_bound(struct summary_op *op)
 {
-    double t[BOUND_COUNT] = {op->mxu_s, op->vpu_s,      op->hbm_s,   op->ici_s,
-                             op->overhead_s, op->latency_s, op->dcn_s};
+    double t[BOUND_COUNT] = {op->mxu_s,      op->vpu_s,     op->hbm_s,  op->ici_s,
+                             op->overhead_s, op->latency_s, op->pcie_s, op->dcn_s};
     int best = 0;
     for (int i = 1; i < BOUND_COUNT; i++)
         if (t[i] > t[best])
@@ -84,9 +85,13 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
     fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
                "\"overhead\": %.9e, \"latency\": %.9e",
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+    if (o->pcie_bytes > 0) /* host_copy only: other ops' rows keep their keys */
+        fprintf(f, ", \"pcie\": %.9e", o->pcie_s);
     if (dcn)
         fprintf(f, ", \"dcn\": %.9e", o->dcn_s);
     fputc('}', f);
+    if (o->pcie_bytes > 0)
+        fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
     if (o->tuned)
         write_auto(f, o->tuned);
     fputc('}', f);

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
-             BOUND_DCN, BOUND_COUNT };
+             BOUND_PCIE, BOUND_DCN, BOUND_COUNT };
 
 #define SUMMARY_MAX_AUTO 12
 
@@ -36,6 +36,7 @@ struct summary_op {
     double start_s, end_s;
     double flops, vpu_flops, transcendentals;
     double hbm_bytes, ici_bytes;
+    double pcie_bytes;          /* host_copy: bytes over the chips' PCIe links */
     double dcn_bytes;           /* sent over the DCN (multislice); written when slices > 1 */
     uint64_t vmem_peak_bytes;
     int64_t grid_steps;         /* summed over cores */
@@ -43,7 +44,7 @@ struct summary_op {
     int64_t dmas;
     int64_t coalesced_runs;
     /* busy time per unit, summed over cores (seconds) */
-    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s;
+    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s, pcie_s;
     double dcn_s;               /* DCN bytes per chip over its share of its host's NICs */
     double peak_frac;           /* of the bounding unit's peak, 0..1 */
     enum bound bound;
