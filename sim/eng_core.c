@@ -137,8 +137,8 @@ static void trace_deps(struct eng_core *c, int op, const struct graph_waits *w)
     int to = op_row(r->sc->ops[op].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
     for (int i = 0; i < w->n; i++) {
         int from = op_row(r->sc->ops[w->op[i]].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
-        trace_flow(r->trace, 0, from, r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to,
-                   now());
+        trace_flow(r->trace, TRACE_OPS, "after", 0, from,
+                   r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to, now());
     }
 }
 

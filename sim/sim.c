@@ -291,7 +291,8 @@ static void hbm_counters(struct eng_run *r)
         level += e[2];
         bool last = i + 1 == n || ev[3 * (i + 1)] != e[0] || ev[3 * (i + 1) + 1] != e[1];
         if (last) {
-            trace_counter(r->trace, (int)e[0], "HBM GB/s", e[1], level > 1 ? level / 1e9 : 0);
+            trace_counter(r->trace, TRACE_STEPS, (int)e[0], "HBM GB/s", e[1],
+                          level > 1 ? level / 1e9 : 0);
             if (i + 1 == n || ev[3 * (i + 1)] != e[0])
                 level = 0;
         }
@@ -419,7 +420,6 @@ static void free_run(struct eng_run *r)
 static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->trace = trace_new(o->max_trace_events ? o->max_trace_events : 2000000);
     r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
     build_kernels(r);
     trace_tracks(r);
@@ -461,7 +461,7 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s
     collect(r, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
-    if (rc == 0 && o->out_dir && outputs_run(r->trace, s, o->out_dir, d) != 0)
+    if (rc == 0 && o->out_dir && outputs_run(r->trace, s, o, d) != 0)
         rc = 1;
     return rc;
 }
@@ -472,14 +472,20 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
     if (validate_scenario(sc, &lim, d) != 0)
         return 2;
+    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
+    if (!r.trace)
+        return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     char *plat = platform_path(sc, o, d);
-    if (!plat) {
+    if (!plat || outputs_trace_open(r.trace, o, d) != 0) {
+        if (plat && !o->out_dir)
+            remove(plat);
+        free(plat);
+        trace_free(r.trace);
         interrupt_restore(&old_sigint);
         return 1;
     }
-    struct eng_run r = {.sc = sc};
     start(&r, o, plat);
     if (!o->out_dir)
         remove(plat);

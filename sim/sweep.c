@@ -130,7 +130,8 @@ static void child_main(struct runner *r, int i, bool trace)
     int rc = 2;
     if (cfg_load_scenario(r->sp->base_path, (const char *const *)sets, n, &sc, d) == 0) {
         struct sim_opts o = {
-            .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
+            .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
+            .no_summary = true};
         struct summary s = {0};
         struct autotune_cache *cache = autotune_cache_new();
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};

@@ -127,6 +127,106 @@ static void write_timeline(FILE *f, const struct summary *s)
     fprintf(f, "%s]", s->nblocks ? "\n  " : "");
 }
 
+/* Formats seconds for a --trace-window bound: "10.6ms" style, exact to 1 ns. */
+static void fmt_window(char *buf, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(buf, n, "%.9gs", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.6gms", s * 1e3);
+    else
+        snprintf(buf, n, "%.6gus", s * 1e6);
+}
+
+void summary_trace_hint(const struct summary *s, char *buf, size_t n)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    buf[0] = 0;
+    if (st->level == TRACE_NONE) {
+        snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
+    } else if (st->dropped) {
+        /* events come in the order the run records them: the cap cuts the
+         * run's tail, so windows as long as the run over the parts give it all */
+        size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
+        int parts = (int)((all + st->max_events - 1) / st->max_events);
+        size_t k = (size_t)snprintf(buf, n,
+                                    "the run has %zu events at this level; for all of them: "
+                                    "--trace-max-events %zu, or %d runs with",
+                                    all, want, parts);
+        for (int i = 0; i < parts && i < 3 && k < n; i++) {
+            char a[32], b[32];
+            fmt_window(a, sizeof a, st->last_s * i / parts);
+            fmt_window(b, sizeof b, st->last_s * (i + 1) / parts);
+            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s:%s", i ? "," : "",
+                                  i ? a : "0", i + 1 == parts ? "" : b);
+        }
+        if (parts > 3 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, " ...");
+        if (st->level > TRACE_OPS && k < n)
+            snprintf(buf + k, n - k, ", or --trace %s",
+                     st->level == TRACE_STEPS ? "units" : "ops");
+    } else if (st->filtered) {
+        snprintf(buf, n, "%zu events of other chips or outside the window were left out: widen "
+                         "--trace-chips or --trace-window for them", st->filtered);
+    } else if (st->level < TRACE_STEPS) {
+        snprintf(buf, n, "--trace steps adds every grid step, DMA and ICI hop%s",
+                 st->level == TRACE_OPS ? " (--trace units: one span per op and unit)" : "");
+    }
+}
+
+static void write_trace(FILE *f, const struct summary *s)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    fprintf(f, ",\n  \"trace\": {\"level\": \"%s\", \"path\": %s, \"events\": %zu, "
+               "\"dropped\": %zu, \"filtered\": %zu, \"max_events\": %zu, \"bytes\": %llu,\n",
+            trace_level_name(st->level), st->level == TRACE_NONE ? "null" : "\"trace.json\"",
+            st->events, st->dropped, st->filtered, st->max_events,
+            (unsigned long long)st->bytes);
+    fputs("    \"chips\": ", f);
+    if (tr->chips)
+        json_write_string(f, tr->chips);
+    else
+        fputs("null", f);
+    if (tr->window)
+        fprintf(f, ", \"window_s\": [%.9e, %.9e]", tr->window_t0_s, tr->window_t1_s);
+    else
+        fputs(", \"window_s\": null", f);
+    fprintf(f, ", \"complete\": %s, \"complete_until_s\": ", st->dropped ? "false" : "true");
+    if (st->dropped)
+        fprintf(f, "%.9e", st->complete_until_s);
+    else
+        fputs("null", f);
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    fputs(", \"hint\": ", f);
+    json_write_string(f, hint);
+    fputc('}', f);
+}
+
+void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
+{
+    const struct trace_stats *st = &s->trace.st;
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    if (st->level == TRACE_NONE) {
+        fprintf(out, "wrote %s/summary.json (no trace: --trace none)\n", dir);
+        return;
+    }
+    char size[32];
+    if (st->bytes >= 1000000)
+        snprintf(size, sizeof size, "%.1f MB", (double)st->bytes / 1e6);
+    else
+        snprintf(size, sizeof size, "%.1f kB", (double)st->bytes / 1e3);
+    fprintf(out, "wrote %s/trace.json (--trace %s: %zu events, %s; open in "
+                 "https://ui.perfetto.dev), %s/summary.json\n",
+            dir, trace_level_name(st->level), st->events, size, dir);
+    if (st->dropped)
+        fprintf(out, "warning: trace.json is incomplete: %zu events dropped past --trace-max-events "
+                     "%zu; %s\n", st->dropped, st->max_events, hint);
+}
+
 int summary_write_json(const struct summary *s, const char *path)
 {
     struct fs_atomic a;
@@ -153,6 +253,8 @@ int summary_write_json(const struct summary *s, const char *path)
         write_timeline(f, s);
     if (s->model.present)
         write_model(f, &s->model);
+    if (s->trace.present)
+        write_trace(f, s);
     fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
 }
@@ -283,5 +385,6 @@ void summary_fini(struct summary *s)
     free(s->blocks);
     free(s->scenario);
     free(s->chip);
+    free(s->trace.chips);
     memset(s, 0, sizeof *s);
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "traces/trace.h"
+
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
              BOUND_COUNT };
 
@@ -88,6 +90,15 @@ struct summary_block {
     double *start_s, *end_s;    /* owned, per iteration */
 };
 
+/* What trace.json holds (traces/trace.h) and the filters that shaped it. */
+struct summary_trace {
+    bool present;               /* the run wrote its outputs */
+    struct trace_stats st;
+    char *chips;                /* owned: --trace-chips as given; NULL: every simulated chip */
+    bool window;
+    double window_t0_s, window_t1_s;
+};
+
 struct summary {
     char *scenario, *chip;      /* owned */
     int ndims;
@@ -106,6 +117,7 @@ struct summary {
     int nblocks;
     struct summary_block *blocks; /* owned */
     struct summary_model model;
+    struct summary_trace trace;
 };
 
 /* "matmul", "collective_exposed", ... */
@@ -129,6 +141,12 @@ void summary_print_auto(const char *name, const struct summary_auto *a, FILE *ou
  * blocks `block: auto` chose and, with a timeline, chip 0's time by category
  * and the critical path. */
 void summary_print_table(const struct summary *s, FILE *out);
+/* Writes to 'buf' how to get what the trace left out (dropped by the cap,
+ * filtered, or below its level): one sentence, "" when it holds everything. */
+void summary_trace_hint(const struct summary *s, char *buf, size_t n);
+/* Prints "wrote DIR/trace.json (level, events, MB; ...)" and, when events
+ * were dropped, a warning with the hint. */
+void summary_print_trace(const struct summary *s, const char *dir, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
 #endif
