@@ -19,6 +19,7 @@
 #include "models/ici.h"
 #include "sim/autotune.h"
 #include "sim/engine.h"
+#include "sim/explain.h"
 #include "sim/model.h"
 #include "sim/outputs.h"
 #include "sim/progress.h"
@@ -136,6 +137,9 @@ static void alloc_program_state(struct eng_run *r)
     r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
     for (int i = 0; i < r->ncores; i++)
         r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
+    r->core_op = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores, sizeof *r->core_op);
+    r->core_sub = xcalloc((size_t)sc->nops * KERN_MAX_CALLS * (size_t)sc->chip.cores,
+                          sizeof *r->core_sub);
     r->chips = xcalloc((size_t)sc->sim.nchips, sizeof *r->chips);
     for (int i = 0; i < sc->sim.nchips; i++) {
         r->chips[i].mutex = sg_mutex_init();
@@ -350,6 +354,7 @@ static void collect(struct eng_run *r, struct summary *s)
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
         finish_op(sc, o, &sc->ops[i]);
+        explain_op(sc, r->kern[i].kind ? &r->kern[i] : NULL, i, r->core_op, r->core_sub, o);
         if (sc->tuned && sc->tuned[i].tuned) {
             o->tuned = xcalloc(1, sizeof *o->tuned);
             autotune_summary(&sc->tuned[i], o->tuned);
@@ -364,6 +369,7 @@ static void collect(struct eng_run *r, struct summary *s)
     }
     if (sc->model)
         model_summary(sc, s);
+    explain_run(sc, s);
 }
 
 static int verify(struct eng_run *r, struct diag *d)
@@ -412,6 +418,8 @@ static void free_run(struct eng_run *r)
     free(r->res);
     free(r->error);
     free(r->rates);
+    free(r->core_op);
+    free(r->core_sub);
     trace_free(r->trace);
     progress_free(r->progress);
 }

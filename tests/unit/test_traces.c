@@ -312,6 +312,13 @@ static void two_op_summary(struct summary *s)
                                     .time_s = 0.5e-3};
     for (int i = 0; i < 2; i++)
         summary_pick_bound(&s->ops[i]);
+    /* busy over time: mxu 7e-4 / 1e-3, hbm 5e-4 / 1e-3; ici 4e-4 / 5e-4, latency 1e-5 / 5e-4 */
+    s->ops[0].bound_frac = 0.7, s->ops[0].runner_up_frac = 0.5;
+    s->ops[0].useful_bytes = 6.5e9; /* under a tenth padding: not printed */
+    s->ops[1].bound_frac = 0.8, s->ops[1].runner_up_frac = 0.02;
+    s->ops[1].coll = (struct summary_coll){.present = true, .n = 8, .data_bytes = 1e8,
+                                           .algbw_Bps = 2e11, .busbw_Bps = 1.75e11,
+                                           .link_peak_Bps = 1.8e11, .link_share = 0.972};
 }
 
 /* The same, run on an SPMD fold of 4 of the 8 chips, with chip 0's timeline:
@@ -370,6 +377,15 @@ static void test_summary_json_has_the_contract_keys(void **state)
     assert_string_equal(json_str(ops->kids[1], "bound", ""), "ici");
     assert_float_equal(json_num(ops->kids[1], "time_s", 0), 0.5e-3, 1e-15);
     assert_float_equal(json_num(ops->kids[0], "vmem_peak_bytes", 0), 10485760, 0);
+    /* the explanations */
+    assert_string_equal(json_str(ops->kids[0], "runner_up", ""), "hbm");
+    assert_float_equal(json_num(ops->kids[0], "bound_fraction", 0), 0.7, 1e-9);
+    assert_string_equal(json_str(ops->kids[1], "runner_up", ""), "latency");
+    const struct json *coll = json_get(ops->kids[1], "collective");
+    assert_non_null(coll);
+    assert_float_equal(json_num(coll, "busbw_Bps", 0), 1.75e11, 1);
+    assert_float_equal(json_num(coll, "link_share", 0), 0.972, 1e-9);
+    assert_null(json_get(ops->kids[0], "collective"));
     json_free(j);
     free(p);
 }
@@ -398,7 +414,12 @@ static void test_summary_console_table(void **state)
                               "time by category (chip 0): matmul 1.000 ms (66.7%) "
                               "collective_exposed 500.000 us (33.3%)\n"
                               "critical path: matmul-4k (1.000 ms) -> "
-                              "a-very-long-all-gather-name (500.000 us)\n");
+                              "a-very-long-all-gather-name (500.000 us)\n"
+                              "why:\n"
+                              "  matmul-4k: mxu 70% of its time, then hbm 50%\n"
+                              "  a-very-long-all-gather-name: ici 80% of its time, then latency "
+                              "2%; algbw 200.0 GB/s, busbw 175.0 GB/s over 8 devices, 97.2% of "
+                              "the links' 180.0 GB/s\n");
     free(text);
 }
 
