@@ -1,5 +1,5 @@
 /* kernels/pallas.c -- grid walk and the Pallas TPU pipeline schedule.
- * Per step s of a core's range [b, e) (pallas-semantics.md 1.2):
+ * Per step s of a core's range [b, e) (docs/pallas-semantics.md section 1):
  *   overhead; for each input: if s+1<e and idx(s+1)!=idx(s) start DMA(s+1);
  *   for each input: if s==b or idx(s)!=idx(s-1) wait DMA(s);  body;
  *   for each output: if s==e-1 or idx(s+1)!=idx(s) start write-back;

@@ -1,7 +1,7 @@
 /* kernels/pallas.h -- a pallas_call in C: grid, BlockSpecs, pipelining.
  * The runtime walks the grid in lexicographic order and issues HBM<->VMEM
  * DMAs exactly as Pallas' TPU pipeline does (jax pipeline.py Scheduler; see
- * docs/pallas-semantics.md 1.2): the next block is fetched at the
+ * docs/pallas-semantics.md section 1): the next block is fetched at the
  * start of a step only if its block index differs from the step before; the
  * current block is waited on before the body; an output is written back when
  * its index is about to change or at the last step and waited one step

@@ -1,7 +1,7 @@
 /* kernels/ragged.c -- jax ragged_paged_attention (RPA v2): mixed prefill and
  * decode over a paged KV cache with K and V interleaved on the head axis.
  * Paraphrases jax-ml/jax jax/experimental/pallas/ops/tpu/ragged_paged_attention/
- * kernel.py (pallas-semantics.md 4.2). grid (Hq / q_heads_per_blk, cdiv(T, bq)),
+ * kernel.py (docs/pallas-semantics.md section 5). grid (Hq / q_heads_per_blk, cdiv(T, bq)),
  * (A, A); q and o BlockSpec'd (bq, q_heads_per_blk, D); each kv block is
  * num_kv_pages_per_block page DMAs [page_size, 2 x kv_heads_per_blk, D], always
  * all of them (past the sequence's end the page slot 0 is copied again), double

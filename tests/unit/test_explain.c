@@ -115,14 +115,15 @@ static void test_bound_runner_up(void **state)
 }
 
 /* Useful vs padded bytes. A matmul 8 x 128 x 128 in one block (bf16): x and
- * o are [8, 128] blocks whose 8 rows the tiled layout pads to bf16's 16
- * sublanes (4096 bytes moved each for 2048 of data), y [128, 128] is
- * aligned (32768): 40960 moved, 36864 useful.
+ * o are [8, 128] blocks of 2048 bytes, which a DMA moves as a whole 4 KiB
+ * granule (4096 bytes moved each for 2048 of data); y [128, 128] is 32768:
+ * 40960 moved, 36864 useful.
  * A ragged decode with 1 KV head (the issue's case) on v6e: one sequence of
  * 100 cached tokens, pages of 16 tokens x 2 combined heads (k, v) x 128.
  * With upstream's default blocks (128 pages a kv block on v6e) its one kv
  * block fetches 128 page slots: 7 hold its tokens, the other 121 fetch page
- * 0 again; each is a 32768-byte DMA of the padded [16, 8, 128] layout for at
+ * 0 again; each is a 32768-byte DMA of the tiled [16, 8, 128] layout (the
+ * 2 combined heads padded to bf16's 8 sublanes on v6e) for at
  * most 16 x 2 x 128 x 2 = 8192 bytes of data; the data is 100 x 512 = 51200
  * bytes of KV. Besides: q
  * [1, 8, 128] (2048 of data, 4096 moved), o the same, the scalar prefetch
