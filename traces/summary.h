@@ -14,7 +14,7 @@
 #include "traces/trace.h"
 
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
-             BOUND_COUNT };
+             BOUND_PCIE, BOUND_COUNT };
 
 #define SUMMARY_MAX_AUTO 12
 
@@ -70,13 +70,15 @@ struct summary_op {
     double hbm_bytes, ici_bytes;
     double useful_bytes;        /* of hbm_bytes, data the kernel uses (no tile padding or
                                    discarded fetches): padded = hbm_bytes - useful_bytes */
+    double pcie_bytes;          /* host_copy: bytes over the chips' PCIe links */
+    double dcn_bytes;           /* sent over the DCN (multislice); written when slices > 1 */
     uint64_t vmem_peak_bytes;
     int64_t grid_steps;         /* summed over cores */
     int64_t compute_steps;      /* grid steps that ran matmuls (blocks visited; skipped ones did not) */
     int64_t dmas;
     int64_t coalesced_runs;
     /* busy time per unit, summed over cores (seconds) */
-    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s;
+    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s, pcie_s;
     double peak_frac;           /* of the bounding unit's peak, 0..1 */
     enum bound bound;
     int cores;                  /* TensorCores that ran it (summed over its instances) */
@@ -154,7 +156,9 @@ struct summary {
     int nops;
     struct summary_op *ops;     /* owned */
     int64_t total_steps;
-    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h) */
+    int slices;                 /* ICI slices joined by the DCN (0 or 1: one slice) */
+    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h,
+                                 * in every slice) */
     int sim_shape[3];
     /* the program's timeline (chip 0): present when 'timeline' */
     bool timeline;

@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include "base/diag.h"
+#include "sim/cfg.h"
 #include "sim/cfg_tree.h"
 #include "sim/model.h"
 #include "topology/mesh.h"
@@ -313,6 +314,36 @@ static void test_mesh_devices(void **state)
     assert_int_equal(m.axis[1].size, 8);
 }
 
+/* The expansion loads as a scenario: every op passes its kind's checks. A
+ * regression: over tensor 2 the rope fusion's width (2 q + 1 kv heads of 64
+ * = 192) was checked against the default head_dim 128 and refused; the
+ * expansion now gives rope its head_dim. With remat: offload it holds the
+ * host copies (their kind is known to the loader). */
+static void test_expansion_loads(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 4, tensor: 2}\n"
+        "model: {arch: llama, layers: 2, d_model: 256, heads: 4, kv_heads: 2, head_dim: 64,\n"
+        "        ffn: 512, vocab: 1024, seq_len: 256, batch: 8, remat: offload}\n";
+    struct cfg_scenario sc;
+    struct diag *d = diag_new();
+    int rc = cfg_load_scenario_text(yaml, sizeof yaml - 1, "model.yaml", NULL, 0, &sc, d);
+    if (rc != 0)
+        diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    int ropes = 0, copies = 0;
+    for (int i = 0; i < sc.nops; i++) {
+        ropes += sc.ops[i].kind == OP_ROPE && sc.ops[i].u.xla.head_dim == 64;
+        copies += sc.ops[i].kind == OP_HOST_COPY;
+    }
+    assert_int_equal(ropes, 2); /* forward and its gradient (q, k, v offloaded: no recompute) */
+    assert_int_equal(copies, 3); /* d2h after the forward layer, h2d0 and h2d */
+    assert_true(cfg_uses_kind(&sc, OP_HOST_COPY));
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_expansion_offload),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_mesh_devices),
+        cmocka_unit_test(test_expansion_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
