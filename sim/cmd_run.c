@@ -33,7 +33,33 @@ struct cli {
     char **sg_argv;
     int sg_argc;
     struct sim_opts trace; /* the --trace* flags */
+    char *command;         /* owned: the command line, shell-quoted (report.html) */
 };
+
+/* argv as one shell command line: "tpusim run ..." with each word that
+ * needs it in single quotes. New string. */
+static char *command_line(int argc, char **argv)
+{
+    char *s = xstrdup("tpusim");
+    for (int i = 0; i < argc; i++) {
+        const char *w = argv[i];
+        bool plain = *w != 0;
+        for (const char *c = w; *c; c++)
+            plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
+                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+        char *q = xstrdup("");
+        for (const char *c = w; !plain && *c; c++) {
+            char *n = *c == '\'' ? xasprintf("%s'\\''", q) : xasprintf("%s%c", q, *c);
+            free(q);
+            q = n;
+        }
+        char *n = plain ? xasprintf("%s %s", s, w) : xasprintf("%s '%s'", s, q);
+        free(q);
+        free(s);
+        s = n;
+    }
+    return s;
+}
 
 static void add_set(struct cli *c, const char *s)
 {
@@ -194,6 +220,7 @@ static int run_scenario(struct cli *c)
         struct sim_opts o = c->trace;
         o.out_dir = dir, o.sg_argc = c->sg_argc, o.sg_argv = c->sg_argv;
         o.max_steps = c->max_steps, o.max_memory_bytes = c->max_memory;
+        o.command = c->command;
         struct summary s = {0};
         rc = sim_run(&sc, &o, &s, d);
         if (rc == 0 && !c->quiet) {
@@ -253,6 +280,7 @@ static int scenario_command(int argc, char **argv, enum mode mode)
 {
     struct cli c = {0};
     char *fid = NULL;
+    c.command = command_line(argc, argv);
     int rc = parse_args(argc, argv, &c, &fid);
     if (rc == 0 && mode != MODE_RUN && !c.scenario)
         rc = cli_usage_error("missing SCENARIO");
@@ -260,6 +288,7 @@ static int scenario_command(int argc, char **argv, enum mode mode)
         rc = mode == MODE_RUN ? run_scenario(&c) : check_scenario(&c, mode == MODE_PLATFORM);
     free(c.sets);
     free(c.sg_argv);
+    free(c.command);
     free(fid);
     return rc;
 }

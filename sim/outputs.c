@@ -11,6 +11,7 @@
 #include "models/hbm.h"
 #include "models/ici.h"
 #include "sim/sim.h"
+#include "traces/report_html.h"
 #include "sim/spmd.h"
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
@@ -141,6 +142,13 @@ int outputs_run(struct trace *t, struct summary *s, const struct sim_opts *o, co
         rc = -1;
     }
     free(sp);
+    char *hp = xasprintf("%s/report.html", dir);
+    if (rc == 0 && !o->no_summary && report_html_run(s, o->command, hp) != 0) {
+        struct diag_loc loc = {dir, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write report.html: %s", strerror(errno));
+        rc = -1;
+    }
+    free(hp);
     return rc;
 }
 
@@ -225,9 +233,9 @@ int outputs_dir_commit(struct outputs_dir *od, struct diag *d)
      * beside its summary; a run without a summary (a sweep's re-run for the
      * trace) keeps the summary there, the same scenario's */
     bool summary = staged(od, "summary.json"), trace = staged(od, "trace.json");
-    static const char *const old[] = {"summary.json", "trace.json"};
+    static const char *const old[] = {"summary.json", "trace.json", "report.html"};
     int rc = 0;
-    for (int i = 0; i < 2 && rc == 0; i++) {
+    for (int i = 0; i < 3 && rc == 0; i++) {
         if (!summary || (i == 1 && trace))
             continue;
         char *p = xasprintf("%s/%s", od->out, old[i]);
@@ -235,8 +243,9 @@ int outputs_dir_commit(struct outputs_dir *od, struct diag *d)
             rc = dir_error(d, p, "cannot replace the previous output");
         free(p);
     }
-    static const char *const names[] = {"platform.xml", "trace.json", "summary.json"};
-    for (int i = 0; i < 3 && rc == 0; i++)
+    static const char *const names[] = {"platform.xml", "trace.json", "report.html",
+                                        "summary.json"};
+    for (int i = 0; i < 4 && rc == 0; i++)
         if (staged(od, names[i]))
             rc = move_in(od, names[i], d);
     return rc;

@@ -24,6 +24,7 @@ struct sim_opts {
     const char *trace_chips; /* "0,17" (slice chip numbers) or "distinct"; NULL: every simulated chip */
     bool trace_window;       /* keep only events overlapping [trace_t0_s, trace_t1_s] */
     double trace_t0_s, trace_t1_s;
+    const char *command;     /* the command line that reruns it (report.html), or NULL */
     bool no_summary;         /* write trace.json and platform.xml, not summary.json (a sweep's
                                 re-run of a point for its trace keeps the point's summary) */
     int64_t max_steps;       /* 0: the scenario's options.max_steps */

@@ -233,7 +233,7 @@ void trace_span(struct trace *t, int pid, int tid, const char *cat, const char *
         for (int k = 0; k < PER_PID; k++) {
             struct pending *p = &t->pend[(size_t)pid * PER_PID + (size_t)k];
             int ptid = k / SLOTS;
-            if (p->op && (ptid >= 100 || ptid / 10 == tid / 10) && strcmp(p->op, name) == 0)
+            if (p->op && (ptid >= 90 || ptid / 10 == tid / 10) && strcmp(p->op, name) == 0)
                 flush_pending(t, pid, ptid, p);
         }
     write_span(t, pid, tid, cat, name, t0_s, t1_s, args);
