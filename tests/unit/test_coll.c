@@ -1,5 +1,5 @@
 /* tests/unit/test_coll.c -- collectives on remote DMAs against the scaling
- * book's bandwidth-bound formulas (tpu-specs.md 2) and the line schedule. */
+ * book's bandwidth-bound formulas (docs/chips.md, "Collective costs") and the line schedule. */
 #include "test_util.h"
 
 #include "sim_fork.h"
