@@ -42,6 +42,22 @@ static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *w
     }
 }
 
+/* A chip with P ICI ports reaches two neighbours per axis: at most P/2 axes
+ * longer than 1 (v2, v3, v5e, v6e: 4 ports, a 2-D torus). */
+static void check_ports(struct walk *w, const struct cfg_node *sh, const struct chip_params *c,
+                        int nd, const int *shape)
+{
+    int axes = 0;
+    for (int i = 0; i < nd; i++)
+        axes += shape[i] > 1;
+    if (!sh || c->ici_links <= 0 || 2 * axes <= c->ici_links)
+        return;
+    char want[160];
+    snprintf(want, sizeof want, "at most %d axes longer than 1 (%s has %d ICI ports: two per axis)",
+             c->ici_links / 2, c->name, c->ici_links);
+    walk_type_error(w, sh, "topology.shape", want);
+}
+
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
@@ -63,6 +79,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
         shape[i] = (int)v;
         nd = sh->n;
     }
+    check_ports(w, sh, &sc->chip, nd, shape);
     topo_default_wrap(sc->chip.wrap, nd, shape, wrap);
     const struct cfg_node *wr = t ? cfg_get(t, "wraparound") : NULL;
     if (wr)

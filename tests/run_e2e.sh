@@ -71,6 +71,20 @@ echo $? > "$t/int.rc"
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done
+# the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
+# guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips); the
+# model steps check, or are refused for a 3-D slice (4 ICI ports: a 2-D torus)
+for c in v2 v3; do
+    for f in configs/scenarios/*.yaml; do
+        "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
+            || grep -q 'above the limit of 20000000' "$t/old.err" && ok || bad "$c: $f: $(tail -n 1 "$t/old.err")"
+    done
+    for f in configs/models/*.yaml; do
+        "$bin" check "$f" --set chip=$c >/dev/null 2>"$t/old.err" \
+            || grep -q "topology.shape: expected at most 2 axes longer than 1 ($c has 4 ICI ports" "$t/old.err" \
+            && ok || bad "$c: check $f: $(tail -n 1 "$t/old.err")"
+    done
+done
 # check takes sweep specs too: every point checked, nothing run
 for f in configs/sweeps/*.yaml; do
     "$bin" check "$f" | tail -n 1 | grep -q "^$f: ok (sweep " && ok || bad "check $f"
