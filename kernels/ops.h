@@ -38,6 +38,7 @@ enum op_kind {
     OP_TRANSPOSE,
     OP_COPY,
     OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
+    OP_HOST_COPY,     /* HBM <-> host memory over the chip's PCIe link (offloaded activations) */
     OP_KIND_COUNT
 };
 
@@ -46,6 +47,13 @@ struct mask; /* kernels/maskinfo.h */
 struct op_hbm_copy {
     uint64_t bytes;       /* per TensorCore */
     uint64_t chunk_bytes; /* 0: half the scoped VMEM limit */
+};
+
+enum host_dir { HOST_TO_HOST, HOST_TO_DEVICE };
+
+struct op_host_copy {
+    uint64_t bytes;     /* per chip */
+    enum host_dir dir;  /* to_host: HBM -> host memory; to_device: host memory -> HBM */
 };
 
 struct op_ppermute {
@@ -136,13 +144,31 @@ struct op_ragged {
 
 /* Collectives over ICI: per-device input 'bytes', over 'axes' (one ring per
  * axis, concurrently). */
-enum coll_algo { COLL_ALGO_DEFAULT, COLL_ALGO_UNI, COLL_ALGO_BIDI, COLL_ALGO_RING_PSUM,
-                 COLL_ALGO_RS_AG };
+/* The collective algorithms, one row each (kernels/collective.c's table is
+ * built from this list): enum name, YAML name, the kinds it applies to
+ * (COLL_FOR_*), whether its ring phases use both directions, whether an
+ * all-reduce runs as one ring psum pass (else reduce-scatter + all-gather). */
+#define COLL_FOR_AG (1u << 0)
+#define COLL_FOR_RS (1u << 1)
+#define COLL_FOR_AR (1u << 2)
+#define COLL_FOR_A2A (1u << 3)
+#define COLL_FOR_ALL (COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR | COLL_FOR_A2A)
+#define COLL_ALGOS(X)                                                                              \
+    X(COLL_ALGO_DEFAULT, "default", COLL_FOR_ALL, true, false)                                     \
+    X(COLL_ALGO_UNI, "unidirectional", COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR, false, false)      \
+    X(COLL_ALGO_BIDI, "bidirectional", COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR, true, false)       \
+    X(COLL_ALGO_RING_PSUM, "ring_psum", COLL_FOR_AR, true, true)                                   \
+    X(COLL_ALGO_RS_AG, "reduce_scatter_all_gather", COLL_FOR_AR, true, false)
+#define COLL_ALGO_ENUM(e, ...) e,
+enum coll_algo { COLL_ALGOS(COLL_ALGO_ENUM) COLL_ALGO_COUNT };
+#undef COLL_ALGO_ENUM
 
 struct op_collective {
     uint64_t bytes;
     int naxes;
     int axes[3];            /* physical axes; for groups, the dimensions of the group torus */
+    bool dcn;               /* also across the slices, over the DCN (axes: [dcn, ...], or a
+                             * group axis that holds the slices): hierarchical */
     enum coll_algo algo;
     enum dtype dt;          /* reduction dtype */
     /* groups: over logical mesh axes instead of physical ones (topology/mesh.h) */
@@ -226,6 +252,7 @@ struct op {
     bool autotune;             /* `block: auto`: sim/autotune.h searches its blocks */
     union {
         struct op_hbm_copy hbm_copy;
+        struct op_host_copy host_copy;
         struct op_ppermute ppermute;
         struct op_matmul matmul;
         struct op_flash flash;

@@ -846,11 +846,46 @@ static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t
     free(prev.p);
 }
 
+/* The sums of a run are taken from zero and added to the caller's at its end,
+ * so a replayed script (pl_replay) adds exactly what the run would have. */
+struct sums {
+    double hbm_bytes, flops, vpu_flops, transcendentals, mxu_s, vpu_s, overhead_s;
+};
+
+static void sums_take(struct pl_stats *st, struct sums *saved)
+{
+    *saved = (struct sums){st->hbm_bytes, st->flops, st->vpu_flops, st->transcendentals,
+                           st->mxu_s, st->vpu_s, st->overhead_s};
+    st->hbm_bytes = st->flops = st->vpu_flops = st->transcendentals = 0;
+    st->mxu_s = st->vpu_s = st->overhead_s = 0;
+}
+
+static void sums_add(struct pl_stats *st, const struct sums *to)
+{
+    st->hbm_bytes = to->hbm_bytes + st->hbm_bytes, st->flops = to->flops + st->flops;
+    st->vpu_flops = to->vpu_flops + st->vpu_flops;
+    st->transcendentals = to->transcendentals + st->transcendentals;
+    st->mxu_s = to->mxu_s + st->mxu_s, st->vpu_s = to->vpu_s + st->vpu_s;
+    st->overhead_s = to->overhead_s + st->overhead_s;
+}
+
+static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
+                const struct pl_exec *x, struct pl_stats *st);
+
 void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
             const struct pl_exec *x, struct pl_stats *st)
 {
     if (b >= e)
         return;
+    struct sums saved;
+    sums_take(st, &saved);
+    run(call, chip, b, e, x, st);
+    sums_add(st, &saved);
+}
+
+static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
+                const struct pl_exec *x, struct pl_stats *st)
+{
     struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st, .begin = b};
     struct opstate os[PL_MAX_OPERANDS];
     if (call->functional)
@@ -1017,4 +1052,138 @@ float pl_round(float x, enum dtype dt)
         break;
     }
     return x;
+}
+
+/* ---- scripts: record an executor's calls, replay them ---- */
+
+enum rec_kind { REC_DMA_START, REC_DMA_WAIT, REC_COMPUTE, REC_DELAY };
+
+struct rec {
+    uint8_t kind;
+    bool in;
+    int operand;
+    int64_t handle;   /* DMA_START: the handle it makes; DMA_WAIT: the one it waits */
+    int64_t steps;    /* st->steps before the call (the progress line reads it) */
+    uint64_t bytes;
+    int64_t step, n;  /* COMPUTE */
+    double seconds;   /* DELAY */
+    struct pl_work w; /* COMPUTE */
+};
+
+struct pl_script {
+    struct rec *r;
+    size_t n, cap;
+    int64_t nhandles;
+    struct pl_stats st; /* what the run adds */
+};
+
+struct recorder {
+    struct pl_script *s;
+    const struct pl_stats *st;
+};
+
+static struct rec *rec_push(struct recorder *rc, enum rec_kind kind)
+{
+    struct pl_script *s = rc->s;
+    xgrow(&s->r, &s->cap, s->n + 1, sizeof *s->r);
+    struct rec *r = &s->r[s->n++];
+    memset(r, 0, sizeof *r);
+    r->kind = (uint8_t)kind;
+    r->steps = rc->st->steps;
+    return r;
+}
+
+static void *rec_dma_start(void *ex, bool in, uint64_t bytes, int operand)
+{
+    struct recorder *rc = ex;
+    struct rec *r = rec_push(rc, REC_DMA_START);
+    r->in = in, r->bytes = bytes, r->operand = operand;
+    r->handle = rc->s->nhandles++;
+    return (void *)(intptr_t)(r->handle + 1); /* never NULL */
+}
+
+static void rec_dma_wait(void *ex, void *h)
+{
+    rec_push(ex, REC_DMA_WAIT)->handle = (int64_t)(intptr_t)h - 1;
+}
+
+static void rec_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
+{
+    struct rec *r = rec_push(ex, REC_COMPUTE);
+    r->w = *w, r->step = step, r->n = n;
+}
+
+static void rec_delay(void *ex, double s)
+{
+    rec_push(ex, REC_DELAY)->seconds = s;
+}
+
+bool pl_scriptable(const struct pl_call *call)
+{
+    return !call->functional && !call->manual;
+}
+
+struct pl_script *pl_record(const struct pl_call *call, const struct chip_params *chip,
+                            int64_t begin, int64_t end, bool coalesce)
+{
+    TPU_ASSERT(pl_scriptable(call), "pallas_call '%s': a functional or manual call cannot be "
+               "recorded", call->name);
+    static const struct pl_exec_ops ops = {.dma_start = rec_dma_start, .dma_wait = rec_dma_wait,
+                                           .compute = rec_compute, .delay = rec_delay};
+    struct pl_script *s = xcalloc(1, sizeof *s);
+    struct recorder rc = {s, &s->st};
+    struct pl_exec x = {&ops, &rc, coalesce};
+    pl_run(call, chip, begin, end, &x, &s->st);
+    return s;
+}
+
+static void add_stats(struct pl_stats *to, const struct pl_stats *d)
+{
+    to->compute_steps += d->compute_steps;
+    to->dmas += d->dmas;
+    to->coalesced_runs += d->coalesced_runs;
+    struct sums saved;
+    sums_take(to, &saved);
+    to->hbm_bytes = d->hbm_bytes, to->flops = d->flops, to->vpu_flops = d->vpu_flops;
+    to->transcendentals = d->transcendentals;
+    to->mxu_s = d->mxu_s, to->vpu_s = d->vpu_s, to->overhead_s = d->overhead_s;
+    sums_add(to, &saved);
+}
+
+void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_stats *st)
+{
+    if (!s->n && !s->st.steps)
+        return;
+    void **h = xcalloc((size_t)s->nhandles + 1, sizeof *h);
+    int64_t steps0 = st->steps;
+    st->vmem_bytes = s->st.vmem_bytes;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct rec *r = &s->r[i];
+        st->steps = steps0 + r->steps;
+        switch ((enum rec_kind)r->kind) {
+        case REC_DMA_START:
+            h[r->handle] = x->ops->dma_start(x->ex, r->in, r->bytes, r->operand);
+            break;
+        case REC_DMA_WAIT:
+            x->ops->dma_wait(x->ex, h[r->handle]);
+            break;
+        case REC_COMPUTE:
+            x->ops->compute(x->ex, &r->w, r->step, r->n);
+            break;
+        case REC_DELAY:
+            x->ops->delay(x->ex, r->seconds);
+            break;
+        }
+    }
+    st->steps = steps0 + s->st.steps;
+    add_stats(st, &s->st);
+    free(h);
+}
+
+void pl_script_free(struct pl_script *s)
+{
+    if (s) {
+        free(s->r);
+        free(s);
+    }
 }

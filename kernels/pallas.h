@@ -142,6 +142,24 @@ void pl_step_work(const struct pl_call *call, const struct chip_params *chip, in
 void pl_dry_run(const struct pl_call *call, const struct chip_params *chip, int64_t begin,
                 int64_t end, struct pl_stats *st);
 
+/* --- scripts: a run recorded once, replayed on many cores ---
+ * What pl_run asks of its executor depends only on the call and the step
+ * range, never on when things happen (no call is told the time), so the
+ * sequence of executor calls of a non-functional, non-manual call can be
+ * recorded once and replayed on every core, chip and instance that runs the
+ * same call over the same range: the same DMAs, computes and delays in the
+ * same order, and the same statistics, without walking the grid again. */
+struct pl_script;
+/* True if 'call' may be recorded (neither functional nor manual). */
+bool pl_scriptable(const struct pl_call *call);
+/* Records pl_run(call, chip, begin, end) with coalescing as given. */
+struct pl_script *pl_record(const struct pl_call *call, const struct chip_params *chip,
+                            int64_t begin, int64_t end, bool coalesce);
+/* Issues the recorded executor calls to 'x' and adds the run's statistics to
+ * '*st' (vmem_bytes set, steps advanced as pl_run advances them). */
+void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_stats *st);
+void pl_script_free(struct pl_script *s);
+
 /* --- for bodies --- */
 /* Reports one matmul (M, K, N) with inputs of 'dt'. */
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt);

@@ -266,9 +266,12 @@ static int run_phase(struct search *s, const int *which, int n, const struct aut
         }
         if (s->pts[p].dflt)
             ch->default_s = res.time_s[i];
-        /* ties: the candidate listed first (smaller bound, then listing order) */
-        if (s->best < 0 || res.time_s[i] < s->best_s ||
-            (res.time_s[i] == s->best_s && p < s->best)) {
+        /* ties: the candidate listed first (smaller bound, then listing order);
+         * times within 1e-12 relative are ties (rounding of SimGrid's shares
+         * depends on the order its actions were created, not on the blocks) */
+        double tie = 1e-12 * s->best_s;
+        if (s->best < 0 || res.time_s[i] < s->best_s - tie ||
+            (res.time_s[i] <= s->best_s + tie && p < s->best)) {
             s->best = p, s->best_s = res.time_s[i];
             snprintf(ch->bound, sizeof ch->bound, "%s", res.bound[i]);
         }

@@ -201,8 +201,16 @@ static void visit_async(void *ctx, int op, int64_t inst, const struct graph_wait
     wait_for(r, c0->chip, &s, r->chips[c0->chip].waiting, "its async stream");
     trace_deps(c0, op, waits);
     int cores = r->sc->chip.cores;
+    const struct op_row *row = op_row(r->sc->ops[op].kind);
     for (int k = 0; k < cores; k++) {
         struct eng_core *c = &r->cores[c0->chip * cores + k];
+        if (k > 0 && row->core0) { /* its runner returns at once: no actor for it */
+            struct eng_task task;
+            task_init(&task, c, op, inst);
+            eng_task_run(&task);
+            mark_done(c, op, inst);
+            continue;
+        }
         struct eng_task *task = xmalloc(sizeof *task);
         task_init(task, c, op, inst);
         c->async_running++;

@@ -12,14 +12,20 @@
 #include "sim/engine.h"
 #include "topology/topo.h"
 
-int eng_sim_chip(const struct eng_run *r, int slice_chip)
+int eng_sim_chip(const struct eng_run *r, int me, int slice_chip)
 {
-    return topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
+    int n = r->sc->sim.nchips;
+    return me / n * n + topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
 }
 
 int eng_slice_chip(const struct eng_run *r, int sim_chip)
 {
-    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip);
+    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip % r->sc->sim.nchips);
+}
+
+int eng_slice_of(const struct eng_run *r, int sim_chip)
+{
+    return sim_chip / r->sc->sim.nchips;
 }
 
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
@@ -34,17 +40,22 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
                      const char *name)
 {
     const struct topo *t = &r->sc->sim;
-    int n = topo_hops(t, src, dst);
-    if (n == 0)
-        return;
-    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
-    topo_route(t, src, dst, hops);
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
              (unsigned long long)bytes, src, dst);
+    if (eng_slice_of(r, src) != eng_slice_of(r, dst)) { /* over the DCN */
+        trace_span(r->trace, src, ENG_TID_DCN, "dcn", name, t0, t1, args);
+        return;
+    }
+    int base = src - src % t->nchips;
+    int n = topo_hops(t, src - base, dst - base);
+    if (n == 0)
+        return;
+    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
+    topo_route(t, src - base, dst - base, hops);
     for (int i = 0; i < n; i++)
-        trace_span(r->trace, hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici", name, t0,
-                   t1, args);
+        trace_span(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
+                   name, t0, t1, args);
     free(hops);
 }
 
@@ -70,12 +81,21 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
     d->dst = task->done_mb;
     d->operand = operand;
     d->in = in;
-    sg_comm_t req;
+    if (d->ready > d->t_issue && !c->engine_started) { /* started by the first DMA that waits */
+        c->engine_started = true;
+        char name[48];
+        snprintf(name, sizeof name, "eng.%d", c->gid);
+        sg_actor_t a = sg_actor_init(name, c->host);
+        sg_actor_set_data(a, c);
+        sg_actor_start(a, eng_dma_engine_main, 0, NULL);
+        sg_actor_daemonize(a);
+    }
+    /* no detached comms: SimGrid 3.32 keeps those in one list that every
+     * completion scans, quadratic in the DMAs in flight over the slice */
     if (d->ready > d->t_issue)
-        req = sg_mailbox_put_init(c->engine, d, 0);
+        d->post = sg_mailbox_put_async(c->engine, d, 0);
     else
-        req = sg_mailbox_put_init(d->dst, d, (long)bytes);
-    sg_comm_detach(req, NULL);
+        d->post = sg_mailbox_put_async(d->dst, d, (long)bytes);
     d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
     return d;
 }
@@ -100,6 +120,7 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
     double t0 = simgrid_get_clock();
     eng_wait_note(task, "a local DMA");
     sg_comm_wait(d->comm);
+    sg_comm_wait(d->post); /* done: the transfer (or the engine's receipt of it) was first */
     eng_wait_note(task, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(task, d, t1, t1 > t0);
@@ -108,16 +129,31 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
     free(d);
 }
 
-/* The DMA engine of one core: posts each request once its latency is over. */
+/* The DMA engine of one core: posts each request once its latency is over
+ * (requests come in issue order and all have the same latency, so sleeping
+ * until one is ready delays no other). It waits on its next request and on
+ * the transfers it posted at once, so it owns every comm it starts. */
 void eng_dma_engine_main(int argc, char **argv)
 {
     (void)argc, (void)argv;
     struct eng_core *c = sg_actor_self_get_data();
+    xgrow(&c->engine_w, &c->engine_cap, 1, sizeof *c->engine_w);
+    c->engine_n = 1; /* engine_w[0]: the next request; then the transfers */
+    struct eng_dma *got = NULL;
+    c->engine_w[0] = sg_mailbox_get_async(c->engine, (void **)&got);
     for (;;) {
-        struct eng_dma *d = sg_mailbox_get(c->engine);
+        ssize_t i = sg_comm_wait_any(c->engine_w, c->engine_n);
+        if (i > 0) {
+            c->engine_w[i] = c->engine_w[--c->engine_n];
+            continue;
+        }
+        struct eng_dma *d = got;
+        c->engine_w[0] = NULL;
         if (d->ready > simgrid_get_clock())
             sg_actor_sleep_until(d->ready);
-        sg_comm_detach(sg_mailbox_put_init(d->dst, d, (long)d->bytes), NULL);
+        xgrow(&c->engine_w, &c->engine_cap, c->engine_n + 1, sizeof *c->engine_w);
+        c->engine_w[c->engine_n++] = sg_mailbox_put_async(d->dst, d, (long)d->bytes);
+        c->engine_w[0] = sg_mailbox_get_async(c->engine, (void **)&got);
     }
 }
 

@@ -59,7 +59,7 @@ static void ex_delay(void *ex, double s)
 const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait = ex_dma_wait,
                                            .compute = ex_compute, .delay = ex_delay};
 
-void eng_run_pallas(struct eng_task *task, const struct pl_call *call)
+void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script)
 {
     struct eng_core *c = task->core;
     const struct cfg_scenario *sc = c->run->sc;
@@ -70,7 +70,17 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call)
     char name[48];
     snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
     trace_counter(c->run->trace, c->chip, name, now(), (double)pl_vmem_bytes(call, &sc->chip));
-    eng_run_pallas_steps(task, call, b, e);
+    bool fast = sc->fidelity == CFG_FIDELITY_FAST;
+    /* exact fidelity: a script would hold every step (and the walk is cheap
+     * beside the step's own activities) */
+    if (script && fast && pl_scriptable(call)) {
+        if (!*script)
+            *script = pl_record(call, &sc->chip, b, e, fast);
+        struct pl_exec ex = {&eng_pallas_ops, task, fast};
+        pl_replay(*script, &ex, &task->st);
+    } else {
+        eng_run_pallas_steps(task, call, b, e);
+    }
     trace_counter(c->run->trace, c->chip, name, now(), 0);
 }
 

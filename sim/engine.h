@@ -15,9 +15,11 @@
 #include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
@@ -34,7 +36,9 @@
 #define ENG_TID_VPU(c) ((c)*10 + 2)
 #define ENG_TID_DMA(c) ((c)*10 + 3)
 #define ENG_TID_ASYNC(c) ((c)*10 + 4)
+#define ENG_TID_PCIE(dir) (90 + (dir)) /* host_copy: 90 to host, 91 to device */
 #define ENG_TID_ICI(axis, dir) (100 + (axis)*2 + ((dir) > 0 ? 0 : 1))
+#define ENG_TID_DCN 110
 
 #define ENG_NOTE_BYTES 240
 
@@ -45,6 +49,9 @@ struct eng_core {
     int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
     sg_mailbox_t engine;                /* DMA engine requests */
+    bool engine_started;                /* its DMA engine actor runs (started on demand) */
+    sg_comm_t *engine_w;                /* what the DMA engine waits on (the array freed with the run) */
+    size_t engine_n, engine_cap;
     bool done;                          /* finished every op */
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
@@ -58,6 +65,7 @@ struct eng_chip {
     sg_cond_t changed;            /* notified whenever an op instance finishes on the chip */
     bool async_done;              /* its async walker issued every async op */
     char waiting[ENG_NOTE_BYTES]; /* what its async stream blocks on */
+    sg_host_t nic;                /* its NIC host on the DCN (multislice), else NULL */
 };
 
 /* One actor running one op on one core. */
@@ -93,6 +101,7 @@ struct eng_run {
     struct summary_op *res;    /* per op */
     struct kern *kern;         /* per op: timing-only kernels (zeroed for other kinds) */
     struct kern *kern_fn;      /* per op: functional kernel run by chip 0 (zeroed if none) */
+    struct pl_script ***scripts; /* per op, per call x core: its recorded run, or NULL */
     sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
     char *error;               /* first runtime failure; owned */
     struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
@@ -106,6 +115,7 @@ struct eng_dma {
     uint64_t bytes;
     sg_mailbox_t dst;
     sg_comm_t comm; /* the get (local) or the put (remote) */
+    sg_comm_t post; /* local: the request to the DMA engine, or the transfer when it has no latency */
     void *got;
     int operand;
     bool in;
@@ -113,9 +123,14 @@ struct eng_dma {
 
 /* --- eng_dma.c: local DMAs, the DMA engine, trace helpers --- */
 /* Chip numbers: the engine's chips are the simulated ones (sc->sim, the SPMD
- * fold of the slice); algorithms work on the slice (sc->topo). */
-int eng_sim_chip(const struct eng_run *r, int slice_chip);
+ * fold of the slice, in every slice: engine chip e is chip e % sim.nchips of
+ * slice e / sim.nchips); algorithms work on the slice (sc->topo).
+ * eng_sim_chip: the engine chip that plays chip 'slice_chip' of the slice of
+ * engine chip 'me'; eng_slice_chip: engine chip 'sim_chip' in its slice;
+ * eng_slice_of: its slice. */
+int eng_sim_chip(const struct eng_run *r, int me, int slice_chip);
 int eng_slice_chip(const struct eng_run *r, int sim_chip);
+int eng_slice_of(const struct eng_run *r, int sim_chip);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
@@ -137,8 +152,10 @@ void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;
-/* Runs 'call' on this task's core (megacore split) through SimGrid. */
-void eng_run_pallas(struct eng_task *task, const struct pl_call *call);
+/* Runs 'call' on this task's core (megacore split) through SimGrid. With
+ * 'script' (one slot per call and core range, living as long as 'call'), the
+ * run is recorded into *script the first time and replayed after. */
+void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script);
 /* Runs steps [begin, end) of 'call' on this task's core. */
 void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,
                           int64_t end);

@@ -1,33 +1,88 @@
 #!/bin/sh
 # tools/bench.sh TPUSIM -- simulation speed: grid steps simulated per second of
-# wall time, and peak memory (with /usr/bin/time), for configs/bench/*.yaml.
-# Each scenario runs 3 times per mode; the best wall time is reported. Then the
-# speed of block: auto's search (see the end).
-bin=$1
+# wall time, CPU time and peak memory (with /usr/bin/time), for
+# configs/bench/*.yaml; then the model steps and the 32-layer stack (one run
+# each), the cost of exact fidelity per grid step, and the speed of block:
+# auto's search (see the end). A bench file's '# modes:' line names its
+# fidelities (default fast and exact), '# flags:' extra run flags
+# (--all-chips), '# runs:' how many runs keep the best (default 3), '# needs: VAR'
+# runs it only when the environment sets VAR (e.g. BENCH_ALL_CHIPS=1 for runs
+# too big for a small machine).
+# The machine may be shared: user+sys CPU seconds are the steadier figure.
+bin=$1 sgbase=$2
 out=$(mktemp -d)
 now() { date +%s.%N; }
-rss_cmd=; [ -x /usr/bin/time ] && rss_cmd="/usr/bin/time -f %M -o $out/rss"
-printf '%-26s %-6s %13s %9s %13s %10s\n' scenario mode sim_time_s wall_s steps/s maxrss_MB
+tm=; [ -x /usr/bin/time ] && tm="/usr/bin/time -f %M:%U:%S -o $out/rss"
+printf '%-30s %-6s %13s %9s %8s %13s %10s\n' scenario mode sim_time_s wall_s cpu_s steps/s maxrss_MB
+# bench_one NAME FILE MODE RUNS FLAGS...: best wall time of RUNS runs, with its CPU time and RSS
+bench_one() {
+    n=$1 f=$2 mode=$3 runs=$4; shift 4
+    best= cpu=- rss=-
+    i=0
+    while [ $i -lt "$runs" ]; do
+        s=$(now)
+        $tm "$bin" run "$f" -o "$out/r" -q --fidelity "$mode" --max-steps 100000000000 "$@" \
+            || { echo "FAIL $f"; exit 1; }
+        w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+        if awk -v a="$w" -v b="${best:-1e99}" 'BEGIN { exit !(a < b) }'; then
+            best=$w
+            [ -f "$out/rss" ] && { rss=$(awk -F: '{ printf "%.0f", $1 / 1024 }' "$out/rss");
+                                   cpu=$(awk -F: '{ printf "%.2f", $2 + $3 }' "$out/rss"); }
+        fi
+        i=$((i + 1))
+    done
+    steps=$(sed -n 's/.*"grid_steps": \([0-9]*\).*/\1/p' "$out/r/summary.json" |
+            awk '{ s += $1 } END { print s + 0 }')
+    t=$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$out/r/summary.json")
+    awk -v n="$n" -v m="$mode" -v t="$t" -v w="$best" -v s="$steps" -v c="$cpu" \
+        -v r="$rss" 'BEGIN { printf "%-30s %-6s %13.6g %9.3f %8s %13.0f %10s\n", n, m, t, w, c,
+                             (w > 0 ? s / w : 0), r }'
+}
 for f in configs/bench/*.yaml; do
     modes=$(sed -n 's/^# modes: //p' "$f"); modes=${modes:-fast exact}
+    flags=$(sed -n 's/^# flags: //p' "$f")
+    runs=$(sed -n 's/^# runs: //p' "$f"); runs=${runs:-3}
+    needs=$(sed -n 's/^# needs: //p' "$f")
+    if [ -n "$needs" ] && [ -z "$(eval echo \"\${$needs:-}\")" ]; then
+        printf '%-30s skipped (set %s=1 to run it)\n' "$(basename "$f" .yaml)" "$needs"
+        continue
+    fi
     for mode in $modes; do
-        best=
-        for i in 1 2 3; do
-            s=$(now)
-            $rss_cmd "$bin" run "$f" -o "$out/r" -q --fidelity "$mode" --max-steps 100000000000 \
-                || { echo "FAIL $f"; exit 1; }
-            w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
-            best=$(awk -v a="$w" -v b="${best:-1e99}" 'BEGIN { print (a < b) ? a : b }')
-        done
-        steps=$(sed -n 's/.*"grid_steps": \([0-9]*\).*/\1/p' "$out/r/summary.json" |
-                awk '{ s += $1 } END { print s + 0 }')
-        t=$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$out/r/summary.json")
-        rss=-; [ -f "$out/rss" ] && rss=$(awk '{ printf "%.0f", $1 / 1024 }' "$out/rss")
-        awk -v n="$(basename "$f" .yaml)" -v m="$mode" -v t="$t" -v w="$best" -v s="$steps" \
-            -v r="$rss" 'BEGIN { printf "%-26s %-6s %13.6g %9.3f %13.0f %10s\n", n, m, t, w,
-                                 (w > 0 ? s / w : 0), r }'
+        # shellcheck disable=SC2086
+        bench_one "$(basename "$f" .yaml)" "$f" "$mode" "$runs" $flags
     done
 done
+
+# Model steps and the hand-written 32-layer stack (issues 14 and 15), fast
+# fidelity, SPMD folding as the runs' default, one run each. Targets: the
+# Llama-2-70B step on v5p 8x8x8 <= 30 s and 4 GiB; Llama-3-8B on v5e 16x16
+# <= 10 s; the 32-layer stack <= 10 s and 2 GiB.
+printf '\n'
+for f in configs/models/llama2-70b-train-v5p-512.yaml configs/models/llama3-8b-train-v5e-256.yaml \
+         configs/scenarios/transformer_layers_v5e_fsdp.yaml; do
+    bench_one "$(basename "$f" .yaml)" "$f" fast 1
+done
+
+# Exact fidelity's cost per grid step (issue 17.5): instructions (callgrind)
+# of `tpusim run --fidelity exact` on two matmuls that differ by 1024 grid
+# steps of 128^3 blocks, divided by 1024; beside SimGrid's own cost of a
+# step's activities (tools/sg_baseline.c: a sleep, two transfers, an
+# execution) on the same platform, by the same difference. Goal: <= 1.5x.
+if command -v valgrind >/dev/null && [ -n "$sgbase" ]; then
+    ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+           sed -n 's/.*Collected : \([0-9]*\).*/\1/p'; }
+    printf 'name: mm\nchip: v5e\nworkload:\n  - {op: matmul, m: 1024, k: %s, n: 1024, dtype: bf16, block: {bm: 128, bk: 128, bn: 128}}\n' \
+        2048 > "$out/mmA.yaml"
+    sed 's/k: 2048/k: 4096/' "$out/mmA.yaml" > "$out/mmB.yaml"
+    "$bin" platform "$out/mmA.yaml" > "$out/plat.xml"
+    a=$(ir "$bin" run "$out/mmA.yaml" -o "$out/mA" -q --fidelity exact)
+    b=$(ir "$bin" run "$out/mmB.yaml" -o "$out/mB" -q --fidelity exact)
+    sa=$(ir "$sgbase" "$out/plat.xml" 1000 --log=root.thresh:critical)
+    sb=$(ir "$sgbase" "$out/plat.xml" 2024 --log=root.thresh:critical)
+    awk -v a="$a" -v b="$b" -v sa="$sa" -v sb="$sb" 'BEGIN {
+        t = (b - a) / 1024; s = (sb - sa) / 1024
+        printf "\nexact fidelity: %.0f instructions per grid step; SimGrid alone %.0f; ratio %.2f (goal <= 1.5)\n", t, s, t / s }'
+fi
 
 # block: auto: the search's wall time per distinct matmul shape (tpusim check: load, search,
 # checks), and a model of 80 identical layers written out op by op, which searches once per

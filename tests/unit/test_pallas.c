@@ -102,6 +102,58 @@ static void test_pl_coalesces_steady_steps(void **state)
     assert_non_null(strstr(r.log, "C1+"));
 }
 
+/* A recorded run replays the same executor calls in the same order (the log
+ * and every DMA's wait) with the same statistics, for each core's range, with
+ * and without coalescing; a script replays any number of times. */
+static void script_equals_run(const struct pl_call *c, const struct chip_params *ch, int64_t b,
+                              int64_t e, bool coalesce)
+{
+    struct rec direct = {0}, replayed = {0};
+    struct pl_exec xd = {&rec_ops, &direct, coalesce}, xr = {&rec_ops, &replayed, coalesce};
+    struct pl_stats sd = {0}, sr = {0};
+    pl_run(c, ch, b, e, &xd, &sd);
+    pl_run(c, ch, b, e, &xd, &sd); /* twice: stats accumulate */
+    struct pl_script *s = pl_record(c, ch, b, e, coalesce);
+    pl_replay(s, &xr, &sr);
+    pl_replay(s, &xr, &sr);
+    pl_script_free(s);
+    assert_string_equal(direct.log, replayed.log);
+    assert_int_equal(direct.ndmas, replayed.ndmas);
+    assert_int_equal(direct.waited, replayed.waited);
+    assert_int_equal(replayed.ndmas, replayed.waited);
+    assert_true(direct.flops == replayed.flops);
+    assert_int_equal(sd.steps, sr.steps);
+    assert_int_equal(sd.compute_steps, sr.compute_steps);
+    assert_int_equal(sd.dmas, sr.dmas);
+    assert_int_equal(sd.coalesced_runs, sr.coalesced_runs);
+    assert_int_equal(sd.vmem_bytes, sr.vmem_bytes);
+    assert_true(sd.hbm_bytes == sr.hbm_bytes && sd.flops == sr.flops);
+    assert_true(sd.mxu_s == sr.mxu_s && sd.vpu_s == sr.vpu_s && sd.overhead_s == sr.overhead_s);
+}
+
+static void test_pl_script_replays_the_run(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    struct pl_call c = aba_call();
+    for (int co = 0; co < 2; co++)
+        script_equals_run(&c, &ch, 0, 4, co);
+    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
+    op.u.matmul = (struct op_matmul){.m = 512, .k = 1024, .n = 256, .dt = DT_BF16,
+                                     .bm = 128, .bk = 128, .bn = 128};
+    struct kern km;
+    char err[256];
+    assert_int_equal(kern_init(&km, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
+    assert_true(pl_scriptable(&km.calls[0]));
+    for (int core = 0; core < 2; core++) {
+        int64_t b, e;
+        pl_core_range(&km.calls[0], core, 2, &b, &e);
+        for (int co = 0; co < 2; co++)
+            script_equals_run(&km.calls[0], &ch, b, e, co);
+    }
+    kern_fini(&km);
+}
+
 static void test_pl_trivial_window_moves_once(void **state)
 {
     (void)state;
@@ -201,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_pl_skip_rule_compares_only_previous_step),
         cmocka_unit_test(test_pl_output_written_when_index_changes),
         cmocka_unit_test(test_pl_coalesces_steady_steps),
+        cmocka_unit_test(test_pl_script_replays_the_run),
         cmocka_unit_test(test_pl_trivial_window_moves_once),
         cmocka_unit_test(test_pl_block_shape_rule),
         cmocka_unit_test(test_pl_megacore_split_contiguous),
