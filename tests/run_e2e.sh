@@ -162,6 +162,22 @@ $VALGRIND "$bin" run "$t/msm.yaml" -o "$t/msm" -q $SIMFLAGS 2>/dev/null && "$bin
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done
+# the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
+# guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips), or
+# it needs what they lack (multislice: no dcn: section); the model steps check, or are refused
+# for a 3-D slice (a 2-D torus: slice.dims 2)
+for c in v2 v3; do
+    for f in configs/scenarios/*.yaml; do
+        "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
+            || grep -q -e 'above the limit of 20000000' -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
+            && ok || bad "$c: $f: $(tail -n 1 "$t/old.err")"
+    done
+    for f in configs/models/*.yaml; do
+        "$bin" check "$f" --set chip=$c >/dev/null 2>"$t/old.err" \
+            || grep -q "topology.shape: expected a $c slice (at most 2 axes" "$t/old.err" \
+            && ok || bad "$c: check $f: $(tail -n 1 "$t/old.err")"
+    done
+done
 # check takes sweep specs too: every point checked, nothing run
 for f in configs/sweeps/*.yaml; do
     "$bin" check "$f" | tail -n 1 | grep -q "^$f: ok (sweep " && ok || bad "check $f"
