@@ -142,13 +142,16 @@ $(B)/sg_baseline: tools/sg_baseline.c
 	@$(CC) $(CSTD) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) $< -o $@ $(LDLIBS)
 
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 fuzz: deps
 	@command -v clang >/dev/null || { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev; }
-	@sh tools/fuzz.sh $(FUZZ_SECONDS)
+	@sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fidelity: deps $(B)/tpusim
 	@rc=0; sh tools/fidelity.sh $(B)/tpusim || rc=1; echo; \
-	    python3 tools/fidelity_xla.py $(B)/tpusim || rc=1; exit $$rc
+	    python3 tools/fidelity_xla.py $(B)/tpusim || rc=1; echo; \
+	    python3 tools/fidelity_models.py $(B)/tpusim $(if $(MODEL_ROWS),--only $(MODEL_ROWS)) \
+	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; exit $$rc
 
 check-layers:
 	@sh tools/check_layers.sh

@@ -2,10 +2,12 @@
 #include "base/fsutil.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,19 +199,110 @@ static int is_temp_name(const char *name)
     return t && t != name && strlen(t + 5) == 6;
 }
 
-int fs_remove_temps(const char *dir)
+static int remove_temps(const char *dir, bool files)
 {
     DIR *d = opendir(dir);
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        if (!is_temp_name(e->d_name))
+        bool stage = !strncmp(e->d_name, FS_STAGE_PREFIX, strlen(FS_STAGE_PREFIX));
+        if (!stage && !(files && is_temp_name(e->d_name)))
             continue;
         char *p = xasprintf("%s/%s", dir, e->d_name);
-        n += unlink(p) == 0;
+        n += (stage ? fs_remove_tree(p) : unlink(p)) == 0;
         free(p);
     }
     if (d)
         closedir(d);
     return n;
+}
+
+int fs_remove_temps(const char *dir)
+{
+    return remove_temps(dir, true);
+}
+
+int fs_remove_stages(const char *dir)
+{
+    return remove_temps(dir, false);
+}
+
+int fs_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int rc = d ? 0 : -1;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *p = xasprintf("%s/%s", path, e->d_name);
+        if (fs_remove_tree(p) != 0)
+            rc = -1;
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    return rc == 0 ? rmdir(path) : -1;
+}
+
+/* "WHO (pid PID)" from the lock file's "PID WHO" line, or "? (pid ?)". */
+static void lock_holder(int fd, char *out, size_t n)
+{
+    char buf[64];
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    buf[k > 0 ? k : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    char *sp = strchr(buf, ' ');
+    if (sp)
+        *sp++ = '\0';
+    snprintf(out, n, "%s (pid %s)", sp && *sp ? sp : "tpusim", buf[0] ? buf : "?");
+}
+
+int fs_dir_lock(const char *dir, const char *who, char *holder, size_t n)
+{
+    char *path = xasprintf("%s/" FS_LOCK_NAME, dir);
+    int e = 0;
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            e = errno;
+            break;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            e = errno == EINTR ? EWOULDBLOCK : errno;
+            if (e == EWOULDBLOCK)
+                lock_holder(fd, holder, n);
+            close(fd);
+            break;
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev) {
+            char line[96];
+            int k = snprintf(line, sizeof line, "%d %s\n", (int)getpid(), who);
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)k, 0) != k)
+                (void)0; /* the line is for the messages only */
+            free(path);
+            return fd;
+        }
+        close(fd); /* its holder removed it while we opened it: take the new one */
+    }
+    free(path);
+    errno = e;
+    return -1;
+}
+
+void fs_dir_unlock(const char *dir, int fd)
+{
+    if (fd < 0)
+        return;
+    char *path = xasprintf("%s/" FS_LOCK_NAME, dir);
+    unlink(path);
+    close(fd);
+    free(path);
 }

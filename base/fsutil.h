@@ -43,9 +43,34 @@ void fs_read_error(int err, size_t max_bytes, char *msg, size_t n);
 /* Makes directory 'dir' and its missing parents. Returns 0 or -1 with errno. */
 int fs_mkdirs(const char *dir);
 
-/* Removes the temporaries fs_atomic_open left in directory 'dir' (those of
- * a writer that was killed). Returns how many were removed. */
+/* The name a run's staging directory starts with (sim/outputs.h). */
+#define FS_STAGE_PREFIX ".tpusim-run."
+
+/* Removes the temporaries fs_atomic_open and runs' stages left in directory
+ * 'dir' (those of a writer that was killed). Returns how many were removed. */
 int fs_remove_temps(const char *dir);
+
+/* Removes 'path' and, for a directory, everything under it (symbolic links
+ * are removed, never followed). Returns 0 (also when it does not exist) or -1
+ * with errno. */
+int fs_remove_tree(const char *path);
+
+/* The name of a directory's lock file (every tpusim writer of a directory takes it). */
+#define FS_LOCK_NAME ".tpusim-lock"
+
+/* Takes the lock of directory 'dir', which must exist: DIR/.tpusim-lock held
+ * with flock (exclusive, not waiting), opened with O_NOFOLLOW (a planted link
+ * is refused, never written through) and holding "PID WHO\n". The kernel
+ * drops it when its holder dies. Returns the descriptor (close-on-exec), or
+ * -1 with errno: EWOULDBLOCK when another process holds it ('holder' gets
+ * "WHO (pid PID)", e.g. "sweep (pid 42)"), else why the file cannot be made. */
+int fs_dir_lock(const char *dir, const char *who, char *holder, size_t n);
+/* Removes the lock file of 'dir' and drops the lock 'fd' (nothing for -1). */
+void fs_dir_unlock(const char *dir, int fd);
+
+/* Removes only the runs' stages (FS_STAGE_PREFIX directories) in 'dir': a
+ * run's output directory may be the user's (-o .), whose files stay. */
+int fs_remove_stages(const char *dir);
 
 /* True if 'path' exists (any type). */
 int fs_exists(const char *path);

@@ -76,14 +76,25 @@ static int axis_len(const struct topo *t, int axis)
 
 /* Part p of 'nparts' visits the op's axes starting from axis p; sizes follow
  * the data. */
-static void plan_part(const struct op *op, const struct topo *t, int p, int nparts,
+static void add_dcn(struct coll_part *part, enum coll_phase_kind kind, uint64_t bytes)
+{
+    part->phases[part->nphases++] =
+        (struct coll_phase){.kind = kind, .axis = COLL_AXIS_DCN, .bytes = bytes};
+}
+
+static void plan_part(const struct op *op, const struct topo *t, int nslices, int p, int nparts,
                       struct coll_part *part)
 {
     const struct op_collective *c = &op->u.coll;
     int n = c->naxes;
     uint64_t bytes = c->bytes / (uint64_t)nparts;
     bool bidi = c->algo != COLL_ALGO_UNI;
+    bool dcn = c->dcn && nslices > 1;
     memset(part, 0, sizeof *part);
+    if (dcn && op->kind == OP_ALL_GATHER) { /* the shards across the slices first */
+        add_dcn(part, COLL_AG, bytes);
+        bytes *= (uint64_t)nslices;
+    }
     for (int q = 0; q < n; q++) {
         int axis = c->axes[(p + q) % n];
         struct coll_phase *ph = &part->phases[part->nphases++];
@@ -111,6 +122,11 @@ static void plan_part(const struct op *op, const struct topo *t, int p, int npar
                 bytes /= (uint64_t)axis_len(t, axis);
             break;
         }
+    }
+    if (dcn && op->kind != OP_ALL_GATHER) { /* the shard across the slices */
+        add_dcn(part, COLL_RS, bytes);
+        if (op->kind == OP_ALL_REDUCE)
+            add_dcn(part, COLL_AG, bytes / (uint64_t)nslices);
     }
     if (op->kind == OP_ALL_REDUCE && c->algo != COLL_ALGO_RING_PSUM) {
         for (int q = n - 1; q >= 0; q--) { /* all-gather back in reverse axis order */
@@ -140,15 +156,30 @@ static int plan_nparts(const struct op *op, const struct topo *t)
         for (int i = 0; i < c->naxes; i++)
             if (!t->wrap[c->axes[i]])
                 return 1;
-    return c->naxes;
+    return c->naxes > 0 ? c->naxes : 1; /* axes: [dcn] alone is one part */
 }
 
-void coll_plan(const struct op *op, const struct topo *t, struct coll_plan *plan)
+void coll_plan_slices(const struct op *op, const struct topo *t, int nslices,
+                      struct coll_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
     plan->nparts = plan_nparts(op, t);
     for (int p = 0; p < plan->nparts; p++)
-        plan_part(op, t, p, plan->nparts, &plan->parts[p]);
+        plan_part(op, t, nslices, p, plan->nparts, &plan->parts[p]);
+}
+
+void coll_plan(const struct op *op, const struct topo *t, struct coll_plan *plan)
+{
+    coll_plan_slices(op, t, 1, plan);
+}
+
+bool coll_plan_dcn(const struct coll_plan *plan)
+{
+    for (int p = 0; p < plan->nparts; p++)
+        for (int q = 0; q < plan->parts[p].nphases; q++)
+            if (plan->parts[p].phases[q].axis == COLL_AXIS_DCN)
+                return true;
+    return false;
 }
 
 /* ---- one phase on one axis ---- */
@@ -160,6 +191,7 @@ struct ring {
     int X, pos;          /* axis length, my coordinate */
     int nb[2];           /* right and left neighbours (chip ranks), -1 at a line's end */
     bool wrap;
+    bool dcn;            /* across the slices: ranks are slices, transfers go over the DCN */
 };
 
 static int peer_at(const struct coll_ctx *c, int axis, int coord)
@@ -170,12 +202,28 @@ static int peer_at(const struct coll_ctx *c, int axis, int coord)
     return topo_rank(c->topo, co);
 }
 
+/* A DCN phase: a ring over the slices (a pair swaps; no direction splits:
+ * both would share the one NIC). */
+static void ring_init_dcn(struct ring *r, const struct coll_ctx *c, const struct coll_phase *ph,
+                          int phase)
+{
+    *r = (struct ring){.c = c, .ph = ph, .part = c->part, .phase = phase, .dcn = true};
+    r->X = c->nslices, r->pos = c->slice;
+    r->wrap = r->X > 2;
+    r->nb[RIGHT] = r->wrap || r->pos + 1 < r->X ? (r->pos + 1) % r->X : -1;
+    r->nb[LEFT] = r->wrap || r->pos > 0 ? (r->pos + r->X - 1) % r->X : -1;
+}
+
 static void ring_init(struct ring *r, const struct coll_ctx *c, const struct coll_phase *ph,
                       int phase)
 {
+    if (ph->axis == COLL_AXIS_DCN) {
+        ring_init_dcn(r, c, ph, phase);
+        return;
+    }
     int co[TOPO_MAX_DIMS];
     topo_coords(c->topo, c->me, co);
-    r->c = c, r->ph = ph, r->part = c->part, r->phase = phase;
+    r->c = c, r->ph = ph, r->part = c->part, r->phase = phase, r->dcn = false;
     r->X = c->topo->shape[ph->axis];
     r->pos = co[ph->axis];
     r->wrap = c->topo->wrap[ph->axis];
@@ -196,7 +244,8 @@ static void step(const struct ring *r, const uint64_t out[2], const uint64_t in[
     c->ops->delay(c->ex, c->chip->ici_step_lat_s);
     for (int d = 0; d < 2; d++) /* my push to the right lands on its LEFT-coming sem */
         if (out[d] && r->nb[d] >= 0)
-            h[d] = c->ops->rdma(c->ex, r->nb[d], out[d], sem(r, d == RIGHT ? LEFT : RIGHT));
+            h[d] = (r->dcn ? c->ops->rdma_dcn : c->ops->rdma)(c->ex, r->nb[d], out[d],
+                                                             sem(r, d == RIGHT ? LEFT : RIGHT));
     for (int d = 0; d < 2; d++)
         if (h[d])
             c->ops->wait_send(c->ex, h[d]);
@@ -233,7 +282,7 @@ static void step_sizes(const struct ring *r, int s, uint64_t chunk, uint64_t out
     out[0] = out[1] = in[0] = in[1] = 0;
     if (!r->wrap) {
         line_sizes(r, s, chunk, ph->kind == COLL_RS, out, in);
-    } else if (ph->bidi) {
+    } else if (ph->bidi && !r->dcn) {
         out[RIGHT] = out[LEFT] = in[RIGHT] = in[LEFT] = chunk / 2;
         out[RIGHT] += chunk % 2, in[LEFT] += chunk % 2;
     } else {
@@ -256,7 +305,8 @@ static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
         for (int d = 0; d < 2; d++)
             out[d] += o[d], in[d] += i[d];
     }
-    double fixed = c->chip->ici_step_lat_s + c->chip->ici_hop_lat_s + c->chip->dma_issue_s;
+    double hop = r->dcn ? c->dcn_lat_s : c->chip->ici_hop_lat_s;
+    double fixed = c->chip->ici_step_lat_s + hop + c->chip->dma_issue_s;
     c->ops->delay(c->ex, fixed * (r->X - 2));
     step(r, out, in, reduce);
 }

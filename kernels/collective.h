@@ -27,7 +27,9 @@
 #include "models/chip.h"
 #include "topology/topo.h"
 
-#define COLL_MAX_PHASES 6
+#define COLL_MAX_PHASES 8
+/* The axis of a phase that runs across the slices, over the DCN. */
+#define COLL_AXIS_DCN (-1)
 #define COLL_MAX_PARTS 3
 
 enum coll_phase_kind { COLL_AG, COLL_RS, COLL_PSUM, COLL_A2A };
@@ -70,6 +72,9 @@ struct coll_exec_ops {
     void (*local_copy)(void *ex, uint64_t bytes);
     /* Fixed costs: the sem handshake of a ring step. */
     void (*delay)(void *ex, double seconds);
+    /* Remote DMA over the DCN to the device at this one's place in slice
+     * 'dst_slice'; waited on with wait_send, counted on its 'sem' as rdma's. */
+    void *(*rdma_dcn)(void *ex, int dst_slice, uint64_t bytes, int sem);
 };
 
 struct coll_ctx {
@@ -81,6 +86,8 @@ struct coll_ctx {
     const struct coll_exec_ops *ops;
     void *ex;
     bool coalesce; /* fidelity fast: a phase's ring steps become one step (see collective.c) */
+    int slice, nslices; /* multislice: this device's slice, and how many (1: none) */
+    double dcn_lat_s;   /* one DCN transfer's latency (the fixed cost of a DCN step) */
 };
 
 /* The torus a collective runs on: the slice 'topo' itself, or for a
@@ -125,6 +132,17 @@ struct coll_reduce {
 void coll_reduce_call(struct coll_reduce *r, uint64_t bytes, enum dtype dt, struct pl_call *call);
 /* The parts and phases of 'op' on 'topo'. */
 void coll_plan(const struct op *op, const struct topo *topo, struct coll_plan *plan);
+/* ... and across 'nslices' slices when the op spans them (op->u.coll.dcn), as
+ * XLA runs it: each part reduce-scatters within the slice over ICI, reduces
+ * its shard across the slices over the DCN (a ring over the slices,
+ * reduce-scatter then all-gather; two slices swap halves), and all-gathers
+ * it within the slice; a reduce_scatter stops after the DCN reduce-scatter;
+ * an all_gather gathers the shards across the slices first, then within
+ * the slice. */
+void coll_plan_slices(const struct op *op, const struct topo *topo, int nslices,
+                      struct coll_plan *plan);
+/* True if a phase of 'plan' runs over the DCN. */
+bool coll_plan_dcn(const struct coll_plan *plan);
 /* Semaphore id of (part, phase, direction): DMA sems are even, REGULAR odd. */
 int coll_sem_id(int part, int phase, int dir, bool regular);
 /* Number of semaphore ids an op may use (ids are below this). */

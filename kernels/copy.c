@@ -1,4 +1,4 @@
-/* kernels/copy.c -- hbm_copy and ppermute rules and arithmetic. */
+/* kernels/copy.c -- hbm_copy, host_copy and ppermute rules and arithmetic. */
 #include "kernels/copy.h"
 
 #include <stdio.h>
@@ -6,6 +6,16 @@
 static uint64_t vmem_limit(const struct op *op, const struct chip_params *chip)
 {
     return op->vmem_limit_bytes ? op->vmem_limit_bytes : chip->vmem_limit_bytes;
+}
+
+/* 0 if 'bytes' fit the chip's HBM, else -1 with the reason. */
+static int fits_hbm(uint64_t bytes, const struct chip_params *chip, char *err, size_t n)
+{
+    if (bytes <= chip->hbm_bytes)
+        return 0;
+    snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)", (unsigned long long)bytes,
+             (unsigned long long)chip->hbm_bytes);
+    return -1;
 }
 
 int copy_check_hbm(const struct op *op, const struct chip_params *chip, const struct topo *topo,
@@ -18,12 +28,20 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
                  (unsigned long long)op->u.hbm_copy.chunk_bytes, (unsigned long long)limit);
         return -1;
     }
-    if (op->u.hbm_copy.bytes > chip->hbm_bytes) {
-        snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)",
-                 (unsigned long long)op->u.hbm_copy.bytes, (unsigned long long)chip->hbm_bytes);
+    return fits_hbm(op->u.hbm_copy.bytes, chip, err, n);
+}
+
+const char *const copy_host_dir_names[] = {"to_host", "to_device", NULL};
+
+int copy_check_host(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+                    char *err, size_t n)
+{
+    (void)topo;
+    if (chip->pcie_bw_Bps <= 0) {
+        snprintf(err, n, "chip %s has no host link (set pcie.bandwidth in the chip)", chip->name);
         return -1;
     }
-    return 0;
+    return fits_hbm(op->u.host_copy.bytes, chip, err, n);
 }
 
 uint64_t copy_chunk_bytes(const struct op *op, const struct chip_params *chip)

@@ -1,4 +1,4 @@
-/* kernels/copy.h -- hbm_copy and ppermute: their rules and their arithmetic
+/* kernels/copy.h -- hbm_copy, host_copy and ppermute: their rules and their arithmetic
  * (chunks, targets). Pure: the engine (sim/eng_ops.c) moves the bytes. Uses
  * base/, topology/, models/ and kernels/ops.h. */
 #ifndef TPUSIM_KERNELS_COPY_H
@@ -19,6 +19,12 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
  * VMEM limit) and how many chunks it takes. */
 uint64_t copy_chunk_bytes(const struct op *op, const struct chip_params *chip);
 uint64_t copy_chunks(const struct op *op, const struct chip_params *chip);
+
+/* Checks a host_copy on 'chip': the chip has a PCIe link, the bytes fit the HBM. */
+int copy_check_host(const struct op *op, const struct chip_params *chip, const struct topo *topo,
+                    char *err, size_t n);
+/* The YAML names of host_copy's directions, in enum host_dir order. */
+extern const char *const copy_host_dir_names[];
 
 /* Checks a ppermute on 'topo': the axis exists; on chips that route only to
  * power-of-2 offsets (v5e), the offset is one. */

@@ -38,6 +38,7 @@ enum op_kind {
     OP_TRANSPOSE,
     OP_COPY,
     OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
+    OP_HOST_COPY,     /* HBM <-> host memory over the chip's PCIe link (offloaded activations) */
     OP_KIND_COUNT
 };
 
@@ -46,6 +47,13 @@ struct mask; /* kernels/maskinfo.h */
 struct op_hbm_copy {
     uint64_t bytes;       /* per TensorCore */
     uint64_t chunk_bytes; /* 0: half the scoped VMEM limit */
+};
+
+enum host_dir { HOST_TO_HOST, HOST_TO_DEVICE };
+
+struct op_host_copy {
+    uint64_t bytes;     /* per chip */
+    enum host_dir dir;  /* to_host: HBM -> host memory; to_device: host memory -> HBM */
 };
 
 struct op_ppermute {
@@ -143,6 +151,8 @@ struct op_collective {
     uint64_t bytes;
     int naxes;
     int axes[3];            /* physical axes; for groups, the dimensions of the group torus */
+    bool dcn;               /* also across the slices, over the DCN (axes: [dcn, ...], or a
+                             * group axis that holds the slices): hierarchical */
     enum coll_algo algo;
     enum dtype dt;          /* reduction dtype */
     /* groups: over logical mesh axes instead of physical ones (topology/mesh.h) */
@@ -226,6 +236,7 @@ struct op {
     bool autotune;             /* `block: auto`: sim/autotune.h searches its blocks */
     union {
         struct op_hbm_copy hbm_copy;
+        struct op_host_copy host_copy;
         struct op_ppermute ppermute;
         struct op_matmul matmul;
         struct op_flash flash;

@@ -40,6 +40,7 @@ struct chip_params {
     uint64_t hbm_bytes;
     double hbm_bw_Bps;
     double hbm_efficiency;        /* achieved fraction of hbm_bw_Bps */
+    double pcie_bw_Bps;           /* host <-> chip, one direction (0: none given) */
     int ici_links;
     double ici_bw_Bps;            /* one direction of one link */
     double ici_efficiency;        /* achieved fraction of ici_bw_Bps (packet overheads) */
@@ -48,6 +49,17 @@ struct chip_params {
     double ici_step_lat_s;        /* fixed cost of each collective step (sem handshake) */
     enum ici_routing routing;
     enum topo_wrap_rule wrap;   /* default wraparound (topo_default_wrap) */
+    /* --- what exists (a hypothetical chip may be anything) --- */
+    bool hypothetical;          /* chip: {hypothetical: true}: no slice or dtype checks */
+    bool mxu_dtype[DT_COUNT];   /* the MXU takes it: bf16, f32 always, int8/fp8 when peak lists them */
+    int slice_dims;             /* most axes a slice has (0: not stated) */
+    int slice_max[3];           /* the pod's torus, axes in ascending order (0: not stated) */
+    int64_t slice_max_chips;    /* the largest slice (0: not stated) */
+    /* --- the host and its DCN NICs (multislice; topology/dcn.h) --- */
+    int dcn_host_ndims;           /* 0: the preset gives no DCN */
+    int dcn_host_shape[TOPO_MAX_DIMS]; /* the chips of one host, a block of the slice */
+    double dcn_bw_Bps;            /* per host, one direction: all its NICs */
+    double dcn_lat_s;             /* one way, NIC to NIC */
 };
 
 /* Returns the size in bytes of one element of 'dt'. */

@@ -46,3 +46,8 @@ double hbm_peak_fraction(const struct chip_params *chip, double bytes, double se
 {
     return seconds > 0 ? bytes / (seconds * chip->hbm_bw_Bps) : 0;
 }
+
+double pcie_busy_s(const struct chip_params *chip, double bytes)
+{
+    return chip->pcie_bw_Bps > 0 ? bytes / chip->pcie_bw_Bps : 0;
+}

@@ -30,4 +30,9 @@ double hbm_busy_s(const struct chip_params *chip, double bytes);
 /* Fraction of the published peak that 'bytes' moved in 'seconds' reach. */
 double hbm_peak_fraction(const struct chip_params *chip, double bytes, double seconds);
 
+/* The chip's PCIe link to host memory (host_copy), one direction: the time
+ * it is busy moving 'bytes' (bytes / pcie_bw_Bps; 0 without a link). The
+ * platform's PCIe hosts run at this rate. */
+double pcie_busy_s(const struct chip_params *chip, double bytes);
+
 #endif

@@ -42,6 +42,84 @@ static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *w
     }
 }
 
+/* topology.slices and topology.dcn: N copies of the slice joined by the DCN. */
+static void load_slices(struct walk *w, const struct cfg_node *t, struct cfg_scenario *sc)
+{
+    int64_t slices = 1;
+    double bisection = 0;
+    const struct cfg_node *dn = t ? cfg_get(t, "dcn") : NULL;
+    if (t)
+        walk_int(w, t, "topology", "slices", false, 1, DCN_MAX_SLICES, &slices);
+    if (dn && walk_is_map(w, dn, "topology.dcn")) {
+        static const char *const keys[] = {"bisection", NULL};
+        walk_check_keys(w, dn, "topology.dcn", keys);
+        walk_qty(w, dn, "topology.dcn", "bisection", false, UNITS_BANDWIDTH, false, &bisection);
+    }
+    const struct chip_params *ch = &sc->chip;
+    sc->dcn.slices = (int)slices;
+    if (slices == 1 || diag_count(w->d) > 0)
+        return;
+    const struct cfg_node *sl = cfg_get(t, "slices");
+    char err[256];
+    if (ch->dcn_host_ndims == 0) {
+        walk_type_error(w, sl, "topology.slices", "1 for a chip without a dcn: section "
+                        "(host_shape, bandwidth, latency)");
+    } else if ((int64_t)sc->topo.nchips * slices > (1 << 20)) {
+        walk_type_error(w, sl, "topology.slices", "at most 1048576 chips in all slices");
+    } else if (dcn_init(&sc->dcn, &sc->topo, (int)slices, ch->dcn_host_shape, ch->dcn_host_ndims,
+                        ch->dcn_bw_Bps, ch->dcn_lat_s, bisection, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(sl, &loc);
+        diag_error(w->d, &loc, "topology.slices", "%s", err);
+    }
+}
+
+/* True when a slice of 'shape' fits the chip's pod (its axes sorted against
+ * the pod's) within its largest slice, or the chip is hypothetical. */
+static bool slice_exists(const struct chip_params *c, int nd, const int *shape)
+{
+    if (c->hypothetical || !c->slice_dims)
+        return true;
+    int s[TOPO_MAX_DIMS] = {1, 1, 1};
+    int64_t chips = 1;
+    for (int i = 0; i < nd; i++) {
+        s[i] = shape[i];
+        chips *= shape[i];
+    }
+    int used = 0;
+    for (int i = 0; i < nd; i++)
+        used += shape[i] > 1;
+    if (used > c->slice_dims || (c->slice_max_chips && chips > c->slice_max_chips))
+        return false;
+    for (int i = 1; i < TOPO_MAX_DIMS; i++) /* descending: axes of 1 fall off the end */
+        for (int j = i; j > 0 && s[j] > s[j - 1]; j--) {
+            int t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    for (int i = 0; i < c->slice_dims; i++) /* largest against largest */
+        if (c->slice_max[0] && s[i] > c->slice_max[c->slice_dims - 1 - i])
+            return false;
+    return true;
+}
+
+/* What slice_exists wants, for the message. */
+static void slice_rule(const struct chip_params *c, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "a %s slice (at most %d axes", c->name, c->slice_dims);
+    if (c->slice_max[0]) {
+        k += snprintf(buf + k, n - (size_t)k, ", fitting the ");
+        for (int i = c->slice_dims - 1; i >= 0; i--)
+            k += snprintf(buf + k, n - (size_t)k, "%d%s", c->slice_max[i], i ? "x" : "");
+        k += snprintf(buf + k, n - (size_t)k, " pod in any order");
+    }
+    if (c->slice_max_chips)
+        k += snprintf(buf + k, n - (size_t)k, ", at most %lld chips",
+                      (long long)c->slice_max_chips);
+    snprintf(buf + k, n - (size_t)k, "; chip: {base: %s, hypothetical: true} allows others)",
+             c->name);
+}
+
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
@@ -49,7 +127,7 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     const struct cfg_node *t = walk_field(w, root, "", "topology", false);
     const struct cfg_node *sh = NULL;
     if (t && walk_is_map(w, t, "topology")) {
-        static const char *const keys[] = {"shape", "wraparound", NULL};
+        static const char *const keys[] = {"shape", "wraparound", "slices", "dcn", NULL};
         walk_check_keys(w, t, "topology", keys);
         sh = walk_field(w, t, "topology", "shape", true);
     }
@@ -70,7 +148,12 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     if (topo_init(&sc->topo, nd, shape, wrap) != 0 || sc->topo.nchips > 65536) {
         if (t)
             walk_type_error(w, t, "topology", "at most 65536 chips");
+    } else if (sh && !slice_exists(&sc->chip, nd, shape)) {
+        char want[256];
+        slice_rule(&sc->chip, want, sizeof want);
+        walk_type_error(w, sh, "topology.shape", want);
     }
+    load_slices(w, t && t->type == CFG_MAP ? t : NULL, sc);
 }
 
 /* ---------------- options ---------------- */
@@ -149,7 +232,7 @@ static const struct cfg_node *auto_view(const struct cfg_node *m, const struct o
 }
 
 /* The kind's own keys: its key table, then its loader. */
-static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
 {
     const struct op_row *row = op_row(op->kind);
     struct cfg_node view;
@@ -166,6 +249,7 @@ static void load_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
     if (row->load)
         row->load(w, m, p, op);
     if (m == &view) {
+        ((struct cfg_node *)mo)->checked = view.checked;
         free(view.keys);
         free(view.kids);
         free(view.key_line);
@@ -200,7 +284,7 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
     walk_bool(w, m, p, "functional", &op->functional);
     walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
               "from 64KiB to 16GiB", &op->vmem_limit_bytes);
-    load_kind(w, m, p, op);
+    cfg_load_op_kind(w, m, p, op);
 }
 
 /* What the loader keeps of each op while it reads the workload (document order). */
@@ -345,6 +429,23 @@ static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_
     graph_draft_fini(&L.draft);
 }
 
+/* A mesh's devices folded into chips, its slices given to an axis, its axes
+ * laid out on the slice. */
+static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, size_t n)
+{
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(m, cfg_total_chips(sc), dpc, err, n) != 0 ||
+        mesh_place_slices(m, sc->topo.nchips, sc->dcn.slices, err, n) != 0)
+        return -1;
+    for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
+        if (m->axis[i].dcn > 1) {
+            snprintf(err, n, "expected no axis over the DCN without topology.slices, got '%s' "
+                             "with dcn: %d", m->axis[i].name, m->axis[i].dcn);
+            return -1;
+        }
+    return mesh_layout(m, &sc->topo, err, n);
+}
+
 /* The top-level mesh: its axes laid out on the topology. */
 static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
@@ -352,9 +453,7 @@ static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_sc
     if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
         return;
     char err[256];
-    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
-    if (mesh_fold_devices(&sc->mesh, sc->topo.nchips, dpc, err, sizeof err) != 0 ||
-        mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+    if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
         struct diag_loc loc;
         walk_loc(m, &loc);
         diag_error(w->d, &loc, "mesh", "%s", err);
@@ -376,9 +475,7 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     }
     if (!c->own_mesh)
         c->mesh = sc->mesh;
-    else if (mesh_fold_devices(&c->mesh, sc->topo.nchips, sc->chip.megacore ? 1 : sc->chip.cores,
-                               err, sizeof err) != 0 ||
-             mesh_layout(&c->mesh, &sc->topo, err, sizeof err) != 0) {
+    else if (mesh_setup(sc, &c->mesh, err, sizeof err) != 0) {
         diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
         return;
     }
@@ -399,6 +496,23 @@ static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
     c->naxes = g.ndims;
     for (int a = 0; a < g.ndims; a++)
         c->axes[a] = a;
+    c->dcn = mesh_axes_dcn(&c->mesh, c->group_axes, c->ngroup);
+}
+
+/* A collective across the slices (axes: [dcn, ...] or a group axis on the
+ * DCN) needs slices, and runs hierarchically only as a reduction or a gather. */
+static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    const struct op *op = &sc->ops[i];
+    const struct cfg_op_src *src = &sc->src[i];
+    const struct cfg_node *ax = cfg_get(src->node, "axes");
+    const struct cfg_node *at = ax ? ax : src->node;
+    char *p = walk_join(src->path, ax ? "axes" : "groups");
+    if (sc->dcn.slices <= 1 && !op->u.coll.grouped)
+        walk_type_error(w, at, p, "physical axes without dcn (dcn needs topology.slices > 1)");
+    else if (op->kind == OP_ALL_TO_ALL)
+        walk_type_error(w, at, p, "axes within a slice (an all_to_all does not run over the DCN)");
+    free(p);
 }
 
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
@@ -406,6 +520,9 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
             resolve_groups(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
+            check_dcn(w, sc, i);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;
@@ -447,10 +564,16 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
     if (cfg_load_model(w, mn, &ms->m) != 0)
         return NULL;
-    if (!sc->has_mesh) {
+    if (!sc->has_mesh) { /* MaxText's defaults: ici_fsdp -1, dcn_data -1 */
         sc->mesh = (struct mesh){.naxes = 1};
         snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
         sc->mesh.axis[0].size = sc->topo.nchips;
+        if (sc->dcn.slices > 1) {
+            sc->mesh.naxes = 2;
+            sc->mesh.axis[1] = sc->mesh.axis[0];
+            sc->mesh.axis[0] = (struct mesh_axis){.size = sc->dcn.slices, .dcn = sc->dcn.slices};
+            snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "data");
+        }
         char err[256];
         if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
             diag_error(w->d, &loc, "mesh", "%s", err);
@@ -507,7 +630,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     cfg_normalize_chip(root);
     for (int i = 0; i < nsets; i++)
         cfg_apply_set(root, sets[i], d);
-    struct walk w = {d};
+    cfg_forget_reads(root);
+    struct walk w = {.d = d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
                                            "mesh", "workload", "model",    NULL};
@@ -518,6 +642,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
             walk_type_error(&w, nm, "name", WALK_NAME_RULE);
         sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
+        w.chip = &sc->chip;
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
         load_mesh(&w, root, sc);
@@ -532,6 +657,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_node_free(expanded);
         if (diag_count(d) == 0)
             check_semantics(&w, sc);
+        if (diag_count(d) == 0)
+            walk_check_unread(&w, root, "");
         if (diag_count(d) == 0)
             spmd_fold(sc, sc->all_chips);
     }
@@ -592,4 +719,12 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->name);
     free(sc->file);
     memset(sc, 0, sizeof *sc);
+}
+
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (sc->ops[i].kind == kind)
+            return true;
+    return false;
 }

@@ -18,6 +18,7 @@
 #include "kernels/ops.h"
 #include "models/chip.h"
 #include "sim/graph.h"
+#include "topology/dcn.h"
 #include "topology/topo.h"
 
 struct cfg_node;
@@ -41,6 +42,7 @@ struct cfg_scenario {
     char *file; /* owned; path the scenario came from */
     struct chip_params chip;
     struct topo topo;      /* the slice */
+    struct dcn dcn;        /* topology.slices copies of it joined by the DCN (slices 1: none) */
     struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
     int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
@@ -58,6 +60,18 @@ struct cfg_scenario {
     int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
 };
 
+/* Chips the engine simulates: every slice's simulated chips (sim.nchips each);
+ * engine chip e is chip e % sim.nchips of slice e / sim.nchips. */
+static inline int cfg_engine_chips(const struct cfg_scenario *sc)
+{
+    return sc->sim.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+}
+/* Chips of all slices. */
+static inline int cfg_total_chips(const struct cfg_scenario *sc)
+{
+    return sc->topo.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+}
+
 /* Loads the scenario at 'path' ("-": standard input; NULL: the embedded default), applies
  * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
  * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
@@ -70,6 +84,9 @@ int cfg_load_scenario_text(const char *text, size_t len, const char *file, const
 
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
+
+/* True if some op of 'sc' is of kind 'kind'. */
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind);
 
 /* True if 'name' may name a scenario, an op or a block: 1 to 64 letters,
  * digits, '_', '-' or ':' (no path separators, dots or blanks). */

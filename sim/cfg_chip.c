@@ -31,6 +31,10 @@ static void load_peak(struct walk *w, const struct cfg_node *tc, const char *pat
         walk_qty(w, pk, p, "int8", false, UNITS_FLOPS, false, &c->peak_flops[DT_INT8]);
         walk_qty(w, pk, p, "fp8", false, UNITS_FLOPS, false, &c->peak_flops[DT_FP8]);
         c->peak_flops[DT_INT32] = c->peak_flops[DT_F32];
+        /* a rate listed is a dtype the MXU takes; f32 is rounded to bf16 passes */
+        c->mxu_dtype[DT_BF16] = c->mxu_dtype[DT_F32] = c->mxu_dtype[DT_INT32] = true;
+        c->mxu_dtype[DT_INT8] = cfg_get(pk, "int8") != NULL;
+        c->mxu_dtype[DT_FP8] = cfg_get(pk, "fp8") != NULL;
     }
     free(p);
 }
@@ -138,6 +142,20 @@ static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pr
     free(p);
 }
 
+/* pcie: the host link of one chip (optional: a chip without it has no host_copy). */
+static void load_pcie(struct walk *w, const struct cfg_node *root, const char *pre,
+                      struct chip_params *c)
+{
+    char *p = walk_join(pre, "pcie");
+    const struct cfg_node *h = walk_field(w, root, pre, "pcie", false);
+    if (h && walk_is_map(w, h, p)) {
+        static const char *const keys[] = {"bandwidth", NULL};
+        walk_check_keys(w, h, p, keys);
+        walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->pcie_bw_Bps);
+    }
+    free(p);
+}
+
 static void load_ici(struct walk *w, const struct cfg_node *root, const char *pre,
                      struct chip_params *c)
 {
@@ -167,13 +185,79 @@ static void load_ici(struct walk *w, const struct cfg_node *root, const char *pr
     free(p);
 }
 
+/* dcn: {host_shape, bandwidth, latency}: optional (a preset without it has no multislice). */
+static void load_dcn(struct walk *w, const struct cfg_node *root, const char *pre,
+                     struct chip_params *c)
+{
+    char *p = walk_join(pre, "dcn");
+    const struct cfg_node *d = walk_field(w, root, pre, "dcn", false);
+    if (d && walk_is_map(w, d, p)) {
+        static const char *const keys[] = {"host_shape", "bandwidth", "latency", NULL};
+        walk_check_keys(w, d, p, keys);
+        const struct cfg_node *hs = walk_field(w, d, p, "host_shape", true);
+        char *hp = walk_join(p, "host_shape");
+        if (hs && (hs->type != CFG_SEQ || hs->n < 1 || hs->n > TOPO_MAX_DIMS)) {
+            walk_type_error(w, hs, hp, "a list of 1 to 3 lengths, like [2, 4]");
+        } else if (hs) {
+            c->dcn_host_ndims = hs->n;
+            for (int i = 0; i < TOPO_MAX_DIMS; i++) {
+                int64_t v = 1;
+                if (i < hs->n)
+                    walk_item(w, hs, hp, i, 1, 64, &v);
+                c->dcn_host_shape[i] = (int)v;
+            }
+        }
+        free(hp);
+        walk_qty(w, d, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->dcn_bw_Bps);
+        walk_qty(w, d, p, "latency", true, UNITS_TIME, true, &c->dcn_lat_s);
+    }
+    free(p);
+}
+
+/* slice: {dims, max_shape, max_chips}: the slices this generation has. */
+static void load_slice(struct walk *w, const struct cfg_node *root, const char *pre,
+                       struct chip_params *c)
+{
+    char *p = walk_join(pre, "slice");
+    const struct cfg_node *s = walk_field(w, root, pre, "slice", false);
+    if (s && walk_is_map(w, s, p)) {
+        static const char *const keys[] = {"dims", "max_shape", "max_chips", NULL};
+        walk_check_keys(w, s, p, keys);
+        walk_int32(w, s, p, "dims", true, 1, TOPO_MAX_DIMS, &c->slice_dims);
+        walk_int(w, s, p, "max_chips", false, 1, 65536, &c->slice_max_chips);
+        const struct cfg_node *ms = walk_field(w, s, p, "max_shape", false);
+        char *mp = walk_join(p, "max_shape");
+        if (ms && (ms->type != CFG_SEQ || ms->n != c->slice_dims)) {
+            char want[64];
+            snprintf(want, sizeof want, "a list of %d axis lengths", c->slice_dims);
+            walk_type_error(w, ms, mp, want);
+        } else {
+            for (int i = 0; ms && i < ms->n; i++) {
+                int64_t v = 0;
+                walk_item(w, ms, mp, i, 1, 4096, &v);
+                c->slice_max[i] = (int)v;
+            }
+            for (int i = 1; i < c->slice_dims; i++) /* ascending, to compare sorted shapes */
+                for (int j = i; j > 0 && c->slice_max[j] < c->slice_max[j - 1]; j--) {
+                    int t = c->slice_max[j];
+                    c->slice_max[j] = c->slice_max[j - 1];
+                    c->slice_max[j - 1] = t;
+                }
+        }
+        free(mp);
+    }
+    free(p);
+}
+
+
 static void load_chip_tree(struct walk *w, const struct cfg_node *root, const char *pre,
                            struct chip_params *c)
 {
     if (!walk_is_map(w, root, *pre ? pre : "chip"))
         return;
     static const char *const keys[] = {"name", "generation", "tensorcore", "hbm", "ici",
-                                       "base", NULL};
+                                       "pcie", "dcn",  "slice",      "hypothetical", "base",
+                                       NULL};
     walk_check_keys(w, root, pre, keys);
     const struct cfg_node *name = cfg_get(root, "name");
     if (name && name->type == CFG_SCALAR)
@@ -182,6 +266,10 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
     load_tc(w, root, pre, c);
     load_hbm(w, root, pre, c);
     load_ici(w, root, pre, c);
+    load_pcie(w, root, pre, c);
+    load_dcn(w, root, pre, c);
+    load_slice(w, root, pre, c);
+    walk_bool(w, root, pre, "hypothetical", &c->hypothetical);
 }
 
 const char *const *cfg_chip_names(void)
@@ -229,7 +317,7 @@ int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d)
             diag_error(d, NULL, "chip", "unknown chip preset '%s'", name);
         return -1;
     }
-    struct walk w = {d};
+    struct walk w = {.d = d};
     memset(chip, 0, sizeof *chip);
     load_chip_tree(&w, n, "", chip);
     cfg_node_free(n);
@@ -259,7 +347,10 @@ void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_para
         static const char *const skip[] = {"base", NULL};
         cfg_merge(preset, ch, skip);
     }
+    cfg_forget_reads(preset);
     load_chip_tree(w, preset, "chip", c);
+    if (diag_count(w->d) == 0)
+        walk_check_unread(w, preset, "chip");
     cfg_node_free(preset);
 }
 

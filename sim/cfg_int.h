@@ -18,6 +18,11 @@ int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struc
 struct model;
 int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);
 
+/* Reads the keys of op 'op' (its kind set) from map 'm' at 'p': the common
+ * keys are the caller's; this reads the kind's key table and its loader. */
+struct op;
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *m, const char *p, struct op *op);
+
 /* The scenario's chip: a preset name, or {base: name, key: override...}. */
 void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
 

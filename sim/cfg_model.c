@@ -129,7 +129,7 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     static const char *const optimizers[] = {"adamw", NULL};
     v = 0;
     walk_enum(w, t, "model", "optimizer", optimizers, &v);
-    walk_dtype(w, t, "model", "dtype", &m->dtype);
+    walk_mxu_dtype(w, t, "model", "dtype", &m->dtype);
     walk_dtype(w, t, "model", "weight_dtype", &m->weight_dtype);
     m->mu_dtype = m->weight_dtype;
     walk_dtype(w, t, "model", "mu_dtype", &m->mu_dtype);
@@ -173,6 +173,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
         walk_type_error(w, t, "model", "a model with seq_len (tokens per sequence)");
     if (diag_count(w->d) == before)
         check_model(w, t, m);
+    cfg_copy_reads(node, t); /* the walk read the merged copy */
     cfg_node_free(t);
     return diag_count(w->d) > before ? -1 : 0;
 }

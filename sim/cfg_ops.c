@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "topology/dcn.h"
 #include "kernels/fusion.h"
 #include "kernels/kernel.h"
 #include "kernels/maskinfo.h"
@@ -99,7 +100,7 @@ void cfg_load_flash(struct walk *w, const struct cfg_node *m, const char *p, str
     f->kv_seq_len = f->q_seq_len;
     walk_int(w, m, p, "kv_seq_len", false, 1, 1 << 24, &f->kv_seq_len);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &f->head_dim);
-    walk_dtype(w, m, p, "dtype", &f->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &f->dt);
     walk_bool(w, m, p, "causal", &f->causal);
     walk_bool(w, m, p, "bias", &f->bias);
     get_mode(w, m, p, &f->mode);
@@ -294,7 +295,7 @@ void cfg_load_splash(struct walk *w, const struct cfg_node *m, const char *p, st
     s->kv_seq_len = s->q_seq_len;
     walk_int(w, m, p, "kv_seq_len", false, 1, 1 << 24, &s->kv_seq_len);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &s->head_dim);
-    walk_dtype(w, m, p, "dtype", &s->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &s->dt);
     get_mode(w, m, p, &s->mode);
     const struct cfg_node *seg = cfg_get(m, "segment_ids");
     if (seg) {
@@ -359,6 +360,19 @@ static int64_t gen_len(struct walk *w, const struct cfg_node *g, const char *p, 
     return v;
 }
 
+/* paged_attention's 'batch', when given, is the number of sequences (issue
+ * 18.11: it was allowed and never read). */
+static void paged_batch_matches(struct walk *w, const struct cfg_node *m, const char *p,
+                                int64_t batch, int64_t got, const char *from)
+{
+    if (!batch || batch == got)
+        return;
+    char want[96], *bp = walk_join(p, "batch");
+    snprintf(want, sizeof want, "the number of sequences (%lld, from %s)", (long long)got, from);
+    walk_type_error(w, cfg_get(m, "batch"), bp, want);
+    free(bp);
+}
+
 void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
 {
     static const char *const keys[] = {CFG_OP_COMMON_KEYS, "batch", "q_heads", "kv_heads", "head_dim",
@@ -374,7 +388,7 @@ void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, str
     walk_int(w, m, p, "q_heads", true, 1, 1 << 16, &g->q_heads);
     walk_int(w, m, p, "kv_heads", true, 1, 1 << 16, &g->kv_heads);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &g->head_dim);
-    walk_dtype(w, m, p, "dtype", &g->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &g->dt);
     walk_dtype(w, m, p, "kv_dtype", &g->kv_dt);
     walk_int(w, m, p, "page_size", false, 1, 1 << 16, &g->page_size);
     walk_int(w, m, p, "pages_per_seq", true, 1, 1 << 20, &g->pages_per_seq);
@@ -392,6 +406,8 @@ void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, str
     walk_int(w, m, p, "seed", false, 0, INT64_MAX, &seed);
     g->seed = (uint64_t)seed;
     int64_t max_len = g->page_size * g->pages_per_seq;
+    int64_t batch = 0; /* optional: the number of sequences, checked against them */
+    walk_int(w, m, p, "batch", false, 1, 1 << 20, &batch);
     const struct cfg_node *ln = cfg_get(m, "lengths"), *dec = cfg_get(m, "decode");
     if ((ln != NULL) == (dec != NULL)) {
         walk_type_error(w, m, p, "exactly one of lengths: [...] or decode: {...}");
@@ -408,14 +424,16 @@ void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, str
                 walk_item(w, ln, lp, i, 0, max_len, &g->lengths[i]);
         }
         free(lp);
+        paged_batch_matches(w, m, p, batch, g->batch, "lengths");
         return;
     }
     char *dp = walk_join(p, "decode");
     if (walk_is_map(w, dec, dp)) {
         static const char *const dk[] = {"batch", "kv_len", "seed", NULL};
         walk_check_keys(w, dec, dp, dk);
-        int64_t b = 1, ds = (int64_t)g->seed;
-        walk_int(w, dec, dp, "batch", true, 1, 1 << 20, &b);
+        int64_t b = batch ? batch : 1, ds = (int64_t)g->seed;
+        walk_int(w, dec, dp, "batch", batch == 0, 1, 1 << 20, &b);
+        paged_batch_matches(w, m, p, batch, b, "decode.batch");
         walk_int(w, dec, dp, "seed", false, 0, INT64_MAX, &ds);
         g->batch = b;
         g->lengths = xcalloc((size_t)b, sizeof *g->lengths);
@@ -524,7 +542,7 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
     walk_int(w, m, p, "q_heads", true, 1, 1 << 16, &r->q_heads);
     walk_int(w, m, p, "kv_heads", true, 1, 1 << 16, &r->kv_heads);
     walk_int(w, m, p, "head_dim", true, 1, 1 << 16, &r->head_dim);
-    walk_dtype(w, m, p, "dtype", &r->dt);
+    walk_mxu_dtype(w, m, p, "dtype", &r->dt);
     walk_dtype(w, m, p, "kv_dtype", &r->kv_dt);
     walk_int(w, m, p, "page_size", false, 1, 1 << 16, &r->page_size);
     walk_int(w, m, p, "max_model_len", true, 1, 1 << 24, &r->max_model_len);
@@ -602,14 +620,30 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
         walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
     } else if (g) {
         load_groups(w, g, p, c);
-    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 3)) {
-        walk_type_error(w, ax, ap, "a list of 1 to 3 axes, like [0] or [0, 1]");
+    } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 4)) {
+        walk_type_error(w, ax, ap, "a list of 1 to 3 axes and dcn, like [0], [0, 1] or [dcn, 0]");
     } else if (ax) {
-        c->naxes = ax->n;
+        c->naxes = 0;
         for (int i = 0; i < ax->n; i++) {
+            const struct cfg_node *it = ax->kids[i];
+            if (it->type == CFG_SCALAR && strcmp(it->value, "dcn") == 0) {
+                if (c->dcn) {
+                    char *ip = xasprintf("%s.%d", ap, i);
+                    walk_type_error(w, it, ip, "dcn at most once");
+                    free(ip);
+                }
+                c->dcn = true; /* across the slices (topology.slices) */
+                continue;
+            }
             int64_t v = 0;
             walk_item(w, ax, ap, i, 0, TOPO_MAX_DIMS - 1, &v);
-            c->axes[i] = (int)v;
+            if (c->naxes < 3)
+                c->axes[c->naxes++] = (int)v;
+            else {
+                char *ip = xasprintf("%s.%d", ap, i);
+                walk_type_error(w, it, ip, "at most 3 physical axes");
+                free(ip);
+            }
         }
     }
     free(ap);
@@ -624,9 +658,12 @@ static void load_mesh_axis(struct walk *w, const struct cfg_node *m, int i, cons
     snprintf(a->name, sizeof a->name, "%s", m->keys[i]);
     int64_t size = 1;
     if (v->type == CFG_MAP) {
-        static const char *const keys[] = {"size", "on", NULL};
+        static const char *const keys[] = {"size", "on", "dcn", NULL};
         walk_check_keys(w, v, ap, keys);
         walk_int(w, v, ap, "size", true, 1, 1 << 20, &size);
+        int64_t dcn = 0;
+        walk_int(w, v, ap, "dcn", false, 1, DCN_MAX_SLICES, &dcn);
+        a->dcn = (int)dcn;
         const struct cfg_node *on = cfg_get(v, "on");
         char *op = walk_join(ap, "on");
         if (on && (on->type != CFG_SEQ || on->n < 1 || on->n > MESH_MAX_FACTORS)) {

@@ -104,9 +104,30 @@ struct cfg_node *cfg_get(const struct cfg_node *m, const char *key)
     if (!m || m->type != CFG_MAP)
         return NULL;
     for (int i = 0; i < m->n; i++)
-        if (strcmp(m->keys[i], key) == 0)
+        if (strcmp(m->keys[i], key) == 0) {
+            m->kids[i]->read = true;
             return m->kids[i];
+        }
     return NULL;
+}
+
+void cfg_copy_reads(const struct cfg_node *dst, const struct cfg_node *src)
+{
+    if (!dst || !src || dst->type != CFG_MAP || src->type != CFG_MAP)
+        return;
+    for (int i = 0; i < dst->n; i++)
+        for (int j = 0; j < src->n; j++)
+            if (!strcmp(dst->keys[i], src->keys[j])) {
+                dst->kids[i]->read |= src->kids[j]->read;
+                cfg_copy_reads(dst->kids[i], src->kids[j]);
+            }
+}
+
+void cfg_forget_reads(struct cfg_node *n)
+{
+    n->read = n->checked = false;
+    for (int i = 0; i < n->n && n->type != CFG_SCALAR; i++)
+        cfg_forget_reads(n->kids[i]);
 }
 
 void cfg_put(struct cfg_node *m, const char *key, struct cfg_node *v)

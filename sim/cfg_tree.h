@@ -23,6 +23,8 @@ struct cfg_node {
     int *key_line, *key_col;
     char *file;   /* owned */
     int line, col;
+    bool read;    /* cfg_get returned it since cfg_forget_reads (issue 18.11) */
+    bool checked; /* a map whose keys walk_check_keys held against a list */
 };
 
 /* --- stage 1: YAML text -> tree (sim/cfg_yaml.c) --- */
@@ -54,6 +56,12 @@ void cfg_node_add(struct cfg_node *p, const char *key, int key_line, int key_col
 void cfg_node_free(struct cfg_node *n);
 /* Value of 'key' in map 'm', or NULL. */
 struct cfg_node *cfg_get(const struct cfg_node *m, const char *key);
+/* Clears 'read' and 'checked' in the tree 'n' (before the walk: merging and
+ * --set look keys up too). */
+void cfg_forget_reads(struct cfg_node *n);
+/* Marks read every node of map tree 'dst' whose counterpart by key in 'src'
+ * (a merged copy that was walked instead) was read. */
+void cfg_copy_reads(const struct cfg_node *dst, const struct cfg_node *src);
 /* Sets map 'm'[key] = 'v' (replacing and freeing an old value); takes 'v'. */
 void cfg_put(struct cfg_node *m, const char *key, struct cfg_node *v);
 /* Overlays 'over' onto 'base': maps merge key by key, anything else replaces.

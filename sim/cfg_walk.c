@@ -77,6 +77,11 @@ bool walk_name_ok(const char *s)
 void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
                        const char *const *allowed)
 {
+    ((struct cfg_node *)m)->checked = true; /* walk_check_unread looks at it */
+    for (int i = 0; w->log && allowed[i]; i++) {
+        w->log->keys = xrealloc(w->log->keys, sizeof(char *) * (size_t)(w->log->n + 1));
+        w->log->keys[w->log->n++] = xstrdup(allowed[i]);
+    }
     for (int i = 0; i < m->n; i++) {
         bool found;
         const char *best = walk_suggest(m->keys[i], allowed, &found);
@@ -87,6 +92,24 @@ void walk_check_keys(struct walk *w, const struct cfg_node *m, const char *path,
             diag_error(w->d, &loc, path, "unknown key '%s' (did you mean '%s'?)", m->keys[i], best);
         else
             diag_error(w->d, &loc, path, "unknown key '%s'", m->keys[i]);
+    }
+}
+
+void walk_check_unread(struct walk *w, const struct cfg_node *n, const char *path)
+{
+    if (!n || n->type == CFG_SCALAR)
+        return;
+    for (int i = 0; i < n->n; i++) {
+        char idx[24];
+        snprintf(idx, sizeof idx, "%d", i);
+        char *p = walk_join(path, n->type == CFG_MAP ? n->keys[i] : idx);
+        if (n->type == CFG_MAP && n->checked && !n->kids[i]->read) {
+            struct diag_loc loc = {n->file, n->key_line[i], n->key_col[i]};
+            diag_error(w->d, &loc, p, "not used here: nothing reads '%s' (remove it)",
+                       n->keys[i]);
+        }
+        walk_check_unread(w, n->kids[i], p);
+        free(p);
     }
 }
 
@@ -369,6 +392,29 @@ int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const
     return -1;
 }
 
+int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+                   enum dtype *out)
+{
+    if (walk_dtype(w, m, path, key, out) != 0)
+        return -1;
+    const struct chip_params *c = w->chip;
+    const struct cfg_node *n = cfg_get(m, key);
+    if (!n || !c || c->hypothetical || c->mxu_dtype[*out] || !c->mxu_dtype[DT_BF16])
+        return 0; /* (no bf16: the chip did not load, and said why) */
+    char want[160], list[64] = "";
+    for (int dt = 0; dt < DT_COUNT; dt++)
+        if (c->mxu_dtype[dt] && dt != DT_INT32)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     dtype_name((enum dtype)dt));
+    snprintf(want, sizeof want,
+             "a dtype the %s MXU takes (%s; chip: {base: %s, hypothetical: true} allows others)",
+             c->name, list, c->name);
+    char *p = walk_join(path, key);
+    walk_type_error(w, n, p, want);
+    free(p);
+    return -1;
+}
+
 /* A fraction in (0, 1], default 1. */
 void walk_fraction(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                          double *out)
@@ -419,6 +465,7 @@ static void store_default(const struct walk_key *k, char *base)
         *(bool *)p = k->dflt != 0;
         break;
     case WALK_DTYPE:
+    case WALK_MXU_DTYPE:
         *(enum dtype *)p = (enum dtype)k->dflt;
         break;
     case WALK_REAL:
@@ -453,6 +500,9 @@ static void read_key(struct walk *w, const struct cfg_node *m, const char *path,
         break;
     case WALK_DTYPE:
         walk_dtype(w, m, path, k->key, p);
+        break;
+    case WALK_MXU_DTYPE:
+        walk_mxu_dtype(w, m, path, k->key, p);
         break;
     case WALK_REAL:
         walk_positive(w, m, path, k->key, p);

@@ -17,8 +17,16 @@
 #include "models/chip.h"
 #include "sim/cfg_tree.h"
 
+/* The key lists walk_check_keys was given (tests: every allowed key is read). */
+struct walk_keylog {
+    int n;
+    char **keys; /* owned: every allowed key of every checked map, in order */
+};
+
 struct walk {
     struct diag *d;
+    const struct chip_params *chip; /* the scenario's, once loaded (walk_mxu_dtype checks it) */
+    struct walk_keylog *log;        /* NULL, or where walk_check_keys records its lists */
 };
 
 /* The source mark of node 'n'. */
@@ -70,6 +78,13 @@ int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const
 /* A size in [lo, hi] bytes; 'range' says so ("from 64KiB to 16GiB"). */
 int walk_size(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
               bool required, uint64_t lo, uint64_t hi, const char *range, uint64_t *out);
+/* Reports every key of a checked map in tree 'n' (at 'path') that nothing
+ * read: an allowed key that would be ignored is refused (issue 18.11). */
+void walk_check_unread(struct walk *w, const struct cfg_node *n, const char *path);
+/* A dtype an op feeds the MXU: also one the walk's chip takes (its peak
+ * lists a rate for it), unless the chip is hypothetical. */
+int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
+                   enum dtype *out);
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                enum dtype *out);
 /* A fraction in (0, 1], default 1. */
@@ -86,6 +101,7 @@ enum walk_type {
     WALK_BYTES, /* uint64_t, a size with a unit */
     WALK_BOOL,  /* bool */
     WALK_DTYPE, /* enum dtype */
+    WALK_MXU_DTYPE, /* enum dtype the MXU takes (walk_mxu_dtype) */
     WALK_ENUM,  /* an enum (int-sized): the index of the value in 'names' */
     WALK_REAL,  /* double > 0 */
     WALK_MAP,   /* a nested map read with the table 'sub' (relative to the same base) */

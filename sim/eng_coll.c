@@ -29,12 +29,19 @@ struct sem_msg {
     uint64_t amount; /* bytes (DMA) or increment (REGULAR) */
 };
 
-/* A remote DMA: its transfer and what the trace needs once it is done. */
+/* A remote DMA: its transfer and what the trace needs once it is done. Over
+ * the DCN an actor on the sender's NIC host makes the transfer (to the
+ * receiver's NIC host, where an anchor actor holds the semaphore mailboxes)
+ * and posts 'done' when its bytes have landed. */
 struct remote_dma {
     sg_comm_t comm;
     int src, dst;
     uint64_t bytes;
     double t_post;
+    bool dcn;
+    sg_sem_t done;      /* DCN: posted when the transfer is over */
+    sg_mailbox_t mb;    /* DCN: where it goes */
+    struct sem_msg *msg;
 };
 
 struct pending {
@@ -42,6 +49,14 @@ struct pending {
     uint64_t bytes;
     struct remote_dma *slot;
 };
+
+static void dcn_tx_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct remote_dma *d = sg_actor_self_get_data();
+    sg_mailbox_put(d->mb, d->msg, (long)d->bytes);
+    sg_sem_release(d->done);
+}
 
 struct coll_actor {
     struct eng_task *task;
@@ -69,6 +84,15 @@ static void flush(struct coll_actor *a)
         struct sem_msg *m = xmalloc(sizeof *m);
         m->amount = p->bytes;
         p->slot->t_post = simgrid_get_clock();
+        if (p->slot->dcn) { /* from the NIC host: an actor there makes the transfer */
+            struct remote_dma *d = p->slot;
+            d->mb = sem_mb(p->dst, a->task->opi, p->sem), d->msg = m;
+            d->done = sg_sem_init(0);
+            sg_actor_t tx = sg_actor_init("dcn-tx", a->task->core->run->chips[d->src].nic);
+            sg_actor_set_data(tx, d);
+            sg_actor_start(tx, dcn_tx_main, 0, NULL);
+            continue;
+        }
         p->slot->comm =
             sg_mailbox_put_async(sem_mb(p->dst, a->task->opi, p->sem), m, (long)p->bytes);
     }
@@ -82,9 +106,10 @@ static int sim_chip_of(const struct eng_task *task, int rank)
 {
     struct eng_run *r = task->core->run;
     const struct sim_coll *dev = task->coll;
+    int me = task->core->chip;
     if (!dev->topo) /* remote_copy and collective matmul: ranks are slice chips */
-        return eng_sim_chip(r, rank);
-    return eng_sim_chip(r, coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank));
+        return eng_sim_chip(r, me, rank);
+    return eng_sim_chip(r, me, coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank));
 }
 
 /* A remote DMA to rank 'dst' of the collective's torus. */
@@ -112,14 +137,39 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     return slot;
 }
 
+/* A remote DMA over the DCN to this device's place in slice 'dst_slice'. */
+static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
+{
+    struct coll_actor *a = ex;
+    struct eng_task *task = a->task;
+    struct eng_run *r = task->core->run;
+    int n = r->sc->sim.nchips, dst = dst_slice * n + task->core->chip % n;
+    if (a->npend == 64)
+        flush(a);
+    if (a->npend == 0)
+        a->ready = simgrid_get_clock() + r->sc->chip.dma_issue_s;
+    struct remote_dma *slot = xcalloc(1, sizeof *slot);
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes, .dcn = true};
+    a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
+    task->st.dmas++;
+    task->st.hbm_bytes += 2.0 * (double)bytes;
+    r->res[task->opi].dcn_bytes += (double)bytes;
+    return slot;
+}
+
 static void cx_wait_send(void *ex, void *h)
 {
     struct coll_actor *a = ex;
     flush(a);
     struct remote_dma *d = h;
     struct eng_run *r = a->task->core->run;
-    eng_wait_note(a->task, "a remote DMA send");
-    sg_comm_wait(d->comm);
+    eng_wait_note(a->task, d->dcn ? "a DCN send" : "a remote DMA send");
+    if (d->dcn) {
+        sg_sem_acquire(d->done);
+        sg_sem_destroy(d->done);
+    } else {
+        sg_comm_wait(d->comm);
+    }
     eng_wait_note(a->task, NULL);
     double t1 = simgrid_get_clock();
     eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
@@ -198,7 +248,8 @@ static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
                                               .wait = cx_wait,
                                               .reduce = cx_reduce,
                                               .local_copy = cx_local_copy,
-                                              .delay = cx_delay};
+                                              .delay = cx_delay,
+                                              .rdma_dcn = cx_rdma_dcn};
 
 /* One actor per part: its own DMA mailbox and statistics. */
 struct part_actor {
@@ -218,7 +269,10 @@ static void run_part(struct eng_task *task, int part)
                          part,
                          &coll_ops,
                          &a,
-                         sc->fidelity == CFG_FIDELITY_FAST};
+                         sc->fidelity == CFG_FIDELITY_FAST,
+                         eng_slice_of(task->core->run, task->core->chip),
+                         sc->dcn.slices > 1 ? sc->dcn.slices : 1,
+                         sc->dcn.lat_s};
     coll_run_part(&c, &task->coll->plan);
     flush(&a);
 }
@@ -261,6 +315,52 @@ static void check_sems(struct eng_task *task)
     }
 }
 
+/* The anchor of a collective's DCN semaphores on one chip: an actor on its
+ * NIC host that is their mailboxes' permanent receiver, so that DCN
+ * transfers run NIC to NIC and start at once; the chip's actors take the
+ * landed messages as from any semaphore. It lives until the op ends. */
+struct dcn_anchor {
+    int chip, opi;
+    const struct coll_plan *plan;
+    sg_sem_t ready, quit;
+};
+
+static void anchor_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct dcn_anchor *an = sg_actor_self_get_data();
+    for (int p = 0; p < an->plan->nparts; p++)
+        for (int q = 0; q < an->plan->parts[p].nphases; q++)
+            for (int d = 0; d < 2 && an->plan->parts[p].phases[q].axis == COLL_AXIS_DCN; d++)
+                sg_mailbox_set_receiver(
+                    sg_mailbox_get_name(sem_mb(an->chip, an->opi, coll_sem_id(p, q, d, false))));
+    sg_sem_release(an->ready);
+    sg_sem_acquire(an->quit); /* the op's end: what waits on a semaphore frees it */
+    sg_sem_destroy(an->quit);
+    free(an);
+}
+
+static struct dcn_anchor *anchor_start(struct eng_task *task, const struct coll_plan *plan)
+{
+    struct eng_core *c = task->core;
+    struct dcn_anchor *an = xmalloc(sizeof *an);
+    *an = (struct dcn_anchor){c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
+    char name[48];
+    snprintf(name, sizeof name, "dcn-anchor%d.op%d", c->chip, task->opi);
+    sg_actor_t act = sg_actor_init(name, c->run->chips[c->chip].nic);
+    sg_actor_set_data(act, an);
+    sg_actor_start(act, anchor_main, 0, NULL);
+    sg_actor_daemonize(act);
+    sg_sem_acquire(an->ready);
+    return an;
+}
+
+static void anchor_stop(struct dcn_anchor *an)
+{
+    sg_sem_destroy(an->ready);
+    sg_sem_release(an->quit); /* the anchor frees 'an' */
+}
+
 void eng_run_collective(struct eng_task *task)
 {
     struct eng_core *c = task->core;
@@ -270,7 +370,7 @@ void eng_run_collective(struct eng_task *task)
         return;
     struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
     dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
-    coll_plan(task->op, dev.topo, &dev.plan);
+    coll_plan_slices(task->op, dev.topo, sc->dcn.slices, &dev.plan);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
     task->coll = &dev;
     /* push-only DMAs need a receiver from the start: the semaphores the plan uses */
@@ -280,6 +380,7 @@ void eng_run_collective(struct eng_task *task)
                 if (s < 2 || dev.plan.parts[p].phases[q].kind == COLL_PSUM)
                     sg_mailbox_set_receiver(sg_mailbox_get_name(
                         sem_mb(c->chip, task->opi, coll_sem_id(p, q, s & 1, s >= 2))));
+    struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     r->res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
@@ -310,6 +411,8 @@ void eng_run_collective(struct eng_task *task)
         merge_stats(&task->st, &pa[p].task.st);
     }
     check_sems(task);
+    if (anchor)
+        anchor_stop(anchor);
     free(pa);
     free(act);
     free(dev.count);

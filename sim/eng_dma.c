@@ -12,14 +12,20 @@
 #include "sim/engine.h"
 #include "topology/topo.h"
 
-int eng_sim_chip(const struct eng_run *r, int slice_chip)
+int eng_sim_chip(const struct eng_run *r, int me, int slice_chip)
 {
-    return topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
+    int n = r->sc->sim.nchips;
+    return me / n * n + topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
 }
 
 int eng_slice_chip(const struct eng_run *r, int sim_chip)
 {
-    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip);
+    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip % r->sc->sim.nchips);
+}
+
+int eng_slice_of(const struct eng_run *r, int sim_chip)
+{
+    return sim_chip / r->sc->sim.nchips;
 }
 
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
@@ -34,17 +40,22 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
                      const char *name)
 {
     const struct topo *t = &r->sc->sim;
-    int n = topo_hops(t, src, dst);
-    if (n == 0)
-        return;
-    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
-    topo_route(t, src, dst, hops);
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
              (unsigned long long)bytes, src, dst);
+    if (eng_slice_of(r, src) != eng_slice_of(r, dst)) { /* over the DCN */
+        trace_span(r->trace, src, ENG_TID_DCN, "dcn", name, t0, t1, args);
+        return;
+    }
+    int base = src - src % t->nchips;
+    int n = topo_hops(t, src - base, dst - base);
+    if (n == 0)
+        return;
+    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
+    topo_route(t, src - base, dst - base, hops);
     for (int i = 0; i < n; i++)
-        trace_span(r->trace, hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici", name, t0,
-                   t1, args);
+        trace_span(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
+                   name, t0, t1, args);
     free(hops);
 }
 

@@ -1,11 +1,12 @@
 /* sim/eng_ops.c -- the runners of the Pallas kernels (their pallas_calls in
- * order), hbm_copy and ppermute. */
+ * order), hbm_copy, host_copy and ppermute. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/copy.h"
 #include "sim/engine.h"
+#include "topology/plat_xml.h"
 #include "topology/topo.h"
 
 static double now(void)
@@ -61,6 +62,46 @@ void eng_run_hbm_copy(struct eng_task *task)
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
 }
 
+/* ---- host_copy: B bytes between the chip's HBM and host memory over its
+ * PCIe link. After the DMA latency the bytes cross the PCIe link of their
+ * direction (an execution of B on that direction's PCIe host, shared fairly
+ * with the chip's other copies the same way) and the HBM (a transfer of B
+ * through the chip's HBM link, shared with its kernels' DMAs) together; the
+ * copy ends when both have: alone, latency + B / min(PCIe, HBM). Core 0 of
+ * the chip does the work. ---- */
+
+void eng_run_host_copy(struct eng_task *task)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    const struct op_host_copy *p = &task->op->u.host_copy;
+    if (c->core != 0)
+        return;
+    sg_actor_sleep_for(r->sc->chip.dma_issue_s);
+    double t0 = now();
+    char host[48];
+    bool down = p->dir == HOST_TO_DEVICE;
+    sg_exec_t link = sg_actor_exec_init((double)p->bytes);
+    sg_exec_set_host(link, sg_host_by_name(plat_pcie_host_name(c->chip, down, host, sizeof host)));
+    sg_exec_start(link);
+    void *got = NULL;
+    sg_comm_t put = sg_mailbox_put_async(task->done_mb, task, (long)p->bytes);
+    sg_comm_t get = sg_mailbox_get_async(task->done_mb, &got);
+    eng_wait_note(task, down ? "its copy from host memory" : "its copy to host memory");
+    sg_exec_wait(link);
+    sg_comm_wait(get);
+    sg_comm_wait(put);
+    eng_wait_note(task, NULL);
+    char args[64];
+    snprintf(args, sizeof args, "\"bytes\": %llu", (unsigned long long)p->bytes);
+    trace_span(r->trace, c->chip, ENG_TID_PCIE(down), "pcie", task->op->name, t0, now(), args);
+    eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
+    task->st.dmas += 1;
+    task->st.hbm_bytes += (double)p->bytes;
+    r->res[task->opi].latency_s += r->sc->chip.dma_issue_s;
+    r->res[task->opi].pcie_bytes += (double)p->bytes;
+}
+
 /* ---- ppermute: each chip pushes its buffer to the chip 'shift' away along
  * 'axis' (remote DMA into the neighbour's HBM). Core 0 of each chip does the
  * work; the op starts with a device barrier, as Pallas inserts one. ---- */
@@ -85,7 +126,7 @@ void eng_run_ppermute(struct eng_task *task)
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     int me = eng_slice_chip(r, c->chip);
     int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
-    int dst = eng_sim_chip(r, to);
+    int dst = eng_sim_chip(r, c->chip, to);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
     double t0 = now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */

@@ -15,9 +15,11 @@
 #include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
@@ -34,7 +36,9 @@
 #define ENG_TID_VPU(c) ((c)*10 + 2)
 #define ENG_TID_DMA(c) ((c)*10 + 3)
 #define ENG_TID_ASYNC(c) ((c)*10 + 4)
+#define ENG_TID_PCIE(dir) (90 + (dir)) /* host_copy: 90 to host, 91 to device */
 #define ENG_TID_ICI(axis, dir) (100 + (axis)*2 + ((dir) > 0 ? 0 : 1))
+#define ENG_TID_DCN 110
 
 #define ENG_NOTE_BYTES 240
 
@@ -61,6 +65,7 @@ struct eng_chip {
     sg_cond_t changed;            /* notified whenever an op instance finishes on the chip */
     bool async_done;              /* its async walker issued every async op */
     char waiting[ENG_NOTE_BYTES]; /* what its async stream blocks on */
+    sg_host_t nic;                /* its NIC host on the DCN (multislice), else NULL */
 };
 
 /* One actor running one op on one core. */
@@ -118,9 +123,14 @@ struct eng_dma {
 
 /* --- eng_dma.c: local DMAs, the DMA engine, trace helpers --- */
 /* Chip numbers: the engine's chips are the simulated ones (sc->sim, the SPMD
- * fold of the slice); algorithms work on the slice (sc->topo). */
-int eng_sim_chip(const struct eng_run *r, int slice_chip);
+ * fold of the slice, in every slice: engine chip e is chip e % sim.nchips of
+ * slice e / sim.nchips); algorithms work on the slice (sc->topo).
+ * eng_sim_chip: the engine chip that plays chip 'slice_chip' of the slice of
+ * engine chip 'me'; eng_slice_chip: engine chip 'sim_chip' in its slice;
+ * eng_slice_of: its slice. */
+int eng_sim_chip(const struct eng_run *r, int me, int slice_chip);
 int eng_slice_chip(const struct eng_run *r, int sim_chip);
+int eng_slice_of(const struct eng_run *r, int sim_chip);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);

@@ -169,6 +169,9 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
     s->devices = (int64_t)topo->nchips * s->dev_per_chip;
+    for (int i = 0; i < mesh->naxes; i++) /* the slices over the DCN count too */
+        if (mesh->axis[i].dcn > 1)
+            s->devices *= mesh->axis[i].dcn;
     int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip;
     int rc = need(err, n, m->batch, shards, "batch",
                   "the devices the batch is split over (data x fsdp x expert x devices per chip)");
@@ -336,6 +339,7 @@ struct out {
     const struct model_shard *sh;
     const struct chip_params *chip;
     const char *indent;
+    char rope_extra[48]; /* rope_dim()'s text */
 };
 
 static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -402,6 +406,13 @@ static void fusion(struct out *o, const char *op, const char *name, int64_t rows
 {
     emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s}", op, name, (long long)rows,
          (long long)cols, dt(o->m->dtype), extra ? extra : "");
+}
+
+/* rope's head_dim key (the rotation pairs within each head), in o's scratch. */
+static const char *rope_dim(struct out *o, int64_t head_dim)
+{
+    snprintf(o->rope_extra, sizeof o->rope_extra, ", head_dim: %lld", (long long)head_dim);
+    return o->rope_extra;
 }
 
 /* A collective over mesh axis 'axis' of 'bytes' per chip (skipped when the axis has 1 device). */
@@ -560,7 +571,7 @@ static void attn_inputs(struct out *o, const char *pre, const char *first_after,
     matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
-        fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, NULL);
+        fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     }
     if (s->sequence > 1) {
         name_op(nm, sizeof nm, pre, "cp_kv");
@@ -678,12 +689,17 @@ static void layer_backward(struct out *o, const char *first_after)
     matmul_backward(o, "g_out", T, s->heads * Dh, D);
     attention(o, "g_attn", "bwd");
     if (m->arch != MODEL_GPT)
-        fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, NULL);
+        fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     matmul_backward(o, "g_qkv", T, D, qkv);
     tp(o, "reduce_scatter", "g_tp_rs1");
     fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
                "[g_norm1]");
+    /* the data-parallel sum of this layer's gradient shard, as soon as it is
+     * reduced: it runs beside the backward of the layers below (over the DCN
+     * when data spans the slices) */
+    collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
+               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1]");
 }
 
 /* A copy between HBM and host memory over the chip's PCIe link. */
@@ -794,15 +810,16 @@ static void train_step(struct out *o)
         host_copy(o, "h2d0", off, "to_device", "[fwd.d2h]");
     layer_block(o, "bwd", true);
     fusion(o, "elementwise", "g_embed", s->tokens, m->d_model, ", fn: add");
-    /* the update waits for every layer's gradients (and their data-parallel sum) */
+    /* the update waits for every layer's gradients and their data-parallel
+     * sums (each layer's in the backward, then the rest: embedding, head) */
     double local = chip_params(m, s);
     const char *grads = s->fsdp > 1 ? "[bwd.grad_rs, g_embed]" : "[g_embed]";
-    collective(o, "all_reduce", "grad_ar", "data", s->data, local * bytes(m->weight_dtype),
-               grads);
+    double rest = local * bytes(m->weight_dtype) - (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+    collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, "[g_embed]");
     emit(o, "- {op: optimizer, name: adamw, algorithm: adamw, params: %.0f, param_dtype: %s, "
             "grad_dtype: %s, state_dtype: %s, after: %s}",
          local, dt(m->weight_dtype), dt(m->weight_dtype), dt(m->mu_dtype),
-         s->data > 1 ? "[grad_ar]" : grads);
+         s->data <= 1 ? grads : rest >= 1 ? "[bwd.grad_ar, grad_ar_rest]" : "[bwd.grad_ar]");
 }
 
 static void prefill_step(struct out *o)
@@ -830,7 +847,7 @@ static void decode_step(struct out *o)
     o->indent = "      ";
     fusion(o, "rmsnorm", "norm1", T, D, NULL);
     matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
-    fusion(o, "rope", "rope", T, (s->heads + s->kv_heads) * Dh, NULL);
+    fusion(o, "rope", "rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     emit(o, "- {op: ragged_paged_attention, name: attn, q_heads: %lld, kv_heads: %lld, "
             "head_dim: %lld, dtype: %s, page_size: %lld, max_model_len: %lld,",
          (long long)s->heads, (long long)s->kv_heads, (long long)Dh, dt(m->dtype),

@@ -23,6 +23,11 @@ static const struct walk_key hbm_copy_keys[] = {
     KEY("chunk", WALK_BYTES, hbm_copy.chunk_bytes),
     {0}};
 
+static const struct walk_key host_copy_keys[] = {
+    KEY("bytes", WALK_BYTES, host_copy.bytes, .required = true),
+    KEY("direction", WALK_ENUM, host_copy.dir, .required = true, .names = copy_host_dir_names),
+    {0}};
+
 static const struct walk_key ppermute_keys[] = {
     KEY("bytes", WALK_BYTES, ppermute.bytes, .required = true),
     KEY("axis", WALK_INT32, ppermute.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
@@ -40,7 +45,7 @@ static const struct walk_key matmul_block_keys[] = {
     KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),                      \
-    KEY("dtype", WALK_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
+    KEY("dtype", WALK_MXU_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
     {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys}
 
 static const struct walk_key matmul_keys[] = {MATMUL_KEYS, {0}};
@@ -123,7 +128,7 @@ static const struct walk_key coll_matmul_keys[] = {
     KEY("m", WALK_INT, coll_matmul.m, .required = true, .min = 1, .max = 1 << 24),
     KEY("k", WALK_INT, coll_matmul.k, .required = true, .min = 1, .max = 1 << 24),
     KEY("n", WALK_INT, coll_matmul.n, .required = true, .min = 1, .max = 1 << 24),
-    KEY("dtype", WALK_DTYPE, coll_matmul.dt, .dflt = DT_BF16),
+    KEY("dtype", WALK_MXU_DTYPE, coll_matmul.dt, .dflt = DT_BF16),
     KEY("axis", WALK_INT32, coll_matmul.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
     KEY("overlapped", WALK_BOOL, coll_matmul.overlap, .dflt = 1),
     {0}};
@@ -203,6 +208,12 @@ static const struct op_row rows[] = {
         XLA_OP("transpose", shape_keys, shape_extra, cfg_load_xla, &kern_transpose_kind),
     [OP_COPY] = XLA_SHAPED("copy", shape_keys),
     [OP_EINSUM] = MATMUL("einsum", einsum_keys),
+    [OP_HOST_COPY] = {.name = "host_copy",
+                      .category = "copy",
+                      .async = true,
+                      .keys = host_copy_keys,
+                      .check = copy_check_host,
+                      .run = eng_run_host_copy},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 
@@ -241,4 +252,25 @@ void op_fini(struct op *op)
     if (k && k->params_fini)
         k->params_fini(op);
     memset(op, 0, sizeof *op);
+}
+
+enum dtype op_mxu_dtype(const struct op *op)
+{
+    switch (op->kind) {
+    case OP_MATMUL:
+    case OP_EINSUM:
+        return op->u.matmul.dt;
+    case OP_FLASH:
+        return op->u.flash.dt;
+    case OP_SPLASH:
+        return op->u.splash.dt;
+    case OP_PAGED:
+        return op->u.paged.dt;
+    case OP_RAGGED:
+        return op->u.ragged.dt;
+    case OP_COLLECTIVE_MATMUL:
+        return op->u.coll_matmul.dt;
+    default:
+        return DT_BF16;
+    }
 }

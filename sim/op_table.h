@@ -52,6 +52,9 @@ struct op_row {
 const struct op_row *op_row(enum op_kind kind);
 /* YAML name of 'kind': "hbm_copy", "matmul", ... */
 const char *op_kind_name(enum op_kind kind);
+/* The dtype 'op' feeds the MXU (its % of peak is of that dtype's peak);
+ * bf16 for ops that do not use the MXU. */
+enum dtype op_mxu_dtype(const struct op *op);
 /* Sets '*kind' from a YAML name; 0, or -1 if there is no such kind. */
 int op_kind_parse(const char *s, enum op_kind *kind);
 /* Fills 'names' (room for OP_KIND_COUNT + 1) with every kind's name in enum
@@ -65,7 +68,7 @@ void op_fini(struct op *op);
 op_load_fn cfg_load_flash, cfg_load_splash, cfg_load_paged, cfg_load_ragged, cfg_load_axes,
     cfg_load_remote_copy, cfg_load_fusion, cfg_load_xla;
 /* sim/eng_ops.c, sim/eng_coll.c: runners */
-op_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_ppermute, eng_run_collective,
+op_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_host_copy, eng_run_ppermute, eng_run_collective,
     eng_run_remote_copy, eng_run_collective_matmul;
 
 #endif

@@ -15,6 +15,35 @@
 int outputs_platform(const struct cfg_scenario *sc, FILE *f);
 /* Writes it to the file 'path'. Returns 0 or -1 with errno. */
 int outputs_platform_file(const struct cfg_scenario *sc, const char *path);
+/* A run's output directory while it runs: locked (DIR/.tpusim-lock, the lock
+ * sweeps take: one writer at a time, a busy directory is refused) and a
+ * staging directory DIR/.tpusim-run.XXXXXX (made with mkdtemp: a unique name
+ * that follows no planted link) where platform.xml, trace.json and
+ * summary.json are written. Only a run that succeeds moves them into DIR, so
+ * after a failure (disk full, SIGINT, an engine error) DIR holds the previous
+ * run's files, all of them and only them. Without an output directory the
+ * stage is a new directory in $TMPDIR (or /tmp) holding the platform. */
+struct outputs_dir {
+    char *out;   /* owned: the output directory, or NULL */
+    char *stage; /* owned: the staging directory */
+    int lock_fd; /* -1: not locked */
+};
+
+/* Makes and locks 'out' (may be NULL) and its stage. Stages that killed
+ * runs left in 'out' are removed (the lock is ours, so no run owns them).
+ * Returns 0, or -1 with a message in 'd' (busy: "DIR: in use by another run
+ * (pid N)"). */
+int outputs_dir_open(struct outputs_dir *od, const char *out, struct diag *d);
+/* The path of file 'name' in the stage. New string. */
+char *outputs_dir_staged(const struct outputs_dir *od, const char *name);
+/* Moves the staged files into the output directory: the previous
+ * summary.json is removed first and the new one renamed in last, so a
+ * summary.json is always the one of the platform.xml and trace.json beside
+ * it. Returns 0, or -1 with a message in 'd'. */
+int outputs_dir_commit(struct outputs_dir *od, struct diag *d);
+/* Removes the stage (with whatever was not committed) and drops the lock. */
+void outputs_dir_close(struct outputs_dir *od);
+
 /* Writes DIR/trace.json and DIR/summary.json. Returns 0 or -1 with a message in 'd'. */
 int outputs_run(const struct trace *t, const struct summary *s, const char *dir,
                 struct diag *d);

@@ -20,10 +20,12 @@
 #include "sim/autotune.h"
 #include "sim/engine.h"
 #include "sim/model.h"
+#include "sim/op_table.h"
 #include "sim/outputs.h"
 #include "sim/progress.h"
 #include "sim/timeline.h"
 #include "sim/validate.h"
+#include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
 /* Many actors: small stacks (64 KiB: each is committed and zeroed when
@@ -100,15 +102,17 @@ static void trace_tracks(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     trace_meta(r->trace, "scenario", sc->name);
     trace_meta(r->trace, "chip", sc->chip.name);
-    for (int chip = 0; chip < sc->sim.nchips; chip++) {
+    for (int chip = 0; chip < cfg_engine_chips(sc); chip++) {
         int c[TOPO_MAX_DIMS] = {0};
-        topo_coords(&sc->sim, chip, c);
-        char name[96];
+        topo_coords(&sc->sim, chip % sc->sim.nchips, c);
+        char name[96], sl[24] = "";
+        if (sc->dcn.slices > 1)
+            snprintf(sl, sizeof sl, "slice %d ", chip / sc->sim.nchips);
         if (sc->sim_mult > 1)
-            snprintf(name, sizeof name, "chip %d (%d,%d,%d), standing for %d chips", chip, c[0],
-                     c[1], c[2], sc->sim_mult);
+            snprintf(name, sizeof name, "chip %d (%s%d,%d,%d), standing for %d chips", chip, sl,
+                     c[0], c[1], c[2], sc->sim_mult);
         else
-            snprintf(name, sizeof name, "chip %d (%d,%d,%d)", chip, c[0], c[1], c[2]);
+            snprintf(name, sizeof name, "chip %d (%s%d,%d,%d)", chip, sl, c[0], c[1], c[2]);
         trace_process(r->trace, chip, name);
         for (int k = 0; k < sc->chip.cores; k++) {
             /* the compute stream, then the async stream under it, then the units */
@@ -123,11 +127,16 @@ static void trace_tracks(struct eng_run *r)
                              k * 10 + tracks[u].order);
             }
         }
+        for (int dir = 0; dir < 2 && cfg_uses_kind(sc, OP_HOST_COPY); dir++)
+            trace_thread(r->trace, chip, ENG_TID_PCIE(dir), dir ? "PCIe to device" : "PCIe to host",
+                         ENG_TID_PCIE(dir));
         for (int a = 0; a < sc->sim.ndims; a++)
             for (int dir = 1; dir >= -1; dir -= 2) {
                 snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
                 trace_thread(r->trace, chip, ENG_TID_ICI(a, dir), name, ENG_TID_ICI(a, dir));
             }
+        if (sc->dcn.slices > 1)
+            trace_thread(r->trace, chip, ENG_TID_DCN, "DCN out", ENG_TID_DCN);
     }
 }
 
@@ -146,8 +155,8 @@ static void alloc_program_state(struct eng_run *r)
     r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
     for (int i = 0; i < r->ncores; i++)
         r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
-    r->chips = xcalloc((size_t)sc->sim.nchips, sizeof *r->chips);
-    for (int i = 0; i < sc->sim.nchips; i++) {
+    r->chips = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chips);
+    for (int i = 0; i < cfg_engine_chips(sc); i++) {
         r->chips[i].mutex = sg_mutex_init();
         r->chips[i].changed = sg_cond_init();
     }
@@ -163,23 +172,43 @@ static void start_actor(const char *name, sg_host_t h, void *data, void (*code)(
         sg_actor_daemonize(a);
 }
 
+/* The SimGrid host of engine chip 'chip' (sim/engine.h numbers them). */
+static char *chip_host_name(const struct cfg_scenario *sc, int chip, char *buf, size_t n)
+{
+    if (sc->dcn.slices <= 1)
+        return plat_host_name(&sc->sim, chip, buf, n);
+    return dcn_host_name(&sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips, buf, n);
+}
+
+/* Its NIC host on the DCN (topology/dcn.h), or NULL with one slice. */
+static sg_host_t nic_host(const struct cfg_scenario *sc, int chip)
+{
+    if (sc->dcn.slices <= 1)
+        return NULL;
+    char name[32];
+    int k = dcn_nic(&sc->dcn, &sc->topo, &sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips);
+    return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
+}
+
 static void spawn(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->ncores = sc->sim.nchips * sc->chip.cores;
+    int nchips = cfg_engine_chips(sc);
+    r->ncores = nchips * sc->chip.cores;
     r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
     alloc_program_state(r);
     r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
     for (int i = 0; i < sc->nops; i++)
-        r->op_barrier[i] = sg_barrier_init((unsigned)sc->sim.nchips);
+        r->op_barrier[i] = sg_barrier_init((unsigned)nchips);
     if (sc->chip.cores > 1) {
-        r->chip_barrier = xcalloc((size_t)sc->sim.nchips, sizeof *r->chip_barrier);
-        for (int i = 0; i < sc->sim.nchips; i++)
+        r->chip_barrier = xcalloc((size_t)nchips, sizeof *r->chip_barrier);
+        for (int i = 0; i < nchips; i++)
             r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
-    for (int chip = 0; chip < sc->sim.nchips; chip++) {
+    for (int chip = 0; chip < nchips; chip++) {
         char host[32], name[48];
-        sg_host_t h = sg_host_by_name(plat_host_name(&sc->sim, chip, host, sizeof host));
+        sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
+        r->chips[chip].nic = nic_host(sc, chip);
         for (int k = 0; k < sc->chip.cores; k++) {
             struct eng_core *c = &r->cores[chip * sc->chip.cores + k];
             uint8_t *bits = c->done_bits;
@@ -208,7 +237,7 @@ static void stuck_list(struct eng_run *r, const char **what, int *chip, int *cor
         if (c->async_running > 0)
             what[*n] = c->async_waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
     }
-    for (int i = 0; i < r->sc->sim.nchips; i++)
+    for (int i = 0; i < cfg_engine_chips(r->sc); i++)
         if (!r->chips[i].async_done)
             what[*n] = r->chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
     (void)cores;
@@ -216,7 +245,7 @@ static void stuck_list(struct eng_run *r, const char **what, int *chip, int *cor
 
 static int report_deadlock(struct eng_run *r, struct diag *d)
 {
-    int max = 2 * r->ncores + r->sc->sim.nchips;
+    int max = 2 * r->ncores + cfg_engine_chips(r->sc);
     const char **what = xcalloc((size_t)max, sizeof *what);
     int *chip = xcalloc((size_t)max, sizeof *chip), *core = xcalloc((size_t)max, sizeof *core);
     int n, shown = 0;
@@ -246,7 +275,7 @@ static int report_deadlock(struct eng_run *r, struct diag *d)
 static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const struct op *op)
 {
     const struct chip_params *ch = &sc->chip;
-    int chips = sc->topo.nchips, cores = o->cores ? o->cores : 1;
+    int chips = cfg_total_chips(sc), cores = o->cores ? o->cores : 1;
     double t = o->time_s;
     o->name = xstrdup(op->name);
     o->kind = op_kind_name(op->kind);
@@ -256,12 +285,15 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->latency_s /= chips;
     o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
     o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
+    o->pcie_s = pcie_busy_s(ch, o->pcie_bytes / chips);
+    if (sc->dcn.slices > 1) /* a chip's share of its host's NICs */
+        o->dcn_s = o->dcn_bytes / chips / (sc->dcn.nic_Bps / sc->dcn.chips_per_host);
     summary_pick_bound(o);
-    double busy[BOUND_COUNT] = {o->mxu_s, o->vpu_s,      o->hbm_s,
-                                o->ici_s, o->overhead_s, o->latency_s};
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
-        o->peak_frac = o->flops / (t * ch->peak_flops[DT_BF16] * used);
+        o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
     } else if (o->bound == BOUND_HBM) {
         o->peak_frac = hbm_peak_fraction(ch, o->hbm_bytes / chips, t);
     } else if (o->bound == BOUND_ICI) {
@@ -328,7 +360,7 @@ static void model_summary(const struct cfg_scenario *sc, struct summary *s)
     snprintf(o->mode, sizeof o->mode, "%s", model_mode_names()[ms->m.mode]);
     o->tokens = (double)ms->m.batch * (double)ms->m.seq_len;
     o->tokens_per_s = o->tokens / t;
-    o->tokens_per_s_per_chip = o->tokens_per_s / sc->topo.nchips;
+    o->tokens_per_s_per_chip = o->tokens_per_s / cfg_total_chips(sc);
     o->flops_per_device = ms->flops_per_device;
     o->mfu = ms->flops_per_device / (t * ms->peak_per_device);
     const struct model_memory *m = &ms->mem;
@@ -349,7 +381,8 @@ static void collect(struct eng_run *r, struct summary *s)
     s->nops = sc->nops;
     s->ops = r->res;
     r->res = NULL;
-    s->sim_chips = sc->sim.nchips;
+    s->sim_chips = cfg_engine_chips(sc);
+    s->slices = sc->dcn.slices;
     memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
         struct summary_op *o = &s->ops[i];
@@ -404,7 +437,7 @@ static void free_run(struct eng_run *r)
     free(r->scripts);
     free(r->kern);
     free(r->kern_fn);
-    for (int i = 0; r->chip_barrier && i < r->sc->sim.nchips; i++)
+    for (int i = 0; r->chip_barrier && i < cfg_engine_chips(r->sc); i++)
         sg_barrier_destroy(r->chip_barrier[i]);
     free(r->chip_barrier);
     for (int i = 0; r->cores && i < r->ncores; i++) {
@@ -413,7 +446,7 @@ static void free_run(struct eng_run *r)
         free(r->cores[i].engine_w);
     }
     free(r->cores);
-    for (int i = 0; r->chips && i < r->sc->sim.nchips; i++) {
+    for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
         sg_cond_destroy(r->chips[i].changed);
         sg_mutex_destroy(r->chips[i].mutex);
     }
@@ -440,25 +473,20 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
     build_kernels(r);
     trace_tracks(r);
-    init_simgrid(o, sc->sim.nchips * sc->chip.cores * 2 + sc->sim.nchips * 3);
+    init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
     simgrid_load_platform(plat);
     spawn(r);
     r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
                                2.0);
 }
 
-/* Writes the platform where the run keeps it (or a temporary file); NULL on failure. */
-static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d)
+/* Writes the platform into the run's stage; NULL on failure. */
+static char *platform_path(const struct cfg_scenario *sc, const struct outputs_dir *od,
+                           struct diag *d)
 {
-    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
-        struct diag_loc loc = {o->out_dir, 0, 0};
-        diag_error(d, &loc, NULL, "cannot create output directory: %s", strerror(errno));
-        return NULL;
-    }
-    char *plat = o->out_dir ? xasprintf("%s/platform.xml", o->out_dir)
-                            : xasprintf("/tmp/tpusim-platform-%ld.xml", (long)getpid());
+    char *plat = outputs_dir_staged(od, "platform.xml");
     if (outputs_platform_file(sc, plat) != 0) {
-        struct diag_loc loc = {plat, 0, 0};
+        struct diag_loc loc = {od->out ? od->out : plat, 0, 0};
         diag_error(d, &loc, NULL, "cannot write the platform: %s", strerror(errno));
         free(plat);
         return NULL;
@@ -467,7 +495,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct sim_opts 
 }
 
 /* After the run: failures, summary, functional checks, outputs. */
-static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s, struct diag *d)
+static int finish(struct eng_run *r, struct outputs_dir *od, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -478,7 +506,8 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct summary *s
     collect(r, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
-    if (rc == 0 && o->out_dir && outputs_run(r->trace, s, o->out_dir, d) != 0)
+    if (rc == 0 && od->out &&
+        (outputs_run(r->trace, s, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
         rc = 1;
     return rc;
 }
@@ -491,26 +520,27 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
-    char *plat = platform_path(sc, o, d);
+    struct outputs_dir od;
+    char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat) {
+        outputs_dir_close(&od);
         interrupt_restore(&old_sigint);
         return 1;
     }
     struct eng_run r = {.sc = sc};
     start(&r, o, plat);
-    if (!o->out_dir)
-        remove(plat);
     free(plat);
     interrupt_catch(NULL); /* simgrid_init installed its own (verbose-exit) */
     simgrid_run();
     interrupt_restore(&old_sigint);
     int rc = 130;
-    if (interrupt_pending()) { /* nothing is written: earlier outputs stay as they were */
-        diag_error(d, NULL, NULL, "interrupted: trace.json and summary.json not written");
+    if (interrupt_pending()) { /* nothing is moved in: earlier outputs stay as they were */
+        diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, s, d);
+        rc = finish(&r, &od, s, d);
     }
+    outputs_dir_close(&od);
     free_run(&r);
     return rc;
 }

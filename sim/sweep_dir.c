@@ -17,50 +17,23 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 
-#define LOCK_NAME ".tpusim-lock"
-
-/* The holder's pid as written in the lock file, or "?". */
-static void lock_holder(int fd, char *buf, size_t n)
-{
-    ssize_t k = pread(fd, buf, n - 1, 0);
-    buf[k > 0 ? k : 0] = '\0';
-    buf[strcspn(buf, "\n")] = '\0';
-    if (!buf[0])
-        snprintf(buf, n, "?");
-}
+#define LOCK_NAME FS_LOCK_NAME
 
 int sweep_dir_lock(const char *dir, struct sweep_lock *lk)
 {
-    lk->fd = -1;
-    lk->path = xasprintf("%s/" LOCK_NAME, dir);
-    for (;;) {
-        int fd = open(lk->path, O_RDWR | O_CREAT, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", lk->path, strerror(errno));
-            break;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            char pid[32];
-            lock_holder(fd, pid, sizeof pid);
-            fprintf(stderr,
-                    "tpusim sweep: %s is in use by another sweep (pid %s): wait for it to "
-                    "finish, or write to another directory with -o\n",
-                    dir, pid);
-            close(fd);
-            break;
-        }
-        struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(lk->path, &b) == 0 && a.st_ino == b.st_ino &&
-            a.st_dev == b.st_dev) {
-            char pid[32];
-            int k = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-            if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)k, 0) != k)
-                (void)0; /* the pid is for the message only */
-            lk->fd = fd;
-            return 0;
-        }
-        close(fd); /* its holder removed it while we opened it: take the new one */
-    }
+    char holder[96];
+    lk->path = xstrdup(dir);
+    lk->fd = fs_dir_lock(dir, "sweep", holder, sizeof holder);
+    if (lk->fd >= 0)
+        return 0;
+    if (errno == EWOULDBLOCK)
+        fprintf(stderr,
+                "tpusim sweep: %s is in use by another %s: wait for it to finish, or write to "
+                "another directory with -o\n",
+                dir, holder);
+    else
+        fprintf(stderr, "tpusim sweep: cannot create %s/" LOCK_NAME ": %s\n", dir,
+                strerror(errno));
     free(lk->path);
     lk->path = NULL;
     return -1;
@@ -68,10 +41,8 @@ int sweep_dir_lock(const char *dir, struct sweep_lock *lk)
 
 void sweep_dir_unlock(struct sweep_lock *lk)
 {
-    if (lk->fd >= 0) {
-        unlink(lk->path);
-        close(lk->fd);
-    }
+    if (lk->path)
+        fs_dir_unlock(lk->path, lk->fd);
     free(lk->path);
     lk->path = NULL;
     lk->fd = -1;
@@ -89,31 +60,6 @@ static bool sweep_output_name(const char *name)
     if (!strncmp(name, "plot_", 5) && n > 9 && !strcmp(name + n - 4, ".svg"))
         return true;
     return strstr(name, ".tmp.") != NULL; /* a killed writer's temporary */
-}
-
-/* Removes 'path' and, for a directory, everything under it (symbolic links
- * are removed, never followed). Returns 0 or -1 with errno. */
-static int remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path);
-    DIR *d = opendir(path);
-    struct dirent *e;
-    int rc = d ? 0 : -1;
-    while (d && (e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char *p = xasprintf("%s/%s", path, e->d_name);
-        if (remove_tree(p) != 0)
-            rc = -1;
-        free(p);
-    }
-    if (d)
-        closedir(d);
-    return rc == 0 ? rmdir(path) : -1;
 }
 
 /* The first entry of 'dir' other than the lock (for 'foreign': one a sweep
@@ -144,7 +90,7 @@ static int remove_outputs(const char *dir)
         if (!sweep_output_name(e->d_name))
             continue;
         char *p = xasprintf("%s/%s", dir, e->d_name);
-        if (remove_tree(p) != 0) {
+        if (fs_remove_tree(p) != 0) {
             fprintf(stderr, "tpusim sweep: cannot remove %s: %s\n", p, strerror(errno));
             rc = -1;
         }
@@ -200,7 +146,7 @@ int sweep_dir_prune(const char *dir, int npoints)
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || i < npoints)
             continue;
         char *p = xasprintf("%s/%s", pd, e->d_name);
-        rc |= remove_tree(p);
+        rc |= fs_remove_tree(p);
         free(p);
     }
     if (d)

@@ -129,7 +129,7 @@ int sweep_missing_outputs(const struct table *t, const char *dir, bool traces);
 
 struct sweep_lock {
     int fd;     /* the lock file, held with flock; -1: not held */
-    char *path; /* owned */
+    char *path; /* owned: the directory */
 };
 
 enum sweep_reuse {

@@ -856,7 +856,7 @@ static int parse_root(struct parse *p, const struct cfg_node *root)
     check_top_keys(p, root);
     const struct cfg_node *nm = cfg_get(root, "name");
     if (nm && (nm->type != CFG_SCALAR || !walk_name_ok(nm->value))) {
-        struct walk w = {p->d};
+        struct walk w = {.d = p->d};
         walk_type_error(&w, nm, "name", WALK_NAME_RULE);
     }
     sp->name = nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : spec_name(sp->file);

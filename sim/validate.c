@@ -72,7 +72,7 @@ static void op_cost(const struct cfg_scenario *sc, const struct op *op, int64_t 
 void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
 {
     e->grid_steps = e->copy_chunks = 0;
-    int64_t chips = sc->sim.nchips;
+    int64_t chips = cfg_engine_chips(sc);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         int64_t runs = sat_madd(0, sc->graph.node[i].instances, chips);
@@ -115,7 +115,7 @@ static double op_events(const struct cfg_scenario *sc, const struct op *op, int6
 static double data_bytes(const struct cfg_scenario *sc, double *events)
 {
     double bytes = 0;
-    int cores = sc->sim.nchips * sc->chip.cores;
+    int cores = cfg_engine_chips(sc) * sc->chip.cores;
     *events = 0;
     for (int i = 0; i < sc->nops; i++) {
         int64_t s;
@@ -135,7 +135,7 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
 {
     /* per chip: a compute stream and a DMA engine per core, an async stream,
      * and room for a few async ops (collective parts) in flight */
-    double actors = (double)sc->sim.nchips * (2.0 * sc->chip.cores + 5.0);
+    double actors = (double)cfg_engine_chips(sc) * (2.0 * sc->chip.cores + 5.0);
     double events;
     double data = data_bytes(sc, &events);
     /* an event and its strings take about 260 bytes; the trace keeps at most 2M */

@@ -55,19 +55,104 @@ $VALGRIND "$bin" run "$t/auto.yaml" -o "$t/auto" $SIMFLAGS >"$t/auto.out" 2>&1 \
 # SIGINT stops a run cleanly: exit 130, no trace or summary, no temporary file
 "$bin" run configs/bench/matmul_8192_b128.yaml -o "$t/int" -q --fidelity exact 2>"$t/int.err" &
 pid=$!
-w=0; while [ ! -e "$t/int/platform.xml" ] && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+staged() { ls "$1"/.tpusim-run.*/platform.xml >/dev/null 2>&1; }
+w=0; while ! staged "$t/int" && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
 sleep 0.5
 kill -INT $pid
 wait $pid
 echo $? > "$t/int.rc"
 [ "$(cat "$t/int.rc")" = 130 ] && [ ! -e "$t/int/summary.json" ] && [ ! -e "$t/int/trace.json" ] \
-    && ! ls "$t/int" | grep -q tmp && grep -q interrupted "$t/int.err" && ok \
+    && [ -z "$(ls -A "$t/int")" ] && grep -q interrupted "$t/int.err" && ok \
     || bad "SIGINT: exit $(cat "$t/int.rc"), $(ls "$t/int" 2>&1)"
+# Issue 18.3: one run at a time in a directory. A directory whose lock is held (here by this
+# shell, as another run would hold it) is refused, exit 1, naming the holder.
+mkdir -p "$t/busy"
+small="$t/small.yaml"
+printf 'name: small-a\nchip: v5e\nworkload:\n  - {op: hbm_copy, name: cp, bytes: 1MiB}\n' >"$small"
+exec 9>"$t/busy/.tpusim-lock"
+printf '%s run\n' $$ >&9
+flock -n 9
+"$bin" run "$small" -o "$t/busy" -q >/dev/null 2>"$t/busy.err"; rc=$?
+exec 9>&-
+[ $rc = 1 ] && grep -qF "$t/busy: in use by another run (pid $$): wait for it to finish" \
+    "$t/busy.err" && [ ! -e "$t/busy/summary.json" ] && ok || bad "busy directory: exit $rc"
+# ... and once it is free, the run goes, leaving no lock and no stage behind
+"$bin" run "$small" -o "$t/busy" -q 2>/dev/null && [ "$(ls -A "$t/busy")" = \
+    "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok || bad "run after the lock: $(ls -A "$t/busy")"
+# two runs of different scenarios started together into one directory, three times: each
+# exits 0 or is refused as busy, and the directory always holds one run's three files
+printf 'name: small-b\nchip: v6e\ntopology: {shape: [2, 2]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 1MiB, axes: [0]}\n' >"$t/small_b.yaml"
+for i in 1 2 3; do
+    "$bin" run "$small" -o "$t/race" -q >/dev/null 2>"$t/race_a.err" & pa=$!
+    "$bin" run "$t/small_b.yaml" -o "$t/race" -q >/dev/null 2>"$t/race_b.err" & pb=$!
+    wait $pa; ra=$?; wait $pb; rb=$?
+    good=1
+    for r in "$ra:$t/race_a.err" "$rb:$t/race_b.err"; do
+        case $r in 0:*) ;; 1:*) grep -q 'in use by another run' "${r#1:}" || good=0 ;; *) good=0 ;; esac
+    done
+    sc=$(sed -n 's/.*"scenario": *"\([^"]*\)".*/\1/p' "$t/race/summary.json" | head -n 1)
+    case $sc in small-a) scf=$small ;; *) scf=$t/small_b.yaml ;; esac
+    [ $good = 1 ] && "$t/jsoncheck" "$t/race/summary.json" "$t/race/trace.json" \
+        && grep -q "\"scenario\": *\"$sc\"" "$t/race/trace.json" \
+        && "$bin" platform "$scf" | cmp -s - "$t/race/platform.xml" \
+        && [ "$(ls -A "$t/race")" = "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok \
+        || bad "two runs into one directory ($i): exits $ra $rb, summary of '$sc', $(ls -A "$t/race")"
+done
+# Issue 18.13: a failed run leaves the previous run's files, all three: a deadlock fails
+# after the platform was made (v5p [4]); the v5e run's platform.xml stays
+cp "$t/busy/platform.xml" "$t/platform.before"
+"$bin" run tests/data/bad/remote_copy_deadlock.yaml -o "$t/busy" -q >/dev/null 2>&1; rc=$?
+[ $rc = 1 ] && cmp -s "$t/platform.before" "$t/busy/platform.xml" \
+    && grep -q '"scenario": *"small-a"' "$t/busy/summary.json" \
+    && [ "$(ls -A "$t/busy")" = "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok \
+    || bad "failed run mixed the directory: exit $rc, $(ls -A "$t/busy")"
+# Issue 18.15: links planted at the old fixed temporary names, at the outputs and at the lock
+# are never written through; a planted lock link is refused; a killed run's stage is removed
+mkdir -p "$t/plant/.tpusim-run.AbCdEf"
+echo precious >"$t/victim"
+echo mine >"$t/plant/notes.tmp.abcdef" # the user's file with a temporary-like name stays
+for f in summary.json.tmp trace.json.tmp platform.xml.tmp summary.json trace.json; do
+    ln -s "$t/victim" "$t/plant/$f"
+done
+"$bin" run "$small" -o "$t/plant" -q >/dev/null 2>&1 && [ "$(cat "$t/victim")" = precious ] \
+    && [ ! -L "$t/plant/summary.json" ] && [ ! -e "$t/plant/.tpusim-run.AbCdEf" ] \
+    && [ "$(cat "$t/plant/notes.tmp.abcdef")" = mine ] \
+    && grep -q '"scenario": *"small-a"' "$t/plant/summary.json" && ok || bad "planted links"
+mkdir -p "$t/plant2"
+ln -s "$t/victim" "$t/plant2/.tpusim-lock"
+"$bin" run "$small" -o "$t/plant2" -q >/dev/null 2>"$t/plant2.err"; rc=$?
+[ $rc = 1 ] && [ "$(cat "$t/victim")" = precious ] && grep -q 'cannot create the lock file' \
+    "$t/plant2.err" && ok || bad "planted lock link: exit $rc"
+# Issue 18.14: what cannot exist is refused (tests/data/bad/slice_*, dtype_*), but a
+# hypothetical chip allows it: a v5e 32x32 running an fp8 matmul
+printf 'chip: {base: v5e, hypothetical: true}\ntopology: {shape: [32, 32]}\nworkload:\n  - {op: matmul, m: 1024, k: 1024, n: 1024, dtype: fp8}\n' >"$t/whatif.yaml"
+"$bin" check "$t/whatif.yaml" | grep -q ': ok (1 ops, 1024 chips' && ok || bad "hypothetical chip"
+# Issue 18.17: two ops of one name compared as +0.0 % while one took 35x longer; names are
+# unique in a scenario (tests/data/bad/duplicate_op_name.yaml) and compare, which pairs ops by
+# name, refuses a summary with a name twice (an edited or older one)
+printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "dup", "time_s": 1}, {"name": "dup", "time_s": 1}]}\n' >"$t/dup.json"
+"$bin" compare "$t/dup.json" "$t/busy/summary.json" >/dev/null 2>"$t/dup.err"; rc=$?
+[ $rc = 2 ] && grep -qF "$t/dup.json: op name 'dup' appears twice (ops 0 and 1); ops are paired by name" \
+    "$t/dup.err" && ok || bad "compare of duplicate op names: exit $rc"
 # a sweep example: tables, report, plots; infeasible points are rows
 "$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
     && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] && ok \
     || bad "sweep example"
+# multislice: the platform has a slice cluster each and the DCN; a model step
+# with data over the DCN runs, and its expansion (tpusim expand) runs to the
+# same step time
+"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<cluster id="slice1"' "$t/ms.xml" \
+    && grep -q '<cluster id="dcn" prefix="nic"' "$t/ms.xml" && grep -q 'bb_sharing_policy="SHARED"' "$t/ms.xml" \
+    && ok || bad "multislice platform"
+printf 'name: tiny-multislice\nchip: v5e\ntopology: {shape: [2, 4], slices: 2}\nmesh: {data: 2, fsdp: 8}\nmodel: {layers: 2, d_model: 512, heads: 4, kv_heads: 4, head_dim: 128, ffn: 1024,\n        vocab: 1024, seq_len: 512, batch: 16, attention: flash}\n' >"$t/msm.yaml"
+$VALGRIND "$bin" run "$t/msm.yaml" -o "$t/msm" -q $SIMFLAGS 2>/dev/null && "$bin" expand "$t/msm.yaml" >"$t/msx.yaml" \
+    && grep -q 'data: {size: 2, dcn: 2}' "$t/msx.yaml" && grep -q 'name: grad_ar, .*groups: \[data\]' "$t/msx.yaml" \
+    && $VALGRIND "$bin" run "$t/msx.yaml" -o "$t/msxo" -q $SIMFLAGS 2>/dev/null \
+    && "$t/jsoncheck" "$t/msm/summary.json" && grep -q '"slices": 2' "$t/msm/summary.json" \
+    && grep -q '"dcn_bytes": [1-9]' "$t/msm/summary.json" \
+    && [ "$(grep '"total_time_s"' "$t/msm/summary.json")" = "$(grep '"total_time_s"' "$t/msxo/summary.json")" ] \
+    && ok || bad "multislice model and its expansion"
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done

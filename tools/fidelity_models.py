@@ -3,8 +3,9 @@
 Each row of tests/fidelity/model-steps.csv becomes a model: + mesh: scenario
 (the configuration that ran, see tests/fidelity/README.md); the simulated
 step time (summary.json total_time_s) is compared with the row's step_s.
-Imported by tools/fidelity.py; runnable alone:
-    tools/fidelity_models.py TPUSIM [--data DIR] [-j N] [--only ID,ID]"""
+Run by `make fidelity` (MODEL_ROWS=ID,ID picks rows, MODEL_TIMEOUT=S caps
+each run; a row over the cap is listed as not run); runnable alone:
+    tools/fidelity_models.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,16 +31,24 @@ def row_scenario(r):
             "model": model}
 
 
+TIMEOUT_S = 900
+
+
+def run(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"over the {TIMEOUT_S} s cap")
+
+
 def simulate(tpusim, scen, tmp):
     f = os.path.join(tmp, scen["name"] + ".yaml")
     with open(f, "w") as fh:
         json.dump(scen, fh)
     out = os.path.join(tmp, scen["name"])
-    r = subprocess.run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"],
-                       capture_output=True, text=True)
-    if r.returncode != 0 and "--trace" in r.stderr:  # a build without trace levels
-        r = subprocess.run([tpusim, "run", f, "-o", out, "--quiet"], capture_output=True,
-                           text=True)
+    r = run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"])
+    if r.returncode not in (0, 124) and "--trace" in r.stderr:  # a build without levels
+        r = run([tpusim, "run", f, "-o", out, "--quiet"])
     if r.returncode != 0:
         lines = r.stderr.strip().splitlines()
         return None, (lines[-1] if lines else "failed")[:90]
@@ -82,12 +91,15 @@ def load_rows(data, only=None):
 
 
 def main():
+    global TIMEOUT_S
     ap = argparse.ArgumentParser()
     ap.add_argument("tpusim")
     ap.add_argument("--data", default="tests/fidelity")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S)
     a = ap.parse_args()
+    TIMEOUT_S = a.timeout
     rows = load_rows(a.data, set(a.only.split(",")) if a.only else None)
     with tempfile.TemporaryDirectory() as tmp:
         report(a.tpusim, rows, tmp, a.j)

@@ -4,6 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The chips an axis takes within a slice. */
+static int ici_size(const struct mesh_axis *a)
+{
+    return a->dcn > 1 ? a->size / a->dcn : a->size;
+}
+
 struct space {
     int left[TOPO_MAX_DIMS];   /* coordinates of each physical axis not yet given away */
     int stride[TOPO_MAX_DIMS]; /* the stride of the next factor placed on it */
@@ -42,7 +48,7 @@ static bool place_whole(struct mesh_axis *a, struct space *s, const struct topo 
                     prod *= t->shape[p];
                     free &= s->left[p] == t->shape[p] && t->shape[p] > 1;
                 }
-            if (!free || prod != a->size)
+            if (!free || prod != ici_size(a))
                 continue;
             a->nfactors = 0;
             for (int p = 0; p < t->ndims; p++)
@@ -68,7 +74,7 @@ static int gcd(int a, int b)
 static int place_split(struct mesh_axis *a, struct space *s, const struct topo *t, char *err,
                        size_t n)
 {
-    int need = a->size;
+    int need = ici_size(a);
     a->nfactors = 0;
     for (int p = 0; p < t->ndims && need > 1; p++) {
         int e = gcd(need, s->left[p]);
@@ -81,7 +87,7 @@ static int place_split(struct mesh_axis *a, struct space *s, const struct topo *
     }
     if (need > 1) {
         snprintf(err, n, "mesh axis '%s' of %d does not fit the chips left on the topology",
-                 a->name, a->size);
+                 a->name, ici_size(a));
         return -1;
     }
     return 0;
@@ -95,9 +101,17 @@ static long mesh_product(const struct mesh *m)
     return prod;
 }
 
+static long ici_product(const struct mesh *m)
+{
+    long prod = 1;
+    for (int i = 0; i < m->naxes && prod <= (1L << 40); i++)
+        prod *= ici_size(&m->axis[i]);
+    return prod;
+}
+
 static int check_sizes(const struct mesh *m, const struct topo *t, char *err, size_t n)
 {
-    long prod = mesh_product(m);
+    long prod = ici_product(m);
     if (prod == t->nchips)
         return 0;
     char sizes[256] = "";
@@ -155,20 +169,75 @@ int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n)
                 return -1;
             prod *= a->f[k].extent;
         }
-        if (a->placed && prod != a->size) {
+        if (a->placed && prod != ici_size(a)) {
             snprintf(err, n, "mesh axis '%s' is placed on %d chips, its size is %d", a->name,
-                     prod, a->size);
+                     prod, ici_size(a));
             return -1;
         }
     }
     for (int i = m->naxes - 1; i >= 0; i--) { /* the last axis first, as jax */
         struct mesh_axis *a = &m->axis[i];
-        if (a->placed || a->size == 1)
+        if (a->placed || ici_size(a) == 1)
             continue;
         if (!place_whole(a, &s, t) && place_split(a, &s, t, err, n) != 0)
             return -1;
     }
     return 0;
+}
+
+static int pick_slice_axis(const struct mesh *m, int slices)
+{
+    for (int i = 0; i < m->naxes; i++)
+        if (m->axis[i].dcn > 0)
+            return i;
+    int i = mesh_axis_index(m, "data");
+    if (i >= 0 && m->axis[i].size % slices == 0)
+        return i;
+    for (i = 0; i < m->naxes; i++)
+        if (m->axis[i].size % slices == 0)
+            return i;
+    return -1;
+}
+
+int mesh_place_slices(struct mesh *m, int nchips, int slices, char *err, size_t n)
+{
+    if (slices <= 1)
+        return 0;
+    long prod = mesh_product(m);
+    if (prod != (long)nchips * slices) {
+        snprintf(err, n, "expected axes whose sizes multiply to the %d chips of %d slices of "
+                         "%d, got %ld", nchips * slices, slices, nchips, prod);
+        return -1;
+    }
+    int i = pick_slice_axis(m, slices);
+    struct mesh_axis *a = i >= 0 ? &m->axis[i] : NULL;
+    if (!a) {
+        snprintf(err, n, "expected an axis that spans the %d slices (a size they divide), got "
+                         "none", slices);
+        return -1;
+    }
+    if (a->size % slices != 0 || (a->dcn > 0 && a->dcn != slices)) {
+        snprintf(err, n, "expected the axis over the DCN to span the %d slices (dcn: %d, a "
+                         "size they divide), got '%s' of %d with dcn: %d", slices, slices,
+                 a->name, a->size, a->dcn);
+        return -1;
+    }
+    for (int k = 0; k < m->naxes; k++)
+        if (k != i && m->axis[k].dcn > 0) {
+            snprintf(err, n, "expected one axis over the DCN, got '%s' and '%s'", a->name,
+                     m->axis[k].name);
+            return -1;
+        }
+    a->dcn = slices;
+    return 0;
+}
+
+bool mesh_axes_dcn(const struct mesh *m, const int *axes, int naxes)
+{
+    for (int i = 0; i < naxes; i++)
+        if (m->axis[axes[i]].dcn > 1)
+            return true;
+    return false;
 }
 
 int mesh_axis_index(const struct mesh *m, const char *name)

@@ -38,6 +38,8 @@ struct mesh_axis {
     int nfactors;                 /* 0 for a size-1 axis */
     struct mesh_factor f[MESH_MAX_FACTORS];
     bool placed;                  /* the caller gave the factors */
+    int dcn;                      /* multislice: the slices it spans (its outer factor,
+                                   * over the DCN); 0 or 1: none. 'size' counts them. */
 };
 
 struct mesh {
@@ -62,6 +64,15 @@ int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n);
  * Returns 0, or -1 with the reason in 'err' (also when the product matches
  * neither count). Call before mesh_layout. */
 int mesh_fold_devices(struct mesh *m, int nchips, int dev_per_chip, char *err, size_t n);
+/* Multislice: gives the 'slices' to one axis as its outer factor (over the
+ * DCN), as jax's create_hybrid_device_mesh does for MaxText's
+ * dcn_*_parallelism: the axis that names them ({size, dcn}), else 'data',
+ * else the first axis whose size they divide. Checks the sizes multiply to
+ * the 'nchips' x 'slices' chips. Returns 0, or -1 with the reason in 'err'.
+ * Call before mesh_layout (which lays out size / dcn chips of it). */
+int mesh_place_slices(struct mesh *m, int nchips, int slices, char *err, size_t n);
+/* True if one of the logical axes 'axes' spans the slices. */
+bool mesh_axes_dcn(const struct mesh *m, const int *axes, int naxes);
 /* Index of the axis named 'name', or -1. */
 int mesh_axis_index(const struct mesh *m, const char *name);
 

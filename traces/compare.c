@@ -216,6 +216,25 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
     table_fini(&tb);
 }
 
+/* Ops are paired by name (names are unique in a scenario, issue 18.17): a
+ * summary with a name twice (edited by hand, or older) is refused. */
+static int unique_op_names(const struct cmp_input *in, FILE *err)
+{
+    const struct json *ops = json_get(in->j, "ops");
+    for (int i = 0; ops && i < ops->n; i++)
+        for (int k = 0; k < i; k++) {
+            const char *n = json_str(ops->kids[i], "name", NULL);
+            if (n && !strcmp(n, json_str(ops->kids[k], "name", ""))) {
+                fprintf(err,
+                        "tpusim compare: %s: op name '%s' appears twice (ops %d and %d); ops are "
+                        "paired by name\n",
+                        in->path, n, k, i);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 int compare_outputs(const char *a, const char *b, const char *const labels[2], FILE *out,
                     FILE *err)
 {
@@ -245,6 +264,9 @@ int compare_outputs(const char *a, const char *b, const char *const labels[2], F
             }
             table_fini(&t);
         }
+        for (int i = 0; i < 2 && !in[0].sweep; i++)
+            if (unique_op_names(&in[i], err) != 0)
+                rc = 2;
         if (rc == 0 && in[0].sweep)
             cmp_sweeps(&in[0], &in[1], out);
         else if (rc == 0)

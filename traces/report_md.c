@@ -38,10 +38,11 @@ static void md_cell(FILE *f, const char *s)
 
 static const char *bound_words(const char *b)
 {
-    static const char *const from[] = {"mxu", "vpu", "hbm", "ici", "overhead", "latency"};
+    static const char *const from[] = {"mxu", "vpu", "hbm", "ici", "overhead", "latency", "dcn"};
     static const char *const to[] = {"the MXU",       "the VPU",           "HBM bandwidth",
-                                     "ICI bandwidth", "per-step overhead", "DMA latency"};
-    for (int i = 0; i < 6; i++)
+                                     "ICI bandwidth", "per-step overhead", "DMA latency",
+                                     "DCN bandwidth"};
+    for (int i = 0; i < 7; i++)
         if (b && !strcmp(b, from[i]))
             return to[i];
     return b ? b : "?";
@@ -158,9 +159,16 @@ static void md_ranked(FILE *f, const struct table *t)
     int d = table_find_row(t, t->default_point);
     const struct table_row *def = d >= 0 && t->rows[d].status == TABLE_OK ? &t->rows[d] : NULL;
     fputs("## Ranked points\n\n", f);
-    md_table_head(f, t, "| rank | point |",
-                  " time | vs default | % peak | bound | op | VMEM peak | grid steps |",
-                  "|---:|---:|", "---:|---:|---:|:---|:---|---:|---:|");
+    bool model = table_has_model(t);
+    if (model) /* a model step: its own headline figures */
+        md_table_head(f, t, "| rank | point |",
+                      " step time | vs default | MFU | tokens/s | memory/chip | collectives "
+                      "exposed | bound | op |",
+                      "|---:|---:|", "---:|---:|---:|---:|---:|---:|:---|:---|");
+    else
+        md_table_head(f, t, "| rank | point |",
+                      " time | vs default | % peak | bound | op | VMEM peak | grid steps |",
+                      "|---:|---:|", "---:|---:|---:|:---|:---|---:|---:|");
     for (int i = 0; i < n; i++) {
         const struct table_row *r = ok[i];
         char tm[32], vm[32];
@@ -174,14 +182,30 @@ static void md_ranked(FILE *f, const struct table *t)
             fprintf(f, "%.2f\xc3\x97", def->time_s / r->time_s);
         else
             fputs("-", f);
+        if (model) {
+            char mem[32], ce[32];
+            format_bytes(mem, sizeof mem, (uint64_t)r->memory_bytes);
+            table_format_time(ce, sizeof ce, r->collective_exposed_s);
+            fprintf(f, " | %.1f%% | %.4g | %s | %s | %s | ", 100.0 * r->mfu, r->tokens_per_s, mem,
+                    ce, r->bound);
+            md_cell(f, r->op);
+            fputs(" |\n", f);
+            continue;
+        }
         fprintf(f, " | %.1f%% | %s | ", 100.0 * r->peak_fraction, r->bound);
         md_cell(f, r->op);
         fprintf(f, " | %s | %lld |\n", vm, (long long)r->grid_steps);
     }
     if (!n)
         fputs("\n(no feasible point)\n", f);
-    fputs("\n`vs default`: the default point's time over this point's time (above 1: faster).\n\n",
+    fputs("\n`vs default`: the default point's time over this point's time (above 1: faster).\n",
           f);
+    if (model)
+        fputs("MFU: the model's FLOPs per step over the step time and the chips' bf16 peak "
+              "(MaxText's formula); memory/chip: the model's estimate of one chip's HBM use; "
+              "collectives exposed: chip 0's time waiting for collectives.\n",
+              f);
+    fputc('\n', f);
     free(ok);
 }
 

@@ -21,7 +21,7 @@ const char *summary_cat_name(enum summary_cat c)
 const char *bound_name(enum bound b)
 {
     static const char *const names[BOUND_COUNT] = {"mxu", "vpu", "hbm", "ici", "overhead",
-                                                   "latency"};
+                                                   "latency", "pcie", "dcn"};
     return b < BOUND_COUNT ? names[b] : "?";
 }
 
@@ -29,17 +29,18 @@ void summary_op_scale(struct summary_op *o, int mult)
 {
     double m = mult;
     o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
-    o->hbm_bytes *= m, o->ici_bytes *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m, o->pcie_bytes *= m, o->pcie_s *= m;
+    o->dcn_bytes *= m;
     o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
     o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
-    o->latency_s *= m;
+    o->latency_s *= m, o->dcn_s *= m;
     o->cores *= mult;
 }
 
 void summary_pick_bound(struct summary_op *op)
 {
-    double t[BOUND_COUNT] = {op->mxu_s, op->vpu_s, op->hbm_s, op->ici_s, op->overhead_s,
-                             op->latency_s};
+    double t[BOUND_COUNT] = {op->mxu_s,      op->vpu_s,     op->hbm_s,  op->ici_s,
+                             op->overhead_s, op->latency_s, op->pcie_s, op->dcn_s};
     int best = 0;
     for (int i = 1; i < BOUND_COUNT; i++)
         if (t[i] > t[best])
@@ -63,7 +64,7 @@ static void write_auto(FILE *f, const struct summary_auto *a)
     fprintf(f, ", \"auto_cached\": %s", a->cached ? "true" : "false");
 }
 
-static void write_op(FILE *f, const struct summary_op *o)
+static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 {
     fprintf(f, "    {\"name\": ");
     json_write_string(f, o->name);
@@ -73,6 +74,8 @@ static void write_op(FILE *f, const struct summary_op *o)
                "\"vmem_peak_bytes\": %llu, \"grid_steps\": %lld, \"bound\": \"%s\",\n",
             o->flops, o->hbm_bytes, o->ici_bytes, (unsigned long long)o->vmem_peak_bytes,
             (long long)o->grid_steps, bound_name(o->bound));
+    if (dcn)
+        fprintf(f, "     \"dcn_bytes\": %.17g,\n", o->dcn_bytes);
     fprintf(f, "     \"compute_steps\": %lld, \"category\": \"%s\", \"instances\": %lld,\n",
             (long long)o->compute_steps, o->category ? o->category : "", (long long)o->instances);
     fprintf(f, "     \"peak_fraction\": %.6f, \"cores\": %d, \"dmas\": %lld, "
@@ -80,8 +83,15 @@ static void write_op(FILE *f, const struct summary_op *o)
             o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
             o->transcendentals);
     fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
-               "\"overhead\": %.9e, \"latency\": %.9e}",
+               "\"overhead\": %.9e, \"latency\": %.9e",
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+    if (o->pcie_bytes > 0) /* host_copy only: other ops' rows keep their keys */
+        fprintf(f, ", \"pcie\": %.9e", o->pcie_s);
+    if (dcn)
+        fprintf(f, ", \"dcn\": %.9e", o->dcn_s);
+    fputc('}', f);
+    if (o->pcie_bytes > 0)
+        fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
     if (o->tuned)
         write_auto(f, o->tuned);
     fputc('}', f);
@@ -140,12 +150,15 @@ int summary_write_json(const struct summary *s, const char *path)
     fprintf(f, ",\n  \"topology\": [");
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->shape[i]);
-    fprintf(f, "],\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
+    fputc(']', f);
+    if (s->slices > 1)
+        fprintf(f, ", \"slices\": %d", s->slices);
+    fprintf(f, ",\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->sim_shape[i]);
     fprintf(f, "],\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
     for (int i = 0; i < s->nops; i++) {
-        write_op(f, &s->ops[i]);
+        write_op(f, &s->ops[i], s->slices > 1);
         fputs(i + 1 < s->nops ? ",\n" : "\n", f);
     }
     fprintf(f, "  ]");
@@ -229,10 +242,13 @@ static void print_model(const struct summary *s, FILE *out)
 
 void summary_print_table(const struct summary *s, FILE *out)
 {
-    fprintf(out, "scenario %s on %s [", s->scenario, s->chip);
+    fprintf(out, "scenario %s on %s ", s->scenario, s->chip);
+    if (s->slices > 1)
+        fprintf(out, "%d slices of ", s->slices);
+    fputc('[', out);
     for (int i = 0; i < s->ndims; i++)
         fprintf(out, "%s%d", i ? "x" : "", s->shape[i]);
-    int chips = 1;
+    int chips = s->slices > 1 ? s->slices : 1;
     for (int i = 0; i < s->ndims; i++)
         chips *= s->shape[i];
     if (s->sim_chips && s->sim_chips < chips) {

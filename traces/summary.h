@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
-             BOUND_COUNT };
+             BOUND_PCIE, BOUND_DCN, BOUND_COUNT };
 
 #define SUMMARY_MAX_AUTO 12
 
@@ -36,13 +36,16 @@ struct summary_op {
     double start_s, end_s;
     double flops, vpu_flops, transcendentals;
     double hbm_bytes, ici_bytes;
+    double pcie_bytes;          /* host_copy: bytes over the chips' PCIe links */
+    double dcn_bytes;           /* sent over the DCN (multislice); written when slices > 1 */
     uint64_t vmem_peak_bytes;
     int64_t grid_steps;         /* summed over cores */
     int64_t compute_steps;      /* grid steps that ran matmuls (blocks visited; skipped ones did not) */
     int64_t dmas;
     int64_t coalesced_runs;
     /* busy time per unit, summed over cores (seconds) */
-    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s;
+    double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s, pcie_s;
+    double dcn_s;               /* DCN bytes per chip over its share of its host's NICs */
     double peak_frac;           /* of the bounding unit's peak, 0..1 */
     enum bound bound;
     int cores;                  /* TensorCores that ran it (summed over its instances) */
@@ -96,7 +99,9 @@ struct summary {
     int nops;
     struct summary_op *ops;     /* owned */
     int64_t total_steps;
-    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h) */
+    int slices;                 /* ICI slices joined by the DCN (0 or 1: one slice) */
+    int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h,
+                                 * in every slice) */
     int sim_shape[3];
     /* the program's timeline (chip 0): present when 'timeline' */
     bool timeline;
@@ -111,7 +116,7 @@ struct summary {
 /* "matmul", "collective_exposed", ... */
 const char *summary_cat_name(enum summary_cat c);
 
-/* "mxu", "vpu", "hbm", "ici", "overhead", "latency" ("?" out of range). Static. */
+/* "mxu", "vpu", "hbm", "ici", "overhead", "latency", "dcn" ("?" out of range). Static. */
 const char *bound_name(enum bound b);
 /* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
  * busy times, cores) by 'mult'. */

@@ -57,7 +57,24 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
     r->op = xstrdup(json_str(top, "name", ""));
     r->bound = xstrdup(json_str(top, "bound", ""));
     r->peak_fraction = json_num(top, "peak_fraction", 0);
+    const struct json *m = json_get(j, "model");
+    r->has_model = m && m->type == JSON_OBJ;
+    if (r->has_model) {
+        r->mfu = json_num(m, "mfu", 0);
+        r->tokens_per_s = json_num(m, "tokens_per_s", 0);
+        r->memory_bytes = json_num(json_get(m, "memory_bytes"), "total", 0);
+        r->collective_exposed_s =
+            json_num(json_get(j, "time_by_category_s"), "collective_exposed", 0);
+    }
     return 0;
+}
+
+bool table_has_model(const struct table *t)
+{
+    for (int i = 0; i < t->nrows; i++)
+        if (t->rows[i].status == TABLE_OK && t->rows[i].has_model)
+            return true;
+    return false;
 }
 
 void table_row_fini(struct table_row *r, int nkeys)
@@ -172,7 +189,11 @@ int table_write_csv(const struct table *t, const char *path)
     fputs("point", f);
     for (int k = 0; k < t->nkeys; k++)
         fputc(',', f), csv_field(f, t->keys[k]);
-    fputs(",time_s,peak_fraction,bound,vmem_peak_bytes,grid_steps,status,reason\n", f);
+    fputs(",time_s,peak_fraction,bound,vmem_peak_bytes,grid_steps", f);
+    bool model = table_has_model(t);
+    if (model)
+        fputs(",mfu,tokens_per_s,memory_bytes,collective_exposed_s", f);
+    fputs(",status,reason\n", f);
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
         fprintf(f, "%d", r->point);
@@ -183,6 +204,11 @@ int table_write_csv(const struct table *t, const char *path)
                     (unsigned long long)r->vmem_peak_bytes, (long long)r->grid_steps);
         else
             fputs(",,,,,", f);
+        if (model && r->status == TABLE_OK && r->has_model)
+            fprintf(f, ",%.6f,%.9e,%.17g,%.9e", r->mfu, r->tokens_per_s, r->memory_bytes,
+                    r->collective_exposed_s);
+        else if (model)
+            fputs(",,,,", f);
         fprintf(f, ",%s,", table_status_name(r->status));
         csv_field(f, r->reason);
         fputc('\n', f);
@@ -222,8 +248,13 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
         json_write_string(f, r->op);
         fputs(", \"bound\": ", f);
         json_write_string(f, r->bound);
-        fprintf(f, ", \"peak_fraction\": %.6f, \"vmem_peak_bytes\": %llu, \"grid_steps\": %lld}",
+        fprintf(f, ", \"peak_fraction\": %.6f, \"vmem_peak_bytes\": %llu, \"grid_steps\": %lld",
                 r->peak_fraction, (unsigned long long)r->vmem_peak_bytes, (long long)r->grid_steps);
+        if (r->has_model)
+            fprintf(f, ",\n     \"mfu\": %.6f, \"tokens_per_s\": %.9e, \"memory_bytes\": %.17g, "
+                       "\"collective_exposed_s\": %.9e",
+                    r->mfu, r->tokens_per_s, r->memory_bytes, r->collective_exposed_s);
+        fputc('}', f);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "
               "\"vmem_peak_bytes\": null, \"grid_steps\": null}",
@@ -300,6 +331,12 @@ static int row_from_json(struct table *t, struct table_row *r, const struct json
     r->peak_fraction = json_num(p, "peak_fraction", 0);
     r->vmem_peak_bytes = (uint64_t)json_num(p, "vmem_peak_bytes", 0);
     r->grid_steps = (int64_t)json_num(p, "grid_steps", 0);
+    const struct json *mfu = json_get(p, "mfu");
+    r->has_model = mfu && mfu->type == JSON_NUM;
+    r->mfu = json_num(p, "mfu", 0);
+    r->tokens_per_s = json_num(p, "tokens_per_s", 0);
+    r->memory_bytes = json_num(p, "memory_bytes", 0);
+    r->collective_exposed_s = json_num(p, "collective_exposed_s", 0);
     return 0;
 }
 

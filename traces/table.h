@@ -32,7 +32,14 @@ struct table_row {
     double peak_fraction;     /* that op's peak_fraction */
     uint64_t vmem_peak_bytes; /* the largest over the ops */
     int64_t grid_steps;       /* summed over the ops */
+    /* from summary.json's model object (a model step; has_model false otherwise): */
+    bool has_model;
+    double mfu;                  /* model.mfu */
+    double tokens_per_s;         /* model.tokens_per_s (all chips) */
+    double memory_bytes;         /* model.memory_bytes.total, per chip */
+    double collective_exposed_s; /* time_by_category_s.collective_exposed */
 };
+
 
 /* Fills the summary fields of 'r' (status TABLE_OK) from the summary.json
  * tree 'j'. Returns 0, or -1 with a message in 'err' if 'j' is not a summary. */
@@ -59,6 +66,9 @@ struct table {
     bool owned;
 };
 
+/* True if some ok row of 't' is a model step: the table then has the model
+ * columns (mfu, tokens_per_s, memory_bytes, collective_exposed_s). */
+bool table_has_model(const struct table *t);
 /* Index into t->rows of the fastest ok row (the lowest point on a tie), or -1. */
 int table_best_row(const struct table *t);
 /* Index into t->rows of point 'point', or -1. */

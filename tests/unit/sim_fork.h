@@ -23,10 +23,11 @@
 struct result {
     int rc;
     int nops;
-    double start[MAXOPS], end[MAXOPS], flops[MAXOPS], hbm[MAXOPS], ici[MAXOPS];
+    double start[MAXOPS], end[MAXOPS], flops[MAXOPS], hbm[MAXOPS], ici[MAXOPS], dcn[MAXOPS];
     int64_t steps[MAXOPS], dmas[MAXOPS], runs[MAXOPS], compute_steps[MAXOPS];
     double trans[MAXOPS], vmem[MAXOPS], mxu_s[MAXOPS], vpu_s[MAXOPS], overhead_s[MAXOPS];
     char bound[MAXOPS][16];
+    double peak[MAXOPS];       /* the summary's peak_frac */
     double time[MAXOPS];       /* the summary's time_s: summed over instances */
     int64_t instances[MAXOPS];
     double total;
@@ -86,10 +87,12 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
             r->start[i] = s.ops[i].start_s, r->end[i] = s.ops[i].end_s;
             r->flops[i] = s.ops[i].flops, r->hbm[i] = s.ops[i].hbm_bytes;
             r->ici[i] = s.ops[i].ici_bytes, r->steps[i] = s.ops[i].grid_steps;
+            r->dcn[i] = s.ops[i].dcn_bytes;
             r->dmas[i] = s.ops[i].dmas, r->runs[i] = s.ops[i].coalesced_runs;
             r->compute_steps[i] = s.ops[i].compute_steps;
             r->trans[i] = s.ops[i].transcendentals, r->vmem[i] = (double)s.ops[i].vmem_peak_bytes;
             r->mxu_s[i] = s.ops[i].mxu_s, r->vpu_s[i] = s.ops[i].vpu_s;
+            r->peak[i] = s.ops[i].peak_frac;
             r->overhead_s[i] = s.ops[i].overhead_s;
             snprintf(r->bound[i], sizeof r->bound[i], "%s", bound_name(s.ops[i].bound));
             r->time[i] = s.ops[i].time_s, r->instances[i] = s.ops[i].instances;

@@ -187,6 +187,104 @@ static void test_collective_matmul_overlap_wins(void **state)
     assert_true(op_time(&r, 0) < 0.7 * op_time(&r, 3));
 }
 
+/* ---- multislice: hierarchical collectives over the DCN ----
+ * Ideal ICI (as IDEAL) and free reductions (HBM 1000 TB/s, a 100 GHz VPU, no
+ * launch or step overheads), so that the time is the transfers'. v5e: hosts
+ * of 8 chips with 25 GB/s of NICs, N = 3.125e9 B/s per chip; DCN latency
+ * L = 10 us (the preset's). */
+static const char *const MULTI[] = {
+    "chip.ici.efficiency=1",          "chip.ici.hop_latency=0us",
+    "chip.ici.step_latency=0us",      "chip.ici.collective_latency=0us",
+    "chip.tensorcore.dma_latency=0us", "chip.hbm.bandwidth=1000TBps",
+    "chip.tensorcore.clock=100GHz",   "chip.tensorcore.launch_overhead=0us",
+    "chip.tensorcore.step_overhead=0us", "options.all_chips=false"};
+
+/* 2 slices of v5e 16x16, a data-parallel all-reduce of B = 64 MiB per chip
+ * over all 512 chips (axes: [dcn, 0, 1], and the same as mesh {data: 512}
+ * whose data axis spans the slices), as XLA runs it: two parts of B/2, one
+ * per torus axis, each
+ *   1. reduce-scatters its B/2 over its first axis (a bidirectional 16-ring:
+ *      15/16 of B/2 split two ways): t_a = (15/16)(B/4)/W = 349.525 us,
+ *   2. then over the other axis on B/32: t_b = (15/16)(B/64)/W = 21.845 us
+ *      (the parts use different axes' links, so they never share one),
+ *   3. reduce-scatters its shard B/512 across the 2 slices over the DCN: it
+ *      sends half, B/1024; both parts at once through the chip's NIC share:
+ *      (B/512)/N + L = 41.943 + 10 us,
+ *   4. all-gathers it back across the slices: (B/512)/N + L again,
+ *   5. all-gathers within the slice: t_b, then t_a.
+ * T = 2 (t_a + t_b) + 2 ((B/512)/N + L) = 742.741 + 103.886 = 846.627 us.
+ * The fabric (non-blocking by default: bisection = 64 hosts x 25 GB/s / 2)
+ * carries 512 x 2 x B/1024 per DCN phase at 3.125e9 each, exactly its
+ * capacity: it does not bind. Every chip sends B/512 + B/512 over the DCN. */
+static void test_multislice_all_reduce_hand_derived(void **state)
+{
+    (void)state;
+    static const char *const sets[][11] = {
+        {MULTI[0], MULTI[1], MULTI[2], MULTI[3], MULTI[4], MULTI[5], MULTI[6], MULTI[7],
+         MULTI[8], "options.all_chips=false"},
+        {MULTI[0], MULTI[1], MULTI[2], MULTI[3], MULTI[4], MULTI[5], MULTI[6], MULTI[7],
+         MULTI[8], "options.all_chips=true"}};
+    double B = 67108864.0, W = 45e9, N = 25e9 / 8, L = 10e-6;
+    double ta = 15.0 / 16 * (B / 4) / W, tb = 15.0 / 16 * (B / 64) / W;
+    double want = 2 * (ta + tb) + 2 * ((B / 512) / N + L);
+    for (int m = 0; m < 2; m++) { /* the SPMD fold (4x4 of each slice) and every chip */
+        struct result r = run("chip: v5e\ntopology: {shape: [16, 16], slices: 2}\n"
+                              "mesh: {data: 512}\nworkload:\n"
+                              "  - {op: all_reduce, bytes: 64MiB, axes: [dcn, 0, 1]}\n"
+                              "  - {op: all_reduce, bytes: 64MiB, groups: [data]}\n",
+                              sets[m], 10);
+        assert_int_equal(r.rc, 0);
+        assert_within(op_time(&r, 0), want, 0.002);
+        assert_within(op_time(&r, 1), want, 0.002);
+        assert_true(r.dcn[0] == 512 * 2 * (B / 512));
+    }
+}
+
+/* The fabric binds: the same all-reduce with a bisection of 100 GB/s (the
+ * backbone carries 200 GB/s): each DCN phase moves 512 x B/512 = B through
+ * it: B / 200e9 + L = 335.544 + 10 us instead of 51.943 us.
+ * T = 742.741 + 2 x 345.544 = 1433.83 us. */
+static void test_multislice_fabric_shared(void **state)
+{
+    (void)state;
+    static const char *const sets[][11] = {
+        {MULTI[0], MULTI[1], MULTI[2], MULTI[3], MULTI[4], MULTI[5], MULTI[6], MULTI[7],
+         MULTI[8], "topology.dcn.bisection=100GBps", "options.all_chips=false"},
+        {MULTI[0], MULTI[1], MULTI[2], MULTI[3], MULTI[4], MULTI[5], MULTI[6], MULTI[7],
+         MULTI[8], "topology.dcn.bisection=100GBps", "options.all_chips=true"}};
+    double B = 67108864.0, W = 45e9, L = 10e-6;
+    double ta = 15.0 / 16 * (B / 4) / W, tb = 15.0 / 16 * (B / 64) / W;
+    double want = 2 * (ta + tb) + 2 * (B / 200e9 + L);
+    for (int m = 0; m < 2; m++) {
+        struct result r = run("chip: v5e\ntopology: {shape: [16, 16], slices: 2}\nworkload:\n"
+                              "  - {op: all_reduce, bytes: 64MiB, axes: [dcn, 0, 1]}\n",
+                              sets[m], 11);
+        assert_int_equal(r.rc, 0);
+        assert_within(op_time(&r, 0), want, 0.002);
+    }
+}
+
+/* 4 slices: the DCN phases are rings of 4 (one way: a pair of directions
+ * would share the one NIC): 3 steps of S/4, S = B/256 the chip's shard (both
+ * parts), each step paying L: 3 L + (3/4)(B/256)/N = 30 + 62.915 us per
+ * phase. T = 742.741 + 2 x 92.915 = 928.57 us. */
+static void test_multislice_four_slices_ring(void **state)
+{
+    (void)state;
+    double B = 67108864.0, W = 45e9, N = 25e9 / 8, L = 10e-6;
+    double ta = 15.0 / 16 * (B / 4) / W, tb = 15.0 / 16 * (B / 64) / W;
+    double want = 2 * (ta + tb) + 2 * (3 * L + 0.75 * (B / 256) / N);
+    const char *sets[11] = {MULTI[0], MULTI[1], MULTI[2], MULTI[3], MULTI[4],
+                            MULTI[5], MULTI[6], MULTI[7], MULTI[8], "options.fidelity=exact"};
+    for (int m = 0; m < 2; m++) { /* fast: a ring phase is coalesced into one step */
+        struct result r = run("chip: v5e\ntopology: {shape: [16, 16], slices: 4}\nworkload:\n"
+                              "  - {op: all_reduce, bytes: 64MiB, axes: [dcn, 0, 1]}\n",
+                              sets, m ? 10 : 9);
+        assert_int_equal(r.rc, 0);
+        assert_within(op_time(&r, 0), want, 0.002);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +298,9 @@ int main(void)
         cmocka_unit_test(test_all_to_all_preset_links),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),
         cmocka_unit_test(test_collective_matmul_overlap_wins),
+        cmocka_unit_test(test_multislice_all_reduce_hand_derived),
+        cmocka_unit_test(test_multislice_fabric_shared),
+        cmocka_unit_test(test_multislice_four_slices_ring),
     };
     return cmocka_run_group_tests_name("collectives", tests, NULL, NULL);
 }

@@ -100,12 +100,79 @@ static void test_fs_write_all_ignores_planted_links(void **state)
     free(target);
 }
 
+/* Issue 18.3: two runs (or a run and a sweep) into one directory mixed their
+ * files. One lock per directory: a second taker is refused and told who holds
+ * it; the lock file is gone after unlock; a link planted at the lock's name
+ * is refused, never written through. */
+static void test_fs_dir_lock(void **state)
+{
+    (void)state;
+    char holder[96] = "";
+    int fd = fs_dir_lock(dir, "run", holder, sizeof holder);
+    assert_true(fd >= 0);
+    char *lock = xasprintf("%s/" FS_LOCK_NAME, dir);
+    size_t n;
+    char *text = fs_read_all(lock, 100, &n);
+    char *want = xasprintf("%d run\n", (int)getpid());
+    assert_string_equal(text, want);
+    errno = 0;
+    assert_int_equal(fs_dir_lock(dir, "sweep", holder, sizeof holder), -1);
+    assert_int_equal(errno, EWOULDBLOCK);
+    char *who = xasprintf("run (pid %d)", (int)getpid());
+    assert_string_equal(holder, who);
+    fs_dir_unlock(dir, fd);
+    assert_false(fs_exists(lock));
+    fd = fs_dir_lock(dir, "sweep", holder, sizeof holder); /* free again */
+    assert_true(fd >= 0);
+    fs_dir_unlock(dir, fd);
+
+    char *victim = xasprintf("%s/victim", dir);
+    assert_int_equal(fs_write_all(victim, "keep", 4), 0);
+    assert_int_equal(symlink(victim, lock), 0);
+    errno = 0;
+    assert_int_equal(fs_dir_lock(dir, "run", holder, sizeof holder), -1);
+    assert_int_equal(errno, ELOOP);
+    free(text);
+    text = fs_read_all(victim, 100, &n);
+    assert_string_equal(text, "keep");
+    unlink(lock);
+    free(text);
+    free(victim);
+    free(who);
+    free(want);
+    free(lock);
+}
+
+/* fs_remove_tree removes a tree and the links in it, not what they point to. */
+static void test_fs_remove_tree(void **state)
+{
+    (void)state;
+    char *top = xasprintf("%s/tree", dir), *sub = xasprintf("%s/tree/a/b", dir);
+    char *keep = xasprintf("%s/keep", dir), *link = xasprintf("%s/tree/a/l", dir);
+    assert_int_equal(fs_mkdirs(sub), 0);
+    assert_int_equal(fs_write_all(keep, "k", 1), 0);
+    assert_int_equal(symlink(dir, link), 0);
+    char *f = xasprintf("%s/f", sub);
+    assert_int_equal(fs_write_all(f, "x", 1), 0);
+    assert_int_equal(fs_remove_tree(top), 0);
+    assert_false(fs_exists(top));
+    assert_true(fs_exists(keep));
+    assert_int_equal(fs_remove_tree(top), 0); /* gone already: fine */
+    free(f);
+    free(top);
+    free(sub);
+    free(keep);
+    free(link);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_read_all_refuses_devices),
         cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
         cmocka_unit_test(test_fs_write_all_ignores_planted_links),
+        cmocka_unit_test(test_fs_dir_lock),
+        cmocka_unit_test(test_fs_remove_tree),
     };
     return cmocka_run_group_tests_name("fsutil", tests, setup, teardown);
 }

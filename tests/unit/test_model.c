@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include "base/diag.h"
+#include "sim/cfg.h"
 #include "sim/cfg_tree.h"
 #include "sim/model.h"
 #include "topology/mesh.h"
@@ -313,6 +314,72 @@ static void test_mesh_devices(void **state)
     assert_int_equal(m.axis[1].size, 8);
 }
 
+/* The expansion loads as a scenario: every op passes its kind's checks. A
+ * regression: over tensor 2 the rope fusion's width (2 q + 1 kv heads of 64
+ * = 192) was checked against the default head_dim 128 and refused; the
+ * expansion now gives rope its head_dim. With remat: offload it holds the
+ * host copies (their kind is known to the loader). */
+static void test_expansion_loads(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 4, tensor: 2}\n"
+        "model: {arch: llama, layers: 2, d_model: 256, heads: 4, kv_heads: 2, head_dim: 64,\n"
+        "        ffn: 512, vocab: 1024, seq_len: 256, batch: 8, remat: offload}\n";
+    struct cfg_scenario sc;
+    struct diag *d = diag_new();
+    int rc = cfg_load_scenario_text(yaml, sizeof yaml - 1, "model.yaml", NULL, 0, &sc, d);
+    if (rc != 0)
+        diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    int ropes = 0, copies = 0;
+    for (int i = 0; i < sc.nops; i++) {
+        ropes += sc.ops[i].kind == OP_ROPE && sc.ops[i].u.xla.head_dim == 64;
+        copies += sc.ops[i].kind == OP_HOST_COPY;
+    }
+    assert_int_equal(ropes, 2); /* forward and its gradient (q, k, v offloaded: no recompute) */
+    assert_int_equal(copies, 3); /* d2h after the forward layer, h2d0 and h2d */
+    assert_true(cfg_uses_kind(&sc, OP_HOST_COPY));
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+/* Data parallelism over the DCN: 2 slices of the 2 x 4 slice, mesh {data: 2
+ * (dcn: 2), fsdp: 4, tensor: 2}. Every chip's gradient shard is summed
+ * across the slices once per step: per layer after its reduce-scatter (the
+ * layer's tensor half over fsdp: 590336 / 2 / 4 x 4 B = 295168 B, beside the
+ * backward of the layers below), the rest (embedding, unembedding, final
+ * norm: 1705216 / 8 x 4 B - 2 x 295168 = 262272 B) after the last: in all the
+ * chip's f32 parameters, 1705216 / (4 x 2) x 4 B = 852608 B; batch 8 over
+ * data x fsdp = 8 devices: one sequence each; devices count both slices. */
+static void test_expansion_data_over_dcn(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    int shape[2] = {2, 4};
+    bool wrap[2] = {false, false};
+    assert_int_equal(topo_init(&f.topo, 2, shape, wrap), 0);
+    memset(&f.mesh, 0, sizeof f.mesh);
+    f.mesh.naxes = 3;
+    static const char *const names[3] = {"data", "fsdp", "tensor"};
+    int sizes[3] = {2, 4, 2};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f.mesh.axis[i].name, MESH_NAME_MAX, "%s", names[i]);
+        f.mesh.axis[i].size = sizes[i];
+    }
+    char err[256];
+    assert_int_equal(mesh_place_slices(&f.mesh, 8, 2, err, sizeof err), 0);
+    assert_int_equal(f.mesh.axis[0].dcn, 2);
+    assert_int_equal(mesh_layout(&f.mesh, &f.topo, err, sizeof err), 0);
+    f.chip = test_chip();
+    f.chip.hbm_bytes = (uint64_t)16 << 30;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), 0);
+    assert_int_equal(f.sh.devices, 16);
+    assert_int_equal(f.sh.b, 1);
+    struct tally t = expand(&m, &f);
+    assert_float_equal(t.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
+    assert_non_null(strstr(t.names, "grad_rs grad_ar "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,9 +389,11 @@ int main(void)
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),
+        cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_mesh_devices),
+        cmocka_unit_test(test_expansion_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

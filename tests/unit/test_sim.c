@@ -46,6 +46,72 @@ static void test_hbm_copy_megacore_shares_hbm(void **state)
     assert_time(r.end[0] - r.start[0], 2.5e-6 + 32e-6);
 }
 
+/* host_copy over PCIe at 1 GB/s (HBM 32.768 GB/s is not the limit): DMA
+ * latency + bytes / PCIe; 1 MB takes 0.5 + 1000 us. */
+static const char *const PCIE[] = {"chip.hbm.bandwidth=32.768GBps",
+                                   "chip.tensorcore.dma_latency=0.5us", "chip.pcie.bandwidth=1GBps"};
+
+static void test_host_copy_time_hand_derived(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5e\nworkload:\n"
+                          "  - {op: host_copy, bytes: 1MB, direction: to_host}\n",
+                          PCIE, 3);
+    assert_int_equal(r.rc, 0);
+    assert_time(r.end[0] - r.start[0], 1000.5e-6);
+    assert_true(r.hbm[0] == 1e6);
+    assert_string_equal(r.bound[0], "pcie");
+}
+
+/* One direction is one PCIe host: two copies to the host share it (each
+ * 0.5 + 2000 us); a copy each way runs at full rate (full duplex). */
+static void test_host_copy_directions_share_or_not(void **state)
+{
+    (void)state;
+    struct result same = run("chip: v5e\nworkload:\n"
+                             "  - {op: host_copy, name: a, bytes: 1MB, direction: to_host}\n"
+                             "  - {op: host_copy, name: b, bytes: 1MB, direction: to_host, "
+                             "overlap: true}\n",
+                             PCIE, 3);
+    assert_int_equal(same.rc, 0);
+    assert_time(same.end[0] - same.start[0], 2000.5e-6);
+    assert_time(same.end[1] - same.start[1], 2000.5e-6);
+    struct result duplex = run("chip: v5e\nworkload:\n"
+                               "  - {op: host_copy, name: a, bytes: 1MB, direction: to_host}\n"
+                               "  - {op: host_copy, name: b, bytes: 1MB, direction: to_device, "
+                               "overlap: true}\n",
+                               PCIE, 3);
+    assert_int_equal(duplex.rc, 0);
+    assert_time(duplex.end[0] - duplex.start[0], 1000.5e-6);
+    assert_time(duplex.end[1] - duplex.start[1], 1000.5e-6);
+}
+
+/* The HBM side is shared: a PCIe link faster than the HBM leaves the HBM as
+ * the limit, and an hbm_copy beside it shares the HBM. PCIe 1 TB/s, HBM
+ * 32.768 GB/s: host_copy of 256 KiB alone = 0.5 + 8 us; with an hbm_copy of
+ * 256 KiB in one chunk (0.5 us, read 256 KiB, 0.5 us, write 256 KiB) beside
+ * it, both start at 0.5 us and share the HBM: the read and the host copy
+ * move 256 KiB each at half rate, both ending at 0.5 + 16 us. */
+static void test_host_copy_shares_hbm(void **state)
+{
+    (void)state;
+    const char *sets[] = {"chip.hbm.bandwidth=32.768GBps", "chip.tensorcore.dma_latency=0.5us",
+                          "chip.pcie.bandwidth=1TBps", "chip.tensorcore.launch_overhead=0us"};
+    struct result alone = run("chip: v5e\nworkload:\n"
+                              "  - {op: host_copy, bytes: 256KiB, direction: to_device}\n",
+                              sets, 4);
+    assert_int_equal(alone.rc, 0);
+    assert_time(alone.end[0] - alone.start[0], 8.5e-6);
+    assert_string_equal(alone.bound[0], "hbm");
+    struct result both = run("chip: v5e\nworkload:\n"
+                             "  - {op: host_copy, name: h, bytes: 256KiB, direction: to_device}\n"
+                             "  - {op: hbm_copy, name: c, bytes: 256KiB, chunk: 256KiB, "
+                             "overlap: true}\n",
+                             sets, 4);
+    assert_int_equal(both.rc, 0);
+    assert_time(both.end[0] - both.start[0], 16.5e-6);
+}
+
 /* ppermute on a 4-chip line: collective latency + DMA latency + hops x hop
  * latency + bytes / link bandwidth; the chip at the end goes 3 hops back. */
 static void test_ppermute_time_hand_derived(void **state)
@@ -147,6 +213,31 @@ static void test_matmul_functional_matches_reference(void **state)
     }
 }
 
+/* Issue 18.14: an int8 matmul on v5e was reported at 182 % of peak, measured
+ * against the bf16 peak (197 Tf) instead of the int8 one (394 Tf). An
+ * MXU-bound 16384^3 int8 matmul: % of peak = 2 x 16384^3 / time / 394e12,
+ * and the same with bf16 against 197e12: both below 100 %. */
+static void test_peak_fraction_of_the_op_dtype(void **state)
+{
+    (void)state;
+    const char *dts[] = {"int8", "bf16"};
+    const double peak[] = {394e12, 197e12};
+    const int bk[] = {4096, 2048}; /* the VMEM limit's largest for each */
+    for (int i = 0; i < 2; i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml,
+                 "chip: v5e\nworkload:\n  - {op: matmul, m: 16384, k: 16384, n: 16384, dtype: %s, "
+                 "block: {bm: 512, bk: %d, bn: 512}}\n",
+                 dts[i], bk[i]);
+        struct result r = run(yaml, NULL, 0);
+        assert_int_equal(r.rc, 0);
+        assert_string_equal(r.bound[0], "mxu");
+        double want = 2.0 * 16384.0 * 16384.0 * 16384.0 / r.time[0] / peak[i];
+        assert_true(fabs(r.peak[0] - want) < 1e-9);
+        assert_true(r.peak[0] > 0.5 && r.peak[0] <= 1.0);
+    }
+}
+
 static void test_vmem_overflow_is_bad_input(void **state)
 {
     (void)state;
@@ -165,7 +256,7 @@ static void route_child(void)
     int shape[2] = {4, 16};
     bool wrap[2] = {false, true};
     topo_init(&t, 2, shape, wrap);
-    struct plat_params p = {1, 1e12, 1e12, 1e9, 1e-6};
+    struct plat_params p = {1, 1e12, 1e12, 1e9, 1e-6, 0};
     char path[64];
     snprintf(path, sizeof path, "/tmp/tpusim-plat-%d.xml", (int)getpid());
     FILE *f = fopen(path, "w");
@@ -203,12 +294,16 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hbm_copy_time_hand_derived),
         cmocka_unit_test(test_hbm_copy_megacore_shares_hbm),
+        cmocka_unit_test(test_host_copy_time_hand_derived),
+        cmocka_unit_test(test_host_copy_directions_share_or_not),
+        cmocka_unit_test(test_host_copy_shares_hbm),
         cmocka_unit_test(test_ppermute_time_hand_derived),
         cmocka_unit_test(test_matmul_pipeline_timeline_hand_derived),
         cmocka_unit_test(test_matmul_fast_equals_exact_when_coalescing_is_exact),
         cmocka_unit_test(test_matmul_repeated_groups_coalesce_exactly),
         cmocka_unit_test(test_matmul_megacore_splits_parallel_dims),
         cmocka_unit_test(test_matmul_functional_matches_reference),
+        cmocka_unit_test(test_peak_fraction_of_the_op_dtype),
         cmocka_unit_test(test_vmem_overflow_is_bad_input),
         cmocka_unit_test(test_simgrid_routes_match_topology),
     };

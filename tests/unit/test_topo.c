@@ -103,7 +103,7 @@ static void test_plat_xml_torus_cluster(void **state)
 {
     (void)state;
     struct topo t = mk(2, 4, 16, 1, false, true, false);
-    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6};
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 0};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -113,6 +113,28 @@ static void test_plat_xml_torus_cluster(void **state)
     assert_non_null(strstr(buf, "radical=\"0-127\""));
     assert_non_null(strstr(buf, "limiter_link=\"819000000000Bps\""));
     assert_non_null(strstr(buf, "sharing_policy=\"SPLITDUPLEX\""));
+    assert_null(strstr(buf, "pcie")); /* no host_copy: no PCIe zone */
+    free(buf);
+}
+
+/* With a PCIe rate, the cluster sits beside a zone of two PCIe hosts per chip. */
+static void test_plat_xml_pcie_zone(void **state)
+{
+    (void)state;
+    struct topo t = mk(2, 2, 4, 1, true, true, false);
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 16e9};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(plat_write_xml(f, &t, &p), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "<zone id=\"world\" routing=\"Full\">"));
+    assert_non_null(strstr(buf, "<zone id=\"pcie\" routing=\"None\">"));
+    assert_non_null(strstr(buf, "<host id=\"pcie_up7\" speed=\"16000000000f\"/>"));
+    assert_non_null(strstr(buf, "<host id=\"pcie_down7\""));
+    assert_null(strstr(buf, "pcie_up8"));
+    char name[32];
+    assert_string_equal(plat_pcie_host_name(3, true, name, sizeof name), "pcie_down3");
     free(buf);
 }
 
@@ -120,6 +142,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topo_ring_neighbors_wrap),
+        cmocka_unit_test(test_plat_xml_pcie_zone),
         cmocka_unit_test(test_topo_line_has_edges),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
         cmocka_unit_test(test_topo_route_3d_dimension_order),

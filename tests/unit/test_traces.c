@@ -415,6 +415,70 @@ static void test_report_md_lines(void **state)
     free(p);
 }
 
+/* A model step's summary gives its row the model columns: MFU, tokens/s,
+ * memory per chip and exposed collectives; csv, json and report.md show them
+ * and the json reads back. */
+static void test_table_model_columns(void **state)
+{
+    (void)state;
+    static const char summary[] =
+        "{\"scenario\": \"m\", \"chip\": \"v5e\", \"total_time_s\": 0.5, \"ops\": "
+        "[{\"name\": \"a\", \"time_s\": 0.25, \"bound\": \"mxu\", \"peak_fraction\": 0.5}],"
+        " \"time_by_category_s\": {\"collective_exposed\": 0.125},"
+        " \"model\": {\"mfu\": 0.4375, \"tokens_per_s\": 8192,"
+        " \"memory_bytes\": {\"total\": 1073741824}}}";
+    char err[256] = "";
+    struct json *j = json_parse(summary, strlen(summary), err, sizeof err);
+    assert_non_null(j);
+    struct table_row r = {.point = 0};
+    assert_int_equal(table_row_from_summary(&r, j, err, sizeof err), 0);
+    json_free(j);
+    assert_true(r.has_model);
+    assert_float_equal(r.mfu, 0.4375, 0);
+    assert_float_equal(r.tokens_per_s, 8192, 0);
+    assert_float_equal(r.memory_bytes, 1073741824.0, 0);
+    assert_float_equal(r.collective_exposed_s, 0.125, 0);
+    char *keys[] = {(char *)"mesh.fsdp"}, *v0[] = {(char *)"4"}, *v1[] = {(char *)"8"};
+    r.values = v0;
+    struct table_row rows[2] = {r, {.point = 1, .values = v1, .status = TABLE_INFEASIBLE,
+                                    .reason = (char *)"out of memory"}};
+    struct table t = {.name = (char *)"m", .base = (char *)"b.yaml", .nkeys = 1, .keys = keys,
+                      .npoints = 2, .nrows = 2, .rows = rows, .default_point = 0};
+    assert_true(table_has_model(&t));
+    char *p = path_in("model.csv");
+    assert_int_equal(table_write_csv(&t, p), 0);
+    char *text = read_text(p);
+    assert_string_equal(text,
+                        "point,mesh.fsdp,time_s,peak_fraction,bound,vmem_peak_bytes,grid_steps,"
+                        "mfu,tokens_per_s,memory_bytes,collective_exposed_s,status,reason\n"
+                        "0,4,5.000000000e-01,0.500000,mxu,0,0,0.437500,8.192000000e+03,"
+                        "1073741824,1.250000000e-01,ok,\n"
+                        "1,8,,,,,,,,,,infeasible,out of memory\n");
+    free(text);
+    free(p);
+    p = path_in("model.json");
+    assert_int_equal(table_write_json(&t, p), 0);
+    struct json *jj = read_json(p);
+    struct table back;
+    assert_int_equal(table_from_json(&back, jj, err, sizeof err), 0);
+    assert_true(back.rows[0].has_model && !back.rows[1].has_model);
+    assert_float_equal(back.rows[0].mfu, 0.4375, 0);
+    assert_float_equal(back.rows[0].memory_bytes, 1073741824.0, 0);
+    table_fini(&back);
+    json_free(jj);
+    free(p);
+    p = path_in("model.md");
+    assert_int_equal(report_md_write(&t, p), 0);
+    char *md = read_text(p);
+    const char *want = "| 1 | 0 (default) | 4 | 500 ms | 1.00\xc3\x97 | 43.8% | 8192 | 1 GiB | "
+                       "125 ms | mxu | a |\n";
+    if (!strstr(md, want))
+        fail_msg("report.md lacks:\n%s\n--- report.md:\n%s", want, md);
+    free(md);
+    free(p);
+    free(r.scenario), free(r.chip), free(r.op), free(r.bound), free(r.reason);
+}
+
 static void test_plots_write_svg_files(void **state)
 {
     (void)state;
@@ -502,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_summary_json_has_the_contract_keys),
         cmocka_unit_test(test_summary_console_table),
         cmocka_unit_test(test_table_write_csv_bytes),
+        cmocka_unit_test(test_table_model_columns),
         cmocka_unit_test(test_table_write_json_bytes_and_read_back),
         cmocka_unit_test(test_table_short_key_and_status),
         cmocka_unit_test(test_report_md_lines),

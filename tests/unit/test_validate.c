@@ -50,7 +50,8 @@ static void test_estimate_saturates(void **state)
     (void)state;
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    assert_int_equal(load("chip: {base: v5p, hbm: {capacity: 999999999999999999}}\n"
+    assert_int_equal(load("chip: {base: v5p, hypothetical: true,\n"
+                          "       hbm: {capacity: 999999999999999999}}\n"
                           "topology: {shape: [64, 32, 32]}\noptions: {all_chips: true}\n"
                           "workload:\n  - {op: hbm_copy, bytes: 999999999999999999, chunk: 1}\n"
                           "  - {op: hbm_copy, bytes: 999999999999999999, chunk: 1}\n",

@@ -1,0 +1,113 @@
+/* topology/dcn.c -- slices, hosts and NICs on the DCN (see topology/dcn.h). */
+#include "topology/dcn.h"
+
+#include <string.h>
+
+int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *host_shape,
+             int host_ndims, double nic_Bps, double lat_s, double bisection_Bps, char *err,
+             size_t n)
+{
+    memset(d, 0, sizeof *d);
+    d->slices = slices;
+    d->nic_Bps = nic_Bps;
+    d->lat_s = lat_s;
+    d->chips_per_host = 1;
+    for (int a = 0; a < TOPO_MAX_DIMS; a++) {
+        int h = a < host_ndims ? host_shape[a] : 1;
+        int L = a < slice->ndims ? slice->shape[a] : 1;
+        d->host_shape[a] = h > L ? L : h;
+        if (L % d->host_shape[a] != 0) {
+            snprintf(err, n, "expected a slice that hosts of %d chips along axis %d tile (the "
+                             "chip's dcn.host_shape), got %d chips along it", h, a, L);
+            return -1;
+        }
+        d->chips_per_host *= d->host_shape[a];
+    }
+    d->hosts_per_slice = slice->nchips / d->chips_per_host;
+    double all = (double)slices * d->hosts_per_slice * nic_Bps;
+    d->bisection_Bps = bisection_Bps > 0 ? bisection_Bps : all / 2;
+    return 0;
+}
+
+int dcn_host(const struct dcn *d, const struct topo *slice, int rank)
+{
+    int c[TOPO_MAX_DIMS] = {0, 0, 0}, h = 0;
+    topo_coords(slice, rank, c);
+    for (int a = TOPO_MAX_DIMS - 1; a >= 0; a--) {
+        int L = a < slice->ndims ? slice->shape[a] : 1;
+        h = h * (L / d->host_shape[a]) + c[a] / d->host_shape[a];
+    }
+    return h;
+}
+
+static bool folded(const struct topo *slice, const struct topo *sim)
+{
+    return sim->nchips != slice->nchips;
+}
+
+void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *sim,
+              struct dcn_plat *p)
+{
+    double share = (double)sim->nchips / slice->nchips; /* of every slice's chips */
+    if (folded(slice, sim)) {
+        p->nics = d->slices * sim->nchips;
+        p->nic_Bps = d->nic_Bps / d->chips_per_host;
+    } else {
+        p->nics = d->slices * d->hosts_per_slice;
+        p->nic_Bps = d->nic_Bps;
+    }
+    p->backbone_Bps = 2 * d->bisection_Bps * share;
+}
+
+int dcn_nic(const struct dcn *d, const struct topo *slice, const struct topo *sim, int s,
+            int sim_rank)
+{
+    if (folded(slice, sim))
+        return s * sim->nchips + sim_rank;
+    return s * d->hosts_per_slice + dcn_host(d, slice, sim_rank);
+}
+
+char *dcn_host_name(const struct topo *sim, int s, int rank, char *buf, size_t n)
+{
+    snprintf(buf, n, "s%d-chip%d", s, topo_sim_node(sim, rank));
+    return buf;
+}
+
+char *dcn_nic_name(int k, char *buf, size_t n)
+{
+    snprintf(buf, n, "nic%d", k);
+    return buf;
+}
+
+int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
+                  const struct topo *sim, const struct plat_params *p)
+{
+    struct dcn_plat dp;
+    dcn_plat(d, slice, sim, &dp);
+    fprintf(out, "<?xml version='1.0'?>\n"
+                 "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                 "<platform version=\"4.1\">\n");
+    fprintf(out, "  <!-- %d slices of %d chips (%d simulated each), %d hosts of %d chips a "
+                 "slice; the DCN: %d NICs\n"
+                 "       of %.17g B/s each way into a fabric of bisection %.17g B/s "
+                 "(backbone %.17g B/s here) -->\n",
+            d->slices, slice->nchips, sim->nchips, d->hosts_per_slice, d->chips_per_host,
+            dp.nics, dp.nic_Bps, d->bisection_Bps, dp.backbone_Bps);
+    fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
+    for (int s = 0; s < d->slices; s++) {
+        char id[32], prefix[32];
+        snprintf(id, sizeof id, "slice%d", s);
+        snprintf(prefix, sizeof prefix, "s%d-chip", s);
+        plat_write_cluster(out, sim, p, id, prefix);
+    }
+    /* each NIC host: one full-duplex link (half the latency) into the backbone */
+    fprintf(out,
+            "  <cluster id=\"dcn\" prefix=\"nic\" suffix=\"\" radical=\"0-%d\" speed=\"1f\"\n"
+            "           bw=\"%.17gBps\" lat=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"\n"
+            "           bb_bw=\"%.17gBps\" bb_lat=\"0s\" bb_sharing_policy=\"SHARED\"/>\n",
+            dp.nics - 1, dp.nic_Bps, d->lat_s / 2, dp.backbone_Bps);
+    if (p->pcie_Bps > 0) /* every simulated chip of every slice, in the engine's order */
+        plat_write_pcie_zone(out, d->slices * sim->nchips, p->pcie_Bps);
+    fprintf(out, "  </zone>\n</platform>\n");
+    return ferror(out) ? -1 : 0;
+}
