@@ -342,6 +342,8 @@ static void test_expansion_loads(void **state)
     assert_true(cfg_uses_kind(&sc, OP_HOST_COPY));
     cfg_scenario_fini(&sc);
     diag_free(d);
+}
+
 /* Data parallelism over the DCN: 2 slices of the 2 x 4 slice, mesh {data: 2
  * (dcn: 2), fsdp: 4, tensor: 2}. Every chip's gradient shard is summed
  * across the slices once per step: per layer after its reduce-scatter (the
