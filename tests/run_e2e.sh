@@ -165,7 +165,7 @@ done
 # the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
 # guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips), or
 # it needs what they lack (multislice: no dcn: section); the model steps check, or are refused
-# for a 3-D slice (a 2-D torus: slice.dims 2)
+# for a 3-D slice (a 2-D torus: slice.dims 2) or for slices (no dcn: section)
 for c in v2 v3; do
     for f in configs/scenarios/*.yaml; do
         "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
@@ -174,7 +174,8 @@ for c in v2 v3; do
     done
     for f in configs/models/*.yaml; do
         "$bin" check "$f" --set chip=$c >/dev/null 2>"$t/old.err" \
-            || grep -q "topology.shape: expected a $c slice (at most 2 axes" "$t/old.err" \
+            || grep -q -e "topology.shape: expected a $c slice (at most 2 axes" \
+                       -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
             && ok || bad "$c: check $f: $(tail -n 1 "$t/old.err")"
     done
 done
