@@ -427,12 +427,12 @@ static int verify(struct eng_run *r, struct diag *d)
 static void free_run(struct eng_run *r)
 {
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
-        kern_fini(&r->kern[i]);
-        kern_fini(&r->kern_fn[i]);
         for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
-             j++)
+             j++) /* before kern_fini, which forgets the calls */
             pl_script_free(r->scripts[i][j]);
         free(r->scripts ? r->scripts[i] : NULL);
+        kern_fini(&r->kern[i]);
+        kern_fini(&r->kern_fn[i]);
     }
     free(r->scripts);
     free(r->kern);
