@@ -155,8 +155,9 @@ void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;
 /* Runs 'call' on this task's core (megacore split) through SimGrid. With
- * 'script' (one slot per call and core range, living as long as 'call'), the
- * run is recorded into *script the first time and replayed after. */
+ * 'script' (one slot per call and core range, living as long as 'call'), a
+ * fast-fidelity run is recorded into *script the first time and replayed
+ * after (kernels/pallas.h: pl_record, pl_replay). */
 void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script);
 /* Runs steps [begin, end) of 'call' on this task's core. */
 void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,
