@@ -171,6 +171,11 @@ fidelity: deps $(B)/tpusim
 	    python3 tools/fidelity_models.py $(B)/tpusim $(if $(MODEL_ROWS),--only $(MODEL_ROWS)) \
 	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; exit $$rc
 
+# fidelity fast against exact on every shipped scenario, model step, sweep point and
+# collective example (tools/fast_exact.py; minutes: the exact runs)
+fast-exact: deps $(B)/tpusim
+	@python3 tools/fast_exact.py $(B)/tpusim
+
 check-layers:
 	@sh tools/check_layers.sh
 
@@ -181,4 +186,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

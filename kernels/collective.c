@@ -47,10 +47,44 @@ int coll_chip(const struct op *op, const struct topo *topo, int chip, int rank)
                       : rank;
 }
 
+/* The algorithm table (the rows are kernels/ops.h's COLL_ALGOS list). */
+struct coll_algo_row {
+    const char *name;
+    unsigned kinds; /* COLL_FOR_* */
+    bool bidi;      /* ring phases use both directions */
+    bool psum;      /* all-reduce: one ring psum pass */
+};
+#define COLL_ALGO_ROW(e, nm, k, bi, ps) [e] = {nm, k, bi, ps},
+static const struct coll_algo_row algo_rows[] = {COLL_ALGOS(COLL_ALGO_ROW)};
+#undef COLL_ALGO_ROW
+_Static_assert(sizeof algo_rows / sizeof algo_rows[0] == COLL_ALGO_COUNT,
+               "one row per collective algorithm");
+#define COLL_ALGO_NAME(e, nm, ...) nm,
+const char *const coll_algo_names[] = {COLL_ALGOS(COLL_ALGO_NAME) NULL};
+#undef COLL_ALGO_NAME
+
+static unsigned kind_bit(enum op_kind k)
+{
+    return k == OP_ALL_GATHER       ? COLL_FOR_AG
+           : k == OP_REDUCE_SCATTER ? COLL_FOR_RS
+           : k == OP_ALL_REDUCE     ? COLL_FOR_AR
+                                    : COLL_FOR_A2A;
+}
+
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *slice,
                char *err, size_t n)
 {
     (void)chip;
+    const struct coll_algo_row *a = &algo_rows[op->u.coll.algo];
+    if (!(a->kinds & kind_bit(op->kind))) {
+        snprintf(err, n, "algorithm %s does not apply to %s (it is for %s)", a->name,
+                 op->kind == OP_ALL_GATHER       ? "all_gather"
+                 : op->kind == OP_REDUCE_SCATTER ? "reduce_scatter"
+                 : op->kind == OP_ALL_REDUCE     ? "all_reduce"
+                                                 : "all_to_all",
+                 a->kinds == COLL_FOR_AR ? "all_reduce" : "all_gather, reduce_scatter and all_reduce");
+        return -1;
+    }
     struct topo group;
     const struct topo *topo = coll_topo(op, slice, 0, &group);
     const struct op_collective *c = &op->u.coll;
@@ -88,7 +122,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
     const struct op_collective *c = &op->u.coll;
     int n = c->naxes;
     uint64_t bytes = c->bytes / (uint64_t)nparts;
-    bool bidi = c->algo != COLL_ALGO_UNI;
+    bool bidi = algo_rows[c->algo].bidi;
     bool dcn = c->dcn && nslices > 1;
     memset(part, 0, sizeof *part);
     if (dcn && op->kind == OP_ALL_GATHER) { /* the shards across the slices first */
@@ -116,7 +150,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
             ph->bytes = bytes;
             break;
         default: /* all_reduce */
-            ph->kind = c->algo == COLL_ALGO_RING_PSUM ? COLL_PSUM : COLL_RS;
+            ph->kind = algo_rows[c->algo].psum ? COLL_PSUM : COLL_RS;
             ph->bytes = bytes;
             if (ph->kind == COLL_RS)
                 bytes /= (uint64_t)axis_len(t, axis);
@@ -128,7 +162,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
         if (op->kind == OP_ALL_REDUCE)
             add_dcn(part, COLL_AG, bytes / (uint64_t)nslices);
     }
-    if (op->kind == OP_ALL_REDUCE && c->algo != COLL_ALGO_RING_PSUM) {
+    if (op->kind == OP_ALL_REDUCE && !algo_rows[c->algo].psum) {
         for (int q = n - 1; q >= 0; q--) { /* all-gather back in reverse axis order */
             struct coll_phase *ph = &part->phases[part->nphases++];
             ph->kind = COLL_AG;

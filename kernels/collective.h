@@ -99,7 +99,11 @@ const struct topo *coll_topo(const struct op *op, const struct topo *topo, int c
 int coll_rank(const struct op *op, const struct topo *topo, int chip);
 int coll_chip(const struct op *op, const struct topo *topo, int chip, int rank);
 
-/* Checks a collective 'op' (axes exist, none twice) on 'topo'. Returns 0 or -1 with 'err'. */
+/* The YAML names of the algorithms (enum coll_algo order), NULL-terminated. */
+extern const char *const coll_algo_names[];
+
+/* Checks a collective 'op' on 'topo': its algorithm applies to its kind, its axes exist,
+ * none twice. Returns 0 or -1 with 'err'. */
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
                char *err, size_t n);
 /* Checks a collective_matmul: the axis exists; m a multiple of 8, k and n of 128. */

@@ -144,8 +144,24 @@ struct op_ragged {
 
 /* Collectives over ICI: per-device input 'bytes', over 'axes' (one ring per
  * axis, concurrently). */
-enum coll_algo { COLL_ALGO_DEFAULT, COLL_ALGO_UNI, COLL_ALGO_BIDI, COLL_ALGO_RING_PSUM,
-                 COLL_ALGO_RS_AG };
+/* The collective algorithms, one row each (kernels/collective.c's table is
+ * built from this list): enum name, YAML name, the kinds it applies to
+ * (COLL_FOR_*), whether its ring phases use both directions, whether an
+ * all-reduce runs as one ring psum pass (else reduce-scatter + all-gather). */
+#define COLL_FOR_AG (1u << 0)
+#define COLL_FOR_RS (1u << 1)
+#define COLL_FOR_AR (1u << 2)
+#define COLL_FOR_A2A (1u << 3)
+#define COLL_FOR_ALL (COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR | COLL_FOR_A2A)
+#define COLL_ALGOS(X)                                                                              \
+    X(COLL_ALGO_DEFAULT, "default", COLL_FOR_ALL, true, false)                                     \
+    X(COLL_ALGO_UNI, "unidirectional", COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR, false, false)      \
+    X(COLL_ALGO_BIDI, "bidirectional", COLL_FOR_AG | COLL_FOR_RS | COLL_FOR_AR, true, false)       \
+    X(COLL_ALGO_RING_PSUM, "ring_psum", COLL_FOR_AR, true, true)                                   \
+    X(COLL_ALGO_RS_AG, "reduce_scatter_all_gather", COLL_FOR_AR, true, false)
+#define COLL_ALGO_ENUM(e, ...) e,
+enum coll_algo { COLL_ALGOS(COLL_ALGO_ENUM) COLL_ALGO_COUNT };
+#undef COLL_ALGO_ENUM
 
 struct op_collective {
     uint64_t bytes;

@@ -599,32 +599,41 @@ static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *
     double o = c->chip->step_overhead_s;
     int noperands = c->call->noperands;
     x->ops->delay(x->ex, o);
-    void *h = p->fetch
-                  ? start_dma(x, st, true, p->fetch_bytes * (uint64_t)n, p->fetch_raw * (uint64_t)n, -1)
-                  : NULL;
-    void *hw = p->out_start && n > 1
-                   ? start_dma(x, st, false, p->out_bytes * (uint64_t)(n - 1),
-                               p->out_raw * (uint64_t)(n - 1), -1)
-                   : NULL;
+    /* one DMA per operand, as the steps issue them: SimGrid shares HBM per
+     * transfer, so one merged DMA would get one share where the steps' DMAs
+     * get one each beside concurrent write-backs */
+    void *h[PL_MAX_OPERANDS] = {0}, *hw[PL_MAX_OPERANDS] = {0};
+    int64_t started = st->dmas;
+    for (int i = 0; i < noperands; i++) {
+        if (p->fetch & (1u << i))
+            h[i] = start_dma(x, st, true, os[i].bytes * (uint64_t)n, os[i].raw * (uint64_t)n, i);
+        if ((p->out_start & (1u << i)) && n > 1)
+            hw[i] = start_dma(x, st, false, os[i].bytes * (uint64_t)(n - 1),
+                               os[i].raw * (uint64_t)(n - 1), i);
+    }
+    started = st->dmas - started;
     int per_step = __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
-    st->dmas += (int64_t)per_step * n - (h ? 1 : 0) - (hw ? 1 : 0) -
-                (p->out_start ? __builtin_popcount(p->out_start) : 0);
+    st->dmas += (int64_t)per_step * n - started - __builtin_popcount(p->out_start);
     wait_inputs(os, noperands, p->wait, x);
     x->ops->compute(x->ex, &p->w, s0, n);
     if (n > 1)
         x->ops->delay(x->ex, o * (double)(n - 1));
-    for (int i = 0; i < noperands; i++) /* the write-back started before the run */
-        if ((p->out_wait & (1u << i)) && os[i].pending) {
-            x->ops->dma_wait(x->ex, os[i].pending);
-            os[i].pending = NULL;
-        }
-    if (hw)
-        x->ops->dma_wait(x->ex, hw);
+    /* as outputs(): the last step starts its write-back, then waits for the
+     * one before it (the run's, or the write-back started before the run) */
+    void *prev[PL_MAX_OPERANDS] = {0};
     for (int i = 0; i < noperands; i++) {
         if (p->fetch & (1u << i))
-            os[i].cur = h;
+            os[i].cur = h[i];
+        if ((p->out_wait & (1u << i)) && os[i].pending)
+            prev[i] = os[i].pending, os[i].pending = NULL;
         if (p->out_start & (1u << i))
             os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
+    }
+    for (int i = 0; i < noperands; i++) {
+        if (prev[i])
+            x->ops->dma_wait(x->ex, prev[i]);
+        if (hw[i])
+            x->ops->dma_wait(x->ex, hw[i]);
     }
     account(st, &p->w, (double)n, o);
     st->coalesced_runs++;
@@ -734,21 +743,26 @@ static bool same_group(const struct group *a, const struct group *b)
     return true;
 }
 
-/* Runs 'r' more repeats of group 'g' (just executed) as one input DMA, one
- * write-back DMA and one execution: exact when the repeats are compute-bound
- * or bandwidth-bound throughout, as for runs of steps. */
+/* Runs 'r' more repeats of group 'g' (just executed) as one input DMA and
+ * one write-back DMA per operand and one execution: exact when the repeats
+ * are compute-bound or bandwidth-bound throughout, as for runs of steps. */
 static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group *g, int64_t r)
 {
     const struct pl_exec *x = c->x;
     int noperands = c->call->noperands;
     const struct plan *first = &g->p[0], *last = &g->p[g->n - 1];
-    uint64_t in = 0, out = 0, in_raw = 0, out_raw = 0;
+    uint64_t in[PL_MAX_OPERANDS] = {0}, out[PL_MAX_OPERANDS] = {0};
+    uint64_t in_raw[PL_MAX_OPERANDS] = {0}, out_raw[PL_MAX_OPERANDS] = {0};
     int64_t per = 0, busy = 0;
     struct pl_work w = {0};
     for (size_t i = 0; i < g->n; i++) {
         const struct plan *p = &g->p[i];
-        in += p->fetch_bytes, out += p->out_bytes;
-        in_raw += p->fetch_raw, out_raw += p->out_raw;
+        for (int k = 0; k < noperands; k++) {
+            in[k] += (p->fetch & (1u << k)) ? os[k].bytes : 0;
+            out[k] += (p->out_start & (1u << k)) ? os[k].bytes : 0;
+            in_raw[k] += (p->fetch & (1u << k)) ? os[k].raw : 0;
+            out_raw[k] += (p->out_start & (1u << k)) ? os[k].raw : 0;
+        }
         per += __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
         busy += p->w.flops > 0;
         w.mxu_s += p->w.mxu_s, w.vpu_s += p->w.vpu_s, w.flops += p->w.flops;
@@ -757,11 +771,18 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
     double o = c->chip->step_overhead_s;
     int64_t steps = r * (int64_t)g->n;
     x->ops->delay(x->ex, o);
-    void *h = in ? start_dma(x, c->st, true, in * (uint64_t)r, in_raw * (uint64_t)r, -1) : NULL;
-    void *hw = out * (uint64_t)r > last->out_bytes
-                   ? start_dma(x, c->st, false, out * (uint64_t)r - last->out_bytes,
-                               out_raw * (uint64_t)r - last->out_raw, -1)
-                   : NULL;
+    void *h[PL_MAX_OPERANDS] = {0}, *hw[PL_MAX_OPERANDS] = {0}; /* per operand: see bulk_steps */
+    int64_t started = c->st->dmas;
+    for (int k = 0; k < noperands; k++) {
+        bool lw = last->out_start & (1u << k);
+        uint64_t lastw = lw ? os[k].bytes : 0, lastw_raw = lw ? os[k].raw : 0;
+        if (in[k])
+            h[k] = start_dma(x, c->st, true, in[k] * (uint64_t)r, in_raw[k] * (uint64_t)r, k);
+        if (out[k] * (uint64_t)r > lastw)
+            hw[k] = start_dma(x, c->st, false, out[k] * (uint64_t)r - lastw,
+                              out_raw[k] * (uint64_t)r - lastw_raw, k);
+    }
+    started = c->st->dmas - started;
     wait_inputs(os, noperands, first->wait, x);
     x->ops->compute(x->ex, &w, first->s + (int64_t)g->n, r);
     x->ops->delay(x->ex, o * (double)(steps - 1));
@@ -770,16 +791,17 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
             x->ops->dma_wait(x->ex, os[i].pending);
             os[i].pending = NULL;
         }
-    if (hw)
-        x->ops->dma_wait(x->ex, hw);
-    for (int i = 0; i < noperands; i++) {
+    for (int i = 0; i < noperands; i++) { /* the last write-back, then the one before it */
         if (last->fetch & (1u << i))
-            os[i].cur = h;
+            os[i].cur = h[i];
         if (last->out_start & (1u << i))
             os[i].pending = start_dma(x, c->st, false, os[i].bytes, os[i].raw, i);
     }
+    for (int i = 0; i < noperands; i++)
+        if (hw[i])
+            x->ops->dma_wait(x->ex, hw[i]);
     struct pl_stats *st = c->st;
-    st->dmas += per * r - (h ? 1 : 0) - (hw ? 1 : 0) - __builtin_popcount(last->out_start);
+    st->dmas += per * r - started - __builtin_popcount(last->out_start);
     account(st, &w, (double)r, o * (double)g->n);
     st->compute_steps += busy * r - (w.flops > 0 ? r : 0);
     st->coalesced_runs++;
@@ -789,6 +811,14 @@ static void group_push(struct group *g, const struct plan *p)
 {
     xgrow(&g->p, &g->cap, g->n + 1, sizeof *g->p);
     g->p[g->n++] = *p;
+}
+
+static void feed_group(struct pl_ctx *c, struct opstate *os, struct stepper *sp,
+                       const struct group *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        feed(c, os, sp, &g->p[i]);
+    feed_end(c, os, sp);
 }
 
 /* Fidelity fast: steps are planned a group at a time; a group identical to
@@ -815,9 +845,7 @@ static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t
             if (repeats)
                 bulk_groups(c, os, &prev, repeats);
             repeats = 0;
-            for (size_t i = 0; i < cur.n; i++)
-                feed(c, os, &sp, &cur.p[i]);
-            feed_end(c, os, &sp);
+            feed_group(c, os, &sp, &cur);
             struct group t = prev;
             prev = cur;
             cur = t;

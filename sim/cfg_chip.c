@@ -176,7 +176,7 @@ static void load_ici(struct walk *w, const struct cfg_node *root, const char *pr
     walk_qty(w, ici, p, "collective_latency", true, UNITS_TIME, true, &c->ici_collective_lat_s);
     walk_qty(w, ici, p, "step_latency", true, UNITS_TIME, true, &c->ici_step_lat_s);
     static const char *const routes[] = {"any", "pow2", NULL};
-    static const char *const wraps[] = {"axis16", "cube4", "always", "never", NULL};
+    static const char *const wraps[] = {"axis16", "cube4", "always", "never", "axis32", NULL};
     int r = (int)c->routing, wr = (int)c->wrap;
     walk_enum(w, ici, p, "routing", routes, &r);
     walk_enum(w, ici, p, "wraparound", wraps, &wr);

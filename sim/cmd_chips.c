@@ -22,7 +22,7 @@ int cmd_chips(int argc, char **argv)
             continue;
         }
         char a[32], b[32], h[32], hb[32], v[32], ic[32];
-        static const char *const wraps[] = {"axis16", "cube4", "always", "never"};
+        static const char *const wraps[] = {"axis16", "cube4", "always", "never", "axis32"};
         printf("%-5s %4d %4d %6d %12s %12s %10s %10s %8s %10s %8d %s%s\n", c.name, c.cores,
                c.mxu_count, c.mxu_dim, units_format(a, sizeof a, c.peak_flops[DT_BF16], UNITS_FLOPS),
                units_format(b, sizeof b, c.peak_flops[DT_INT8], UNITS_FLOPS),

@@ -55,6 +55,8 @@ static void print_mesh(const struct mesh *m)
     for (int i = 0; i < m->naxes; i++) {
         const struct mesh_axis *a = &m->axis[i];
         printf("  %s: {size: %d", a->name, a->size);
+        if (a->dcn > 1)
+            printf(", dcn: %d", a->dcn);
         if (a->nfactors) {
             printf(", on: [");
             for (int k = 0; k < a->nfactors; k++)

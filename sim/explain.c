@@ -79,8 +79,8 @@ void explain_op(const struct cfg_scenario *sc, const struct kern *k, int opi,
     o->ncore = cores;
     for (int c = 0; c < cores; c++)
         o->core[c] = core_op[opi * sc->chip.cores + c];
-    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s, o->ici_s,
-                                o->overhead_s, o->latency_s, o->pcie_s};
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
     summary_rank_units(busy, &o->bound, &o->runner_up);
     double t = o->time_s > 0 ? o->time_s : 1;
     o->bound_frac = busy[o->bound] / t;

@@ -695,6 +695,11 @@ static void layer_backward(struct out *o, const char *first_after)
     fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
                "[g_norm1]");
+    /* the data-parallel sum of this layer's gradient shard, as soon as it is
+     * reduced: it runs beside the backward of the layers below (over the DCN
+     * when data spans the slices) */
+    collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
+               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1]");
 }
 
 /* A copy between HBM and host memory over the chip's PCIe link. */
@@ -805,15 +810,16 @@ static void train_step(struct out *o)
         host_copy(o, "h2d0", off, "to_device", "[fwd.d2h]");
     layer_block(o, "bwd", true);
     fusion(o, "elementwise", "g_embed", s->tokens, m->d_model, ", fn: add");
-    /* the update waits for every layer's gradients (and their data-parallel sum) */
+    /* the update waits for every layer's gradients and their data-parallel
+     * sums (each layer's in the backward, then the rest: embedding, head) */
     double local = chip_params(m, s);
     const char *grads = s->fsdp > 1 ? "[bwd.grad_rs, g_embed]" : "[g_embed]";
-    collective(o, "all_reduce", "grad_ar", "data", s->data, local * bytes(m->weight_dtype),
-               grads);
+    double rest = local * bytes(m->weight_dtype) - (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+    collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, "[g_embed]");
     emit(o, "- {op: optimizer, name: adamw, algorithm: adamw, params: %.0f, param_dtype: %s, "
             "grad_dtype: %s, state_dtype: %s, after: %s}",
          local, dt(m->weight_dtype), dt(m->weight_dtype), dt(m->mu_dtype),
-         s->data > 1 ? "[grad_ar]" : grads);
+         s->data <= 1 ? grads : rest >= 1 ? "[bwd.grad_ar, grad_ar_rest]" : "[bwd.grad_ar]");
 }
 
 static void prefill_step(struct out *o)

@@ -114,13 +114,10 @@ static const struct walk_key optimizer_keys[] = {
         .tune = &kern_matmul_tune, .run = eng_run_kernel                                           \
     }
 
-static const char *const coll_algos[] = {
-    "default", "unidirectional", "bidirectional", "ring_psum", "reduce_scatter_all_gather", NULL};
-
 static const struct walk_key collective_keys[] = {
     KEY("bytes", WALK_BYTES, coll.bytes, .required = true),
     KEY("dtype", WALK_DTYPE, coll.dt, .dflt = DT_BF16),
-    KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algos),
+    KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algo_names),
     {0}};
 static const char *const collective_extra[] = {"axes", "groups", NULL};
 

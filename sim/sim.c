@@ -290,9 +290,11 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
     o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
     o->pcie_s = pcie_busy_s(ch, o->pcie_bytes / chips);
+    if (sc->dcn.slices > 1) /* a chip's share of its host's NICs */
+        o->dcn_s = o->dcn_bytes / chips / (sc->dcn.nic_Bps / sc->dcn.chips_per_host);
     summary_pick_bound(o);
-    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s, o->ici_s,
-                                o->overhead_s, o->latency_s, o->pcie_s};
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
     if (o->bound == BOUND_MXU && t > 0) {
         int used = ch->megacore ? chips * ch->cores : cores;
         o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
@@ -432,12 +434,13 @@ static int verify(struct eng_run *r, struct diag *d)
 static void free_run(struct eng_run *r)
 {
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
-        kern_fini(&r->kern[i]);
-        kern_fini(&r->kern_fn[i]);
+        /* the scripts first: kern_fini clears ncalls, which counts them */
         for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
              j++)
             pl_script_free(r->scripts[i][j]);
         free(r->scripts ? r->scripts[i] : NULL);
+        kern_fini(&r->kern[i]);
+        kern_fini(&r->kern_fn[i]);
     }
     free(r->scripts);
     free(r->kern);

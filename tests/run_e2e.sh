@@ -145,8 +145,39 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
     && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] \
     && grep -q '<table id="points">' "$t/sw/report.html" && ok \
     || bad "sweep example"
+# multislice: the platform has a slice cluster each and the DCN; a model step
+# with data over the DCN runs, and its expansion (tpusim expand) runs to the
+# same step time
+"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<cluster id="slice1"' "$t/ms.xml" \
+    && grep -q '<cluster id="dcn" prefix="nic"' "$t/ms.xml" && grep -q 'bb_sharing_policy="SHARED"' "$t/ms.xml" \
+    && ok || bad "multislice platform"
+printf 'name: tiny-multislice\nchip: v5e\ntopology: {shape: [2, 4], slices: 2}\nmesh: {data: 2, fsdp: 8}\nmodel: {layers: 2, d_model: 512, heads: 4, kv_heads: 4, head_dim: 128, ffn: 1024,\n        vocab: 1024, seq_len: 512, batch: 16, attention: flash}\n' >"$t/msm.yaml"
+$VALGRIND "$bin" run "$t/msm.yaml" -o "$t/msm" -q $SIMFLAGS 2>/dev/null && "$bin" expand "$t/msm.yaml" >"$t/msx.yaml" \
+    && grep -q 'data: {size: 2, dcn: 2}' "$t/msx.yaml" && grep -q 'name: grad_ar, .*groups: \[data\]' "$t/msx.yaml" \
+    && $VALGRIND "$bin" run "$t/msx.yaml" -o "$t/msxo" -q $SIMFLAGS 2>/dev/null \
+    && "$t/jsoncheck" "$t/msm/summary.json" && grep -q '"slices": 2' "$t/msm/summary.json" \
+    && grep -q '"dcn_bytes": [1-9]' "$t/msm/summary.json" \
+    && [ "$(grep '"total_time_s"' "$t/msm/summary.json")" = "$(grep '"total_time_s"' "$t/msxo/summary.json")" ] \
+    && ok || bad "multislice model and its expansion"
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
+done
+# the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
+# guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips), or
+# it needs what they lack (multislice: no dcn: section); the model steps check, or are refused
+# for a 3-D slice (a 2-D torus: slice.dims 2)
+for c in v2 v3; do
+    for f in configs/scenarios/*.yaml; do
+        "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
+            || grep -q -e 'above the limit of 20000000' -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
+            && ok || bad "$c: $f: $(tail -n 1 "$t/old.err")"
+    done
+    for f in configs/models/*.yaml; do
+        "$bin" check "$f" --set chip=$c >/dev/null 2>"$t/old.err" \
+            || grep -q -e "topology.shape: expected a $c slice (at most 2 axes" \
+                       -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
+            && ok || bad "$c: check $f: $(tail -n 1 "$t/old.err")"
+    done
 done
 # check takes sweep specs too: every point checked, nothing run
 for f in configs/sweeps/*.yaml; do

@@ -29,7 +29,7 @@ done
 # the attention (fwd, di, dkv, dq) x 4 chips = 16 sub-kernel spans; no after: arrows. 108.
 [ "$(events "$t/ops/trace.json")" = 108 ] && ok || bad "ops: $(events "$t/ops/trace.json") events, want 108"
 # units: the same plus a span per op and unit used, and the VMEM counters: more than ops,
-# fewer than a tenth of steps (every grid step, DMA and hop: 28,876)
+# fewer than a tenth of steps (every grid step, DMA and hop: 30,404)
 u=$(events "$t/units/trace.json"); s=$(events "$t/steps/trace.json")
 [ "$u" -gt 108 ] && [ $((u * 10)) -lt "$s" ] && ok || bad "units $u vs steps $s"
 [ "$(size "$t/ops/trace.json")" -lt "$(size "$t/units/trace.json")" ] \
@@ -59,14 +59,14 @@ grep -q '"level": "units"' "$t/def/summary.json" && ok || bad "summary: level un
     && [ "$(events "$t/win/trace.json")" = 80 ] && [ "$(grep -c '"ph":"X"' "$t/win/trace.json")" = 4 ] \
     && grep '"ph":"X"' "$t/win/trace.json" | grep -qv copy-256MiB; [ $? = 1 ] && ok \
     || bad "--trace-window 3.4ms: $(events "$t/win/trace.json") events"
-# the cap: 1000 of the 28,876 steps-level events; the rest is reported with how to get it
+# the cap: 1000 of the 30,404 steps-level events; the rest is reported with how to get it
 "$bin" run --trace steps --trace-max-events 1000 -o "$t/cap" $SIMFLAGS > "$t/cap.out" 2>&1 || bad "cap exit"
-[ "$(events "$t/cap/trace.json")" = 1000 ] && [ "$(tkey "$t/cap/summary.json" dropped)" = 27876 ] \
+[ "$(events "$t/cap/trace.json")" = 1000 ] && [ "$(tkey "$t/cap/summary.json" dropped)" = 29404 ] \
     && grep -q '"complete": false' "$t/cap/summary.json" && ok \
     || bad "cap: $(events "$t/cap/trace.json") events, dropped $(tkey "$t/cap/summary.json" dropped)"
-# 28,876 events in windows of at most 1000: 29 runs
-grep -q '^warning: trace.json is incomplete: 27876 events dropped past --trace-max-events 1000; the run has 28876 events at this level; for all of them: --trace-max-events 100000, or 29 runs with --trace-window 0:139.068us, --trace-window 139.068us:278.136us, .* or --trace units$' "$t/cap.out" \
-    && grep -q '"hint": "the run has 28876 events' "$t/cap/summary.json" && ok \
+# 30,404 events in windows of at most 1000: 31 runs
+grep -q '^warning: trace.json is incomplete: 29404 events dropped past --trace-max-events 1000; the run has 30404 events at this level; for all of them: --trace-max-events 100000, or 31 runs with --trace-window 0:131.452us, --trace-window 131.452us:262.904us, .* or --trace units$' "$t/cap.out" \
+    && grep -q '"hint": "the run has 30404 events' "$t/cap/summary.json" && ok \
     || bad "cap: no warning: $(cat "$t/cap.out" | tail -2)"
 "$bin" run --trace steps --trace-max-events 1000 -o "$t/capq" -q $SIMFLAGS 2> "$t/capq.err" \
     && grep -q '^warning: trace.json is incomplete' "$t/capq.err" && ok || bad "cap: --quiet hides the warning"
@@ -74,7 +74,7 @@ grep -q '^warning: trace.json is incomplete: 27876 events dropped past --trace-m
 w=$(sed -n 's/.*runs with --trace-window [^,]*, --trace-window \([^,]*\),.*/\1/p' "$t/cap.out" | head -1)
 "$bin" run --trace steps --trace-window "$w" -o "$t/rest" -q $SIMFLAGS \
     && [ "$(tkey "$t/rest/summary.json" dropped)" = 0 ] \
-    && [ "$(events "$t/rest/trace.json")" -lt 28876 ] && ok || bad "the hint's window ($w)"
+    && [ "$(events "$t/rest/trace.json")" -lt 30404 ] && ok || bad "the hint's window ($w)"
 # none: no trace.json (not an earlier one either), the summary says so
 cp "$t/ops/trace.json" "$t/def/trace.json"
 "$bin" run --trace none -o "$t/def" $SIMFLAGS > "$t/none.out" && [ ! -e "$t/def/trace.json" ] \

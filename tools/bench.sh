@@ -5,7 +5,9 @@
 # each), the cost of exact fidelity per grid step, and the speed of block:
 # auto's search (see the end). A bench file's '# modes:' line names its
 # fidelities (default fast and exact), '# flags:' extra run flags
-# (--all-chips), '# runs:' how many runs keep the best (default 3).
+# (--all-chips), '# runs:' how many runs keep the best (default 3), '# needs: VAR'
+# runs it only when the environment sets VAR (e.g. BENCH_ALL_CHIPS=1 for runs
+# too big for a small machine).
 # The machine may be shared: user+sys CPU seconds are the steadier figure.
 bin=$1 sgbase=$2
 out=$(mktemp -d)
@@ -40,6 +42,11 @@ for f in configs/bench/*.yaml; do
     modes=$(sed -n 's/^# modes: //p' "$f"); modes=${modes:-fast exact}
     flags=$(sed -n 's/^# flags: //p' "$f")
     runs=$(sed -n 's/^# runs: //p' "$f"); runs=${runs:-3}
+    needs=$(sed -n 's/^# needs: //p' "$f")
+    if [ -n "$needs" ] && [ -z "$(eval echo \"\${$needs:-}\")" ]; then
+        printf '%-30s skipped (set %s=1 to run it)\n' "$(basename "$f" .yaml)" "$needs"
+        continue
+    fi
     for mode in $modes; do
         # shellcheck disable=SC2086
         bench_one "$(basename "$f" .yaml)" "$f" "$mode" "$runs" $flags

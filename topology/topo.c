@@ -138,6 +138,9 @@ void topo_default_wrap(enum topo_wrap_rule rule, int nd, const int *shape, bool 
         case TOPO_WRAP_NEVER:
             wrap[i] = false;
             break;
+        case TOPO_WRAP_AXIS32:
+            wrap[i] = shape[i] == 32;
+            break;
         }
     }
 }

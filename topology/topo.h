@@ -17,6 +17,7 @@ enum topo_wrap_rule {
     TOPO_WRAP_CUBE4,  /* v4/v5p: full torus when every axis is a multiple of 4 */
     TOPO_WRAP_ALWAYS, /* every axis of length > 2 wraps */
     TOPO_WRAP_NEVER,
+    TOPO_WRAP_AXIS32, /* v3: an axis wraps only when it spans the 32-chip pod edge */
 };
 
 struct topo {
@@ -39,7 +40,8 @@ struct topo_hop {
 int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap);
 
 /* Sets 'wrap' (ndims entries) to the wraparound 'rule' gives a slice of
- * 'shape': v5e/v6e wrap an axis only when it is 16 long; v4/v5p are full tori
+ * 'shape': v5e/v6e (and v2) wrap an axis only when it is 16 long, v3 when it
+ * is 32 long (the pod's edge); v4/v5p are full tori
  * when every axis of the 3-D shape is a multiple of 4 (one 4x4x4 cube or
  * more). */
 void topo_default_wrap(enum topo_wrap_rule rule, int ndims, const int *shape, bool *wrap);

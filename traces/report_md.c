@@ -38,10 +38,11 @@ static void md_cell(FILE *f, const char *s)
 
 static const char *bound_words(const char *b)
 {
-    static const char *const from[] = {"mxu", "vpu", "hbm", "ici", "overhead", "latency"};
+    static const char *const from[] = {"mxu", "vpu", "hbm", "ici", "overhead", "latency", "dcn"};
     static const char *const to[] = {"the MXU",       "the VPU",           "HBM bandwidth",
-                                     "ICI bandwidth", "per-step overhead", "DMA latency"};
-    for (int i = 0; i < 6; i++)
+                                     "ICI bandwidth", "per-step overhead", "DMA latency",
+                                     "DCN bandwidth"};
+    for (int i = 0; i < 7; i++)
         if (b && !strcmp(b, from[i]))
             return to[i];
     return b ? b : "?";

@@ -21,7 +21,7 @@ const char *summary_cat_name(enum summary_cat c)
 const char *bound_name(enum bound b)
 {
     static const char *const names[BOUND_COUNT] = {"mxu", "vpu", "hbm", "ici", "overhead",
-                                                   "latency", "pcie"};
+                                                   "latency", "pcie", "dcn"};
     return b < BOUND_COUNT ? names[b] : "?";
 }
 
@@ -33,7 +33,7 @@ void summary_op_scale(struct summary_op *o, int mult)
     o->pcie_s *= m, o->dcn_bytes *= m;
     o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
     o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
-    o->latency_s *= m;
+    o->latency_s *= m, o->dcn_s *= m;
     o->cores *= mult;
 }
 
@@ -52,8 +52,8 @@ void summary_rank_units(const double *t, enum bound *first, enum bound *second)
 
 void summary_pick_bound(struct summary_op *op)
 {
-    double t[BOUND_COUNT] = {op->mxu_s, op->vpu_s,      op->hbm_s,     op->ici_s,
-                             op->overhead_s, op->latency_s, op->pcie_s};
+    double t[BOUND_COUNT] = {op->mxu_s,      op->vpu_s,     op->hbm_s,  op->ici_s,
+                             op->overhead_s, op->latency_s, op->pcie_s, op->dcn_s};
     summary_rank_units(t, &op->bound, &op->runner_up);
 }
 
@@ -139,10 +139,15 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
             o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
             o->transcendentals);
     fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
-               "\"overhead\": %.9e, \"latency\": %.9e}",
+               "\"overhead\": %.9e, \"latency\": %.9e",
             o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
     if (o->pcie_bytes > 0) /* host_copy only: other ops' rows keep their keys */
-        fprintf(f, ",\n     \"pcie_bytes\": %.17g, \"pcie_busy_s\": %.9e", o->pcie_bytes, o->pcie_s);
+        fprintf(f, ", \"pcie\": %.9e", o->pcie_s);
+    if (dcn)
+        fprintf(f, ", \"dcn\": %.9e", o->dcn_s);
+    fputc('}', f);
+    if (o->pcie_bytes > 0)
+        fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
     if (o->tuned)
         write_auto(f, o->tuned);
     write_explain(f, o);

@@ -14,7 +14,7 @@
 #include "traces/trace.h"
 
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
-             BOUND_PCIE, BOUND_COUNT };
+             BOUND_PCIE, BOUND_DCN, BOUND_COUNT };
 
 #define SUMMARY_MAX_AUTO 12
 
@@ -79,6 +79,7 @@ struct summary_op {
     int64_t coalesced_runs;
     /* busy time per unit, summed over cores (seconds) */
     double mxu_s, vpu_s, overhead_s, hbm_s, ici_s, latency_s, pcie_s;
+    double dcn_s;               /* DCN bytes per chip over its share of its host's NICs */
     double peak_frac;           /* of the bounding unit's peak, 0..1 */
     enum bound bound;
     int cores;                  /* TensorCores that ran it (summed over its instances) */
@@ -176,7 +177,7 @@ struct summary {
 /* "matmul", "collective_exposed", ... */
 const char *summary_cat_name(enum summary_cat c);
 
-/* "mxu", "vpu", "hbm", "ici", "overhead", "latency" ("?" out of range). Static. */
+/* "mxu", "vpu", "hbm", "ici", "overhead", "latency", "dcn" ("?" out of range). Static. */
 const char *bound_name(enum bound b);
 /* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
  * busy times, cores) by 'mult'. */

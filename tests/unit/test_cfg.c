@@ -38,7 +38,7 @@ static void test_cfg_presets_load(void **state)
         struct chip_params c;
         assert_int_equal(cfg_load_chip(*n, &c, d), 0);
         assert_string_equal(c.name, *n);
-        assert_true(c.peak_flops[DT_BF16] > 1e14);
+        assert_true(c.peak_flops[DT_BF16] > 2e13); /* v2: 23 TF per TensorCore */
         assert_int_equal(c.vpu_sublanes, 8);
         assert_int_equal(c.vpu_lanes, 128);
     }
@@ -48,6 +48,29 @@ static void test_cfg_presets_load(void **state)
     assert_true(c.peak_flops[DT_BF16] == 197e12);
     assert_int_equal(c.vmem_bytes, 128u << 20);
     assert_int_equal(c.routing, ICI_ROUTE_POW2);
+    /* the older chips: two TensorCores as separate devices, 4 ICI ports (a 2-D torus) */
+    assert_int_equal(cfg_load_chip("v2", &c, d), 0);
+    assert_true(c.peak_flops[DT_BF16] == 23e12 && c.cores == 2 && !c.megacore);
+    assert_true(c.mxu_count == 1 && c.ici_links == 4 && c.wrap == TOPO_WRAP_AXIS16);
+    assert_int_equal(cfg_load_chip("v3", &c, d), 0);
+    assert_true(c.peak_flops[DT_BF16] == 61.5e12 && c.cores == 2 && !c.megacore);
+    assert_true(c.mxu_count == 2 && c.hbm_bw_Bps == 900e9 && c.wrap == TOPO_WRAP_AXIS32);
+    /* megacore: v4 and v5p only [JAX-TI supports_megacore] */
+    const char *mc[] = {"v4", "v5p"}, *no[] = {"v2", "v3", "v5e", "v6e", "v7"};
+    for (int i = 0; i < 2; i++)
+        assert_true(cfg_load_chip(mc[i], &c, d) == 0 && c.megacore && c.cores == 2);
+    for (int i = 0; i < 5; i++)
+        assert_true(cfg_load_chip(no[i], &c, d) == 0 && !c.megacore);
+    /* a grid step's fixed cost is scalar-core work: v5e's calibrated 0.18 us is
+     * 270 cycles at 1.5 GHz, and every preset charges those cycles at its own
+     * clock (v5p: 0.154 us at 1.75 GHz, not v5e's 0.18 us) */
+    for (const char *const *n = cfg_chip_names(); *n; n++) {
+        assert_int_equal(cfg_load_chip(*n, &c, d), 0);
+        double cycles = c.step_overhead_s * c.clock_hz;
+        if (cycles < 260 || cycles > 275)
+            print_error("%s: step overhead is %.0f cycles\n", *n, cycles);
+        assert_true(cycles >= 260 && cycles <= 275);
+    }
     assert_int_equal(diag_count(d), 0);
     diag_free(d);
 }
@@ -89,6 +112,15 @@ static void test_cfg_default_wraparound_rules(void **state)
     snprintf(buf, sizeof buf, "chip: v5p\ntopology: {shape: [2, 4, 4]}\n%s", w);
     assert_int_equal(load(buf, NULL, 0, &sc, d), 0);
     assert_false(sc.topo.wrap[0] || sc.topo.wrap[1] || sc.topo.wrap[2]);
+    cfg_scenario_fini(&sc);
+    /* v2 wraps an axis spanning its 16-chip pod edge, v3 its 32-chip edge */
+    snprintf(buf, sizeof buf, "chip: v2\ntopology: {shape: [8, 16]}\n%s", w);
+    assert_int_equal(load(buf, NULL, 0, &sc, d), 0);
+    assert_true(!sc.topo.wrap[0] && sc.topo.wrap[1]);
+    cfg_scenario_fini(&sc);
+    snprintf(buf, sizeof buf, "chip: v3\ntopology: {shape: [16, 32]}\n%s", w);
+    assert_int_equal(load(buf, NULL, 0, &sc, d), 0);
+    assert_true(!sc.topo.wrap[0] && sc.topo.wrap[1]);
     cfg_scenario_fini(&sc);
     snprintf(buf, sizeof buf, "chip: v5e\ntopology: {shape: [8, 16], wraparound: [true, false]}\n%s",
              w);

@@ -119,6 +119,62 @@ static void test_reduce_scatter_and_all_reduce(void **state)
     assert_true(r.steps[0] > 0); /* the accumulate step runs as a Pallas pipeline */
 }
 
+/* Issue 16.7: time against ring length and axis count. An all-reduce over
+ * wrapped axes splits the data in one part per axis; part p reduce-scatters
+ * over the axes starting at axis p and all-gathers back, so at any moment
+ * each axis's bidirectional ring carries one part. A ring pass over X chips
+ * moves (X-1)/X of its data each way at W one-way per link, and the data
+ * shrinks by X per axis: per part (B/n)(1 - 1/N) / (2W) for the reduce-scatter
+ * and as much for the all-gather, N the chips of the n axes. So
+ * T = B (1 - 1/N) / (n W): with HBM, VPU, step and launch costs idealised away
+ * (the accumulate step runs after each transfer: at the presets' VPU rate the
+ * 4x4x4 takes 4 % longer),
+ *   v5p 4x4x4, 1 GiB: 2^30 x (63/64) / (3 x 90e9)   = 3.915 ms,
+ *   v5p 8x8x8:        2^30 x (511/512) / (3 x 90e9) = 3.969 ms (+1.4 %),
+ *   v5e ring of 16:   2^30 x (15/16) / 45e9          = 22.37 ms,
+ *   v5e 16x16:        2^30 x (255/256) / (2 x 45e9) = 11.88 ms.
+ * A longer ring is never faster: the bandwidth term grows with 1 - 1/N and
+ * every axis adds X - 1 steps each way (fixed costs, below with the presets'
+ * own figures). Issue 16 saw 8x8x8 at 5.385 ms below 4x4x4 at 5.623 ms. */
+static void test_all_reduce_scaling_with_ring_length_and_axes(void **state)
+{
+    (void)state;
+    static const char *const sets[] = {
+        "chip.ici.efficiency=1",          "chip.ici.hop_latency=0us",
+        "chip.ici.step_latency=0us",      "chip.ici.collective_latency=0us",
+        "chip.tensorcore.dma_latency=0us", "chip.hbm.bandwidth=1000TBps",
+        "chip.tensorcore.step_overhead=0us", "chip.tensorcore.launch_overhead=0us",
+        "chip.tensorcore.clock=100GHz"}; /* the accumulate kernels' VPU adds, too */
+    const double B = 1073741824.0;
+    static const struct {
+        const char *chip, *shape, *axes;
+        double n, N, W;
+    } c[] = {{"v5p", "[4, 4, 4]", "[0, 1, 2]", 3, 64, 90e9},
+             {"v5p", "[8, 8, 8]", "[0, 1, 2]", 3, 512, 90e9},
+             {"v5e", "[16]", "[0]", 1, 16, 45e9},
+             {"v5e", "[16, 16]", "[0, 1]", 2, 256, 45e9}};
+    double t[4];
+    for (int i = 0; i < 4; i++) {
+        char y[256];
+        snprintf(y, sizeof y, "chip: %s\ntopology: {shape: %s}\nworkload:\n"
+                 "  - {op: all_reduce, bytes: 1GiB, axes: %s}\n", c[i].chip, c[i].shape, c[i].axes);
+        struct result r = run(y, sets, 9);
+        assert_int_equal(r.rc, 0);
+        t[i] = op_time(&r, 0);
+        assert_within(t[i], B * (1 - 1 / c[i].N) / (c[i].n * c[i].W), 0.01);
+    }
+    assert_true(t[1] > t[0]);
+    assert_within(t[2] / t[3], 2 * (15.0 / 16) / (255.0 / 256), 0.01); /* two axes: half */
+    /* the presets' fixed costs: 8x8x8 runs 6 x 7 ring steps where 4x4x4 runs 6 x 3 */
+    struct result a = run("chip: v5p\ntopology: {shape: [4, 4, 4]}\nworkload:\n"
+                          "  - {op: all_reduce, bytes: 1GiB, axes: [0, 1, 2]}\n", NULL, 0);
+    struct result b = run("chip: v5p\ntopology: {shape: [8, 8, 8]}\nworkload:\n"
+                          "  - {op: all_reduce, bytes: 1GiB, axes: [0, 1, 2]}\n", NULL, 0);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(b.rc, 0);
+    assert_true(op_time(&b, 0) > op_time(&a, 0));
+}
+
 /* all_to_all on a bidirectional ring: about a quarter of an all-gather. */
 static void test_all_to_all_ring(void **state)
 {
@@ -285,6 +341,39 @@ static void test_multislice_four_slices_ring(void **state)
     }
 }
 
+/* The data-parallel all-reduce over the DCN overlaps the backward (as in
+ * configs/scenarios/multislice_v5e_dp.yaml): each layer's grad_ar waits only
+ * for its own reduce-scatter, so the first one starts (and the DCN carries
+ * its bytes) while the later layers' matmuls still run, and all but the
+ * last layer's hide behind compute. */
+static void test_multislice_grad_all_reduce_overlaps_backward(void **state)
+{
+    (void)state;
+    struct result r = run(
+        "chip: v5e\ntopology: {shape: [16, 16], slices: 2}\nmesh: {data: 2, fsdp: 256}\n"
+        "workload:\n  - {op: all_gather, name: wg0, bytes: 1703936, groups: [fsdp], after: []}\n"
+        "  - repeat:\n      name: bwd\n      count: 3\n      ops:\n"
+        "        - {op: all_gather, name: wgather, bytes: 1703936, groups: [fsdp],\n"
+        "           after: [prev.wgather, prev.up_dgrad]}\n"
+        "        - {op: matmul, name: up_dgrad, m: 2048, k: 28672, n: 4096,\n"
+        "           after: [wg0, prev.wgather, prev.qkv_wgrad],\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: matmul, name: up_wgrad, m: 4096, k: 2048, n: 28672,\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: matmul, name: qkv_wgrad, m: 4096, k: 2048, n: 6144,\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: reduce_scatter, name: grad_rs, bytes: 872415232, groups: [fsdp],\n"
+        "           after: [qkv_wgrad]}\n"
+        "        - {op: all_reduce, name: grad_ar, bytes: 3407872, groups: [data],\n"
+        "           after: [grad_rs]}\n",
+        NULL, 0);
+    assert_int_equal(r.rc, 0);
+    int ar = 6, wgrad = 4; /* bwd.grad_ar, bwd.qkv_wgrad */
+    assert_true(r.dcn[ar] > 0);
+    assert_true(r.start[ar] < r.end[wgrad]);
+    assert_true(r.cat[CAT_COLLECTIVE_HIDDEN] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_all_gather_two_axes),
         cmocka_unit_test(test_all_gather_all_axes_without_wraparound),
         cmocka_unit_test(test_reduce_scatter_and_all_reduce),
+        cmocka_unit_test(test_all_reduce_scaling_with_ring_length_and_axes),
         cmocka_unit_test(test_all_to_all_ring),
         cmocka_unit_test(test_all_to_all_preset_links),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),
@@ -301,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_multislice_all_reduce_hand_derived),
         cmocka_unit_test(test_multislice_fabric_shared),
         cmocka_unit_test(test_multislice_four_slices_ring),
+        cmocka_unit_test(test_multislice_grad_all_reduce_overlaps_backward),
     };
     return cmocka_run_group_tests_name("collectives", tests, NULL, NULL);
 }

@@ -344,6 +344,44 @@ static void test_expansion_loads(void **state)
     diag_free(d);
 }
 
+/* Data parallelism over the DCN: 2 slices of the 2 x 4 slice, mesh {data: 2
+ * (dcn: 2), fsdp: 4, tensor: 2}. Every chip's gradient shard is summed
+ * across the slices once per step: per layer after its reduce-scatter (the
+ * layer's tensor half over fsdp: 590336 / 2 / 4 x 4 B = 295168 B, beside the
+ * backward of the layers below), the rest (embedding, unembedding, final
+ * norm: 1705216 / 8 x 4 B - 2 x 295168 = 262272 B) after the last: in all the
+ * chip's f32 parameters, 1705216 / (4 x 2) x 4 B = 852608 B; batch 8 over
+ * data x fsdp = 8 devices: one sequence each; devices count both slices. */
+static void test_expansion_data_over_dcn(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    int shape[2] = {2, 4};
+    bool wrap[2] = {false, false};
+    assert_int_equal(topo_init(&f.topo, 2, shape, wrap), 0);
+    memset(&f.mesh, 0, sizeof f.mesh);
+    f.mesh.naxes = 3;
+    static const char *const names[3] = {"data", "fsdp", "tensor"};
+    int sizes[3] = {2, 4, 2};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f.mesh.axis[i].name, MESH_NAME_MAX, "%s", names[i]);
+        f.mesh.axis[i].size = sizes[i];
+    }
+    char err[256];
+    assert_int_equal(mesh_place_slices(&f.mesh, 8, 2, err, sizeof err), 0);
+    assert_int_equal(f.mesh.axis[0].dcn, 2);
+    assert_int_equal(mesh_layout(&f.mesh, &f.topo, err, sizeof err), 0);
+    f.chip = test_chip();
+    f.chip.hbm_bytes = (uint64_t)16 << 30;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), 0);
+    assert_int_equal(f.sh.devices, 16);
+    assert_int_equal(f.sh.b, 1);
+    struct tally t = expand(&m, &f);
+    assert_float_equal(t.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
+    assert_non_null(strstr(t.names, "grad_rs grad_ar "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),
+        cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_mesh_devices),
