@@ -96,12 +96,16 @@ e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
 
-# GNU parallel over the shards of a sweep, merged, against one run (README: "Sweeps on a cluster")
+# GNU parallel over the shards of a sweep, merged, against one run (docs/reference.md: "Sweeps on a cluster")
 parallel-test: $(B)/tpusim
 	@sh tests/run_parallel.sh $(B)/tpusim
 
 test: deps
-	@$(MAKE) --no-print-directory all unit bad-input e2e parallel-test checks
+	@$(MAKE) --no-print-directory all unit bad-input e2e parallel-test checks docs-test
+
+# The user guide's runnable blocks, run as written (tests/run_docs.sh)
+docs-test: $(B)/tpusim
+	@sh tests/run_docs.sh $(B)/tpusim
 
 # A sweep through a real one-node Slurm (munged, slurmctld, slurmd started here and stopped
 # after): tools/slurm_sweep.sh's job array and merge against one run, byte for byte.
@@ -182,4 +186,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

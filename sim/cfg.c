@@ -669,9 +669,9 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
             wl = walk_field(&w, root, "", "workload", true);
         if (wl)
             load_workload(&w, wl, sc);
-        cfg_node_free(expanded);
-        if (diag_count(d) == 0)
+        if (diag_count(d) == 0) /* its checks point into the ops' nodes: before the free */
             check_semantics(&w, sc);
+        cfg_node_free(expanded);
         if (diag_count(d) == 0)
             walk_check_unread(&w, root, "");
         if (diag_count(d) == 0)

@@ -76,8 +76,8 @@ static int parse_window(const char *s, double *t0, double *t1)
     char *a = xasprintf("%.*s", (int)(colon - s), s);
     *t0 = 0, *t1 = 1e300;
     int rc = 0;
-    if (*a && units_parse(a, UNITS_TIME, t0) != 0)
-        rc = -1;
+    if (*a && strcmp(a, "0") != 0 && units_parse(a, UNITS_TIME, t0) != 0)
+        rc = -1; /* "0" needs no unit */
     if (colon[1] && units_parse(colon + 1, UNITS_TIME, t1) != 0)
         rc = -1;
     free(a);

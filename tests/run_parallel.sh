@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/run_parallel.sh TPUSIM -- the GNU parallel one-liner of README.md
+# tests/run_parallel.sh TPUSIM -- the GNU parallel one-liner of docs/reference.md
 # ("Sweeps on a cluster") run for real on this machine: 3 shards of a sweep
 # through `parallel`, merged, byte for byte the same directory as a single run.
 # Skips (with a message) when GNU parallel is not installed (make deps installs it).

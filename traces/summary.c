@@ -80,7 +80,7 @@ static void write_work(FILE *f, const struct summary_core_work *w, int core)
             core, w->time_s, w->mxu_s, w->vpu_s, w->overhead_s, w->hbm_bytes);
 }
 
-/* The explanation keys of an op (README.md, "Outputs"). */
+/* The explanation keys of an op (docs/reference.md, "Outputs"). */
 static void write_explain(FILE *f, const struct summary_op *o)
 {
     fprintf(f, ",\n     \"useful_hbm_bytes\": %.17g, \"padded_hbm_bytes\": %.17g",

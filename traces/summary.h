@@ -1,5 +1,5 @@
 /* traces/summary.h -- the per-op results of a run and their writers.
- * summary.json is a contract scripts rely on (README.md, "Outputs"):
+ * summary.json is a contract scripts rely on (docs/reference.md, "Outputs"):
  *   {"scenario", "chip", "topology": [..], "total_time_s", "ops": [{"name",
  *    "kind", "start_s", "end_s", "time_s", "flops", "hbm_bytes", "ici_bytes",
  *    "vmem_peak_bytes", "grid_steps", "bound", ...extra fields}]}
