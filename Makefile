@@ -94,6 +94,7 @@ $(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
 
 e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
+	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
 
 # GNU parallel over the shards of a sweep, merged, against one run (README: "Sweeps on a cluster")
 parallel-test: $(B)/tpusim
@@ -115,6 +116,19 @@ cluster-test: deps $(B)/tpusim
 	    echo "could not install $(DEB_CLUSTER)"; \
 	fi
 	@sh tests/run_slurm.sh $(B)/tpusim
+
+# report.html of a run and of a sweep in headless Chromium (Debian chromium and chromium-driver,
+# installed when missing; skipped with a message when they cannot be): no console error, the
+# tables and plots in the DOM, a non-blank screenshot of the expected size.
+browser-test: deps $(B)/tpusim
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    echo "installing Debian packages: chromium chromium-driver"; \
+	    ($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	        $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null) 2>/dev/null || \
+	    echo "could not install chromium"; \
+	fi
+	@sh tests/run_browser.sh $(B)/tpusim
 
 # The layer rules and the no-writable-globals rule, and a test that both can fail.
 checks: $(B)/tpusim
@@ -168,4 +182,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e parallel-test cluster-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

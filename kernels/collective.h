@@ -2,7 +2,7 @@
  * Each device runs the algorithm with push-only remote DMAs (a DMA into a
  * neighbour's HBM increments a DMA semaphore there as bytes land; the sender
  * waits on its own send), REGULAR semaphores for capacity handshakes, and
- * HBM<->VMEM pipelines for reductions (pallas-semantics.md 5). Rings follow
+ * HBM<->VMEM pipelines for reductions (docs/pallas-semantics.md section 6). Rings follow
  * the upstream examples: all_gather (unidirectional ring; bidirectional as
  * ops/tpu/all_gather.py), reduce_scatter (bidirectional, accumulators
  * travel), all_reduce (ring psum with the capacity handshake, or

@@ -3,7 +3,7 @@
  * forward (_flash_attention_impl L589-793), the di precompute of the VJP
  * (L273-275), backward dkv (L796-1143) and dq (L1146-1478). Grids, BlockSpecs,
  * causal index-map remaps, scratch and error messages follow upstream (see
- * docs/pallas-semantics.md section 2). Each grid step reports the
+ * docs/pallas-semantics.md section 3). Each grid step reports the
  * matmuls and the VPU/EUP/XLU work of the ops upstream's body traces; in
  * functional mode the bodies compute the same online softmax on their VMEM
  * blocks and verify compares with naive float64 attention and its gradient. */

@@ -3,7 +3,7 @@
  * splash_attention_mask_info.py (_process_mask, _process_dynamic_mask), including
  * the entries the kernel never reads (padding, wrap-around, dedup order), so the
  * simulator issues the same DMAs as the real kernel.
- * Semantics: docs/pallas-semantics.md section 3.3. */
+ * Semantics: docs/pallas-semantics.md section 4. */
 #ifndef TPUSIM_KERNELS_MASKINFO_H
 #define TPUSIM_KERNELS_MASKINFO_H
 

@@ -1,6 +1,6 @@
 /* kernels/paged.c -- jax paged_attention: decode over a paged KV cache.
  * Paraphrases jax-ml/jax jax/experimental/pallas/ops/tpu/paged_attention/
- * paged_attention_kernel.py (pallas-semantics.md 4.1). One pallas_call:
+ * paged_attention_kernel.py (docs/pallas-semantics.md section 5). One pallas_call:
  * grid (num_cores, B', Hkv') (P, A, A) with the sequence loop inline, or
  * (num_cores, B', Hkv', pages_per_seq/ppcb) (P, A, A, A); q, o, m, l are
  * BlockSpec'd (groups x D per (b, h)); k/v pages stay in HBM and each compute

@@ -1,5 +1,5 @@
 /* kernels/pallas.c -- grid walk and the Pallas TPU pipeline schedule.
- * Per step s of a core's range [b, e) (pallas-semantics.md 1.2):
+ * Per step s of a core's range [b, e) (docs/pallas-semantics.md section 1):
  *   overhead; for each input: if s+1<e and idx(s+1)!=idx(s) start DMA(s+1);
  *   for each input: if s==b or idx(s)!=idx(s-1) wait DMA(s);  body;
  *   for each output: if s==e-1 or idx(s+1)!=idx(s) start write-back;
@@ -37,6 +37,7 @@ struct opstate {
     void *cur;      /* DMA handle of the current block (inputs) */
     void *pending;  /* write-back awaiting its wait (outputs) */
     uint64_t bytes; /* DMA bytes of one block */
+    uint64_t raw;   /* of which data: the block's elements x dtype size (no tile padding) */
     bool trivial, single, piped;
 };
 
@@ -45,6 +46,7 @@ struct plan {
     int64_t s; /* flat step index */
     uint32_t fetch, wait, out_start, out_wait;
     uint64_t fetch_bytes, out_bytes;
+    uint64_t fetch_raw, out_raw; /* of which data (opstate.raw) */
     struct pl_work w;
 };
 
@@ -321,10 +323,11 @@ static bool same_idx(const int64_t *a, const int64_t *b)
 }
 
 static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
-                       int op)
+                       uint64_t raw, int op)
 {
     st->dmas++;
     st->hbm_bytes += (double)bytes;
+    st->useful_bytes += (double)raw;
     return x->ops->dma_start(x->ex, in, bytes, op);
 }
 
@@ -342,6 +345,9 @@ static void init_states(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t
         for (int d = 0; d < op->rank; d++)
             dims[d] = block_dim(op, d);
         o->bytes = hbm_dma_bytes(c->chip, op->dt, op->rank, dims);
+        o->raw = (uint64_t)dtype_bytes(op->dt);
+        for (int d = 0; d < op->rank; d++)
+            o->raw *= (uint64_t)dims[d];
         o->trivial = is_trivial(op);
         o->single = !o->trivial && buffer_count(op) == 1;
         block_index(call, op, b, o->idx_cur);
@@ -360,7 +366,7 @@ static void prologue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
         const struct pl_operand *op = &call->operands[i];
         if (!os[i].piped || op->dir != PL_IN || os[i].single || os[i].trivial)
             continue;
-        os[i].cur = start_dma(x, st, true, os[i].bytes, i);
+        os[i].cur = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         if (op->data)
             copy_block(op, os[i].idx_cur, c->bufs[i][0], true);
     }
@@ -386,14 +392,14 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
             }
             if (s + 1 < e && changes_next) {
                 p->fetch |= 1u << i;
-                p->fetch_bytes += o->bytes;
+                p->fetch_bytes += o->bytes, p->fetch_raw += o->raw;
             }
             if (changed_prev)
                 p->wait |= 1u << i;
         } else {
             if (changes_next) {
                 p->out_start |= 1u << i;
-                p->out_bytes += o->bytes;
+                p->out_bytes += o->bytes, p->out_raw += o->raw;
             }
             if (s > b && changed_prev)
                 p->out_wait |= 1u << i;
@@ -438,7 +444,7 @@ static void fetch_single(struct pl_ctx *c, struct opstate *os, const struct plan
     for (int i = 0; i < c->call->noperands; i++) {
         if (!os[i].single || !(p->fetch & (1u << i)) || c->call->operands[i].dir != PL_IN)
             continue;
-        void *h = start_dma(x, st, true, os[i].bytes, i);
+        void *h = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         x->ops->dma_wait(x->ex, h);
         if (c->call->operands[i].data)
             copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
@@ -452,7 +458,7 @@ static void fetch_next(struct pl_ctx *c, struct opstate *os, const struct plan *
     for (int i = 0; i < call->noperands; i++) {
         if (os[i].single || !(p->fetch & (1u << i)))
             continue;
-        os[i].pending = start_dma(x, st, true, os[i].bytes, i);
+        os[i].pending = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         if (call->operands[i].data)
             copy_block(&call->operands[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
     }
@@ -469,7 +475,7 @@ static void outputs(struct pl_ctx *c, struct opstate *os, const struct plan *p,
         if (call->operands[i].data)
             copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][c->slot[i]], false);
         prev[i] = os[i].pending;
-        os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+        os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
     }
     for (int i = 0; i < call->noperands; i++) {
         void *h = (p->out_start & (1u << i)) ? prev[i] : os[i].pending;
@@ -600,9 +606,10 @@ static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *
     int64_t started = st->dmas;
     for (int i = 0; i < noperands; i++) {
         if (p->fetch & (1u << i))
-            h[i] = start_dma(x, st, true, os[i].bytes * (uint64_t)n, i);
+            h[i] = start_dma(x, st, true, os[i].bytes * (uint64_t)n, os[i].raw * (uint64_t)n, i);
         if ((p->out_start & (1u << i)) && n > 1)
-            hw[i] = start_dma(x, st, false, os[i].bytes * (uint64_t)(n - 1), i);
+            hw[i] = start_dma(x, st, false, os[i].bytes * (uint64_t)(n - 1),
+                               os[i].raw * (uint64_t)(n - 1), i);
     }
     started = st->dmas - started;
     int per_step = __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
@@ -620,7 +627,7 @@ static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *
         if ((p->out_wait & (1u << i)) && os[i].pending)
             prev[i] = os[i].pending, os[i].pending = NULL;
         if (p->out_start & (1u << i))
-            os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+            os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
     }
     for (int i = 0; i < noperands; i++) {
         if (prev[i])
@@ -640,7 +647,7 @@ static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
         if (os[i].piped && os[i].trivial && call->operands[i].dir == PL_OUT) {
             if (call->operands[i].data)
                 copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][0], false);
-            os[i].pending = start_dma(x, st, false, os[i].bytes, i);
+            os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
         }
     }
     for (int i = 0; i < call->noperands; i++)
@@ -657,7 +664,7 @@ static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl
             continue;
         if (c->call->operands[i].data)
             copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
-        x->ops->dma_wait(x->ex, start_dma(x, st, true, os[i].bytes, i));
+        x->ops->dma_wait(x->ex, start_dma(x, st, true, os[i].bytes, os[i].raw, i));
     }
 }
 
@@ -745,6 +752,7 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
     int noperands = c->call->noperands;
     const struct plan *first = &g->p[0], *last = &g->p[g->n - 1];
     uint64_t in[PL_MAX_OPERANDS] = {0}, out[PL_MAX_OPERANDS] = {0};
+    uint64_t in_raw[PL_MAX_OPERANDS] = {0}, out_raw[PL_MAX_OPERANDS] = {0};
     int64_t per = 0, busy = 0;
     struct pl_work w = {0};
     for (size_t i = 0; i < g->n; i++) {
@@ -752,6 +760,8 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
         for (int k = 0; k < noperands; k++) {
             in[k] += (p->fetch & (1u << k)) ? os[k].bytes : 0;
             out[k] += (p->out_start & (1u << k)) ? os[k].bytes : 0;
+            in_raw[k] += (p->fetch & (1u << k)) ? os[k].raw : 0;
+            out_raw[k] += (p->out_start & (1u << k)) ? os[k].raw : 0;
         }
         per += __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
         busy += p->w.flops > 0;
@@ -764,11 +774,13 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
     void *h[PL_MAX_OPERANDS] = {0}, *hw[PL_MAX_OPERANDS] = {0}; /* per operand: see bulk_steps */
     int64_t started = c->st->dmas;
     for (int k = 0; k < noperands; k++) {
-        uint64_t lastw = (last->out_start & (1u << k)) ? os[k].bytes : 0;
+        bool lw = last->out_start & (1u << k);
+        uint64_t lastw = lw ? os[k].bytes : 0, lastw_raw = lw ? os[k].raw : 0;
         if (in[k])
-            h[k] = start_dma(x, c->st, true, in[k] * (uint64_t)r, k);
+            h[k] = start_dma(x, c->st, true, in[k] * (uint64_t)r, in_raw[k] * (uint64_t)r, k);
         if (out[k] * (uint64_t)r > lastw)
-            hw[k] = start_dma(x, c->st, false, out[k] * (uint64_t)r - lastw, k);
+            hw[k] = start_dma(x, c->st, false, out[k] * (uint64_t)r - lastw,
+                              out_raw[k] * (uint64_t)r - lastw_raw, k);
     }
     started = c->st->dmas - started;
     wait_inputs(os, noperands, first->wait, x);
@@ -783,7 +795,7 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
         if (last->fetch & (1u << i))
             os[i].cur = h[i];
         if (last->out_start & (1u << i))
-            os[i].pending = start_dma(x, c->st, false, os[i].bytes, i);
+            os[i].pending = start_dma(x, c->st, false, os[i].bytes, os[i].raw, i);
     }
     for (int i = 0; i < noperands; i++)
         if (hw[i])
@@ -850,13 +862,14 @@ static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t
  * so a replayed script (pl_replay) adds exactly what the run would have. */
 struct sums {
     double hbm_bytes, flops, vpu_flops, transcendentals, mxu_s, vpu_s, overhead_s;
+    double useful_bytes;
 };
 
 static void sums_take(struct pl_stats *st, struct sums *saved)
 {
     *saved = (struct sums){st->hbm_bytes, st->flops, st->vpu_flops, st->transcendentals,
-                           st->mxu_s, st->vpu_s, st->overhead_s};
-    st->hbm_bytes = st->flops = st->vpu_flops = st->transcendentals = 0;
+                           st->mxu_s, st->vpu_s, st->overhead_s, st->useful_bytes};
+    st->hbm_bytes = st->flops = st->vpu_flops = st->transcendentals = st->useful_bytes = 0;
     st->mxu_s = st->vpu_s = st->overhead_s = 0;
 }
 
@@ -867,6 +880,7 @@ static void sums_add(struct pl_stats *st, const struct sums *to)
     st->transcendentals = to->transcendentals + st->transcendentals;
     st->mxu_s = to->mxu_s + st->mxu_s, st->vpu_s = to->vpu_s + st->vpu_s;
     st->overhead_s = to->overhead_s + st->overhead_s;
+    st->useful_bytes = to->useful_bytes + st->useful_bytes;
 }
 
 static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
@@ -894,7 +908,8 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
     if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
-        x->ops->dma_wait(x->ex, start_dma(x, st, true, call->smem_prefetch_bytes, -1));
+        x->ops->dma_wait(x->ex, start_dma(x, st, true, call->smem_prefetch_bytes,
+                                         call->smem_prefetch_bytes, -1));
     trivial_inputs(&c, os, x, st);
     prologue(&c, os, x, st);
     bool may_coalesce = x->coalesce && !call->functional && !call->manual;
@@ -981,10 +996,15 @@ void pl_flush(struct pl_ctx *ctx)
 
 void *pl_dma_start(struct pl_ctx *ctx, bool in, uint64_t bytes)
 {
+    return pl_dma_start_useful(ctx, in, bytes, bytes);
+}
+
+void *pl_dma_start_useful(struct pl_ctx *ctx, bool in, uint64_t bytes, uint64_t useful)
+{
     TPU_ASSERT(ctx->live, "pallas_call '%s': manual DMA from a body not marked manual",
                ctx->call->name);
     pl_flush(ctx);
-    return start_dma(ctx->x, ctx->st, in, bytes, -1);
+    return start_dma(ctx->x, ctx->st, in, bytes, useful, -1);
 }
 
 void pl_dma_wait(struct pl_ctx *ctx, void *handle)
@@ -1147,6 +1167,7 @@ static void add_stats(struct pl_stats *to, const struct pl_stats *d)
     to->hbm_bytes = d->hbm_bytes, to->flops = d->flops, to->vpu_flops = d->vpu_flops;
     to->transcendentals = d->transcendentals;
     to->mxu_s = d->mxu_s, to->vpu_s = d->vpu_s, to->overhead_s = d->overhead_s;
+    to->useful_bytes = d->useful_bytes;
     sums_add(to, &saved);
 }
 

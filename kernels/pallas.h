@@ -1,7 +1,7 @@
 /* kernels/pallas.h -- a pallas_call in C: grid, BlockSpecs, pipelining.
  * The runtime walks the grid in lexicographic order and issues HBM<->VMEM
  * DMAs exactly as Pallas' TPU pipeline does (jax pipeline.py Scheduler; see
- * docs/pallas-semantics.md 1.2): the next block is fetched at the
+ * docs/pallas-semantics.md section 1): the next block is fetched at the
  * start of a step only if its block index differs from the step before; the
  * current block is waited on before the body; an output is written back when
  * its index is about to change or at the last step and waited one step
@@ -106,6 +106,8 @@ struct pl_stats {
     int64_t compute_steps;  /* of which ran matmuls: the blocks a sparse kernel visits */
     int64_t dmas;           /* DMAs issued */
     double hbm_bytes;       /* bytes moved between HBM and VMEM */
+    double useful_bytes;    /* of which data the kernel uses: without the tile layout's
+                               padding, and (manual DMAs) without fetches it discards */
     double flops, vpu_flops, transcendentals;
     double mxu_s, vpu_s, overhead_s;
     uint64_t vmem_bytes;    /* footprint: buffers x count + scratch */
@@ -173,6 +175,9 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
  * 'manual', whose bodies run at their place in simulated time: the compute
  * reported so far is executed before the DMA is issued or waited on. */
 void *pl_dma_start(struct pl_ctx *ctx, bool in, uint64_t bytes);
+/* The same, of which only 'useful' bytes are data the kernel uses (the rest:
+ * tile padding, or a fetch whose data is discarded). */
+void *pl_dma_start_useful(struct pl_ctx *ctx, bool in, uint64_t bytes, uint64_t useful);
 void pl_dma_wait(struct pl_ctx *ctx, void *handle);
 /* Executes the compute reported so far (manual calls; a no-op otherwise). */
 void pl_flush(struct pl_ctx *ctx);

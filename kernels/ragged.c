@@ -1,7 +1,7 @@
 /* kernels/ragged.c -- jax ragged_paged_attention (RPA v2): mixed prefill and
  * decode over a paged KV cache with K and V interleaved on the head axis.
  * Paraphrases jax-ml/jax jax/experimental/pallas/ops/tpu/ragged_paged_attention/
- * kernel.py (pallas-semantics.md 4.2). grid (Hq / q_heads_per_blk, cdiv(T, bq)),
+ * kernel.py (docs/pallas-semantics.md section 5). grid (Hq / q_heads_per_blk, cdiv(T, bq)),
  * (A, A); q and o BlockSpec'd (bq, q_heads_per_blk, D); each kv block is
  * num_kv_pages_per_block page DMAs [page_size, 2 x kv_heads_per_blk, D], always
  * all of them (past the sequence's end the page slot 0 is copied again), double
@@ -76,8 +76,14 @@ static void rg_start(struct pl_ctx *ctx, const struct rg *g, struct rg_state *st
     end = end < g->pps ? end : g->pps;
     for (int64_t p = 0; p < g->nkvp; p++) {
         int64_t idx = kvb * g->nkvp + p;
+        /* the data of the page: its tokens of the sequence (none for a slot
+         * past the last page, which fetches page 0 again), without padding */
+        int64_t tokens = idx < end ? g->p.kv_lens[seq] - idx * g->p.page_size : 0;
+        tokens = tokens < g->p.page_size ? tokens : g->p.page_size;
+        uint64_t useful =
+            (uint64_t)tokens * (uint64_t)(g->comb_blk * g->p.head_dim) * (uint64_t)dtype_bytes(g->p.kv_dt);
         idx = idx < end ? idx : 0;
-        st->h[slot * g->nkvp + p] = pl_dma_start(ctx, true, g->page_bytes);
+        st->h[slot * g->nkvp + p] = pl_dma_start_useful(ctx, true, g->page_bytes, useful);
         if (pl_functional(ctx))
             rg_copy_page(ctx, g, hb, g->page_indices[seq * g->pps + idx], slot, p);
     }

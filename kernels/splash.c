@@ -4,7 +4,7 @@
  * and mask_next as _next_nonzero does, so a skipped step costs a grid step but no
  * compute and keeps (or prefetches) the next real block.  The batch is upstream's
  * vmap: a leading parallel grid dim.  The XLA ops around the backward kernels (di,
- * the fused kernel's dq sum) run as two extra calls.  Semantics: pallas-semantics.md 3. */
+ * the fused kernel's dq sum) run as two extra calls.  Semantics: docs/pallas-semantics.md section 4. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>

@@ -4,6 +4,7 @@
  * topology/, kernels/ops.h and the config stages. */
 #include "sim/cfg.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,21 +104,31 @@ static bool slice_exists(const struct chip_params *c, int nd, const int *shape)
     return true;
 }
 
+/* Appends to 'buf' (size 'n', NUL-terminated), cutting what does not fit. */
+static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t k = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, n - k, fmt, ap);
+    va_end(ap);
+}
+
 /* What slice_exists wants, for the message. */
 static void slice_rule(const struct chip_params *c, char *buf, size_t n)
 {
-    int k = snprintf(buf, n, "a %s slice (at most %d axes", c->name, c->slice_dims);
+    buf[0] = '\0';
+    append(buf, n, "a %s slice (at most %d axes", c->name, c->slice_dims);
     if (c->slice_max[0]) {
-        k += snprintf(buf + k, n - (size_t)k, ", fitting the ");
+        append(buf, n, ", fitting the ");
         for (int i = c->slice_dims - 1; i >= 0; i--)
-            k += snprintf(buf + k, n - (size_t)k, "%d%s", c->slice_max[i], i ? "x" : "");
-        k += snprintf(buf + k, n - (size_t)k, " pod in any order");
+            append(buf, n, "%d%s", c->slice_max[i], i ? "x" : "");
+        append(buf, n, " pod in any order");
     }
     if (c->slice_max_chips)
-        k += snprintf(buf + k, n - (size_t)k, ", at most %lld chips",
-                      (long long)c->slice_max_chips);
-    snprintf(buf + k, n - (size_t)k, "; chip: {base: %s, hypothetical: true} allows others)",
-             c->name);
+        append(buf, n, ", at most %lld chips", (long long)c->slice_max_chips);
+    append(buf, n, "; chip: {base: %s, hypothetical: true} allows others)", c->name);
 }
 
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
@@ -164,9 +175,13 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
     sc->fidelity = CFG_FIDELITY_FAST;
     sc->seed = 1;
     sc->max_steps = 2000000000;
+    sc->trace_level = 2; /* units, as --trace */
     if (!o || !walk_is_map(w, o, "options"))
         return;
-    static const char *const keys[] = {"fidelity", "seed", "max_steps", "all_chips", NULL};
+    static const char *const keys[] = {"fidelity", "seed", "max_steps", "all_chips", "trace",
+                                       NULL};
+    static const char *const levels[] = {"none", "ops", "units", "steps", NULL}; /* trace.h */
+    walk_enum(w, o, "options", "trace", levels, &sc->trace_level);
     walk_check_keys(w, o, "options", keys);
     walk_bool(w, o, "options", "all_chips", &sc->all_chips);
     static const char *const fid[] = {"fast", "exact", NULL};

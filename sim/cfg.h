@@ -56,6 +56,7 @@ struct cfg_scenario {
     struct autotune_choice *tuned; /* owned, per op: what `block: auto` chose (sim/autotune.h);
                                     * NULL until the search ran */
     enum cfg_fidelity fidelity;
+    int trace_level;           /* options.trace: a traces/trace.h enum trace_level (units) */
     uint64_t seed;
     int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
 };

@@ -401,7 +401,7 @@ int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, c
     const struct cfg_node *n = cfg_get(m, key);
     if (!n || !c || c->hypothetical || c->mxu_dtype[*out] || !c->mxu_dtype[DT_BF16])
         return 0; /* (no bf16: the chip did not load, and said why) */
-    char want[160], list[64] = "";
+    char want[256], list[64] = "";
     for (int dt = 0; dt < DT_COUNT; dt++)
         if (c->mxu_dtype[dt] && dt != DT_INT32)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",

@@ -32,12 +32,82 @@ struct cli {
     bool quiet;
     char **sg_argv;
     int sg_argc;
+    struct sim_opts trace; /* the --trace* flags */
+    char *command;         /* owned: the command line, shell-quoted (report.html) */
 };
+
+/* argv as one shell command line: "tpusim run ..." with each word that
+ * needs it in single quotes. New string. */
+static char *command_line(int argc, char **argv)
+{
+    char *s = xstrdup("tpusim");
+    for (int i = 0; i < argc; i++) {
+        const char *w = argv[i];
+        bool plain = *w != 0;
+        for (const char *c = w; *c; c++)
+            plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
+                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+        char *q = xstrdup("");
+        for (const char *c = w; !plain && *c; c++) {
+            char *n = *c == '\'' ? xasprintf("%s'\\''", q) : xasprintf("%s%c", q, *c);
+            free(q);
+            q = n;
+        }
+        char *n = plain ? xasprintf("%s %s", s, w) : xasprintf("%s '%s'", s, q);
+        free(q);
+        free(s);
+        s = n;
+    }
+    return s;
+}
 
 static void add_set(struct cli *c, const char *s)
 {
     c->sets = xrealloc(c->sets, sizeof *c->sets * (size_t)(c->nsets + 1));
     c->sets[c->nsets++] = s;
+}
+
+/* Parses "START:END" durations ("10ms:20ms", ":5ms", "1ms:"). Returns 0 or -1. */
+static int parse_window(const char *s, double *t0, double *t1)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon)
+        return -1;
+    char *a = xasprintf("%.*s", (int)(colon - s), s);
+    *t0 = 0, *t1 = 1e300;
+    int rc = 0;
+    if (*a && units_parse(a, UNITS_TIME, t0) != 0)
+        rc = -1;
+    if (colon[1] && units_parse(colon + 1, UNITS_TIME, t1) != 0)
+        rc = -1;
+    free(a);
+    return rc == 0 && *t0 >= 0 && *t1 > *t0 ? 0 : -1;
+}
+
+/* One of --trace, --trace-chips, --trace-window, --trace-max-events. Returns 0 or 2. */
+static int parse_trace_flag(int ch, const char *arg, struct sim_opts *o)
+{
+    if (ch == 'T') {
+        enum trace_level l;
+        if (trace_level_parse(arg, &l) != 0)
+            return cli_usage_error("--trace takes none, ops, units or steps");
+        o->trace = l; /* run applies it as --set options.trace=LEVEL */
+    } else if (ch == 'C') {
+        o->trace_chips = arg; /* checked against the slice by the run */
+    } else if (ch == 'W') {
+        if (parse_window(arg, &o->trace_t0_s, &o->trace_t1_s) != 0)
+            return cli_usage_error("--trace-window takes START:END durations like 10ms:20ms "
+                                   "(either may be left out; END after START)");
+        o->trace_window = true;
+    } else {
+        char *end;
+        errno = 0;
+        long long n = strtoll(arg, &end, 10);
+        if (end == arg || *end || errno == ERANGE || n < 1)
+            return cli_usage_error("--trace-max-events takes an integer of at least 1");
+        o->max_trace_events = (size_t)n;
+    }
+    return 0;
 }
 
 /* Parses the options of run/check/platform. Returns 0, or 2 on a usage error. */
@@ -51,6 +121,10 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"quiet", no_argument, 0, 'q'},
                                           {"all-chips", no_argument, 0, 'A'},
                                           {"sg", required_argument, 0, 'g'},
+                                          {"trace", required_argument, 0, 'T'},
+                                          {"trace-chips", required_argument, 0, 'C'},
+                                          {"trace-window", required_argument, 0, 'W'},
+                                          {"trace-max-events", required_argument, 0, 'E'},
                                           {0, 0, 0, 0}};
     int ch;
     optind = 1;
@@ -87,6 +161,18 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
             break;
         case 'q':
             c->quiet = true;
+            break;
+        case 'T':
+        case 'C':
+        case 'W':
+        case 'E':
+            if (parse_trace_flag(ch, optarg, &c->trace) != 0)
+                return 2;
+            if (ch == 'T')
+                add_set(c, strcmp(optarg, "none") == 0    ? "options.trace=none"
+                           : strcmp(optarg, "ops") == 0   ? "options.trace=ops"
+                           : strcmp(optarg, "units") == 0 ? "options.trace=units"
+                                                          : "options.trace=steps");
             break;
         case 'g':
             c->sg_argv = xrealloc(c->sg_argv, sizeof(char *) * (size_t)(c->sg_argc + 1));
@@ -131,14 +217,17 @@ static int run_scenario(struct cli *c)
     int rc = load(c, &sc, d, NULL);
     if (rc == 0) {
         char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
-        struct sim_opts o = {.out_dir = dir, .sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
-                             .max_steps = c->max_steps, .max_memory_bytes = c->max_memory};
+        struct sim_opts o = c->trace;
+        o.out_dir = dir, o.sg_argc = c->sg_argc, o.sg_argv = c->sg_argv;
+        o.max_steps = c->max_steps, o.max_memory_bytes = c->max_memory;
+        o.command = c->command;
         struct summary s = {0};
         rc = sim_run(&sc, &o, &s, d);
         if (rc == 0 && !c->quiet) {
             summary_print_table(&s, stdout);
-            printf("wrote %s/trace.json (open in https://ui.perfetto.dev), %s/summary.json\n", dir,
-                   dir);
+            summary_print_trace(&s, dir, stdout);
+        } else if (rc == 0 && s.trace.st.dropped) { /* said even with --quiet */
+            summary_print_trace(&s, dir, stderr);
         }
         diag_print(d, stderr);
         summary_fini(&s);
@@ -191,6 +280,7 @@ static int scenario_command(int argc, char **argv, enum mode mode)
 {
     struct cli c = {0};
     char *fid = NULL;
+    c.command = command_line(argc, argv);
     int rc = parse_args(argc, argv, &c, &fid);
     if (rc == 0 && mode != MODE_RUN && !c.scenario)
         rc = cli_usage_error("missing SCENARIO");
@@ -198,6 +288,7 @@ static int scenario_command(int argc, char **argv, enum mode mode)
         rc = mode == MODE_RUN ? run_scenario(&c) : check_scenario(&c, mode == MODE_PLATFORM);
     free(c.sets);
     free(c.sg_argv);
+    free(c.command);
     free(fid);
     return rc;
 }

@@ -132,6 +132,7 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
+    task->st.useful_bytes += 2.0 * (double)bytes;
     if (remote)
         r->res[task->opi].ici_bytes += (double)bytes;
     return slot;
@@ -295,6 +296,7 @@ static void merge_stats(struct pl_stats *into, const struct pl_stats *from)
 {
     into->dmas += from->dmas;
     into->hbm_bytes += from->hbm_bytes;
+    into->useful_bytes += from->useful_bytes;
     into->vpu_s += from->vpu_s;
     into->vpu_flops += from->vpu_flops;
     into->overhead_s += from->overhead_s;

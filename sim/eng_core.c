@@ -91,6 +91,11 @@ static void accumulate(struct eng_task *task, double t0, double t1)
     if (t1 - t0 > r->inst_dur[b])
         r->inst_dur[b] = t1 - t0;
     if (task->core->chip == 0) {
+        int cores = r->sc->chip.cores;
+        struct summary_core_work *w = &r->core_op[task->opi * cores + task->core->core];
+        w->time_s += t1 - t0;
+        w->mxu_s += task->st.mxu_s, w->vpu_s += task->st.vpu_s;
+        w->overhead_s += task->st.overhead_s, w->hbm_bytes += task->st.hbm_bytes;
         if (r->chip0_t1[b] == 0 || t0 < r->chip0_t0[b])
             r->chip0_t0[b] = t0;
         if (t1 > r->chip0_t1[b])
@@ -101,6 +106,7 @@ static void accumulate(struct eng_task *task, double t0, double t1)
     o->vpu_flops += task->st.vpu_flops;
     o->transcendentals += task->st.transcendentals;
     o->hbm_bytes += task->st.hbm_bytes;
+    o->useful_bytes += task->st.useful_bytes;
     o->grid_steps += task->st.steps;
     o->compute_steps += task->st.compute_steps;
     o->dmas += task->st.dmas;
@@ -137,8 +143,8 @@ static void trace_deps(struct eng_core *c, int op, const struct graph_waits *w)
     int to = op_row(r->sc->ops[op].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
     for (int i = 0; i < w->n; i++) {
         int from = op_row(r->sc->ops[w->op[i]].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
-        trace_flow(r->trace, 0, from, r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to,
-                   now());
+        trace_flow(r->trace, TRACE_OPS, "after", 0, from,
+                   r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to, now());
     }
 }
 

@@ -30,8 +30,8 @@ int eng_slice_of(const struct eng_run *r, int sim_chip)
 
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
 {
-    if (t1 <= t0 || bytes <= 0)
-        return;
+    if (t1 <= t0 || bytes <= 0 || !trace_wants(r->trace, TRACE_STEPS))
+        return; /* the rates feed only the "HBM GB/s" counter, a steps-level event */
     xgrow(&r->rates, &r->caprates, r->nrates + 1, sizeof *r->rates);
     r->rates[r->nrates++] = (struct eng_rate){chip, t0, t1, bytes / (t1 - t0)};
 }
@@ -40,11 +40,13 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
                      const char *name)
 {
     const struct topo *t = &r->sc->sim;
+    if (!trace_wants(r->trace, TRACE_UNITS))
+        return;
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
              (unsigned long long)bytes, src, dst);
     if (eng_slice_of(r, src) != eng_slice_of(r, dst)) { /* over the DCN */
-        trace_span(r->trace, src, ENG_TID_DCN, "dcn", name, t0, t1, args);
+        trace_unit(r->trace, src, ENG_TID_DCN, "dcn", name, name, t0, t1, (double)bytes, args);
         return;
     }
     int base = src - src % t->nchips;
@@ -54,8 +56,8 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
     struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
     topo_route(t, src - base, dst - base, hops);
     for (int i = 0; i < n; i++)
-        trace_span(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
-                   name, t0, t1, args);
+        trace_unit(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
+                   name, name, t0, t1, (double)bytes, args);
     free(hops);
 }
 
@@ -103,13 +105,16 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
 static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
 {
     struct eng_core *c = task->core;
+    if (!trace_wants(c->run->trace, TRACE_UNITS))
+        return;
     double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
     double t1 = blocked ? end : (model < end ? model : end);
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
              d->operand);
-    trace_span(c->run->trace, c->chip, ENG_TID_DMA(c->core), "dma",
-               d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue, t1, args);
+    trace_unit(c->run->trace, c->chip, ENG_TID_DMA(c->core), "dma",
+               d->in ? "HBM->VMEM" : "VMEM->HBM", task->op->name, d->t_issue, t1, (double)d->bytes,
+               args);
     /* the counter spreads the bytes up to the wait (an upper bound of the
      * completion), so the sum of concurrent DMAs never exceeds the HBM */
     eng_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end, (double)d->bytes);

@@ -14,6 +14,26 @@ static double now(void)
     return simgrid_get_clock();
 }
 
+/* A sub-kernel of an op of several pallas_calls: a span on the core's
+ * compute track (inside the op's) and, on chip 0, its time and work. */
+static void note_call(struct eng_task *task, int i, const struct pl_call *call, double t0,
+                      const struct pl_stats *st0)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    trace_span(r->trace, c->chip, ENG_TID_TC(c->core), "pallas_call", call->name, t0, now(),
+               NULL);
+    if (c->chip != 0 || i >= KERN_MAX_CALLS)
+        return;
+    int cores = r->sc->chip.cores;
+    struct summary_core_work *w =
+        &r->core_sub[((size_t)task->opi * KERN_MAX_CALLS + (size_t)i) * (size_t)cores + c->core];
+    w->time_s += now() - t0;
+    w->mxu_s += task->st.mxu_s - st0->mxu_s, w->vpu_s += task->st.vpu_s - st0->vpu_s;
+    w->overhead_s += task->st.overhead_s - st0->overhead_s;
+    w->hbm_bytes += task->st.hbm_bytes - st0->hbm_bytes;
+}
+
 /* Runs the op's pallas_calls in order; on a chip with several cores they
  * meet between calls, as consecutive kernels do. */
 void eng_run_kernel(struct eng_task *task)
@@ -23,12 +43,16 @@ void eng_run_kernel(struct eng_task *task)
     struct kern *k = fn ? &r->kern_fn[task->opi] : &r->kern[task->opi];
     int cores = r->sc->chip.cores;
     for (int i = 0; i < k->ncalls; i++) {
+        double t0 = now();
+        struct pl_stats st0 = task->st;
         sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
         if (i > 0 && r->sc->chip.cores > 1)
             eng_barrier_wait(task, r->chip_barrier[task->core->chip],
                              "the other core of its chip between two kernels");
         eng_run_pallas(task, &k->calls[i],
                        fn ? NULL : &r->scripts[task->opi][i * cores + task->core->core]);
+        if (k->ncalls > 1)
+            note_call(task, i, &k->calls[i], t0, &st0);
     }
 }
 
@@ -60,6 +84,7 @@ void eng_run_hbm_copy(struct eng_task *task)
     }
     task->st.dmas += (int64_t)(2 * n);
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
+    task->st.useful_bytes += 2.0 * (double)p->bytes;
 }
 
 /* ---- host_copy: B bytes between the chip's HBM and host memory over its
@@ -94,10 +119,12 @@ void eng_run_host_copy(struct eng_task *task)
     eng_wait_note(task, NULL);
     char args[64];
     snprintf(args, sizeof args, "\"bytes\": %llu", (unsigned long long)p->bytes);
-    trace_span(r->trace, c->chip, ENG_TID_PCIE(down), "pcie", task->op->name, t0, now(), args);
+    trace_unit(r->trace, c->chip, ENG_TID_PCIE(down), "pcie", task->op->name, task->op->name, t0,
+               now(), (double)p->bytes, args);
     eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
     task->st.dmas += 1;
     task->st.hbm_bytes += (double)p->bytes;
+    task->st.useful_bytes += (double)p->bytes;
     r->res[task->opi].latency_s += r->sc->chip.dma_issue_s;
     r->res[task->opi].pcie_bytes += (double)p->bytes;
 }
@@ -143,6 +170,7 @@ void eng_run_ppermute(struct eng_task *task)
     eng_wait_note(task, NULL);
     task->st.dmas += 1;
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
+    task->st.useful_bytes += 2.0 * (double)p->bytes;
     if (to != me)
         r->res[task->opi].ici_bytes += (double)p->bytes;
     double lat = sc->chip.ici_collective_lat_s + sc->chip.dma_issue_s +

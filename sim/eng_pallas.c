@@ -31,19 +31,23 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
         return;
     double t0 = now();
     if (task->flow_t >= 0) { /* an arrow from the DMA that brought the data to its consumer */
-        trace_flow(c->run->trace, c->chip, ENG_TID_DMA(c->core), task->flow_t, c->chip,
-                   mxu > 0 ? ENG_TID_MXU(c->core) : ENG_TID_VPU(c->core), t0);
+        trace_flow(c->run->trace, TRACE_STEPS, "dma->compute", c->chip, ENG_TID_DMA(c->core),
+                   task->flow_t, c->chip, mxu > 0 ? ENG_TID_MXU(c->core) : ENG_TID_VPU(c->core),
+                   t0);
         task->flow_t = -1;
     }
     sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
+    if (!trace_wants(c->run->trace, TRACE_UNITS))
+        return;
     char args[96];
     snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
+    const char *name = task->op->name;
     if (mxu > 0)
-        trace_span(c->run->trace, c->chip, ENG_TID_MXU(c->core), "mxu", task->op->name, t0, t0 + mxu,
-                   args);
+        trace_unit(c->run->trace, c->chip, ENG_TID_MXU(c->core), "mxu", name, name, t0, t0 + mxu,
+                   0, args);
     if (vpu > 0)
-        trace_span(c->run->trace, c->chip, ENG_TID_VPU(c->core), "vpu", task->op->name, t0 + mxu,
-                   now(), args);
+        trace_unit(c->run->trace, c->chip, ENG_TID_VPU(c->core), "vpu", name, name, t0 + mxu,
+                   now(), 0, args);
 }
 
 static void ex_delay(void *ex, double s)
@@ -69,7 +73,8 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     pl_core_range(call, core, ncores, &b, &e);
     char name[48];
     snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
-    trace_counter(c->run->trace, c->chip, name, now(), (double)pl_vmem_bytes(call, &sc->chip));
+    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, now(),
+                  (double)pl_vmem_bytes(call, &sc->chip));
     bool fast = sc->fidelity == CFG_FIDELITY_FAST;
     /* exact fidelity: a script would hold every step (and the walk is cheap
      * beside the step's own activities) */
@@ -81,7 +86,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     } else {
         eng_run_pallas_steps(task, call, b, e);
     }
-    trace_counter(c->run->trace, c->chip, name, now(), 0);
+    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, now(), 0);
 }
 
 void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,

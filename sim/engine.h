@@ -107,6 +107,8 @@ struct eng_run {
     struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
     size_t nrates, caprates;
     struct progress *progress; /* the terminal's progress line (sim/progress.h), or NULL */
+    struct summary_core_work *core_op;  /* per op and core of chip 0 */
+    struct summary_core_work *core_sub; /* per op, pallas_call (KERN_MAX_CALLS) and core of chip 0 */
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */

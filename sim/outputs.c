@@ -10,6 +10,9 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "models/ici.h"
+#include "sim/sim.h"
+#include "traces/report_html.h"
+#include "sim/spmd.h"
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
@@ -44,18 +47,108 @@ int outputs_platform_file(const struct cfg_scenario *sc, const char *path)
     return fs_atomic_commit(&a);
 }
 
-int outputs_run(const struct trace *t, const struct summary *s, const char *dir,
+/* Marks in 'keep' (per engine chip: every slice's simulated chips) the
+ * chips of "distinct" or a list "0,17" (in every slice). Returns 0, or -1
+ * with a message in 'd'. */
+static int trace_chip_set(const struct cfg_scenario *sc, const char *spec, bool *keep,
+                          struct diag *d)
+{
+    int per = sc->sim.nchips, all = cfg_engine_chips(sc);
+    if (strcmp(spec, "distinct") == 0) {
+        struct cfg_scenario fold = *sc; /* only .sim and .sim_mult change */
+        spmd_fold(&fold, false);
+        for (int i = 0; i < all; i++) {
+            int c[TOPO_MAX_DIMS] = {0};
+            topo_coords(&sc->sim, i % per, c);
+            keep[i] = true;
+            for (int a = 0; a < sc->sim.ndims; a++)
+                keep[i] = keep[i] && c[a] < fold.sim.shape[a];
+        }
+        return 0;
+    }
+    const char *p = spec;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long n = strtol(p, &end, 10);
+        if (end == p || errno || n < 0 || n >= sc->topo.nchips || (*end && *end != ',')) {
+            diag_error(d, NULL, "--trace-chips",
+                       "expected chip numbers from 0 to %d separated by commas, or distinct, got "
+                       "'%s'", sc->topo.nchips - 1, spec);
+            return -1;
+        }
+        for (int base = 0; base < all; base += per)
+            keep[base + topo_fold_rank(&sc->topo, &sc->sim, (int)n)] = true;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+struct trace *outputs_trace_new(const struct cfg_scenario *sc, const struct sim_opts *o,
+                                struct diag *d)
+{
+    struct trace_opts to = {.max_events = o->max_trace_events, .window = o->trace_window,
+                            .window_t0_s = o->trace_t0_s, .window_t1_s = o->trace_t1_s};
+    to.level = o->trace_set  ? o->trace
+               : o->out_dir ? (enum trace_level)sc->trace_level
+                            : TRACE_NONE;
+    bool *keep = NULL;
+    if (o->trace_chips) {
+        keep = xcalloc((size_t)cfg_engine_chips(sc), sizeof *keep);
+        if (trace_chip_set(sc, o->trace_chips, keep, d) != 0) {
+            free(keep);
+            return NULL;
+        }
+        to.chips = keep, to.nchips = cfg_engine_chips(sc);
+    }
+    struct trace *t = trace_new(&to);
+    free(keep);
+    return t;
+}
+
+int outputs_trace_open(struct trace *t, const struct outputs_dir *od, struct diag *d)
+{
+    if (!od->out || trace_level(t) == TRACE_NONE)
+        return 0;
+    char *tp = outputs_dir_staged(od, "trace.json");
+    int rc = trace_open(t, tp);
+    if (rc != 0) {
+        struct diag_loc loc = {tp, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write the trace: %s", strerror(errno));
+    }
+    free(tp);
+    return rc;
+}
+
+int outputs_run(struct trace *t, struct summary *s, const struct sim_opts *o, const char *dir,
                 struct diag *d)
 {
-    char *tp = xasprintf("%s/trace.json", dir), *sp = xasprintf("%s/summary.json", dir);
+    char *sp = xasprintf("%s/summary.json", dir);
     int rc = 0;
-    if (trace_write(t, tp) != 0 || summary_write_json(s, sp) != 0) {
+    if (trace_close(t) != 0) {
+        struct diag_loc loc = {dir, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write trace.json: %s", strerror(errno));
+        rc = -1;
+    }
+    s->trace.present = true;
+    trace_stats(t, &s->trace.st);
+    s->trace.chips = o->trace_chips ? xstrdup(o->trace_chips) : NULL;
+    s->trace.window = o->trace_window;
+    s->trace.window_t0_s = o->trace_t0_s, s->trace.window_t1_s = o->trace_t1_s;
+    if (rc == 0 && !o->no_summary && summary_write_json(s, sp) != 0) {
         struct diag_loc loc = {dir, 0, 0};
         diag_error(d, &loc, NULL, "cannot write outputs: %s", strerror(errno));
         rc = -1;
     }
-    free(tp);
     free(sp);
+    char *hp = xasprintf("%s/report.html", dir);
+    if (rc == 0 && !o->no_summary && report_html_run(s, o->command, hp) != 0) {
+        struct diag_loc loc = {dir, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write report.html: %s", strerror(errno));
+        rc = -1;
+    }
+    free(hp);
     return rc;
 }
 
@@ -125,16 +218,36 @@ static int move_in(struct outputs_dir *od, const char *name, struct diag *d)
     return rc;
 }
 
+/* True when the stage holds 'name'. */
+static bool staged(const struct outputs_dir *od, const char *name)
+{
+    char *p = outputs_dir_staged(od, name);
+    bool yes = fs_exists(p);
+    free(p);
+    return yes;
+}
+
 int outputs_dir_commit(struct outputs_dir *od, struct diag *d)
 {
-    char *sp = xasprintf("%s/summary.json", od->out);
+    /* a run without a trace (--trace none) leaves no earlier run's trace
+     * beside its summary; a run without a summary (a sweep's re-run for the
+     * trace) keeps the summary there, the same scenario's */
+    bool summary = staged(od, "summary.json"), trace = staged(od, "trace.json");
+    static const char *const old[] = {"summary.json", "trace.json", "report.html"};
     int rc = 0;
-    if (unlink(sp) != 0 && errno != ENOENT)
-        rc = dir_error(d, sp, "cannot replace the previous summary");
-    free(sp);
-    static const char *const names[] = {"platform.xml", "trace.json", "summary.json"};
-    for (int i = 0; i < 3 && rc == 0; i++)
-        rc = move_in(od, names[i], d);
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (!summary || (i == 1 && trace))
+            continue;
+        char *p = xasprintf("%s/%s", od->out, old[i]);
+        if (unlink(p) != 0 && errno != ENOENT)
+            rc = dir_error(d, p, "cannot replace the previous output");
+        free(p);
+    }
+    static const char *const names[] = {"platform.xml", "trace.json", "report.html",
+                                        "summary.json"};
+    for (int i = 0; i < 4 && rc == 0; i++)
+        if (staged(od, names[i]))
+            rc = move_in(od, names[i], d);
     return rc;
 }
 

@@ -44,8 +44,21 @@ int outputs_dir_commit(struct outputs_dir *od, struct diag *d);
 /* Removes the stage (with whatever was not committed) and drops the lock. */
 void outputs_dir_close(struct outputs_dir *od);
 
-/* Writes DIR/trace.json and DIR/summary.json. Returns 0 or -1 with a message in 'd'. */
-int outputs_run(const struct trace *t, const struct summary *s, const char *dir,
+struct sim_opts;
+/* The run's trace as 'o' asks (level, chips, window, cap); NULL with a
+ * message in 'd' for a bad --trace-chips. Chip numbers are the slice's; each
+ * stands for the simulated chip of its SPMD class; "distinct" keeps one chip
+ * per class (the fold's, also under --all-chips). */
+struct trace *outputs_trace_new(const struct cfg_scenario *sc, const struct sim_opts *o,
+                                struct diag *d);
+/* Starts writing it to trace.json in the stage of 'od' when the run has an
+ * output directory and the level is not none. Returns 0, or -1 with a
+ * message in 'd'. */
+int outputs_trace_open(struct trace *t, const struct outputs_dir *od, struct diag *d);
+/* Closes the trace (STAGE/trace.json), puts what it holds in 's->trace' and
+ * writes STAGE/summary.json (not with o->no_summary). Returns 0 or -1 with a
+ * message in 'd'. */
+int outputs_run(struct trace *t, struct summary *s, const struct sim_opts *o, const char *stage,
                 struct diag *d);
 
 #endif

@@ -19,6 +19,7 @@
 #include "models/ici.h"
 #include "sim/autotune.h"
 #include "sim/engine.h"
+#include "sim/explain.h"
 #include "sim/model.h"
 #include "sim/op_table.h"
 #include "sim/outputs.h"
@@ -155,6 +156,9 @@ static void alloc_program_state(struct eng_run *r)
     r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
     for (int i = 0; i < r->ncores; i++)
         r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
+    r->core_op = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores, sizeof *r->core_op);
+    r->core_sub = xcalloc((size_t)sc->nops * KERN_MAX_CALLS * (size_t)sc->chip.cores,
+                          sizeof *r->core_sub);
     r->chips = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chips);
     for (int i = 0; i < cfg_engine_chips(sc); i++) {
         r->chips[i].mutex = sg_mutex_init();
@@ -332,7 +336,8 @@ static void hbm_counters(struct eng_run *r)
         level += e[2];
         bool last = i + 1 == n || ev[3 * (i + 1)] != e[0] || ev[3 * (i + 1) + 1] != e[1];
         if (last) {
-            trace_counter(r->trace, (int)e[0], "HBM GB/s", e[1], level > 1 ? level / 1e9 : 0);
+            trace_counter(r->trace, TRACE_STEPS, (int)e[0], "HBM GB/s", e[1],
+                          level > 1 ? level / 1e9 : 0);
             if (i + 1 == n || ev[3 * (i + 1)] != e[0])
                 level = 0;
         }
@@ -391,6 +396,7 @@ static void collect(struct eng_run *r, struct summary *s)
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
         finish_op(sc, o, &sc->ops[i]);
+        explain_op(sc, r->kern[i].kind ? &r->kern[i] : NULL, i, r->core_op, r->core_sub, o);
         if (sc->tuned && sc->tuned[i].tuned) {
             o->tuned = xcalloc(1, sizeof *o->tuned);
             autotune_summary(&sc->tuned[i], o->tuned);
@@ -405,6 +411,7 @@ static void collect(struct eng_run *r, struct summary *s)
     }
     if (sc->model)
         model_summary(sc, s);
+    explain_run(sc, s);
 }
 
 static int verify(struct eng_run *r, struct diag *d)
@@ -427,12 +434,13 @@ static int verify(struct eng_run *r, struct diag *d)
 static void free_run(struct eng_run *r)
 {
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
-        kern_fini(&r->kern[i]);
-        kern_fini(&r->kern_fn[i]);
+        /* the scripts first: kern_fini clears ncalls, which counts them */
         for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
              j++)
             pl_script_free(r->scripts[i][j]);
         free(r->scripts ? r->scripts[i] : NULL);
+        kern_fini(&r->kern[i]);
+        kern_fini(&r->kern_fn[i]);
     }
     free(r->scripts);
     free(r->kern);
@@ -461,6 +469,8 @@ static void free_run(struct eng_run *r)
     free(r->res);
     free(r->error);
     free(r->rates);
+    free(r->core_op);
+    free(r->core_sub);
     trace_free(r->trace);
     progress_free(r->progress);
 }
@@ -469,7 +479,6 @@ static void free_run(struct eng_run *r)
 static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->trace = trace_new(o->max_trace_events ? o->max_trace_events : 2000000);
     r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
     build_kernels(r);
     trace_tracks(r);
@@ -495,7 +504,8 @@ static char *platform_path(const struct cfg_scenario *sc, const struct outputs_d
 }
 
 /* After the run: failures, summary, functional checks, outputs. */
-static int finish(struct eng_run *r, struct outputs_dir *od, struct summary *s, struct diag *d)
+static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_dir *od,
+                  struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -507,7 +517,7 @@ static int finish(struct eng_run *r, struct outputs_dir *od, struct summary *s, 
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
     if (rc == 0 && od->out &&
-        (outputs_run(r->trace, s, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
+        (outputs_run(r->trace, s, o, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
         rc = 1;
     return rc;
 }
@@ -518,16 +528,20 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
     if (validate_scenario(sc, &lim, d) != 0)
         return 2;
+    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
+    if (!r.trace)
+        return 2;
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     struct outputs_dir od;
     char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
-    if (!plat) {
+    if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
+        free(plat);
         outputs_dir_close(&od);
+        trace_free(r.trace);
         interrupt_restore(&old_sigint);
         return 1;
     }
-    struct eng_run r = {.sc = sc};
     start(&r, o, plat);
     free(plat);
     interrupt_catch(NULL); /* simgrid_init installed its own (verbose-exit) */
@@ -538,7 +552,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, &od, s, d);
+        rc = finish(&r, o, &od, s, d);
     }
     outputs_dir_close(&od);
     free_run(&r);

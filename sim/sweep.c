@@ -30,6 +30,7 @@
 #include "sim/sim.h"
 #include "sim/sweep_int.h"
 #include "traces/plots.h"
+#include "traces/report_html.h"
 #include "traces/report_md.h"
 #include "traces/summary.h"
 #include "traces/table.h"
@@ -64,6 +65,7 @@ struct runner {
     double t0, drawn; /* start, last progress bar */
     int default_point;
     char *base_desc; /* the base scenario, as the report names it */
+    char *command;   /* "tpusim sweep SPEC --set ...": what reruns it (report.html) */
 };
 
 
@@ -130,7 +132,8 @@ static void child_main(struct runner *r, int i, bool trace)
     int rc = 2;
     if (cfg_load_scenario(r->sp->base_path, (const char *const *)sets, n, &sc, d) == 0) {
         struct sim_opts o = {
-            .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
+            .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
+            .no_summary = true};
         struct summary s = {0};
         struct autotune_cache *cache = autotune_cache_new();
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
@@ -547,6 +550,8 @@ int sweep_write_tables(struct table *t, const char *dir)
     }
     if (rc == 0 && (rc = plot_write_sweep(t, dir)) != 0)
         fprintf(stderr, "tpusim sweep: cannot write the plots in %s: %s\n", dir, strerror(errno));
+    if (rc == 0 && (rc = report_html_sweep(t, t->command, dir)) != 0)
+        fprintf(stderr, "tpusim sweep: cannot write %s/report.html: %s\n", dir, strerror(errno));
     if (rc == 0)
         remove_stale_plots(t, dir);
     free(t->best_trace);
@@ -589,11 +594,38 @@ int sweep_missing_outputs(const struct table *t, const char *dir, bool traces)
     return n;
 }
 
+/* "tpusim sweep SPEC --set 'k=v'...": the sweep's spec and --set edits,
+ * each word quoted for a POSIX shell when it needs it. */
+char *sweep_command(const struct sweep_spec *sp)
+{
+    char *s = xstrdup("tpusim sweep");
+    for (int i = -1; i < sp->nbase_sets; i++) {
+        const char *w = i < 0 ? sp->file : sp->base_sets[i];
+        bool plain = *w != 0;
+        for (const char *c = w; *c; c++)
+            plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
+                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+        char *q = xstrdup("'");
+        for (const char *c = w; !plain && *c; c++) {
+            char *n = *c == '\'' ? xasprintf("%s'\\''", q) : xasprintf("%s%c", q, *c);
+            free(q);
+            q = n;
+        }
+        char *n = plain ? xasprintf("%s%s %s", s, i < 0 ? "" : " --set", w)
+                        : xasprintf("%s%s %s'", s, i < 0 ? "" : " --set", q);
+        free(q);
+        free(s);
+        s = n;
+    }
+    return s;
+}
+
 static void build_table(struct runner *r, struct table *t, struct table_row *rows)
 {
     memset(t, 0, sizeof *t);
     t->name = r->sp->name;
     t->base = r->base_desc;
+    t->command = r->command;
     t->nkeys = r->sp->nkeys;
     t->keys = xcalloc((size_t)t->nkeys + 1, sizeof *t->keys);
     for (int k = 0; k < t->nkeys; k++)
@@ -620,6 +652,8 @@ static int write_shard_json(struct runner *r)
         json_write_string(f, r->sp->name);
         fputs(", \"base\": ", f);
         json_write_string(f, r->base_desc);
+        fputs(", \"command\": ", f);
+        json_write_string(f, r->command);
         fprintf(f, ",\n \"base_hash\": \"%016llx\", \"spec_hash\": \"%016llx\",\n \"keys\": [",
                 (unsigned long long)r->sp->base_hash,
                 (unsigned long long)sweep_spec_hash(r->sp));
@@ -733,8 +767,7 @@ static void print_result(struct runner *r, double wall_s)
                "OUT DIR...`\n",
                r->dir, r->dir, r->nshards);
     } else {
-        printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", r->dir, r->dir,
-               r->dir);
+        printf("wrote %s/report.html, report.md, sweep.csv, sweep.json and the plots\n", r->dir);
     }
     if (r->stop)
         printf("interrupted: run `tpusim sweep %s%s -o %s --resume` to finish\n", r->sp->file,
@@ -792,6 +825,7 @@ static int run_sweep(struct runner *r)
     r->parent = getpid();
     r->base_desc = r->sp->base_inline ? xasprintf("base.yaml (inline in %s)", r->sp->file)
                                       : xstrdup(r->sp->base_path);
+    r->command = sweep_command(r->sp);
     int n = r->sp->npoints;
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
@@ -815,6 +849,7 @@ static int run_sweep(struct runner *r)
             table_row_fini(&r->rows[i], r->sp->nkeys);
     free(todo);
     free(r->base_desc);
+    free(r->command);
     free(r->rows);
     free(r->done);
     return r->stop ? 128 + r->stop : rc;

@@ -51,7 +51,8 @@ void sweep_dir_unlock(struct sweep_lock *lk)
 /* True for the names a sweep (or a merge) writes at the top of its directory. */
 static bool sweep_output_name(const char *name)
 {
-    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md", "heatmap.svg",
+    static const char *const names[] = {"sweep.csv", "sweep.json", "report.md", "report.html",
+                                        "heatmap.svg",
                                         "base.yaml", "shard.json", "points",    NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(name, names[i]))

@@ -54,6 +54,10 @@ struct sweep_spec {
     bool default_added;         /* it was added to the sweep's points (the last one) */
 };
 
+/* "tpusim sweep SPEC --set ...": the command that reruns the sweep (its
+ * spec and --set edits, shell-quoted). New string. */
+char *sweep_command(const struct sweep_spec *sp);
+
 /* Loads and expands the sweep spec at 'path': checks its structure, loads the
  * base scenario (a file relative to the spec's directory, or an inline
  * mapping written to a temporary file) with the 'nsets' --set edits 'sets'

@@ -262,8 +262,7 @@ static void print_merged(const struct merge *m, const struct table *t)
                    t->rows[d].time_s / t->rows[best].time_s, t->rows[d].point);
         printf("\n");
     }
-    printf("wrote %s/report.md, %s/sweep.csv, %s/sweep.json and the plots\n", m->out, m->out,
-           m->out);
+    printf("wrote %s/report.html, report.md, sweep.csv, sweep.json and the plots\n", m->out);
 }
 
 /* Builds the table from OUT's points, copies the best and default traces and writes it all. */
@@ -273,6 +272,7 @@ static int write_merged(struct merge *m)
     memset(&t, 0, sizeof t);
     t.name = (char *)json_str(m->head, "sweep", "");
     t.base = (char *)json_str(m->head, "base", "");
+    t.command = json_str(m->head, "command", NULL);
     const struct json *keys = json_get(m->head, "keys");
     t.nkeys = m->nkeys;
     t.keys = xcalloc((size_t)m->nkeys + 1, sizeof *t.keys);

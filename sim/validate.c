@@ -138,8 +138,11 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
     double actors = (double)cfg_engine_chips(sc) * (2.0 * sc->chip.cores + 5.0);
     double events;
     double data = data_bytes(sc, &events);
-    /* an event and its strings take about 260 bytes; the trace keeps at most 2M */
-    return 24e6 + actors * 131072.0 + data + (events < 2e6 ? events : 2e6) * 260.0;
+    /* the trace is written as it goes (traces/trace.h); at level steps the
+     * run keeps one HBM rate span (32 bytes) per DMA for the HBM counter,
+     * about one for every two events */
+    double rates = sc->trace_level >= 3 ? events * 16.0 : 0;
+    return 12e6 + actors * 131072.0 + data + rates;
 }
 
 /* "2.7 GiB", or "310 MiB" below 1 GiB. */

@@ -23,6 +23,11 @@ done
 grep -q '"traceEvents"' "$t/a/trace.json" && grep -q '"ph":"X"' "$t/a/trace.json" && ok \
     || bad "trace has no spans"
 grep -q '<cluster id="pod"' "$t/a/platform.xml" && ok || bad "platform.xml missing"
+# report.html: self-contained (no script, nothing fetched), with the command, the ops and the path
+grep -q '<table id="ops">' "$t/a/report.html" && grep -q '<svg id="timeline"' "$t/a/report.html" \
+    && grep -q '<ol id="critical-path">' "$t/a/report.html" \
+    && grep -q "id=\"command\">tpusim run -o $t/a" "$t/a/report.html" \
+    && ! grep -qi '<script\|<link \|src="http' "$t/a/report.html" && ok || bad "report.html"
 $VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run"
 cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
     && ok || bad "two runs differ"
@@ -32,7 +37,7 @@ cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b
 "$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
 "$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
 "$bin" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok || bad "unknown command must exit 2"
-# the worked example of pallas-semantics.md 3.3 (upstream tpu_splash_attention_mask_test.py)
+# the worked example of docs/pallas-semantics.md section 4 (upstream tpu_splash_attention_mask_test.py)
 want='{"block_mask":[[[1,1,0],[1,1,1],[1,1,1],[1,1,0]]],"data_next":[[[0,1,0],[0,1,2],[1,2,3],[2,3,0]]],"mask_next":[[[0,1,0],[2,0,1],[2,0,1],[2,0,0]]],"num_partial_blocks":3,"grid_width":3,"skipped_fraction":0.375}'
 got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --json)
 [ "$got" = "$want" ] && ok || bad "maskinfo fwd: $got"
@@ -78,7 +83,7 @@ exec 9>&-
     "$t/busy.err" && [ ! -e "$t/busy/summary.json" ] && ok || bad "busy directory: exit $rc"
 # ... and once it is free, the run goes, leaving no lock and no stage behind
 "$bin" run "$small" -o "$t/busy" -q 2>/dev/null && [ "$(ls -A "$t/busy")" = \
-    "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok || bad "run after the lock: $(ls -A "$t/busy")"
+    "$(printf 'platform.xml\nreport.html\nsummary.json\ntrace.json')" ] && ok || bad "run after the lock: $(ls -A "$t/busy")"
 # two runs of different scenarios started together into one directory, three times: each
 # exits 0 or is refused as busy, and the directory always holds one run's three files
 printf 'name: small-b\nchip: v6e\ntopology: {shape: [2, 2]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 1MiB, axes: [0]}\n' >"$t/small_b.yaml"
@@ -95,7 +100,7 @@ for i in 1 2 3; do
     [ $good = 1 ] && "$t/jsoncheck" "$t/race/summary.json" "$t/race/trace.json" \
         && grep -q "\"scenario\": *\"$sc\"" "$t/race/trace.json" \
         && "$bin" platform "$scf" | cmp -s - "$t/race/platform.xml" \
-        && [ "$(ls -A "$t/race")" = "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok \
+        && [ "$(ls -A "$t/race")" = "$(printf 'platform.xml\nreport.html\nsummary.json\ntrace.json')" ] && ok \
         || bad "two runs into one directory ($i): exits $ra $rb, summary of '$sc', $(ls -A "$t/race")"
 done
 # Issue 18.13: a failed run leaves the previous run's files, all three: a deadlock fails
@@ -104,7 +109,7 @@ cp "$t/busy/platform.xml" "$t/platform.before"
 "$bin" run tests/data/bad/remote_copy_deadlock.yaml -o "$t/busy" -q >/dev/null 2>&1; rc=$?
 [ $rc = 1 ] && cmp -s "$t/platform.before" "$t/busy/platform.xml" \
     && grep -q '"scenario": *"small-a"' "$t/busy/summary.json" \
-    && [ "$(ls -A "$t/busy")" = "$(printf 'platform.xml\nsummary.json\ntrace.json')" ] && ok \
+    && [ "$(ls -A "$t/busy")" = "$(printf 'platform.xml\nreport.html\nsummary.json\ntrace.json')" ] && ok \
     || bad "failed run mixed the directory: exit $rc, $(ls -A "$t/busy")"
 # Issue 18.15: links planted at the old fixed temporary names, at the outputs and at the lock
 # are never written through; a planted lock link is refused; a killed run's stage is removed
@@ -137,7 +142,8 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
 # a sweep example: tables, report, plots; infeasible points are rows
 "$bin" sweep configs/sweeps/ragged_decode_v6e_blocks.yaml -o "$t/sw" -j 2 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/sw/sweep.json" && grep -q ',infeasible,' "$t/sw/sweep.csv" \
-    && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] && ok \
+    && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] \
+    && grep -q '<table id="points">' "$t/sw/report.html" && ok \
     || bad "sweep example"
 # multislice: the platform has a slice cluster each and the DCN; a model step
 # with data over the DCN runs, and its expansion (tpusim expand) runs to the
@@ -159,7 +165,7 @@ done
 # the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
 # guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips), or
 # it needs what they lack (multislice: no dcn: section); the model steps check, or are refused
-# for a 3-D slice (a 2-D torus: slice.dims 2)
+# for a 3-D slice (a 2-D torus: slice.dims 2) or for slices (no dcn: section)
 for c in v2 v3; do
     for f in configs/scenarios/*.yaml; do
         "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
@@ -168,7 +174,8 @@ for c in v2 v3; do
     done
     for f in configs/models/*.yaml; do
         "$bin" check "$f" --set chip=$c >/dev/null 2>"$t/old.err" \
-            || grep -q "topology.shape: expected a $c slice (at most 2 axes" "$t/old.err" \
+            || grep -q -e "topology.shape: expected a $c slice (at most 2 axes" \
+                       -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
             && ok || bad "$c: check $f: $(tail -n 1 "$t/old.err")"
     done
 done

@@ -14,11 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static long steps;
-
 static void worker(int argc, char **argv)
 {
     (void)argc, (void)argv;
+    long steps = *(const long *)sg_actor_self_get_data();
     sg_mailbox_t mb = sg_mailbox_by_name("dma");
     int token = 0;
     for (long s = 0; s < steps; s++) {
@@ -41,9 +40,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: sg_baseline PLATFORM.xml STEPS\n");
         return 2;
     }
-    steps = atol(argv[2]);
+    long steps = atol(argv[2]);
     simgrid_load_platform(argv[1]);
     sg_actor_t a = sg_actor_init("worker", sg_host_by_name("chip0"));
+    sg_actor_set_data(a, &steps);
     sg_actor_start(a, worker, 0, NULL);
     simgrid_run();
     printf("%ld steps in %.9g s\n", steps, simgrid_get_clock());

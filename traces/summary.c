@@ -29,23 +29,32 @@ void summary_op_scale(struct summary_op *o, int mult)
 {
     double m = mult;
     o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
-    o->hbm_bytes *= m, o->ici_bytes *= m, o->pcie_bytes *= m, o->pcie_s *= m;
-    o->dcn_bytes *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m, o->useful_bytes *= m, o->pcie_bytes *= m;
+    o->pcie_s *= m, o->dcn_bytes *= m;
     o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
     o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
     o->latency_s *= m, o->dcn_s *= m;
     o->cores *= mult;
 }
 
+void summary_rank_units(const double *t, enum bound *first, enum bound *second)
+{
+    int best = 0, next = -1;
+    for (int i = 1; i < BOUND_COUNT; i++)
+        if (t[i] > t[best])
+            best = i;
+    for (int i = 0; i < BOUND_COUNT; i++)
+        if (i != best && (next < 0 || t[i] > t[next]))
+            next = i;
+    *first = (enum bound)best;
+    *second = (enum bound)next;
+}
+
 void summary_pick_bound(struct summary_op *op)
 {
     double t[BOUND_COUNT] = {op->mxu_s,      op->vpu_s,     op->hbm_s,  op->ici_s,
                              op->overhead_s, op->latency_s, op->pcie_s, op->dcn_s};
-    int best = 0;
-    for (int i = 1; i < BOUND_COUNT; i++)
-        if (t[i] > t[best])
-            best = i;
-    op->bound = (enum bound)best;
+    summary_rank_units(t, &op->bound, &op->runner_up);
 }
 
 static void write_auto(FILE *f, const struct summary_auto *a)
@@ -62,6 +71,53 @@ static void write_auto(FILE *f, const struct summary_auto *a)
     else
         fputs("null", f);
     fprintf(f, ", \"auto_cached\": %s", a->cached ? "true" : "false");
+}
+
+static void write_work(FILE *f, const struct summary_core_work *w, int core)
+{
+    fprintf(f, "{\"core\": %d, \"time_s\": %.9e, \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, "
+               "\"overhead\": %.9e}, \"hbm_bytes\": %.17g}",
+            core, w->time_s, w->mxu_s, w->vpu_s, w->overhead_s, w->hbm_bytes);
+}
+
+/* The explanation keys of an op (README.md, "Outputs"). */
+static void write_explain(FILE *f, const struct summary_op *o)
+{
+    fprintf(f, ",\n     \"useful_hbm_bytes\": %.17g, \"padded_hbm_bytes\": %.17g",
+            o->useful_bytes, o->hbm_bytes - o->useful_bytes);
+    fprintf(f, ",\n     \"runner_up\": \"%s\", \"bound_fraction\": %.6f, "
+               "\"runner_up_fraction\": %.6f",
+            o->runner_up_frac > 0 ? bound_name(o->runner_up) : "none", o->bound_frac,
+            o->runner_up_frac);
+    if (o->ncore) {
+        fputs(",\n     \"per_core\": [", f);
+        for (int c = 0; c < o->ncore; c++) {
+            fputs(c ? ", " : "", f);
+            write_work(f, &o->core[c], c);
+        }
+        fputc(']', f);
+    }
+    if (o->nsub) {
+        fputs(",\n     \"subkernels\": [", f);
+        for (int i = 0; i < o->nsub; i++) {
+            const struct summary_sub *s = &o->sub[i];
+            fprintf(f, "%s\n       {\"name\": ", i ? "," : "");
+            json_write_string(f, s->name);
+            fprintf(f, ", \"phase\": \"%s\", \"per_core\": [", s->phase);
+            for (int c = 0; c < o->ncore; c++) {
+                fputs(c ? ", " : "", f);
+                write_work(f, &s->core[c], c);
+            }
+            fputs("]}", f);
+        }
+        fputc(']', f);
+    }
+    if (o->coll.present)
+        fprintf(f, ",\n     \"collective\": {\"devices\": %d, \"data_bytes\": %.17g, "
+                   "\"algbw_Bps\": %.9e, \"busbw_Bps\": %.9e, \"link_peak_Bps\": %.9e, "
+                   "\"link_share\": %.6f}",
+                o->coll.n, o->coll.data_bytes, o->coll.algbw_Bps, o->coll.busbw_Bps,
+                o->coll.link_peak_Bps, o->coll.link_share);
 }
 
 static void write_op(FILE *f, const struct summary_op *o, bool dcn)
@@ -94,6 +150,7 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
         fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
     if (o->tuned)
         write_auto(f, o->tuned);
+    write_explain(f, o);
     fputc('}', f);
 }
 
@@ -137,6 +194,106 @@ static void write_timeline(FILE *f, const struct summary *s)
     fprintf(f, "%s]", s->nblocks ? "\n  " : "");
 }
 
+/* Formats seconds for a --trace-window bound: "10.6ms" style, exact to 1 ns. */
+static void fmt_window(char *buf, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(buf, n, "%.9gs", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.6gms", s * 1e3);
+    else
+        snprintf(buf, n, "%.6gus", s * 1e6);
+}
+
+void summary_trace_hint(const struct summary *s, char *buf, size_t n)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    buf[0] = 0;
+    if (st->level == TRACE_NONE) {
+        snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
+    } else if (st->dropped) {
+        /* events come in the order the run records them: the cap cuts the
+         * run's tail, so windows as long as the run over the parts give it all */
+        size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
+        int parts = (int)((all + st->max_events - 1) / st->max_events);
+        size_t k = (size_t)snprintf(buf, n,
+                                    "the run has %zu events at this level; for all of them: "
+                                    "--trace-max-events %zu, or %d runs with",
+                                    all, want, parts);
+        for (int i = 0; i < parts && i < 3 && k < n; i++) {
+            char a[32], b[32];
+            fmt_window(a, sizeof a, st->last_s * i / parts);
+            fmt_window(b, sizeof b, st->last_s * (i + 1) / parts);
+            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s:%s", i ? "," : "",
+                                  i ? a : "0", i + 1 == parts ? "" : b);
+        }
+        if (parts > 3 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, " ...");
+        if (st->level > TRACE_OPS && k < n)
+            snprintf(buf + k, n - k, ", or --trace %s",
+                     st->level == TRACE_STEPS ? "units" : "ops");
+    } else if (st->filtered) {
+        snprintf(buf, n, "%zu events of other chips or outside the window were left out: widen "
+                         "--trace-chips or --trace-window for them", st->filtered);
+    } else if (st->level < TRACE_STEPS) {
+        snprintf(buf, n, "--trace steps adds every grid step, DMA and ICI hop%s",
+                 st->level == TRACE_OPS ? " (--trace units: one span per op and unit)" : "");
+    }
+}
+
+static void write_trace(FILE *f, const struct summary *s)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    fprintf(f, ",\n  \"trace\": {\"level\": \"%s\", \"path\": %s, \"events\": %zu, "
+               "\"dropped\": %zu, \"filtered\": %zu, \"max_events\": %zu, \"bytes\": %llu,\n",
+            trace_level_name(st->level), st->level == TRACE_NONE ? "null" : "\"trace.json\"",
+            st->events, st->dropped, st->filtered, st->max_events,
+            (unsigned long long)st->bytes);
+    fputs("    \"chips\": ", f);
+    if (tr->chips)
+        json_write_string(f, tr->chips);
+    else
+        fputs("null", f);
+    if (tr->window)
+        fprintf(f, ", \"window_s\": [%.9e, %.9e]", tr->window_t0_s, tr->window_t1_s);
+    else
+        fputs(", \"window_s\": null", f);
+    fprintf(f, ", \"complete\": %s, \"complete_until_s\": ", st->dropped ? "false" : "true");
+    if (st->dropped)
+        fprintf(f, "%.9e", st->complete_until_s);
+    else
+        fputs("null", f);
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    fputs(", \"hint\": ", f);
+    json_write_string(f, hint);
+    fputc('}', f);
+}
+
+void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
+{
+    const struct trace_stats *st = &s->trace.st;
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    if (st->level == TRACE_NONE) {
+        fprintf(out, "wrote %s/summary.json (no trace: --trace none)\n", dir);
+        return;
+    }
+    char size[32];
+    if (st->bytes >= 1000000)
+        snprintf(size, sizeof size, "%.1f MB", (double)st->bytes / 1e6);
+    else
+        snprintf(size, sizeof size, "%.1f kB", (double)st->bytes / 1e3);
+    fprintf(out, "wrote %s/trace.json (--trace %s: %zu events, %s; open in "
+                 "https://ui.perfetto.dev), %s/summary.json\n",
+            dir, trace_level_name(st->level), st->events, size, dir);
+    if (st->dropped)
+        fprintf(out, "warning: trace.json is incomplete: %zu events dropped past --trace-max-events "
+                     "%zu; %s\n", st->dropped, st->max_events, hint);
+}
+
 int summary_write_json(const struct summary *s, const char *path)
 {
     struct fs_atomic a;
@@ -166,6 +323,20 @@ int summary_write_json(const struct summary *s, const char *path)
         write_timeline(f, s);
     if (s->model.present)
         write_model(f, &s->model);
+    if (s->trace.present)
+        write_trace(f, s);
+    if (s->ntc) {
+        fputs(",\n  \"tensorcores\": [", f);
+        for (int c = 0; c < s->ntc; c++) {
+            const struct summary_tc *tc = &s->tc[c];
+            fprintf(f, "%s\n    {\"chip\": 0, \"core\": %d, \"compute_s\": %.9e, \"idle_s\": %.9e, "
+                       "\"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, "
+                       "\"overhead\": %.9e}, \"bound\": \"%s\", \"runner_up\": \"%s\"}",
+                    c ? "," : "", c, tc->compute_s, tc->idle_s, tc->mxu_s, tc->vpu_s, tc->hbm_s,
+                    tc->overhead_s, bound_name(tc->bound), bound_name(tc->runner_up));
+        }
+        fputs("\n  ]", f);
+    }
     fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
 }
@@ -240,6 +411,52 @@ static void print_model(const struct summary *s, FILE *out)
             m->mem_logits / g, m->mem_kv_cache / g);
 }
 
+/* Why each op took its time: its bound and runner-up (share of its time),
+ * its sub-kernels' times, a collective's bandwidths; chip 0's cores. */
+static void print_why(const struct summary *s, FILE *out)
+{
+    fputs("why:\n", out);
+    for (int i = 0; i < s->nops; i++) {
+        const struct summary_op *o = &s->ops[i];
+        fprintf(out, "  %s: %s %.0f%% of its time", o->name, bound_name(o->bound),
+                100.0 * o->bound_frac);
+        if (o->runner_up_frac > 0)
+            fprintf(out, ", then %s %.0f%%", bound_name(o->runner_up), 100.0 * o->runner_up_frac);
+        for (int k = 0; k < o->nsub; k++) {
+            char t[32];
+            fmt_time(t, sizeof t, o->sub[k].core[0].time_s);
+            fprintf(out, "%s %s %s", k ? "," : ";", o->sub[k].phase[0] ? o->sub[k].phase
+                                                                          : o->sub[k].name, t);
+            if (o->ncore > 1) {
+                fmt_time(t, sizeof t, o->sub[k].core[1].time_s);
+                fprintf(out, " (TC1 %s)", t);
+            }
+        }
+        if (o->hbm_bytes > 0 && o->useful_bytes < 0.9 * o->hbm_bytes)
+            fprintf(out, "; HBM moved %.4g MB for %.4g MB of data (%.0f%% tile padding and "
+                         "discarded fetches)",
+                    o->hbm_bytes / 1e6, o->useful_bytes / 1e6,
+                    100.0 * (o->hbm_bytes - o->useful_bytes) / o->hbm_bytes);
+        if (o->coll.present)
+            fprintf(out, "; algbw %.1f GB/s, busbw %.1f GB/s over %d devices, %.1f%% of the "
+                         "links' %.1f GB/s",
+                    o->coll.algbw_Bps / 1e9, o->coll.busbw_Bps / 1e9, o->coll.n,
+                    100.0 * o->coll.link_share, o->coll.link_peak_Bps / 1e9);
+        fputc('\n', out);
+    }
+    for (int c = 0; c < s->ntc; c++) {
+        const struct summary_tc *tc = &s->tc[c];
+        char a[32], b[32];
+        fmt_time(a, sizeof a, tc->compute_s);
+        fmt_time(b, sizeof b, tc->idle_s);
+        fprintf(out, "%s TC%d %s busy, %s idle (mxu %.0f%%, vpu %.0f%%, hbm %.0f%%)%s",
+                c ? ";" : "  chip 0:", c, a, b, s->total_time_s > 0 ? 100 * tc->mxu_s / s->total_time_s : 0,
+                s->total_time_s > 0 ? 100 * tc->vpu_s / s->total_time_s : 0,
+                s->total_time_s > 0 ? 100 * tc->hbm_s / s->total_time_s : 0,
+                c + 1 == s->ntc ? "\n" : "");
+    }
+}
+
 void summary_print_table(const struct summary *s, FILE *out)
 {
     fprintf(out, "scenario %s on %s ", s->scenario, s->chip);
@@ -279,6 +496,7 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_timeline(s, out);
     if (s->model.present)
         print_model(s, out);
+    print_why(s, out);
 }
 
 void summary_fini(struct summary *s)
@@ -287,6 +505,8 @@ void summary_fini(struct summary *s)
         free(s->ops[i].name);
         free(s->ops[i].tuned);
     }
+    for (int i = 0; i < s->nops; i++)
+        free(s->ops[i].sub);
     free(s->ops);
     for (int i = 0; i < s->npath; i++)
         free(s->path[i].name);
@@ -299,5 +519,6 @@ void summary_fini(struct summary *s)
     free(s->blocks);
     free(s->scenario);
     free(s->chip);
+    free(s->trace.chips);
     memset(s, 0, sizeof *s);
 }

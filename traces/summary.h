@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "traces/trace.h"
+
 enum bound { BOUND_MXU, BOUND_VPU, BOUND_HBM, BOUND_ICI, BOUND_OVERHEAD, BOUND_LATENCY,
              BOUND_PCIE, BOUND_DCN, BOUND_COUNT };
 
@@ -30,12 +32,44 @@ struct summary_auto {
     bool cached;
 };
 
+/* What one TensorCore of chip 0 did in an op, or in one of its pallas_calls
+ * (a sub-kernel: fwd, di, dkv, dq...): its time and units' busy time (s). */
+struct summary_core_work {
+    double time_s;               /* summed over instances */
+    double mxu_s, vpu_s, overhead_s, hbm_bytes;
+};
+
+#define SUMMARY_MAX_CORES 2
+#define SUMMARY_MAX_SUB 8
+
+/* A pallas_call of an op that runs several (sub-kernels). */
+struct summary_sub {
+    char name[96];               /* the call's name, as upstream names the kernel */
+    char phase[8];               /* fwd, di, dkv, dq, bwd (fused), or "" */
+    struct summary_core_work core[SUMMARY_MAX_CORES];
+};
+
+/* A collective's bandwidths as nccl-tests define them (its PERFORMANCE.md):
+ * algbw = S / t with S the collective's data size (all_gather: the gathered
+ * output, n x bytes; the others: 'bytes'), busbw = algbw x 2(n-1)/n for
+ * all_reduce, x (n-1)/n for all_gather, reduce_scatter, all_to_all, x 1 for
+ * ppermute; link_peak_Bps: the chip's outgoing ICI bandwidth on the axes it
+ * uses (2 link directions per axis); link_share = busbw / link_peak. */
+struct summary_coll {
+    bool present;
+    int n;                       /* devices in a group */
+    double data_bytes;           /* S, per instance */
+    double algbw_Bps, busbw_Bps, link_peak_Bps, link_share;
+};
+
 struct summary_op {
     char *name;                 /* owned */
     const char *kind;           /* static */
     double start_s, end_s;
     double flops, vpu_flops, transcendentals;
     double hbm_bytes, ici_bytes;
+    double useful_bytes;        /* of hbm_bytes, data the kernel uses (no tile padding or
+                                   discarded fetches): padded = hbm_bytes - useful_bytes */
     double pcie_bytes;          /* host_copy: bytes over the chips' PCIe links */
     double dcn_bytes;           /* sent over the DCN (multislice); written when slices > 1 */
     uint64_t vmem_peak_bytes;
@@ -53,6 +87,21 @@ struct summary_op {
     int64_t instances;          /* times it ran (repeat blocks) */
     double time_s;              /* the sum over instances of the longest run on any core */
     struct summary_auto *tuned; /* owned: `block: auto` chose its blocks; NULL otherwise */
+    enum bound runner_up;       /* the unit with the second most busy time per core */
+    double bound_frac, runner_up_frac; /* their busy time per core over time_s */
+    int ncore;                  /* chip 0's TensorCores (per_core) */
+    struct summary_core_work core[SUMMARY_MAX_CORES];
+    int nsub;                   /* pallas_calls when more than one */
+    struct summary_sub *sub;    /* owned */
+    struct summary_coll coll;
+};
+
+/* One TensorCore of chip 0 over the run: its units' busy time, the time its
+ * compute stream ran ops, and the rest (idle). */
+struct summary_tc {
+    double mxu_s, vpu_s, overhead_s, hbm_s;
+    double compute_s, idle_s;
+    enum bound bound, runner_up;
 };
 
 /* Where the time of chip 0's timeline went (seconds): compute by category
@@ -91,6 +140,15 @@ struct summary_block {
     double *start_s, *end_s;    /* owned, per iteration */
 };
 
+/* What trace.json holds (traces/trace.h) and the filters that shaped it. */
+struct summary_trace {
+    bool present;               /* the run wrote its outputs */
+    struct trace_stats st;
+    char *chips;                /* owned: --trace-chips as given; NULL: every simulated chip */
+    bool window;
+    double window_t0_s, window_t1_s;
+};
+
 struct summary {
     char *scenario, *chip;      /* owned */
     int ndims;
@@ -111,6 +169,9 @@ struct summary {
     int nblocks;
     struct summary_block *blocks; /* owned */
     struct summary_model model;
+    struct summary_trace trace;
+    int ntc;                    /* chip 0's TensorCores */
+    struct summary_tc tc[SUMMARY_MAX_CORES];
 };
 
 /* "matmul", "collective_exposed", ... */
@@ -121,8 +182,11 @@ const char *bound_name(enum bound b);
 /* Multiplies what 'op' sums over chips and cores (FLOPs, bytes, steps, DMAs,
  * busy times, cores) by 'mult'. */
 void summary_op_scale(struct summary_op *op, int mult);
-/* Sets op->bound to the unit with the most busy time per core. */
+/* Sets op->bound to the unit with the most busy time per core, op->runner_up
+ * to the next (ties: the earlier in enum bound). */
 void summary_pick_bound(struct summary_op *op);
+/* The same over 'busy' (BOUND_COUNT values). */
+void summary_rank_units(const double *busy, enum bound *first, enum bound *second);
 /* Writes summary.json to 'path' atomically (base/fsutil.h). Returns 0 or -1 (errno). */
 int summary_write_json(const struct summary *s, const char *path);
 /* Prints one line about what `block: auto` chose for op 'name': "auto NAME:
@@ -134,6 +198,12 @@ void summary_print_auto(const char *name, const struct summary_auto *a, FILE *ou
  * blocks `block: auto` chose and, with a timeline, chip 0's time by category
  * and the critical path. */
 void summary_print_table(const struct summary *s, FILE *out);
+/* Writes to 'buf' how to get what the trace left out (dropped by the cap,
+ * filtered, or below its level): one sentence, "" when it holds everything. */
+void summary_trace_hint(const struct summary *s, char *buf, size_t n);
+/* Prints "wrote DIR/trace.json (level, events, MB; ...)" and, when events
+ * were dropped, a warning with the hint. */
+void summary_print_trace(const struct summary *s, const char *dir, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
 #endif

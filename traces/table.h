@@ -63,6 +63,7 @@ struct table {
     bool default_added;     /* it was added to the sweep's points for that (no override) */
     char *best_trace;       /* trace.json of the best point, relative to the output dir, or NULL */
     char *default_trace;    /* same for the default point */
+    const char *command;    /* borrowed: the command that reruns the sweep (report.html), or NULL */
     bool owned;
 };
 

@@ -1,6 +1,6 @@
-/* traces/trace.c -- in-memory events, Chrome Trace Event JSON writer.
- * Events are sorted by (pid, tid, start) at write time so the file is the
- * same whatever order actors recorded them in.
+/* traces/trace.c -- the streaming Chrome Trace Event writer (traces/trace.h).
+ * Events go to the file as they come; at level units the activity of an op
+ * on a unit's track is held in one pending span per track until the op ends.
  * May use: libc, base/ (fsutil, json, xalloc) and traces/trace.h only. */
 #include "traces/trace.h"
 
@@ -8,158 +8,127 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
 
-enum ev_kind { EV_SPAN, EV_COUNTER, EV_FLOW_OUT, EV_FLOW_IN, EV_PROC, EV_THREAD };
+#define TRACK_TIDS 128 /* tids per pid that level units can merge on */
+#define SLOTS 4        /* ops merged at once on one track (async beside compute) */
+#define PER_PID (TRACK_TIDS * SLOTS)
 
-struct event {
-    enum ev_kind kind;
-    int pid, tid, sort;
-    double t0, t1, v;
-    char *cat, *name, *args;
-    uint64_t seq;
+/* The activity of one op on one track, at level units. */
+struct pending {
+    char *op, *cat; /* owned; op NULL: none pending */
+    double t0, t1, active, bytes;
+    int64_t spans;
 };
 
 struct trace {
-    struct event *ev;
-    size_t n, cap, max, dropped;
-    uint64_t seq, flows;
+    struct trace_opts o;
+    bool *chips;
+    struct fs_atomic file;
+    bool open, any; /* any: an event was written (the next needs a comma) */
+    uint64_t bytes;
+    size_t events, dropped, filtered;
+    double drop_t0, last;
+    uint64_t flows;
     char **meta;
     size_t nmeta, capmeta;
+    struct pending *pend; /* per pid: TRACK_TIDS tracks of SLOTS */
+    int npend_pids;
 };
 
-struct trace *trace_new(size_t max_events)
+static const char *const level_names[] = {"none", "ops", "units", "steps"};
+
+const char *trace_level_name(enum trace_level l)
+{
+    return (unsigned)l <= TRACE_STEPS ? level_names[l] : "?";
+}
+
+int trace_level_parse(const char *s, enum trace_level *l)
+{
+    for (int i = 0; i <= TRACE_STEPS; i++)
+        if (strcmp(s, level_names[i]) == 0) {
+            *l = (enum trace_level)i;
+            return 0;
+        }
+    return -1;
+}
+
+struct trace *trace_new(const struct trace_opts *o)
 {
     struct trace *t = xcalloc(1, sizeof *t);
-    t->max = max_events;
+    t->o = *o;
+    if (!t->o.max_events)
+        t->o.max_events = TRACE_DEFAULT_MAX_EVENTS;
+    if (o->chips) {
+        t->chips = xcalloc((size_t)o->nchips + 1, sizeof *t->chips);
+        memcpy(t->chips, o->chips, sizeof *t->chips * (size_t)o->nchips);
+        t->o.chips = t->chips;
+    }
+    t->drop_t0 = INFINITY;
     return t;
 }
 
-void trace_free(struct trace *t)
+int trace_open(struct trace *t, const char *path)
 {
-    if (!t)
-        return;
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->ev[i].cat);
-        free(t->ev[i].name);
-        free(t->ev[i].args);
-    }
-    for (size_t i = 0; i < t->nmeta; i++)
-        free(t->meta[i]);
-    free(t->meta);
-    free(t->ev);
-    free(t);
+    if (fs_atomic_open(&t->file, path) != 0)
+        return -1;
+    t->open = true;
+    setvbuf(t->file.f, NULL, _IOFBF, 1 << 20);
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", t->file.f);
+    return 0;
 }
 
-static struct event *push(struct trace *t, enum ev_kind k, bool always)
+enum trace_level trace_level(const struct trace *t)
 {
-    if (!always && t->n >= t->max) {
-        t->dropped++;
+    return t->o.level;
+}
+
+bool trace_wants(const struct trace *t, enum trace_level l)
+{
+    return l <= t->o.level && t->o.level != TRACE_NONE;
+}
+
+static bool chip_kept(const struct trace *t, int pid)
+{
+    return !t->o.chips || (pid >= 0 && pid < t->o.nchips && t->o.chips[pid]);
+}
+
+static bool in_window(const struct trace *t, double t0, double t1)
+{
+    return !t->o.window || (t1 >= t->o.window_t0_s && t0 <= t->o.window_t1_s);
+}
+
+/* Whether 'n' events from 't0' to 't1' on 'pid' go to the file; counts them. */
+static bool admit(struct trace *t, int pid, double t0, double t1, size_t n)
+{
+    if (t1 > t->last)
+        t->last = t1;
+    if (!chip_kept(t, pid) || !in_window(t, t0, t1)) {
+        t->filtered += n;
+        return false;
+    }
+    if (t->events + n > t->o.max_events) {
+        t->dropped += n;
+        if (t0 < t->drop_t0)
+            t->drop_t0 = t0;
+        return false;
+    }
+    t->events += n;
+    return true;
+}
+
+static FILE *out(struct trace *t)
+{
+    if (!t->open)
         return NULL;
-    }
-    xgrow(&t->ev, &t->cap, t->n + 1, sizeof *t->ev);
-    struct event *e = &t->ev[t->n++];
-    memset(e, 0, sizeof *e);
-    e->kind = k;
-    e->seq = t->seq++;
-    return e;
-}
-
-void trace_process(struct trace *t, int pid, const char *name)
-{
-    struct event *e = push(t, EV_PROC, true);
-    e->pid = pid;
-    e->name = xstrdup(name);
-}
-
-void trace_thread(struct trace *t, int pid, int tid, const char *name, int sort)
-{
-    struct event *e = push(t, EV_THREAD, true);
-    e->pid = pid;
-    e->tid = tid;
-    e->sort = sort;
-    e->name = xstrdup(name);
-}
-
-void trace_span(struct trace *t, int pid, int tid, const char *cat, const char *name, double t0_s,
-                double t1_s, const char *args)
-{
-    struct event *e = push(t, EV_SPAN, false);
-    if (!e)
-        return;
-    e->pid = pid;
-    e->tid = tid;
-    e->t0 = t0_s;
-    e->t1 = t1_s > t0_s ? t1_s : t0_s;
-    e->cat = xstrdup(cat);
-    e->name = xstrdup(name);
-    e->args = args ? xstrdup(args) : NULL;
-}
-
-void trace_counter(struct trace *t, int pid, const char *name, double t_s, double v)
-{
-    struct event *e = push(t, EV_COUNTER, false);
-    if (!e)
-        return;
-    e->pid = pid;
-    e->t0 = t_s;
-    e->v = v;
-    e->name = xstrdup(name);
-}
-
-void trace_flow(struct trace *t, int pid0, int tid0, double t0_s, int pid1, int tid1, double t1_s)
-{
-    if (t->n + 2 > t->max) {
-        t->dropped += 2;
-        return;
-    }
-    uint64_t id = ++t->flows;
-    struct event *a = push(t, EV_FLOW_OUT, false);
-    a->pid = pid0, a->tid = tid0, a->t0 = t0_s, a->v = (double)id;
-    struct event *b = push(t, EV_FLOW_IN, false);
-    b->pid = pid1, b->tid = tid1, b->t0 = t1_s, b->v = (double)id;
-}
-
-void trace_meta(struct trace *t, const char *key, const char *value)
-{
-    xgrow(&t->meta, &t->capmeta, t->nmeta + 2, sizeof *t->meta);
-    t->meta[t->nmeta++] = xstrdup(key);
-    t->meta[t->nmeta++] = xstrdup(value);
-}
-
-size_t trace_count(const struct trace *t)
-{
-    return t->n;
-}
-
-size_t trace_dropped(const struct trace *t)
-{
-    return t->dropped;
-}
-
-static int cmp_seq(const struct event *x, const struct event *y)
-{
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-static int cmp_event(const void *a, const void *b)
-{
-    const struct event *x = a, *y = b;
-    int mx = x->kind >= EV_PROC, my = y->kind >= EV_PROC;
-    if (mx != my)
-        return my - mx; /* metadata first */
-    if (mx)
-        return cmp_seq(x, y);
-    if (x->pid != y->pid)
-        return x->pid - y->pid;
-    if (x->tid != y->tid)
-        return x->tid - y->tid;
-    if (x->t0 != y->t0)
-        return x->t0 < y->t0 ? -1 : 1;
-    return cmp_seq(x, y);
+    if (t->any)
+        fputs(",\n", t->file.f);
+    t->any = true;
+    return t->file.f;
 }
 
 /* Writes seconds 't' as microseconds with 3 decimals (1 ns), by integer
@@ -174,75 +143,257 @@ static void put_us(FILE *f, double t)
     fprintf(f, "%lld.%03lld", ns / 1000, ns % 1000);
 }
 
-static void write_event(FILE *f, const struct event *e)
+void trace_process(struct trace *t, int pid, const char *name)
 {
-    switch (e->kind) {
-    case EV_PROC:
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", e->pid);
-        json_write_string(f, e->name);
-        fprintf(f, "}}");
+    if (t->o.level == TRACE_NONE || !chip_kept(t, pid))
         return;
-    case EV_THREAD:
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-                e->pid, e->tid);
-        json_write_string(f, e->name);
-        fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
-                   "\"args\":{\"sort_index\":%d}}", e->pid, e->tid, e->sort);
+    t->events++;
+    FILE *f = out(t);
+    if (!f)
         return;
-    case EV_SPAN:
-        fprintf(f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", e->pid, e->tid);
-        put_us(f, e->t0);
-        fputs(",\"dur\":", f);
-        put_us(f, e->t1 - e->t0);
-        fputs(",\"cat\":", f);
-        json_write_string(f, e->cat);
-        fprintf(f, ",\"name\":");
-        json_write_string(f, e->name);
-        if (e->args)
-            fprintf(f, ",\"args\":{%s}", e->args);
-        fputc('}', f);
-        return;
-    case EV_COUNTER:
-        fprintf(f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", e->pid);
-        put_us(f, e->t0);
-        fputs(",\"name\":", f);
-        json_write_string(f, e->name);
-        fprintf(f, ",\"args\":{\"value\":%.6g}}", e->v);
-        return;
-    case EV_FLOW_OUT:
-    case EV_FLOW_IN:
-        fprintf(f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":", e->kind == EV_FLOW_OUT ? "s" : "f",
-                e->pid, e->tid);
-        put_us(f, e->t0);
-        fprintf(f, ",\"id\":%lld,\"cat\":\"dma\",\"name\":\"dma->compute\"%s}", (long long)e->v,
-                e->kind == EV_FLOW_IN ? ",\"bp\":\"e\"" : "");
-        return;
-    }
+    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", pid);
+    json_write_string(f, name);
+    fputs("}}", f);
 }
 
-int trace_write(const struct trace *t, const char *path)
+void trace_thread(struct trace *t, int pid, int tid, const char *name, int sort)
 {
-    struct fs_atomic a;
-    if (fs_atomic_open(&a, path) != 0)
-        return -1;
-    FILE *f = a.f;
-    struct event *ev = xmalloc(sizeof *ev * (t->n ? t->n : 1));
-    memcpy(ev, t->ev, sizeof *ev * t->n);
-    qsort(ev, t->n, sizeof *ev, cmp_event);
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{");
+    if (t->o.level == TRACE_NONE || !chip_kept(t, pid))
+        return;
+    t->events += 2;
+    FILE *f = out(t);
+    if (!f)
+        return;
+    fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+            pid, tid);
+    json_write_string(f, name);
+    fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+               "\"args\":{\"sort_index\":%d}}", pid, tid, sort);
+}
+
+static void write_span(struct trace *t, int pid, int tid, const char *cat, const char *name,
+                       double t0, double t1, const char *args)
+{
+    if (t1 < t0)
+        t1 = t0;
+    if (!admit(t, pid, t0, t1, 1))
+        return;
+    FILE *f = out(t);
+    if (!f)
+        return;
+    fprintf(f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid, tid);
+    put_us(f, t0);
+    fputs(",\"dur\":", f);
+    put_us(f, t1 - t0);
+    fputs(",\"cat\":", f);
+    json_write_string(f, cat);
+    fputs(",\"name\":", f);
+    json_write_string(f, name);
+    if (args)
+        fprintf(f, ",\"args\":{%s}", args);
+    fputc('}', f);
+}
+
+/* The SLOTS pending spans of track (pid, tid), or NULL for a tid out of range. */
+static struct pending *pending_at(struct trace *t, int pid, int tid)
+{
+    if (pid < 0 || tid < 0 || tid >= TRACK_TIDS)
+        return NULL;
+    if (pid >= t->npend_pids) {
+        int n = pid + 1;
+        t->pend = xrealloc(t->pend, sizeof *t->pend * (size_t)n * PER_PID);
+        memset(t->pend + (size_t)t->npend_pids * PER_PID, 0,
+               sizeof *t->pend * (size_t)(n - t->npend_pids) * PER_PID);
+        t->npend_pids = n;
+    }
+    return &t->pend[(size_t)pid * PER_PID + (size_t)tid * SLOTS];
+}
+
+static void flush_pending(struct trace *t, int pid, int tid, struct pending *p)
+{
+    if (!p->op)
+        return;
+    char args[160];
+    int n = snprintf(args, sizeof args, "\"active_us\": %.3f, \"spans\": %lld", p->active * 1e6,
+                     (long long)p->spans);
+    if (p->bytes > 0)
+        snprintf(args + n, sizeof args - (size_t)n, ", \"bytes\": %.0f", p->bytes);
+    write_span(t, pid, tid, p->cat, p->op, p->t0, p->t1, args);
+    free(p->op);
+    free(p->cat);
+    memset(p, 0, sizeof *p);
+}
+
+void trace_span(struct trace *t, int pid, int tid, const char *cat, const char *name, double t0_s,
+                double t1_s, const char *args)
+{
+    if (!trace_wants(t, TRACE_OPS))
+        return;
+    if (t->o.level == TRACE_UNITS && pid < t->npend_pids)
+        for (int k = 0; k < PER_PID; k++) {
+            struct pending *p = &t->pend[(size_t)pid * PER_PID + (size_t)k];
+            int ptid = k / SLOTS;
+            if (p->op && (ptid >= 90 || ptid / 10 == tid / 10) && strcmp(p->op, name) == 0)
+                flush_pending(t, pid, ptid, p);
+        }
+    write_span(t, pid, tid, cat, name, t0_s, t1_s, args);
+}
+
+/* Adds [t0, t1] to the pending span of 'op' on (pid, tid), or starts one. */
+static void merge_unit(struct trace *t, int pid, int tid, const char *cat, const char *op,
+                       double t0, double t1, double bytes)
+{
+    struct pending *slot = pending_at(t, pid, tid), *p = NULL;
+    if (!slot) {
+        write_span(t, pid, tid, cat, op, t0, t1, NULL);
+        return;
+    }
+    for (int i = 0; i < SLOTS && !p; i++) /* this op's, else a free one, else the oldest */
+        if (slot[i].op && strcmp(slot[i].op, op) == 0 && strcmp(slot[i].cat, cat) == 0)
+            p = &slot[i];
+    for (int i = 0; i < SLOTS && !p; i++)
+        if (!slot[i].op)
+            p = &slot[i];
+    if (!p) {
+        p = &slot[0];
+        for (int i = 1; i < SLOTS; i++)
+            if (slot[i].t0 < p->t0)
+                p = &slot[i];
+        flush_pending(t, pid, tid, p);
+    }
+    if (!p->op) {
+        *p = (struct pending){.op = xstrdup(op), .cat = xstrdup(cat), .t0 = t0, .t1 = t1,
+                              .active = t1 - t0, .bytes = bytes, .spans = 1};
+        return;
+    }
+    /* the union of the spans, as they come: one that starts inside the
+     * pending span adds only what sticks out of it */
+    p->active += t1 > p->t1 ? t1 - (t0 > p->t1 ? t0 : p->t1) : 0;
+    if (t0 < p->t0)
+        p->t0 = t0;
+    if (t1 > p->t1)
+        p->t1 = t1;
+    p->bytes += bytes;
+    p->spans++;
+}
+
+void trace_unit(struct trace *t, int pid, int tid, const char *cat, const char *name,
+                const char *op, double t0_s, double t1_s, double bytes, const char *args)
+{
+    if (t1_s < t0_s)
+        t1_s = t0_s;
+    if (t->o.level == TRACE_UNITS)
+        merge_unit(t, pid, tid, cat, op, t0_s, t1_s, bytes);
+    else if (t->o.level == TRACE_STEPS)
+        write_span(t, pid, tid, cat, name, t0_s, t1_s, args);
+}
+
+void trace_counter(struct trace *t, enum trace_level l, int pid, const char *name, double t_s,
+                   double v)
+{
+    if (!trace_wants(t, l) || !admit(t, pid, t_s, t_s, 1))
+        return;
+    FILE *f = out(t);
+    if (!f)
+        return;
+    fprintf(f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", pid);
+    put_us(f, t_s);
+    fputs(",\"name\":", f);
+    json_write_string(f, name);
+    fprintf(f, ",\"args\":{\"value\":%.6g}}", v);
+}
+
+static void write_flow_end(FILE *f, const char *name, bool in, int pid, int tid, double t,
+                           uint64_t id)
+{
+    fprintf(f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":", in ? "f" : "s", pid, tid);
+    put_us(f, t);
+    fprintf(f, ",\"id\":%llu,\"cat\":\"dma\",\"name\":", (unsigned long long)id);
+    json_write_string(f, name);
+    fprintf(f, "%s}", in ? ",\"bp\":\"e\"" : "");
+}
+
+void trace_flow(struct trace *t, enum trace_level l, const char *name, int pid0, int tid0,
+                double t0_s, int pid1, int tid1, double t1_s)
+{
+    if (!trace_wants(t, l))
+        return;
+    if (!chip_kept(t, pid1)) {
+        t->filtered += 2;
+        return;
+    }
+    if (!admit(t, pid0, t0_s, t1_s, 2))
+        return;
+    uint64_t id = ++t->flows;
+    FILE *f = out(t);
+    if (!f)
+        return;
+    write_flow_end(f, name, false, pid0, tid0, t0_s, id);
+    fputs(",\n", f);
+    write_flow_end(f, name, true, pid1, tid1, t1_s, id);
+}
+
+void trace_meta(struct trace *t, const char *key, const char *value)
+{
+    xgrow(&t->meta, &t->capmeta, t->nmeta + 2, sizeof *t->meta);
+    t->meta[t->nmeta++] = xstrdup(key);
+    t->meta[t->nmeta++] = xstrdup(value);
+}
+
+static void flush_all(struct trace *t)
+{
+    for (int pid = 0; pid < t->npend_pids; pid++)
+        for (int k = 0; k < PER_PID; k++)
+            flush_pending(t, pid, k / SLOTS, &t->pend[(size_t)pid * PER_PID + (size_t)k]);
+}
+
+int trace_close(struct trace *t)
+{
+    flush_all(t);
+    if (!t->open)
+        return 0;
+    FILE *f = t->file.f;
+    fputs("\n],\"otherData\":{", f);
     for (size_t i = 0; i + 1 < t->nmeta; i += 2) {
-        fprintf(f, "%s", i ? "," : "");
         json_write_string(f, t->meta[i]);
         fputc(':', f);
         json_write_string(f, t->meta[i + 1]);
+        fputc(',', f);
     }
-    fprintf(f, "%s\"dropped_events\":\"%zu\"},\n\"traceEvents\":[\n", t->nmeta ? "," : "",
-            t->dropped);
-    for (size_t i = 0; i < t->n; i++) {
-        write_event(f, &ev[i]);
-        fputs(i + 1 < t->n ? ",\n" : "\n", f);
+    fprintf(f, "\"trace_level\":\"%s\",\"dropped_events\":\"%zu\",\"filtered_events\":\"%zu\"}}\n",
+            trace_level_name(t->o.level), t->dropped, t->filtered);
+    t->open = false;
+    char *path = xstrdup(t->file.path);
+    int rc = fs_atomic_commit(&t->file);
+    struct stat sb;
+    if (rc == 0 && stat(path, &sb) == 0)
+        t->bytes = (uint64_t)sb.st_size;
+    free(path);
+    return rc;
+}
+
+void trace_free(struct trace *t)
+{
+    if (!t)
+        return;
+    if (t->open)
+        fs_atomic_abort(&t->file);
+    for (size_t i = 0; i < (size_t)t->npend_pids * PER_PID; i++) {
+        free(t->pend[i].op);
+        free(t->pend[i].cat);
     }
-    fputs("]}\n", f);
-    free(ev);
-    return fs_atomic_commit(&a);
+    free(t->pend);
+    for (size_t i = 0; i < t->nmeta; i++)
+        free(t->meta[i]);
+    free(t->meta);
+    free(t->chips);
+    free(t);
+}
+
+void trace_stats(const struct trace *t, struct trace_stats *st)
+{
+    *st = (struct trace_stats){.level = t->o.level, .events = t->events, .dropped = t->dropped,
+                               .filtered = t->filtered, .max_events = t->o.max_events,
+                               .complete_until_s = t->dropped ? t->drop_t0 : -1,
+                               .last_s = t->last, .bytes = t->bytes};
 }

@@ -43,6 +43,15 @@ struct result {
     int auto_ntimed[MAXOPS];
     double auto_time[MAXOPS], auto_default[MAXOPS];
     struct autotune_stats auto_stats;
+    /* explanations (sim/explain.h) */
+    char runner_up[MAXOPS][16];
+    double useful[MAXOPS];     /* useful_hbm_bytes */
+    struct summary_core_work core[MAXOPS][SUMMARY_MAX_CORES];
+    int nsub[MAXOPS];
+    struct summary_sub sub[MAXOPS][SUMMARY_MAX_SUB];
+    struct summary_coll coll[MAXOPS];
+    int ntc;
+    struct summary_tc tc[SUMMARY_MAX_CORES];
     char err[512];
 };
 
@@ -96,7 +105,16 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
             r->overhead_s[i] = s.ops[i].overhead_s;
             snprintf(r->bound[i], sizeof r->bound[i], "%s", bound_name(s.ops[i].bound));
             r->time[i] = s.ops[i].time_s, r->instances[i] = s.ops[i].instances;
+            snprintf(r->runner_up[i], sizeof r->runner_up[i], "%s", bound_name(s.ops[i].runner_up));
+            memcpy(r->core[i], s.ops[i].core, sizeof r->core[i]);
+            r->useful[i] = s.ops[i].useful_bytes;
+            r->nsub[i] = s.ops[i].nsub;
+            for (int k = 0; k < s.ops[i].nsub; k++)
+                r->sub[i][k] = s.ops[i].sub[k];
+            r->coll[i] = s.ops[i].coll;
         }
+        r->ntc = s.ntc;
+        memcpy(r->tc, s.tc, sizeof r->tc);
         r->total = s.total_time_s;
         memcpy(r->cat, s.cat_s, sizeof r->cat);
         r->npath = s.npath;

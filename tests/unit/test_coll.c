@@ -1,5 +1,5 @@
 /* tests/unit/test_coll.c -- collectives on remote DMAs against the scaling
- * book's bandwidth-bound formulas (tpu-specs.md 2) and the line schedule. */
+ * book's bandwidth-bound formulas (docs/chips.md, "Collective costs") and the line schedule. */
 #include "test_util.h"
 
 #include "sim_fork.h"
@@ -341,6 +341,39 @@ static void test_multislice_four_slices_ring(void **state)
     }
 }
 
+/* The data-parallel all-reduce over the DCN overlaps the backward (as in
+ * configs/scenarios/multislice_v5e_dp.yaml): each layer's grad_ar waits only
+ * for its own reduce-scatter, so the first one starts (and the DCN carries
+ * its bytes) while the later layers' matmuls still run, and all but the
+ * last layer's hide behind compute. */
+static void test_multislice_grad_all_reduce_overlaps_backward(void **state)
+{
+    (void)state;
+    struct result r = run(
+        "chip: v5e\ntopology: {shape: [16, 16], slices: 2}\nmesh: {data: 2, fsdp: 256}\n"
+        "workload:\n  - {op: all_gather, name: wg0, bytes: 1703936, groups: [fsdp], after: []}\n"
+        "  - repeat:\n      name: bwd\n      count: 3\n      ops:\n"
+        "        - {op: all_gather, name: wgather, bytes: 1703936, groups: [fsdp],\n"
+        "           after: [prev.wgather, prev.up_dgrad]}\n"
+        "        - {op: matmul, name: up_dgrad, m: 2048, k: 28672, n: 4096,\n"
+        "           after: [wg0, prev.wgather, prev.qkv_wgrad],\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: matmul, name: up_wgrad, m: 4096, k: 2048, n: 28672,\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: matmul, name: qkv_wgrad, m: 4096, k: 2048, n: 6144,\n"
+        "           block: {bm: 512, bk: 1024, bn: 1024}}\n"
+        "        - {op: reduce_scatter, name: grad_rs, bytes: 872415232, groups: [fsdp],\n"
+        "           after: [qkv_wgrad]}\n"
+        "        - {op: all_reduce, name: grad_ar, bytes: 3407872, groups: [data],\n"
+        "           after: [grad_rs]}\n",
+        NULL, 0);
+    assert_int_equal(r.rc, 0);
+    int ar = 6, wgrad = 4; /* bwd.grad_ar, bwd.qkv_wgrad */
+    assert_true(r.dcn[ar] > 0);
+    assert_true(r.start[ar] < r.end[wgrad]);
+    assert_true(r.cat[CAT_COLLECTIVE_HIDDEN] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_multislice_all_reduce_hand_derived),
         cmocka_unit_test(test_multislice_fabric_shared),
         cmocka_unit_test(test_multislice_four_slices_ring),
+        cmocka_unit_test(test_multislice_grad_all_reduce_overlaps_backward),
     };
     return cmocka_run_group_tests_name("collectives", tests, NULL, NULL);
 }

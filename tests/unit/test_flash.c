@@ -275,7 +275,7 @@ static void test_flash_calls_grids_and_operands(void **state)
     kern_fini(&k);
 }
 
-/* pallas-semantics.md 2.4 with the minor dims padded to (8, 128) tiles. */
+/* docs/pallas-semantics.md section 3 (residuals and scratch) with the minor dims padded to (8, 128) tiles. */
 static void test_flash_vmem_footprint_matches_formula(void **state)
 {
     (void)state;

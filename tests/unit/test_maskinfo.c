@@ -979,7 +979,7 @@ static void test_dynamic_mask_dkv(void **state)
 
 /* ---- beyond the upstream test file ---- */
 
-/* shared/reference/pallas-semantics.md 3.3: local window (8,8), 64x64, block
+/* docs/pallas-semantics.md section 4 (MaskInfo): local window (8,8), 64x64, block
  * 16x16; full arrays including the entries the kernel does not read. */
 static void test_maskinfo_process_doc_worked_example(void **state)
 {

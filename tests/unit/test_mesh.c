@@ -177,6 +177,36 @@ static void test_group_errors(void **state)
                       "either axes: (physical axes) or groups: (mesh axes), not both");
 }
 
+/* Multislice: one axis takes the slices as its outer factor (create_hybrid_
+ * device_mesh): 'data' by default, else the first axis they divide, or the
+ * axis written with dcn:; its part within the slice is laid out as usual. */
+static void test_slices_axis(void **state)
+{
+    (void)state;
+    struct topo t = torus(2, 16, 16, 1, true);
+    char err[256];
+    struct mesh m = mesh2("data", 4, "fsdp", 128); /* data 4 over 2 slices: 2 in each */
+    assert_int_equal(mesh_place_slices(&m, 256, 2, err, sizeof err), 0);
+    assert_int_equal(m.axis[0].dcn, 2);
+    assert_int_equal(mesh_layout(&m, &t, err, sizeof err), 0);
+    assert_int_equal(m.axis[0].nfactors, 1); /* 2 chips of the slice for data */
+    int ax = 0;
+    assert_true(mesh_axes_dcn(&m, &ax, 1));
+    ax = 1;
+    assert_false(mesh_axes_dcn(&m, &ax, 1));
+    m = mesh2("fsdp", 256, "tensor", 2); /* no data: the first axis the slices divide */
+    assert_int_equal(mesh_place_slices(&m, 256, 2, err, sizeof err), 0);
+    assert_int_equal(m.axis[0].dcn, 2);
+    m = mesh2("fsdp", 256, "tensor", 2);
+    m.axis[1].dcn = 2; /* written: tensor: {size: 2, dcn: 2} */
+    assert_int_equal(mesh_place_slices(&m, 256, 2, err, sizeof err), 0);
+    assert_int_equal(m.axis[0].dcn, 0);
+    assert_int_equal(m.axis[1].dcn, 2);
+    m = mesh2("data", 3, "fsdp", 256); /* 768 chips: not 2 x 256 */
+    assert_int_equal(mesh_place_slices(&m, 256, 2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "multiply to the 512 chips of 2 slices of 256, got 768"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_collective_over_groups),
         cmocka_unit_test(test_group_errors),
+        cmocka_unit_test(test_slices_axis),
     };
     return cmocka_run_group_tests_name("mesh", tests, NULL, NULL);
 }

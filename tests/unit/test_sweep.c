@@ -1199,7 +1199,9 @@ static void test_sweep_missing_output_fails(void **state)
     need_bin();
     char *dir = path_in("full"), *ref = path_in("full_ref");
     char *out = path_in("full.out"), *err = path_in("full.err");
-    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref, NULL};
+    /* traces of every step: larger than the tables */
+    const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", ref,
+                          "--set", "options.trace=steps", NULL};
     assert_int_equal(run_bin(args, out, err, false), 0);
     /* a file limit between the largest other output and the smallest kept trace */
     static const char *const others[] = {"sweep.csv", "sweep.json", "report.md", "heatmap.svg",
@@ -1223,7 +1225,8 @@ static void test_sweep_missing_output_fails(void **state)
                       trace, big);
         skip();
     }
-    const char *full[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    const char *full[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir,
+                          "--set", "options.trace=steps", NULL};
     assert_int_equal(run_bin_limited(full, out, err, false, (big + trace) / 2), 1);
     char *text = read_all(err);
     assert_non_null(strstr(text, "the run with a trace failed"));

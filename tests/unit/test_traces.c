@@ -1,6 +1,7 @@
 /* tests/unit/test_traces.c -- the outputs layer on hand-made inputs: the
- * trace writer (sorted events, valid JSON read back with base/json.h,
- * dropped events, flow arrows, counters), summary.json's keys and the
+ * trace writer (streamed events, valid JSON read back with base/json.h,
+ * dropped events, flow arrows, counters, levels, the units merge, chip and
+ * window filters), summary.json's keys and the
  * console table (with an SPMD fold and a timeline), sweep.csv and
  * sweep.json of a two-row table byte for byte (and read back), report.md,
  * the SVG plots and `compare`. */
@@ -60,21 +61,28 @@ static struct json *read_json(const char *path)
 
 /* ---------------- trace.json ---------------- */
 
-/* Room for 7 events: 2 names, spans b then a (added out of order), a
- * counter and a flow (2 events) fill it; one more span and one more flow are
- * dropped (3 events); a name past the limit is still kept. */
+static struct trace *trace_at(enum trace_level l, size_t max)
+{
+    struct trace_opts o = {.level = l, .max_events = max};
+    return trace_new(&o);
+}
+
+/* Room for 7 events at level steps: the names (3 events: a process, a
+ * thread's name and sort index), spans b then a (out of order: the file is
+ * not sorted), a counter (6); a flow (2 more: 8) is dropped, span c (7)
+ * kept, span d dropped (3 dropped); a process name past the cap is kept (8). */
 static struct trace *small_trace(void)
 {
-    struct trace *t = trace_new(7);
+    struct trace *t = trace_at(TRACE_STEPS, 7);
     trace_meta(t, "scenario", "demo");
     trace_process(t, 0, "chip 0");
     trace_thread(t, 0, 1, "core 0", 1);
     trace_span(t, 0, 1, "op", "b", 2e-6, 3e-6, "\"bytes\": 4096");
     trace_span(t, 0, 1, "op", "a", 1e-6, 1.5e-6, NULL);
-    trace_counter(t, 0, "HBM GB/s", 1e-6, 819);
-    trace_flow(t, 0, 1, 1e-6, 0, 1, 2e-6);
-    trace_span(t, 0, 1, "op", "dropped", 4e-6, 5e-6, NULL);
-    trace_flow(t, 0, 1, 4e-6, 0, 1, 5e-6);
+    trace_counter(t, TRACE_STEPS, 0, "HBM GB/s", 1e-6, 819);
+    trace_flow(t, TRACE_STEPS, "dma->compute", 0, 1, 1e-6, 0, 1, 2e-6);
+    trace_span(t, 0, 1, "op", "c", 4e-6, 5e-6, NULL);
+    trace_span(t, 0, 1, "op", "d", 6e-6, 7e-6, NULL);
     trace_process(t, 1, "chip 1");
     return t;
 }
@@ -83,47 +91,184 @@ static void test_trace_counts_kept_and_dropped_events(void **state)
 {
     (void)state;
     struct trace *t = small_trace();
-    assert_int_equal(trace_count(t), 5 + 3);
-    assert_int_equal(trace_dropped(t), 3);
+    struct trace_stats st;
+    trace_stats(t, &st);
+    assert_int_equal(st.events, 8);
+    assert_int_equal(st.dropped, 3);
+    assert_int_equal(st.filtered, 0);
+    assert_float_equal(st.complete_until_s, 1e-6, 0); /* the flow's start: the first dropped */
+    assert_float_equal(st.last_s, 7e-6, 0);
     trace_free(t);
 }
 
-/* Metadata first in the order added, then by (pid, tid, start, order added). */
-static void test_trace_write_sorted_valid_json(void **state)
+/* Events in the order they came (the viewers sort), metadata in otherData
+ * with the level and the counts; the file's size is reported. Room for 8:
+ * the last span is dropped. */
+static void test_trace_write_streams_valid_json(void **state)
 {
     (void)state;
     struct trace *t = small_trace();
     char *p = path_in("trace.json");
-    assert_int_equal(trace_write(t, p), 0);
     trace_free(t);
+    t = trace_at(TRACE_STEPS, 8);
+    assert_int_equal(trace_open(t, p), 0);
+    assert_false(fs_exists(p)); /* a temporary until closed */
+    trace_meta(t, "scenario", "demo");
+    trace_process(t, 0, "chip 0");
+    trace_thread(t, 0, 1, "core 0", 1);
+    trace_span(t, 0, 1, "op", "b", 2e-6, 3e-6, "\"bytes\": 4096");
+    trace_span(t, 0, 1, "op", "a", 1e-6, 1.5e-6, NULL);
+    trace_counter(t, TRACE_STEPS, 0, "HBM GB/s", 1e-6, 819);
+    trace_flow(t, TRACE_STEPS, "dma->compute", 0, 1, 1e-6, 0, 1, 2e-6);
+    trace_span(t, 0, 1, "op", "c", 4e-6, 5e-6, NULL);
+    assert_int_equal(trace_close(t), 0);
+    struct trace_stats st;
+    trace_stats(t, &st);
+    trace_free(t);
+    size_t len;
+    char *text = fs_read_all(p, (size_t)1 << 20, &len);
+    assert_int_equal(st.bytes, len);
+    free(text);
     struct json *j = read_json(p);
     const struct json *other = json_get(j, "otherData");
     assert_string_equal(json_str(other, "scenario", ""), "demo");
-    assert_string_equal(json_str(other, "dropped_events", ""), "3");
+    assert_string_equal(json_str(other, "dropped_events", ""), "1");
+    assert_string_equal(json_str(other, "trace_level", ""), "steps");
     const struct json *ev = json_get(j, "traceEvents");
     assert_non_null(ev);
     assert_int_equal(ev->type, JSON_ARR);
-    static const char *const ph[] = {"M", "M", "M", "M", "C", "X", "s", "X", "f"};
-    static const char *const name[] = {"process_name", "thread_name", "thread_sort_index",
-                                       "process_name", "HBM GB/s",    "a",
-                                       "dma->compute", "b",           "dma->compute"};
-    assert_int_equal(ev->n, 9);
+    static const char *const ph[] = {"M", "M", "M", "X", "X", "C", "s", "f"};
+    static const char *const name[] = {"process_name", "thread_name",  "thread_sort_index",
+                                       "b",            "a",            "HBM GB/s",
+                                       "dma->compute", "dma->compute"};
+    assert_int_equal(ev->n, 8); /* c is past the cap */
     for (int i = 0; i < ev->n; i++) {
         assert_string_equal(json_str(ev->kids[i], "ph", ""), ph[i]);
         assert_string_equal(json_str(ev->kids[i], "name", ""), name[i]);
     }
-    const struct json *a = ev->kids[5], *b = ev->kids[7], *s = ev->kids[6], *f = ev->kids[8];
+    const struct json *a = ev->kids[4], *b = ev->kids[3], *s = ev->kids[6], *f = ev->kids[7];
     assert_float_equal(json_num(a, "ts", -1), 1.0, 1e-12); /* microseconds */
     assert_float_equal(json_num(a, "dur", -1), 0.5, 1e-12);
     assert_null(json_get(a, "args"));
     assert_float_equal(json_num(json_get(b, "args"), "bytes", 0), 4096, 0);
-    assert_float_equal(json_num(json_get(ev->kids[4], "args"), "value", 0), 819, 0);
+    assert_float_equal(json_num(json_get(ev->kids[5], "args"), "value", 0), 819, 0);
     /* the arrow: same id at both ends, the end binds to the enclosing span */
     assert_true(json_num(s, "id", -1) == json_num(f, "id", -2));
     assert_float_equal(json_num(f, "ts", -1), 2.0, 1e-12);
     assert_string_equal(json_str(f, "bp", ""), "e");
     assert_null(json_get(s, "bp"));
     json_free(j);
+    free(p);
+}
+
+/* Level units: an op's activity on a track becomes one span from its first
+ * to its last activity when the op's span ends. MXU [1, 2] and [3, 4] us:
+ * one span at 1 us, 3 us long, 2 us active; DMAs [0, 2] (100 B) and [1, 3]
+ * (50 B) overlap: active 2 + 1 = 3 us, 150 B. A steps-level arrow is not
+ * recorded (nor counted as dropped); a units-level counter is. */
+static void test_trace_units_merges_an_ops_activity(void **state)
+{
+    (void)state;
+    struct trace *t = trace_at(TRACE_UNITS, 0);
+    char *p = path_in("units.json");
+    assert_int_equal(trace_open(t, p), 0);
+    trace_unit(t, 0, 1, "mxu", "step", "mm", 1e-6, 2e-6, 0, "\"step\": 0");
+    trace_unit(t, 0, 3, "dma", "HBM->VMEM", "mm", 0, 2e-6, 100, NULL);
+    trace_unit(t, 0, 1, "mxu", "step", "mm", 3e-6, 4e-6, 0, "\"step\": 1");
+    trace_unit(t, 0, 3, "dma", "HBM->VMEM", "mm", 1e-6, 3e-6, 50, NULL);
+    trace_flow(t, TRACE_STEPS, "dma->compute", 0, 3, 0, 0, 1, 1e-6);
+    trace_counter(t, TRACE_UNITS, 0, "VMEM TC0 (bytes)", 0, 4096);
+    trace_span(t, 0, 0, "matmul", "mm", 0, 5e-6, NULL);
+    assert_int_equal(trace_close(t), 0);
+    struct trace_stats st;
+    trace_stats(t, &st);
+    assert_int_equal(st.events, 4);
+    assert_int_equal(st.dropped, 0);
+    trace_free(t);
+    struct json *j = read_json(p);
+    const struct json *ev = json_get(j, "traceEvents");
+    assert_int_equal(ev->n, 4);
+    const struct json *mxu = NULL, *dma = NULL;
+    for (int i = 0; i < ev->n; i++) {
+        if (json_num(ev->kids[i], "tid", -1) == 1)
+            mxu = ev->kids[i];
+        if (json_num(ev->kids[i], "tid", -1) == 3)
+            dma = ev->kids[i];
+    }
+    assert_non_null(mxu);
+    assert_non_null(dma);
+    assert_string_equal(json_str(mxu, "name", ""), "mm");
+    assert_float_equal(json_num(mxu, "ts", -1), 1.0, 1e-12);
+    assert_float_equal(json_num(mxu, "dur", -1), 3.0, 1e-12);
+    assert_float_equal(json_num(json_get(mxu, "args"), "active_us", -1), 2.0, 1e-9);
+    assert_float_equal(json_num(json_get(mxu, "args"), "spans", -1), 2, 0);
+    assert_float_equal(json_num(json_get(dma, "args"), "active_us", -1), 3.0, 1e-9);
+    assert_float_equal(json_num(json_get(dma, "args"), "bytes", -1), 150, 0);
+    assert_float_equal(json_num(dma, "dur", -1), 3.0, 1e-12);
+    json_free(j);
+    free(p);
+}
+
+/* Filters: chip 1 of 2 and the window [2, 3] us. Chip 0's names and span
+ * are left out (the names silently, the span counted), a span before the
+ * window too; spans that overlap it are kept whole. Level ops keeps op
+ * spans only; level none records nothing. */
+static void test_trace_filters_chips_window_and_levels(void **state)
+{
+    (void)state;
+    bool chips[2] = {false, true};
+    struct trace_opts o = {.level = TRACE_STEPS, .window = true, .window_t0_s = 2e-6,
+                           .window_t1_s = 3e-6, .chips = chips, .nchips = 2};
+    struct trace *t = trace_new(&o);
+    chips[1] = false; /* copied */
+    trace_process(t, 0, "chip 0");
+    trace_process(t, 1, "chip 1");
+    trace_span(t, 0, 0, "op", "x", 2e-6, 3e-6, NULL);
+    trace_span(t, 1, 0, "op", "early", 0, 1e-6, NULL);
+    trace_span(t, 1, 0, "op", "kept", 2.5e-6, 4e-6, NULL);
+    trace_unit(t, 1, 1, "mxu", "step", "kept", 1e-6, 2e-6, 0, NULL); /* ends at the window */
+    struct trace_stats st;
+    trace_stats(t, &st);
+    assert_int_equal(st.events, 3);
+    assert_int_equal(st.filtered, 2);
+    assert_int_equal(st.dropped, 0);
+    trace_free(t);
+
+    t = trace_at(TRACE_OPS, 0);
+    assert_false(trace_wants(t, TRACE_UNITS));
+    trace_span(t, 0, 0, "op", "x", 0, 1e-6, NULL);
+    trace_unit(t, 0, 1, "mxu", "step", "x", 0, 1e-6, 0, NULL);
+    trace_counter(t, TRACE_UNITS, 0, "VMEM", 0, 1);
+    trace_flow(t, TRACE_OPS, "after", 0, 0, 0, 0, 0, 1e-6);
+    trace_stats(t, &st);
+    assert_int_equal(st.events, 3);
+    trace_free(t);
+
+    t = trace_at(TRACE_NONE, 0);
+    assert_false(trace_wants(t, TRACE_OPS));
+    trace_process(t, 0, "chip 0");
+    trace_span(t, 0, 0, "op", "x", 0, 1e-6, NULL);
+    trace_stats(t, &st);
+    assert_int_equal(st.events, 0);
+    trace_free(t);
+    enum trace_level l;
+    assert_int_equal(trace_level_parse("units", &l), 0);
+    assert_int_equal(l, TRACE_UNITS);
+    assert_int_equal(trace_level_parse("all", &l), -1);
+    assert_string_equal(trace_level_name(TRACE_STEPS), "steps");
+}
+
+/* An unfinished trace leaves no file and no temporary. */
+static void test_trace_freed_open_leaves_nothing(void **state)
+{
+    (void)state;
+    char *p = path_in("aborted.json");
+    struct trace *t = trace_at(TRACE_OPS, 0);
+    assert_int_equal(trace_open(t, p), 0);
+    trace_span(t, 0, 0, "op", "x", 0, 1e-6, NULL);
+    trace_free(t);
+    assert_false(fs_exists(p));
+    assert_int_equal(fs_remove_temps(tmpdir), 0);
     free(p);
 }
 
@@ -167,6 +312,13 @@ static void two_op_summary(struct summary *s)
                                     .time_s = 0.5e-3};
     for (int i = 0; i < 2; i++)
         summary_pick_bound(&s->ops[i]);
+    /* busy over time: mxu 7e-4 / 1e-3, hbm 5e-4 / 1e-3; ici 4e-4 / 5e-4, latency 1e-5 / 5e-4 */
+    s->ops[0].bound_frac = 0.7, s->ops[0].runner_up_frac = 0.5;
+    s->ops[0].useful_bytes = 6.5e9; /* under a tenth padding: not printed */
+    s->ops[1].bound_frac = 0.8, s->ops[1].runner_up_frac = 0.02;
+    s->ops[1].coll = (struct summary_coll){.present = true, .n = 8, .data_bytes = 1e8,
+                                           .algbw_Bps = 2e11, .busbw_Bps = 1.75e11,
+                                           .link_peak_Bps = 1.8e11, .link_share = 0.972};
 }
 
 /* The same, run on an SPMD fold of 4 of the 8 chips, with chip 0's timeline:
@@ -225,6 +377,15 @@ static void test_summary_json_has_the_contract_keys(void **state)
     assert_string_equal(json_str(ops->kids[1], "bound", ""), "ici");
     assert_float_equal(json_num(ops->kids[1], "time_s", 0), 0.5e-3, 1e-15);
     assert_float_equal(json_num(ops->kids[0], "vmem_peak_bytes", 0), 10485760, 0);
+    /* the explanations */
+    assert_string_equal(json_str(ops->kids[0], "runner_up", ""), "hbm");
+    assert_float_equal(json_num(ops->kids[0], "bound_fraction", 0), 0.7, 1e-9);
+    assert_string_equal(json_str(ops->kids[1], "runner_up", ""), "latency");
+    const struct json *coll = json_get(ops->kids[1], "collective");
+    assert_non_null(coll);
+    assert_float_equal(json_num(coll, "busbw_Bps", 0), 1.75e11, 1);
+    assert_float_equal(json_num(coll, "link_share", 0), 0.972, 1e-9);
+    assert_null(json_get(ops->kids[0], "collective"));
     json_free(j);
     free(p);
 }
@@ -253,7 +414,12 @@ static void test_summary_console_table(void **state)
                               "time by category (chip 0): matmul 1.000 ms (66.7%) "
                               "collective_exposed 500.000 us (33.3%)\n"
                               "critical path: matmul-4k (1.000 ms) -> "
-                              "a-very-long-all-gather-name (500.000 us)\n");
+                              "a-very-long-all-gather-name (500.000 us)\n"
+                              "why:\n"
+                              "  matmul-4k: mxu 70% of its time, then hbm 50%\n"
+                              "  a-very-long-all-gather-name: ici 80% of its time, then latency "
+                              "2%; algbw 200.0 GB/s, busbw 175.0 GB/s over 8 devices, 97.2% of "
+                              "the links' 180.0 GB/s\n");
     free(text);
 }
 
@@ -562,7 +728,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
-        cmocka_unit_test(test_trace_write_sorted_valid_json),
+        cmocka_unit_test(test_trace_write_streams_valid_json),
+        cmocka_unit_test(test_trace_units_merges_an_ops_activity),
+        cmocka_unit_test(test_trace_filters_chips_window_and_levels),
+        cmocka_unit_test(test_trace_freed_open_leaves_nothing),
         cmocka_unit_test(test_summary_json_has_the_contract_keys),
         cmocka_unit_test(test_summary_console_table),
         cmocka_unit_test(test_table_write_csv_bytes),

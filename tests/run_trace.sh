@@ -1,0 +1,93 @@
+#!/bin/sh
+# tests/run_trace.sh TPUSIM -- trace.json's levels, filters and cap on the
+# default scenario (v5e 2x16 folded to 4 chips of 1 TensorCore, 4 ops):
+# sizes counted by hand, the dropped-events report on the console and in
+# summary.json, --trace none, bad flags.
+bin=$1
+dir=$(dirname "$bin")
+fail=0; n=0
+t=$(mktemp -d)
+ok() { n=$((n + 1)); }
+bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
+# one event a line between the header and otherData
+events() { echo $(($(wc -l < "$1") - 2)); }
+# the number after "key": in the summary's trace object
+tkey() { sed -n '/"trace": {/,$p' "$1" | grep -o "\"$2\": [0-9]*" | head -1 | sed 's/.*: //'; }
+size() { wc -c < "$1" | tr -d ' '; }
+
+for l in ops units steps; do
+    $VALGRIND "$bin" run --trace $l -o "$t/$l" $SIMFLAGS > "$t/$l.out" 2>&1 || bad "--trace $l exit $?"
+    "$dir/tests/jsoncheck" "$t/$l/trace.json" "$t/$l/summary.json" && ok || bad "--trace $l: not JSON"
+    [ "$(tkey "$t/$l/summary.json" events)" = "$(events "$t/$l/trace.json")" ] && ok \
+        || bad "--trace $l: summary's events $(tkey "$t/$l/summary.json" events) != $(events "$t/$l/trace.json")"
+    [ "$(tkey "$t/$l/summary.json" bytes)" = "$(size "$t/$l/trace.json")" ] && ok || bad "--trace $l: bytes"
+    grep -q "^wrote .*trace.json (--trace $l: $(events "$t/$l/trace.json") events" "$t/$l.out" && ok \
+        || bad "--trace $l: console line"
+done
+# ops: per chip 1 process name + 9 tracks (TC0, async, MXU, VPU, DMA, ICI x+ x- y+ y-) x 2
+# metadata events = 19, 4 chips = 76; 4 ops x 4 chips = 16 spans, and the 4 pallas_calls of
+# the attention (fwd, di, dkv, dq) x 4 chips = 16 sub-kernel spans; no after: arrows. 108.
+[ "$(events "$t/ops/trace.json")" = 108 ] && ok || bad "ops: $(events "$t/ops/trace.json") events, want 108"
+# units: the same plus a span per op and unit used, and the VMEM counters: more than ops,
+# fewer than a tenth of steps (every grid step, DMA and hop: 30,404)
+u=$(events "$t/units/trace.json"); s=$(events "$t/steps/trace.json")
+[ "$u" -gt 108 ] && [ $((u * 10)) -lt "$s" ] && ok || bad "units $u vs steps $s"
+[ "$(size "$t/ops/trace.json")" -lt "$(size "$t/units/trace.json")" ] \
+    && [ "$(size "$t/units/trace.json")" -lt "$(size "$t/steps/trace.json")" ] && ok || bad "sizes not ordered"
+# the default level is units
+$VALGRIND "$bin" run -o "$t/def" -q $SIMFLAGS && cmp -s "$t/def/trace.json" "$t/units/trace.json" \
+    && ok || bad "the default level is not units"
+grep -q '"level": "units"' "$t/def/summary.json" && ok || bad "summary: level units"
+# chip 2 of the slice, (0,1), is chip 1 of the fold [1x4]: 19 names + its 4 op spans and 4
+# sub-kernel spans; the other 3 chips' 24 spans are filtered (their names are not counted)
+"$bin" run --trace ops --trace-chips 2 -o "$t/c2" -q $SIMFLAGS || bad "--trace-chips 2"
+[ "$(events "$t/c2/trace.json")" = 27 ] && [ "$(tkey "$t/c2/summary.json" filtered)" = 24 ] \
+    && grep -q '"pid":1,' "$t/c2/trace.json" && ! grep -q '"pid":0,' "$t/c2/trace.json" && ok \
+    || bad "--trace-chips 2: $(events "$t/c2/trace.json") events"
+# chip 17, (1,8), folds onto (0,0): chip 0; with chip 2, two chips: 54 events, 16 filtered
+"$bin" run --trace ops --trace-chips 2,17 -o "$t/c17" -q $SIMFLAGS || bad "--trace-chips 2,17"
+[ "$(events "$t/c17/trace.json")" = 54 ] && [ "$(tkey "$t/c17/summary.json" filtered)" = 16 ] \
+    && grep -q '"chips": "2,17"' "$t/c17/summary.json" && ok || bad "--trace-chips 2,17"
+# distinct: the fold's 4 chips are the distinct ones: the whole trace, also under --all-chips
+"$bin" run --trace ops --trace-chips distinct -o "$t/dist" -q $SIMFLAGS \
+    && [ "$(events "$t/dist/trace.json")" = 108 ] && ok || bad "--trace-chips distinct"
+"$bin" run --trace ops --trace-chips distinct --all-chips -o "$t/dista" -q $SIMFLAGS \
+    && [ "$(events "$t/dista/trace.json")" = 108 ] && ok \
+    || bad "--trace-chips distinct --all-chips: $(events "$t/dista/trace.json")"
+# the window 3.4 ms to the end: only copy-256MiB (3.372 to 4.033 ms) overlaps it: 76 + 4
+"$bin" run --trace ops --trace-window 3.4ms: -o "$t/win" -q $SIMFLAGS \
+    && [ "$(events "$t/win/trace.json")" = 80 ] && [ "$(grep -c '"ph":"X"' "$t/win/trace.json")" = 4 ] \
+    && grep '"ph":"X"' "$t/win/trace.json" | grep -qv copy-256MiB; [ $? = 1 ] && ok \
+    || bad "--trace-window 3.4ms: $(events "$t/win/trace.json") events"
+# the cap: 1000 of the 30,404 steps-level events; the rest is reported with how to get it
+"$bin" run --trace steps --trace-max-events 1000 -o "$t/cap" $SIMFLAGS > "$t/cap.out" 2>&1 || bad "cap exit"
+[ "$(events "$t/cap/trace.json")" = 1000 ] && [ "$(tkey "$t/cap/summary.json" dropped)" = 29404 ] \
+    && grep -q '"complete": false' "$t/cap/summary.json" && ok \
+    || bad "cap: $(events "$t/cap/trace.json") events, dropped $(tkey "$t/cap/summary.json" dropped)"
+# 30,404 events in windows of at most 1000: 31 runs
+grep -q '^warning: trace.json is incomplete: 29404 events dropped past --trace-max-events 1000; the run has 30404 events at this level; for all of them: --trace-max-events 100000, or 31 runs with --trace-window 0:131.452us, --trace-window 131.452us:262.904us, .* or --trace units$' "$t/cap.out" \
+    && grep -q '"hint": "the run has 30404 events' "$t/cap/summary.json" && ok \
+    || bad "cap: no warning: $(cat "$t/cap.out" | tail -2)"
+"$bin" run --trace steps --trace-max-events 1000 -o "$t/capq" -q $SIMFLAGS 2> "$t/capq.err" \
+    && grep -q '^warning: trace.json is incomplete' "$t/capq.err" && ok || bad "cap: --quiet hides the warning"
+# the hint's second window runs and holds a part of the events, none dropped
+w=$(sed -n 's/.*runs with --trace-window [^,]*, --trace-window \([^,]*\),.*/\1/p' "$t/cap.out" | head -1)
+"$bin" run --trace steps --trace-window "$w" -o "$t/rest" -q $SIMFLAGS \
+    && [ "$(tkey "$t/rest/summary.json" dropped)" = 0 ] \
+    && [ "$(events "$t/rest/trace.json")" -lt 30404 ] && ok || bad "the hint's window ($w)"
+# none: no trace.json (not an earlier one either), the summary says so
+cp "$t/ops/trace.json" "$t/def/trace.json"
+"$bin" run --trace none -o "$t/def" $SIMFLAGS > "$t/none.out" && [ ! -e "$t/def/trace.json" ] \
+    && grep -q '"level": "none", "path": null' "$t/def/summary.json" \
+    && grep -q 'no trace: --trace none' "$t/none.out" && ok || bad "--trace none"
+# bad flags: exit 2, nothing run
+"$bin" run --trace all -o "$t/x" >/dev/null 2>"$t/err"; [ $? = 2 ] \
+    && grep -q -- '--trace takes none, ops, units or steps' "$t/err" && ok || bad "--trace all"
+"$bin" run --trace-chips 32 -o "$t/x" >/dev/null 2>"$t/err"; [ $? = 2 ] \
+    && grep -q -- "--trace-chips: expected chip numbers from 0 to 31 separated by commas, or distinct, got '32'" "$t/err" \
+    && [ ! -e "$t/x" ] && ok || bad "--trace-chips 32: $(cat "$t/err")"
+"$bin" run --trace-window 5ms:1ms -o "$t/x" >/dev/null 2>"$t/err"; [ $? = 2 ] \
+    && grep -q -- '--trace-window takes START:END' "$t/err" && ok || bad "--trace-window 5ms:1ms"
+rm -rf "$t"
+echo "trace: $((n - fail)) passed, $fail failed"
+[ $fail -eq 0 ]
