@@ -62,9 +62,15 @@ def run(tpusim, path, fidelity, out, max_steps):
 
 
 def sweep(tpusim, spec, fidelity, out, jobs, max_steps):
-    subprocess.run([tpusim, "sweep", spec, "-o", out, "-j", str(jobs), "--force",
-                    "--set", f"options.fidelity={fidelity}", "--set",
-                    f"options.max_steps={max_steps}"], capture_output=True, text=True)
+    """{point: (time or None, reason)}, or None when the sweep takes longer
+    than TIMEOUT x its points."""
+    try:
+        subprocess.run([tpusim, "sweep", spec, "-o", out, "-j", str(jobs), "--force",
+                        "--set", f"options.fidelity={fidelity}", "--set",
+                        f"options.max_steps={max_steps}"], capture_output=True, text=True,
+                       timeout=TIMEOUT[0] * 4)
+    except subprocess.TimeoutExpired:
+        return None
     res = {}
     path = os.path.join(out, "sweep.csv")
     if os.path.exists(path):
@@ -73,6 +79,16 @@ def sweep(tpusim, spec, fidelity, out, jobs, max_steps):
                 res[row["point"]] = (float(row["time_s"]) if row["status"] == "ok" else None,
                                      row.get("reason", ""))
     return res
+
+
+def show(row):
+    name, f, e, note = row
+    if f is None or e is None:
+        print(f"{name[:52]:52} {'-':>12} {'-':>12} {'':>7}  {note[:90]}", flush=True)
+        return
+    d = (f - e) / e
+    flag = "  OUTSIDE 1%" if abs(d) > TOL else ""
+    print(f"{name[:52]:52} {f*1e3:10.4f}ms {e*1e3:10.4f}ms {100*d:+6.2f}%{flag}", flush=True)
 
 
 def main():
@@ -105,32 +121,39 @@ def main():
                 return name, None, None, eb
             return name, fa, ex, eb
 
+        print(f"{'scenario':52} {'fast':>12} {'exact':>12} {'diff':>7}", flush=True)
         with ThreadPoolExecutor(a.j) as ex:
-            rows += list(ex.map(pair, items))
+            for row in ex.map(pair, items):
+                rows.append(row)
+                show(row)
         for spec in sorted(glob.glob(os.path.join(ROOT, "configs", "sweeps", "*.yaml"))):
             base = os.path.splitext(os.path.basename(spec))[0]
             fa = sweep(a.tpusim, spec, "fast", os.path.join(tmp, base + ".fast"), a.j, a.max_steps)
             ex = sweep(a.tpusim, spec, "exact", os.path.join(tmp, base + ".exact"), a.j,
-                       a.max_steps)
+                       a.max_steps) if fa is not None else None
+            if fa is None or ex is None:
+                rows.append((base, None, None, f"skipped: the {'fast' if fa is None else 'exact'} "
+                             f"sweep takes longer than {4 * TIMEOUT[0]} s"))
+                show(rows[-1])
+                continue
             for pt in sorted(fa, key=int):
                 (tf, why), (te, _) = fa[pt], ex.get(pt, (None, ""))
                 if tf is None and "infeasible" not in why:
                     rows.append((f"{base}#{pt}", None, None, why))
                 elif tf is not None:
                     rows.append((f"{base}#{pt}", tf, te, "" if te else "exact run failed"))
+                else:
+                    continue
+                show(rows[-1])
     bad = skipped = 0
     worst = (0.0, "")
-    print(f"{'scenario':52} {'fast':>12} {'exact':>12} {'diff':>7}")
     for name, f, e, note in rows:
         if f is None or e is None:
             skipped += 1
-            print(f"{name[:52]:52} {'-':>12} {'-':>12} {'':>7}  {note[:90]}")
             continue
         d = (f - e) / e
         bad += abs(d) > TOL
         worst = max(worst, (abs(d), name))
-        flag = "  OUTSIDE 1%" if abs(d) > TOL else ""
-        print(f"{name[:52]:52} {f*1e3:10.4f}ms {e*1e3:10.4f}ms {100*d:+6.2f}%{flag}")
     n = len(rows) - skipped
     print(f"fast vs exact: {n - bad} of {n} within {100*TOL:.0f} % (worst {100*worst[0]:.2f} %, "
           f"{worst[1]}); {skipped} not compared (resource guard at --max-steps {a.max_steps}, "
