@@ -11,6 +11,7 @@
 #include "base/xalloc.h"
 #include "traces/plots.h"
 #include "traces/summary.h"
+#include "traces/svg.h"
 #include "traces/table.h"
 
 static const char css[] =
@@ -26,24 +27,7 @@ static const char css[] =
 
 static void esc(FILE *f, const char *s)
 {
-    for (s = s ? s : ""; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
+    svg_escape(f, s); /* one escaping rule for the page and its plots */
 }
 
 static void fmt_time(char *buf, size_t n, double s)

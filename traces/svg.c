@@ -18,7 +18,7 @@ static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 #define NPALETTE (sizeof palette / sizeof palette[0])
 
-static void xml_text(FILE *f, const char *s)
+void svg_escape(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
@@ -45,7 +45,7 @@ static void text_at(FILE *f, double x, double y, const char *anchor, const char 
                     const char *s)
 {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" %s>", x, y, anchor, style);
-    xml_text(f, s);
+    svg_escape(f, s);
     fputs("</text>\n", f);
 }
 
@@ -57,7 +57,7 @@ static void header(FILE *f, int w, int h, const char *title)
             "height=\"%d\" viewBox=\"0 0 %d %d\" " FONT " font-size=\"12\">\n",
             w, h, w, h);
     fputs("<title>", f);
-    xml_text(f, title);
+    svg_escape(f, title);
     fputs("</title>\n", f);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
     /* shrink long titles to the width (bold sans: about 0.62 em per character) */
@@ -182,7 +182,7 @@ static void draw_category_axis(FILE *f, const struct frame *fr, int nx, const ch
                     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#333333\" "
                     "transform=\"rotate(-35 %.1f %.1f)\">",
                     x, yb + 16, x, yb + 16);
-            xml_text(f, ticks[i]);
+            svg_escape(f, ticks[i]);
             fputs("</text>\n", f);
         } else {
             text_at(f, x, yb + 18, "middle", "fill=\"#333333\"", ticks[i]);
@@ -297,7 +297,7 @@ void svg_write_plot(FILE *f, const struct svg_plot *p)
     fprintf(f,
             "<text x=\"22\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 22 %.1f)\">",
             fr.y0 + fr.h / 2, fr.y0 + fr.h / 2);
-    xml_text(f, p->ylabel);
+    svg_escape(f, p->ylabel);
     fputs(a.log ? " (log scale)</text>\n" : "</text>\n", f);
     text_at(f, fr.x0 + fr.w / 2, PLOT_H - 30, "middle", "", p->xlabel);
     if (p->note)
@@ -438,7 +438,7 @@ void svg_write_heatmap(FILE *f, const struct svg_heatmap *h)
     fprintf(f,
             "<text x=\"22\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 22 %.1f)\">",
             fr.y0 + fr.h / 2, fr.y0 + fr.h / 2);
-    xml_text(f, h->ylabel);
+    svg_escape(f, h->ylabel);
     fputs("</text>\n", f);
     if (h->note)
         text_at(f, fr.x0 + fr.w / 2, MAP_H - 14, "middle", "fill=\"#666666\" font-size=\"11\"",

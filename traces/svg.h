@@ -30,6 +30,10 @@ struct svg_plot {
 /* Writes the plot as an SVG document to 'f'. y values must be positive with 'log_y'. */
 void svg_write_plot(FILE *f, const struct svg_plot *p);
 
+/* Writes 's' as XML/HTML text or attribute value: <, >, & and " escaped,
+ * control characters other than tab dropped (NULL writes nothing). */
+void svg_escape(FILE *f, const char *s);
+
 enum svg_cell { SVG_CELL_EMPTY, SVG_CELL_VALUE, SVG_CELL_INFEASIBLE, SVG_CELL_FAILED };
 
 struct svg_heatmap {
