@@ -30,15 +30,6 @@ static void esc(FILE *f, const char *s)
     svg_escape(f, s); /* one escaping rule for the page and its plots */
 }
 
-static void fmt_time(char *buf, size_t n, double s)
-{
-    if (s >= 1)
-        snprintf(buf, n, "%.3f s", s);
-    else if (s >= 1e-3)
-        snprintf(buf, n, "%.3f ms", s * 1e3);
-    else
-        snprintf(buf, n, "%.3f us", s * 1e6);
-}
 
 static void head(FILE *f, const char *title)
 {
@@ -78,7 +69,7 @@ static void timeline_svg(FILE *f, const struct summary *s)
         fprintf(f, ": %s-bound</title></rect>\n", bound_name(o->bound));
     }
     char a[32];
-    fmt_time(a, sizeof a, t);
+    summary_format_time(a, sizeof a, t);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#1d2330\"/>"
                "<text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s"
                "</text>\n</svg>\n",
@@ -95,8 +86,8 @@ static void op_table(FILE *f, const struct summary *s)
     for (int i = 0; i < s->nops; i++) {
         const struct summary_op *o = &s->ops[i];
         char st[32], tm[32];
-        fmt_time(st, sizeof st, o->start_s);
-        fmt_time(tm, sizeof tm, o->time_s);
+        summary_format_time(st, sizeof st, o->start_s);
+        summary_format_time(tm, sizeof tm, o->time_s);
         fputs("<tr><td class=\"l\">", f);
         esc(f, o->name);
         fprintf(f, "</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%.1f%%</td>"
@@ -107,12 +98,12 @@ static void op_table(FILE *f, const struct summary *s)
                 100 * o->runner_up_frac, o->hbm_bytes,
                 o->hbm_bytes > 0 ? 100 * o->useful_bytes / o->hbm_bytes : 100.0);
         for (int c = 0; c < o->ncore; c++) {
-            fmt_time(tm, sizeof tm, o->core[c].time_s);
+            summary_format_time(tm, sizeof tm, o->core[c].time_s);
             fprintf(f, "%sTC%d %s", c ? "<br>" : "", c, tm);
         }
         fputs("</td><td class=\"l\">", f);
         for (int k = 0; k < o->nsub; k++) {
-            fmt_time(tm, sizeof tm, o->sub[k].core[0].time_s);
+            summary_format_time(tm, sizeof tm, o->sub[k].core[0].time_s);
             fputs(k ? "<br>" : "", f);
             esc(f, o->sub[k].phase[0] ? o->sub[k].phase : o->sub[k].name);
             fprintf(f, " %s", tm);
@@ -136,12 +127,12 @@ static void core_table(FILE *f, const struct summary *s)
     for (int c = 0; c < s->ntc; c++) {
         const struct summary_tc *tc = &s->tc[c];
         char a[32], b[32], m[32], v[32], h[32], o[32];
-        fmt_time(a, sizeof a, tc->compute_s);
-        fmt_time(b, sizeof b, tc->idle_s);
-        fmt_time(m, sizeof m, tc->mxu_s);
-        fmt_time(v, sizeof v, tc->vpu_s);
-        fmt_time(h, sizeof h, tc->hbm_s);
-        fmt_time(o, sizeof o, tc->overhead_s);
+        summary_format_time(a, sizeof a, tc->compute_s);
+        summary_format_time(b, sizeof b, tc->idle_s);
+        summary_format_time(m, sizeof m, tc->mxu_s);
+        summary_format_time(v, sizeof v, tc->vpu_s);
+        summary_format_time(h, sizeof h, tc->hbm_s);
+        summary_format_time(o, sizeof o, tc->overhead_s);
         fprintf(f, "<tr><td class=\"l\">chip 0 TC%d</td><td>%s</td><td>%s</td><td>%s</td>"
                    "<td>%s</td><td>%s</td><td>%s</td><td class=\"l\">%s</td>"
                    "<td class=\"l\">%s</td></tr>\n",
@@ -159,7 +150,7 @@ static void critical_path(FILE *f, const struct summary *s)
     fputs("<ol id=\"critical-path\">\n", f);
     for (int i = 0; i < s->npath; i++) {
         char t[32];
-        fmt_time(t, sizeof t, s->path[i].time_s);
+        summary_format_time(t, sizeof t, s->path[i].time_s);
         fputs("<li>", f);
         esc(f, s->path[i].name);
         if (s->path[i].instances > 1)
@@ -253,7 +244,7 @@ static void ranked(FILE *f, const struct table *t)
         }
         char tm[32] = "";
         if (r->status == TABLE_OK)
-            fmt_time(tm, sizeof tm, r->time_s);
+            summary_format_time(tm, sizeof tm, r->time_s);
         fprintf(f, "<td>%s</td>", tm);
         if (r->status == TABLE_OK && dt > 0 && r->time_s > 0)
             fprintf(f, "<td>%.2fx</td>", dt / r->time_s);

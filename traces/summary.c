@@ -341,7 +341,7 @@ int summary_write_json(const struct summary *s, const char *path)
     return fs_atomic_commit(&a);
 }
 
-static void fmt_time(char *buf, size_t n, double s)
+void summary_format_time(char *buf, size_t n, double s)
 {
     if (s >= 1)
         snprintf(buf, n, "%.3f s", s);
@@ -359,14 +359,14 @@ static void print_timeline(const struct summary *s, FILE *out)
         if (s->cat_s[c] <= 0)
             continue;
         char t[32];
-        fmt_time(t, sizeof t, s->cat_s[c]);
+        summary_format_time(t, sizeof t, s->cat_s[c]);
         fprintf(out, " %s %s (%.1f%%)", summary_cat_name((enum summary_cat)c), t,
                 s->total_time_s > 0 ? 100.0 * s->cat_s[c] / s->total_time_s : 0.0);
     }
     fputs("\ncritical path:", out);
     for (int i = 0; i < s->npath && i < 12; i++) {
         char t[32];
-        fmt_time(t, sizeof t, s->path[i].time_s);
+        summary_format_time(t, sizeof t, s->path[i].time_s);
         if (s->path[i].instances > 1)
             fprintf(out, "%s %s x%lld (%s)", i ? " ->" : "", s->path[i].name,
                     (long long)s->path[i].instances, t);
@@ -381,10 +381,10 @@ static void print_timeline(const struct summary *s, FILE *out)
 void summary_print_auto(const char *name, const struct summary_auto *a, FILE *out)
 {
     char tm[32], lb[32], df[48];
-    fmt_time(tm, sizeof tm, a->time_s);
-    fmt_time(lb, sizeof lb, a->lower_bound_s);
+    summary_format_time(tm, sizeof tm, a->time_s);
+    summary_format_time(lb, sizeof lb, a->lower_bound_s);
     if (a->default_s >= 0)
-        fmt_time(df, sizeof df, a->default_s);
+        summary_format_time(df, sizeof df, a->default_s);
     else
         snprintf(df, sizeof df, "not timed (bound above the best)");
     fprintf(out, "auto %s:", name);
@@ -424,11 +424,11 @@ static void print_why(const struct summary *s, FILE *out)
             fprintf(out, ", then %s %.0f%%", bound_name(o->runner_up), 100.0 * o->runner_up_frac);
         for (int k = 0; k < o->nsub; k++) {
             char t[32];
-            fmt_time(t, sizeof t, o->sub[k].core[0].time_s);
+            summary_format_time(t, sizeof t, o->sub[k].core[0].time_s);
             fprintf(out, "%s %s %s", k ? "," : ";", o->sub[k].phase[0] ? o->sub[k].phase
                                                                           : o->sub[k].name, t);
             if (o->ncore > 1) {
-                fmt_time(t, sizeof t, o->sub[k].core[1].time_s);
+                summary_format_time(t, sizeof t, o->sub[k].core[1].time_s);
                 fprintf(out, " (TC1 %s)", t);
             }
         }
@@ -447,8 +447,8 @@ static void print_why(const struct summary *s, FILE *out)
     for (int c = 0; c < s->ntc; c++) {
         const struct summary_tc *tc = &s->tc[c];
         char a[32], b[32];
-        fmt_time(a, sizeof a, tc->compute_s);
-        fmt_time(b, sizeof b, tc->idle_s);
+        summary_format_time(a, sizeof a, tc->compute_s);
+        summary_format_time(b, sizeof b, tc->idle_s);
         fprintf(out, "%s TC%d %s busy, %s idle (mxu %.0f%%, vpu %.0f%%, hbm %.0f%%)%s",
                 c ? ";" : "  chip 0:", c, a, b, s->total_time_s > 0 ? 100 * tc->mxu_s / s->total_time_s : 0,
                 s->total_time_s > 0 ? 100 * tc->vpu_s / s->total_time_s : 0,
@@ -481,13 +481,13 @@ void summary_print_table(const struct summary *s, FILE *out)
     for (int i = 0; i < s->nops; i++) {
         const struct summary_op *o = &s->ops[i];
         char st[32], tm[32];
-        fmt_time(st, sizeof st, o->start_s);
-        fmt_time(tm, sizeof tm, o->time_s);
+        summary_format_time(st, sizeof st, o->start_s);
+        summary_format_time(tm, sizeof tm, o->time_s);
         fprintf(out, "%-20.20s %-22s %12s %12s %7.1f%% %-9s %10lld\n", o->name, o->kind, st, tm,
                 100.0 * o->peak_frac, bound_name(o->bound), (long long)o->grid_steps);
     }
     char tt[32];
-    fmt_time(tt, sizeof tt, s->total_time_s);
+    summary_format_time(tt, sizeof tt, s->total_time_s);
     fprintf(out, "total %s\n", tt);
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].tuned)

@@ -206,4 +206,7 @@ void summary_trace_hint(const struct summary *s, char *buf, size_t n);
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
 
+/* Formats 's' seconds as the console does: "1.234 s", "5.678 ms", "9.012 us". */
+void summary_format_time(char *buf, size_t n, double s);
+
 #endif
