@@ -14,6 +14,16 @@
 
 #include "models/chip.h"
 
+/* True when the suite runs under valgrind (its preload library is in
+ * LD_PRELOAD): tests then skip the repeats of a case on every chip of a
+ * large slice (hundreds of threads at valgrind's pace, gigabytes of shadow
+ * state); the plain and ASan runs keep them. */
+static inline int test_under_valgrind(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    return pre && strstr(pre, "vgpreload") != NULL;
+}
+
 /* One v5e-like TensorCore with round numbers: 4 MXUs of 128x128 at 1 GHz
  * (131.072 TFLOP/s = 4 x 128 x 128 x 2 FLOP per cycle, every dtype), vregs of
  * 8 x 128 (4 ALU, 3 load, 1 store, 1 EUP, 0.5 XLU per cycle), 128 MiB of VMEM
