@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -250,12 +251,20 @@ int fs_remove_tree(const char *path)
     return rc == 0 ? rmdir(path) : -1;
 }
 
-/* "WHO (pid PID)" from the lock file's "PID WHO" line, or "? (pid ?)". */
+/* "WHO (pid PID)" from the lock file's "PID WHO" line, or "tpusim (pid ?)".
+ * The holder writes its line just after taking the lock, so a taker refused
+ * in that instant polls for it, for at most two seconds (polls of 5 ms). */
 static void lock_holder(int fd, char *out, size_t n)
 {
     char buf[64];
-    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
-    buf[k > 0 ? k : 0] = '\0';
+    for (int tries = 0;; tries++) {
+        ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+        buf[k > 0 ? k : 0] = '\0';
+        if (strchr(buf, '\n') || tries == 400)
+            break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     buf[strcspn(buf, "\n")] = '\0';
     char *sp = strchr(buf, ' ');
     if (sp)

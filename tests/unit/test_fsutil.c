@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +102,35 @@ static void test_fs_write_all_ignores_planted_links(void **state)
     free(target);
 }
 
+/* Issue 18.3, found by CI: a run refused in the instant between the holder's
+ * flock and its writing of "PID WHO" read an empty lock file and said "in use
+ * by another tpusim (pid ?)". The refused side waits for the line. */
+static void test_fs_dir_lock_holder_late(void **state)
+{
+    (void)state;
+    char *lock = xasprintf("%s/" FS_LOCK_NAME, dir);
+    int fd = open(lock, O_RDWR | O_CREAT, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    pid_t child = fork();
+    if (child == 0) { /* the holder, late with its line */
+        struct timespec ts = {0, 150 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        _exit(pwrite(fd, "4242 sweep\n", 11, 0) == 11 ? 0 : 1);
+    }
+    char holder[96] = "";
+    errno = 0;
+    assert_int_equal(fs_dir_lock(dir, "run", holder, sizeof holder), -1);
+    assert_int_equal(errno, EWOULDBLOCK);
+    assert_string_equal(holder, "sweep (pid 4242)");
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    close(fd);
+    unlink(lock);
+    free(lock);
+}
+
 /* Issue 18.3: two runs (or a run and a sweep) into one directory mixed their
  * files. One lock per directory: a second taker is refused and told who holds
  * it; the lock file is gone after unlock; a link planted at the lock's name
@@ -172,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
         cmocka_unit_test(test_fs_write_all_ignores_planted_links),
         cmocka_unit_test(test_fs_dir_lock),
+        cmocka_unit_test(test_fs_dir_lock_holder_late),
         cmocka_unit_test(test_fs_remove_tree),
     };
     return cmocka_run_group_tests_name("fsutil", tests, setup, teardown);
