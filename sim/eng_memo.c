@@ -39,9 +39,11 @@ void eng_memo_init(struct eng_run *r, bool on)
 {
     const struct cfg_scenario *sc = r->sc;
     r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
-    /* single-core chips, fast fidelity, and no step-level trace (its flow
-     * arrows and HBM counter need the replay's own activities) */
-    if (!on || sc->chip.cores != 1 || sc->fidelity != CFG_FIDELITY_FAST ||
+    /* fast fidelity, no step-level trace (its flow arrows and HBM counter
+     * need the replay's own activities), and chips whose cores run one
+     * kernel together (one core, or a megacore pair) */
+    bool together = sc->chip.cores == 1 || sc->chip.megacore;
+    if (!on || !together || sc->fidelity != CFG_FIDELITY_FAST ||
         trace_wants(r->trace, TRACE_STEPS))
         return;
     int ncores = cfg_engine_chips(sc) * sc->chip.cores;
@@ -110,15 +112,28 @@ void eng_memo_task_end(struct eng_task *task)
         r->xchip_tasks--;
 }
 
-/* The memo of 'slot' when 'task' may use one: its chip runs nothing else and
- * nothing moves between chips. */
+/* The memo of 'slot' when 'task' may use one: its chip runs nothing but this
+ * kernel (on each of its cores: a megacore pair meets at a barrier before
+ * each call) and nothing moves between chips. */
 static struct eng_memo *quiet_memo(struct eng_task *task, int slot)
 {
     struct eng_run *r = task->core->run;
     if (!r->memos || !r->memos[task->opi] || r->xchip_tasks ||
-        r->chip_tasks[task->core->chip] != 1)
+        r->chip_tasks[task->core->chip] != r->sc->chip.cores)
         return NULL;
     return &r->memos[task->opi][slot];
+}
+
+/* True when every core's memo of the call of 'slot' is measured: the cores
+ * of a chip take memos together or not at all (a core running for real
+ * beside one that sleeps would have the HBM to itself). */
+static bool call_measured(const struct eng_run *r, int op, int slot)
+{
+    int cores = r->sc->chip.cores, first = slot - slot % cores;
+    for (int k = 0; k < cores; k++)
+        if (!r->memos[op][first + k].measured)
+            return false;
+    return true;
 }
 
 /* Core 'gid' sleeps until 'end' unless an op instance starts meanwhile
@@ -150,9 +165,9 @@ static bool memo_sleep(struct eng_run *r, int gid, double end)
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
 {
     struct eng_memo *m = quiet_memo(task, slot);
-    if (!m || !m->measured)
-        return false;
     struct eng_core *c = task->core;
+    if (!m || !call_measured(c->run, task->opi, slot))
+        return false;
     double t0 = now();
     eng_stop_if_interrupted();
     if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
