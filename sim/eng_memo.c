@@ -180,9 +180,12 @@ static bool memo_sleep(struct eng_run *r, int gid, double end)
  * another chip, to end; false if an op instance started at once (the core
  * runs for real). An op starting later leaves it waiting: it takes the
  * measured run's time, as a memo would. */
-static bool follow(struct eng_run *r, struct eng_memo *m, int gid)
+static bool follow(struct eng_task *task, struct eng_memo *m)
 {
+    struct eng_run *r = task->core->run;
+    int gid = task->core->gid;
     double t0 = now();
+    eng_wait_note(task, "the first run of its kernel, on another chip");
     uint64_t e0 = r->epoch;
     xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
     m->fol[m->nfol++] = gid;
@@ -190,12 +193,15 @@ static bool follow(struct eng_run *r, struct eng_memo *m, int gid)
     for (;;) {
         sg_sem_acquire(r->memo_sem[gid]);
         asleep_drop(r, gid);
-        if (!m->measuring && now() > t0)
+        if (!m->measuring && now() > t0) {
+            eng_wait_note(task, NULL);
             return true; /* eng_memo_end took it off the followers */
+        }
         if (r->epoch != e0 && now() <= t0) {
             for (int i = 0; i < m->nfol; i++)
                 if (m->fol[i] == gid)
                     m->fol[i] = m->fol[--m->nfol];
+            eng_wait_note(task, NULL);
             return false;
         }
     }
@@ -212,8 +218,9 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
         eng_stop_if_interrupted();
         if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
             return false;
-    } else if (!m->measuring || m->t0 != t0 || !follow(c->run, m, c->gid)) {
-        return false;
+    } else if (c->run->sc->chip.cores > 1 || !m->measuring || m->t0 != t0 ||
+               !follow(task, m)) {
+        return false; /* (a megacore pair would have to follow a pair: not done) */
     }
     for (size_t i = 0; i < m->nev; i++) {
         const struct memo_ev *e = &m->ev[i];

@@ -212,7 +212,7 @@ done
 # for real) equals the run without memos: the same summary, the same trace events (to the
 # nanosecond printed; the memo puts its spans on the trace in another order)
 # (and on v5p [2, 2, 1], megacore pairs)
-for cm in "v5e:[4]:48:4" "v5p:[2,2,1]:96:8"; do
+for cm in "v5e:[4]:48:4" "v5p:[2,2,1]:72:8"; do
 c=${cm%%:*} rest=${cm#*:}; shape=${rest%%:*} want=${rest#*:}
 "$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" -o "$t/ml1" -q \
     && "$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" \
