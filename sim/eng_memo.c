@@ -276,8 +276,8 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
     struct eng_core *c = task->core;
     trace_unit(c->run->trace, c->chip, tid, cat, name, task->op->name, t0, t1, bytes, args);
     struct eng_memo *m = task->capture;
-    if (!m)
-        return;
+    if (!m || !trace_wants(c->run->trace, TRACE_UNITS))
+        return; /* (the spans of a trace that keeps none are not kept either) */
     xgrow(&m->ev, &m->cap, m->nev + 1, sizeof *m->ev);
     struct memo_ev *e = &m->ev[m->nev++];
     *e = (struct memo_ev){.tid = tid, .cat = cat, .name = name, .t0 = t0 - task->capture_t0,
