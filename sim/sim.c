@@ -194,9 +194,20 @@ static sg_host_t nic_host(const struct cfg_scenario *sc, int chip)
     return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
 }
 
+/* True if some op runs on the compute streams (a workload of collectives
+ * alone leaves them nothing to do). */
+static bool has_compute(const struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (!op_row(sc->ops[i].kind)->async)
+            return true;
+    return false;
+}
+
 static void spawn(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
+    bool compute = has_compute(sc);
     int nchips = cfg_engine_chips(sc);
     r->ncores = nchips * sc->chip.cores;
     r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
@@ -221,7 +232,10 @@ static void spawn(struct eng_run *r)
             snprintf(name, sizeof name, "eng.%d", c->gid);
             c->engine = sg_mailbox_by_name(name);
             snprintf(name, sizeof name, "tc%d", c->gid);
-            start_actor(name, h, c, eng_core_main, false);
+            if (compute) /* else no actor (and no stack) for an empty walk */
+                start_actor(name, h, c, eng_core_main, false);
+            else
+                c->done = true;
         }
         snprintf(name, sizeof name, "async%d", chip);
         start_actor(name, h, &r->cores[chip * sc->chip.cores], eng_async_main, false);
