@@ -231,7 +231,7 @@ static void cx_local_copy(void *ex, uint64_t bytes)
 {
     struct coll_actor *a = ex;
     flush(a);
-    eng_dma_wait(a->task, eng_dma_start(a->task, true, 2 * bytes, -1));
+    eng_dma_sync(a->task, true, 2 * bytes, -1);
 }
 
 static void cx_delay(void *ex, double s)

@@ -102,6 +102,20 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
     return d;
 }
 
+void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand)
+{
+    double t = simgrid_get_clock();
+    struct eng_dma *d = xmalloc(sizeof *d);
+    *d = (struct eng_dma){.t_issue = t, .ready = t + task->core->run->sc->chip.dma_issue_s,
+                          .bytes = bytes, .dst = task->done_mb, .operand = operand, .in = in};
+    eng_wait_note(task, "a local DMA");
+    if (d->ready > d->t_issue)
+        sg_actor_sleep_until(d->ready);
+    d->post = sg_mailbox_put_async(d->dst, d, (long)bytes);
+    d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
+    eng_dma_wait(task, d);
+}
+
 static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
 {
     struct eng_core *c = task->core;

@@ -136,6 +136,10 @@ int eng_slice_of(const struct eng_run *r, int sim_chip);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
+/* eng_dma_wait(eng_dma_start(...)) for a caller that blocks on the DMA at
+ * once: it waits out the latency itself and the transfer starts at the
+ * same instant, without the core's DMA engine actor. */
+void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand);
 /* The DMA engine actor of one core: posts each DMA once its latency is over. */
 void eng_dma_engine_main(int argc, char **argv);
 /* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
