@@ -50,10 +50,13 @@ struct eng_core {
     struct eng_run *run;
     int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
-    sg_mailbox_t engine;                /* DMA engine requests */
+    sg_mailbox_t engine;                /* DMA engine wake-ups */
     bool engine_started;                /* its DMA engine actor runs (started on demand) */
+    bool engine_idle;                   /* it blocks with an empty queue: a request wakes it */
     sg_comm_t *engine_w;                /* what the DMA engine waits on (the array freed with the run) */
     size_t engine_n, engine_cap;
+    struct eng_dma **engine_q;          /* its requests, FIFO (the array freed with the run) */
+    size_t engine_qhead, engine_qn, engine_qcap;
     bool done;                          /* finished every op */
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
@@ -130,7 +133,8 @@ struct eng_dma {
     uint64_t bytes;
     sg_mailbox_t dst;
     sg_comm_t comm; /* the get (local) or the put (remote) */
-    sg_comm_t post; /* local: the request to the DMA engine, or the transfer when it has no latency */
+    sg_comm_t post; /* local: the transfer when it has no latency, or the wake-up of the idle
+                     * DMA engine that its request sent (NULL if the engine was awake) */
     void *got;
     int operand;
     bool in;

@@ -468,6 +468,7 @@ static void free_run(struct eng_run *r)
         free(r->cores[i].done_bits);
         /* the engines' handles: released as their wait unwound when they were killed */
         free(r->cores[i].engine_w);
+        free(r->cores[i].engine_q); /* empty: every DMA was waited by its task */
     }
     free(r->cores);
     for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
