@@ -6,6 +6,7 @@
 #include "sim/sim.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -46,6 +47,21 @@
 #else
 #define SIM_STACK_KIB "64" /* the deepest actor (a collective's reduction running a pallas_call) uses a fraction */
 #endif
+/* Without guard pages SimGrid takes each actor's stack from calloc: from
+ * the heap that is a memset of the whole stack, all of it resident. An
+ * allocation of the stack's size or more is mapped instead (fresh zero
+ * pages, resident as they are touched: an actor uses a few KiB), for at
+ * most SIM_LAZY_STACKS live ones so that the mappings stay under
+ * vm.max_map_count (65,530; adjacent ones merge); more come from the heap
+ * as before. 1 MiB all-reduce on 6144 chips: 1.77 -> 1.21 GB, same CPU.
+ * Sanitizers and valgrind bring their own allocator and ignore it. */
+#define SIM_LAZY_STACKS 40000
+static void lazy_stacks(void)
+{
+    mallopt(M_MMAP_THRESHOLD, atoi(SIM_STACK_KIB) * 1024);
+    mallopt(M_MMAP_MAX, SIM_LAZY_STACKS);
+}
+
 static void init_simgrid(const struct sim_opts *o, int actors)
 {
     static const char *const flags[] = {
@@ -62,8 +78,10 @@ static void init_simgrid(const struct sim_opts *o, int actors)
     for (int i = 0; i < n; i++)
         argv[argc++] = xstrdup(flags[i]);
     argv[argc++] = xstrdup("--cfg=contexts/stack-size:" SIM_STACK_KIB);
-    if (actors > 8000)
+    if (actors > 8000) {
         argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
+        lazy_stacks();
+    }
     for (int i = 0; i < o->sg_argc; i++)
         argv[argc++] = xstrdup(o->sg_argv[i]);
     /* simgrid_init consumes the flags it knows and compacts argv: free a copy */
