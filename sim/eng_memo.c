@@ -21,6 +21,9 @@ struct eng_memo {
     bool measuring;         /* one task measures; the others replay meanwhile */
     double dur_s;
     uint64_t epoch0;        /* while measuring: the epoch at its start */
+    double t0;              /* while measuring: its start */
+    int *fol, nfol;         /* cores that started it at that instant and wait for its end */
+    size_t capfol;
     struct memo_ev *ev;
     size_t nev, cap;
 };
@@ -39,9 +42,11 @@ void eng_memo_init(struct eng_run *r, bool on)
 {
     const struct cfg_scenario *sc = r->sc;
     r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
-    /* single-core chips, fast fidelity, and no step-level trace (its flow
-     * arrows and HBM counter need the replay's own activities) */
-    if (!on || sc->chip.cores != 1 || sc->fidelity != CFG_FIDELITY_FAST ||
+    /* fast fidelity, no step-level trace (its flow arrows and HBM counter
+     * need the replay's own activities), and chips whose cores run one
+     * kernel together (one core, or a megacore pair) */
+    bool together = sc->chip.cores == 1 || sc->chip.megacore;
+    if (!on || !together || sc->fidelity != CFG_FIDELITY_FAST ||
         trace_wants(r->trace, TRACE_STEPS))
         return;
     int ncores = cfg_engine_chips(sc) * sc->chip.cores;
@@ -62,7 +67,7 @@ void eng_memo_fini(struct eng_run *r)
 {
     for (int i = 0; r->memos && i < r->sc->nops; i++) {
         for (size_t j = 0; r->memos[i] && j < slots(r, i); j++)
-            free(r->memos[i][j].ev);
+            free(r->memos[i][j].ev), free(r->memos[i][j].fol);
         free(r->memos[i]);
     }
     free(r->memos);
@@ -110,15 +115,45 @@ void eng_memo_task_end(struct eng_task *task)
         r->xchip_tasks--;
 }
 
-/* The memo of 'slot' when 'task' may use one: its chip runs nothing else and
- * nothing moves between chips. */
+/* The memo of 'slot' when 'task' may use one: its chip runs nothing but this
+ * kernel (on each of its cores: a megacore pair meets at a barrier before
+ * each call) and nothing moves between chips. */
 static struct eng_memo *quiet_memo(struct eng_task *task, int slot)
 {
     struct eng_run *r = task->core->run;
     if (!r->memos || !r->memos[task->opi] || r->xchip_tasks ||
-        r->chip_tasks[task->core->chip] != 1)
+        r->chip_tasks[task->core->chip] != r->sc->chip.cores)
         return NULL;
     return &r->memos[task->opi][slot];
+}
+
+/* True when every core's memo of the call of 'slot' is measured: the cores
+ * of a chip take memos together or not at all (a core running for real
+ * beside one that sleeps would have the HBM to itself). */
+static bool call_measured(const struct eng_run *r, int op, int slot)
+{
+    int cores = r->sc->chip.cores, first = slot - slot % cores;
+    for (int k = 0; k < cores; k++)
+        if (!r->memos[op][first + k].measured)
+            return false;
+    return true;
+}
+
+static void asleep_add(struct eng_run *r, int gid)
+{
+    r->asleep_at[gid] = r->nasleep;
+    r->asleep[r->nasleep++] = gid;
+}
+
+/* Takes 'gid' off the list of memo sleeps (if an op start has not). */
+static void asleep_drop(struct eng_run *r, int gid)
+{
+    int at = r->asleep_at[gid];
+    if (at < 0)
+        return;
+    int last = r->asleep[--r->nasleep];
+    r->asleep[at] = last, r->asleep_at[last] = at;
+    r->asleep_at[gid] = -1;
 }
 
 /* Core 'gid' sleeps until 'end' unless an op instance starts meanwhile
@@ -128,15 +163,9 @@ static bool memo_sleep(struct eng_run *r, int gid, double end)
     double t0 = now();
     uint64_t e0 = r->epoch;
     while (r->epoch == e0 && now() < end) {
-        r->asleep_at[gid] = r->nasleep;
-        r->asleep[r->nasleep++] = gid;
+        asleep_add(r, gid);
         bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - now()) != 0;
-        int at = r->asleep_at[gid];
-        if (at >= 0) { /* not woken: leave the list */
-            int last = r->asleep[--r->nasleep];
-            r->asleep[at] = last, r->asleep_at[last] = at;
-            r->asleep_at[gid] = -1;
-        }
+        asleep_drop(r, gid);
         if (timeout)
             break;
     }
@@ -147,16 +176,45 @@ static bool memo_sleep(struct eng_run *r, int gid, double end)
     return true;
 }
 
+/* Core 'gid' waits for the measurement of 'm', started at this instant on
+ * another chip, to end; false if an op instance started at once (the core
+ * runs for real). An op starting later leaves it waiting: it takes the
+ * measured run's time, as a memo would. */
+static bool follow(struct eng_run *r, struct eng_memo *m, int gid)
+{
+    double t0 = now();
+    uint64_t e0 = r->epoch;
+    xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
+    m->fol[m->nfol++] = gid;
+    asleep_add(r, gid);
+    for (;;) {
+        sg_sem_acquire(r->memo_sem[gid]);
+        asleep_drop(r, gid);
+        if (!m->measuring && now() > t0)
+            return true; /* eng_memo_end took it off the followers */
+        if (r->epoch != e0 && now() <= t0) {
+            for (int i = 0; i < m->nfol; i++)
+                if (m->fol[i] == gid)
+                    m->fol[i] = m->fol[--m->nfol];
+            return false;
+        }
+    }
+}
+
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
 {
     struct eng_memo *m = quiet_memo(task, slot);
-    if (!m || !m->measured)
-        return false;
     struct eng_core *c = task->core;
-    double t0 = now();
-    eng_stop_if_interrupted();
-    if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
+    if (!m)
         return false;
+    double t0 = now();
+    if (call_measured(c->run, task->opi, slot)) {
+        eng_stop_if_interrupted();
+        if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
+            return false;
+    } else if (!m->measuring || m->t0 != t0 || !follow(c->run, m, c->gid)) {
+        return false;
+    }
     for (size_t i = 0; i < m->nev; i++) {
         const struct memo_ev *e = &m->ev[i];
         trace_unit(c->run->trace, c->chip, e->tid, e->cat, e->name, task->op->name, t0 + e->t0,
@@ -177,9 +235,11 @@ void eng_memo_begin(struct eng_task *task, int slot)
         return;
     m->measuring = true;
     m->nev = 0;
+    m->nfol = 0;
     m->epoch0 = task->core->run->epoch;
+    m->t0 = now();
     task->capture = m;
-    task->capture_t0 = now();
+    task->capture_t0 = m->t0;
 }
 
 void eng_memo_end(struct eng_task *task, int slot)
@@ -189,8 +249,14 @@ void eng_memo_end(struct eng_task *task, int slot)
     task->capture = NULL;
     if (!m)
         return;
+    struct eng_run *r = task->core->run;
     m->measuring = false;
-    if (m->epoch0 != task->core->run->epoch)
+    for (int i = 0; i < m->nfol; i++) { /* the cores that waited for it go on */
+        asleep_drop(r, m->fol[i]);
+        sg_sem_release(r->memo_sem[m->fol[i]]);
+    }
+    m->nfol = 0;
+    if (m->epoch0 != r->epoch)
         return; /* something else started meanwhile: not a quiet run */
     m->dur_s = now() - task->capture_t0;
     m->measured = true;

@@ -179,12 +179,14 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
               double t1, double bytes, const char *args);
 
 /* --- eng_memo.c: kernel memos ---
- * A pallas_call replayed (fast fidelity) on a single-core chip while nothing
- * but compute-stream kernels runs anywhere on the slice ("quiet") takes the
- * same time on every chip and every time: its resources (the core, the chip's
- * HBM) are its own. The first quiet replay of each script is measured, with
+ * A pallas_call replayed (fast fidelity) on a chip whose cores run it
+ * together (one core, or a megacore pair) while nothing but compute-stream
+ * kernels runs anywhere on the slice ("quiet") takes the same time on every
+ * chip and every time: its resources (the cores, the chip's HBM) are its own. The first quiet replay of each script is measured, with
  * its unit spans; later quiet replays sleep that long and put the spans on
- * the trace shifted, without issuing the replay's activities. A start of any
+ * the trace shifted, without issuing the replay's activities, and quiet
+ * replays that start at the instant of the measurement on other chips wait
+ * for it to end. A start of any
  * other op instance while a memo sleeps wakes it: at the same instant it
  * falls back to the replay; later (chips out of step, which SPMD programs are
  * not) the rest of the sleep stands, the memo's one approximation. */
