@@ -22,6 +22,7 @@ struct sim_coll {
     const struct topo *topo; /* the torus the algorithm runs on (the slice or 'group') */
     int slice_chip;        /* this chip in the slice */
     double *count; /* per semaphore id */
+    sg_mailbox_t *mb; /* per semaphore id: this chip's mailbox, looked up once */
     int nsems;
 };
 
@@ -58,11 +59,22 @@ static void dcn_tx_main(int argc, char **argv)
     sg_sem_release(d->done);
 }
 
+/* Fixed costs (delay) are not slept at once: they add up in 'wake', and
+ * the next thing the actor does that others see (post DMAs, signal, block)
+ * happens at that time, so a ring step's handshake, the fixed costs of a
+ * coalesced pass and the DMA issue latency are one sleep instead of three
+ * (the same instants, up to the rounding of their sum). */
 struct coll_actor {
     struct eng_task *task;
     struct pending pend[64];
     int npend;
     double ready; /* when the pending DMAs may start */
+    double wake;  /* the delays taken so far end then (0: none pending) */
+    struct {      /* the last semaphore mailboxes sent to */
+        int chip, sem;
+        sg_mailbox_t mb;
+    } sent[4];
+    int nsent;
 };
 
 static sg_mailbox_t sem_mb(int chip, int opi, int sem)
@@ -72,6 +84,44 @@ static sg_mailbox_t sem_mb(int chip, int opi, int sem)
     return sg_mailbox_by_name(name);
 }
 
+/* Semaphore 'sem' of chip 'dst' (cached: a ring step sends to two). */
+static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
+{
+    for (int i = 0; i < 4; i++)
+        if (a->sent[i].mb && a->sent[i].chip == dst && a->sent[i].sem == sem)
+            return a->sent[i].mb;
+    int i = a->nsent++ % 4;
+    a->sent[i].chip = dst, a->sent[i].sem = sem;
+    a->sent[i].mb = sem_mb(dst, a->task->opi, sem);
+    return a->sent[i].mb;
+}
+
+/* This chip's own semaphore 'sem'. */
+static sg_mailbox_t own_mb(struct eng_task *task, int sem)
+{
+    struct sim_coll *dev = task->coll;
+    if (!dev->mb)
+        return sem_mb(task->core->chip, task->opi, sem);
+    if (!dev->mb[sem])
+        dev->mb[sem] = sem_mb(task->core->chip, task->opi, sem);
+    return dev->mb[sem];
+}
+
+/* The time the next visible action may happen: now, or after pending delays. */
+static double start_time(const struct coll_actor *a)
+{
+    double now = simgrid_get_clock();
+    return a->wake > now ? a->wake : now;
+}
+
+/* Sleeps out the pending delays. */
+static void wake_up(struct coll_actor *a)
+{
+    if (a->wake > simgrid_get_clock())
+        sg_actor_sleep_until(a->wake);
+    a->wake = 0;
+}
+
 /* Posts the DMAs issued since the last blocking call, after their latency. */
 static void flush(struct coll_actor *a)
 {
@@ -79,6 +129,7 @@ static void flush(struct coll_actor *a)
         return;
     if (a->ready > simgrid_get_clock())
         sg_actor_sleep_until(a->ready);
+    a->wake = 0; /* ready was counted from it */
     for (int i = 0; i < a->npend; i++) {
         struct pending *p = &a->pend[i];
         struct sem_msg *m = xmalloc(sizeof *m);
@@ -86,17 +137,23 @@ static void flush(struct coll_actor *a)
         p->slot->t_post = simgrid_get_clock();
         if (p->slot->dcn) { /* from the NIC host: an actor there makes the transfer */
             struct remote_dma *d = p->slot;
-            d->mb = sem_mb(p->dst, a->task->opi, p->sem), d->msg = m;
+            d->mb = dst_mb(a, p->dst, p->sem), d->msg = m;
             d->done = sg_sem_init(0);
             sg_actor_t tx = sg_actor_init("dcn-tx", a->task->core->run->chips[d->src].nic);
             sg_actor_set_data(tx, d);
             sg_actor_start(tx, dcn_tx_main, 0, NULL);
             continue;
         }
-        p->slot->comm =
-            sg_mailbox_put_async(sem_mb(p->dst, a->task->opi, p->sem), m, (long)p->bytes);
+        p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
     }
     a->npend = 0;
+}
+
+/* Before anything that blocks: the pending DMAs are posted, the delays over. */
+static void settle(struct coll_actor *a)
+{
+    flush(a);
+    wake_up(a);
 }
 
 /* A remote DMA to chip 'dst' of the slice, which the engine's chip
@@ -126,7 +183,7 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
-        a->ready = simgrid_get_clock() + ch->dma_issue_s;
+        a->ready = start_time(a) + ch->dma_issue_s;
     struct remote_dma *slot = xcalloc(1, sizeof *slot);
     *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes};
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
@@ -148,7 +205,7 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
-        a->ready = simgrid_get_clock() + r->sc->chip.dma_issue_s;
+        a->ready = start_time(a) + r->sc->chip.dma_issue_s;
     struct remote_dma *slot = xcalloc(1, sizeof *slot);
     *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes, .dcn = true};
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
@@ -161,7 +218,7 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
 static void cx_wait_send(void *ex, void *h)
 {
     struct coll_actor *a = ex;
-    flush(a);
+    settle(a);
     struct remote_dma *d = h;
     struct eng_run *r = a->task->core->run;
     eng_wait_note(a->task, d->dcn ? "a DCN send" : "a remote DMA send");
@@ -183,13 +240,12 @@ static void take(struct coll_actor *a, int sem, double amount, const char *what)
 {
     struct eng_task *task = a->task;
     double *c = &task->coll->count[sem];
-    flush(a);
-    char note[200];
-    while (*c < amount) {
-        snprintf(note, sizeof note, "%s %d of op '%s' to reach %.0f (it holds %.0f)", what, sem,
-                 task->op->name, amount, *c);
-        eng_wait_note(task, note);
-        struct sem_msg *m = sg_mailbox_get(sem_mb(task->core->chip, task->opi, sem));
+    settle(a);
+    while (*c < amount) { /* counts are whole numbers of bytes or increments */
+        snprintf(task->note, ENG_NOTE_BYTES, "%s %d of op '%s' to reach %llu (it holds %llu)",
+                 what, sem, task->op->name, (unsigned long long)amount,
+                 (unsigned long long)*c);
+        struct sem_msg *m = sg_mailbox_get(own_mb(task, sem));
         *c += (double)m->amount;
         free(m);
     }
@@ -205,10 +261,11 @@ static void cx_wait_recv(void *ex, int sem, uint64_t bytes)
 static void cx_signal(void *ex, int dst, int sem, int inc)
 {
     struct coll_actor *a = ex;
+    wake_up(a);
     dst = sim_chip_of(a->task, dst);
     struct sem_msg *m = xmalloc(sizeof *m);
     m->amount = (uint64_t)inc;
-    sg_comm_detach(sg_mailbox_put_init(sem_mb(dst, a->task->opi, sem), m, 0), free);
+    sg_comm_detach(sg_mailbox_put_init(dst_mb(a, dst, sem), m, 0), free);
 }
 
 static void cx_wait(void *ex, int sem, int value)
@@ -220,7 +277,7 @@ static void cx_wait(void *ex, int sem, int value)
 static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt)
 {
     struct coll_actor *a = ex;
-    flush(a);
+    settle(a);
     struct coll_reduce shape;
     struct pl_call call;
     coll_reduce_call(&shape, bytes, dt, &call);
@@ -230,8 +287,8 @@ static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt)
 static void cx_local_copy(void *ex, uint64_t bytes)
 {
     struct coll_actor *a = ex;
-    flush(a);
-    eng_dma_wait(a->task, eng_dma_start(a->task, true, 2 * bytes, -1));
+    settle(a);
+    eng_dma_sync(a->task, true, 2 * bytes, -1);
 }
 
 static void cx_delay(void *ex, double s)
@@ -239,7 +296,7 @@ static void cx_delay(void *ex, double s)
     struct coll_actor *a = ex;
     flush(a);
     if (s > 0)
-        sg_actor_sleep_for(s);
+        a->wake = start_time(a) + s;
 }
 
 static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
@@ -275,7 +332,7 @@ static void run_part(struct eng_task *task, int part)
                          sc->dcn.slices > 1 ? sc->dcn.slices : 1,
                          sc->dcn.lat_s};
     coll_run_part(&c, &task->coll->plan);
-    flush(&a);
+    settle(&a);
 }
 
 static void part_main(int argc, char **argv)
@@ -374,6 +431,7 @@ void eng_run_collective(struct eng_task *task)
     dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
     coll_plan_slices(task->op, dev.topo, sc->dcn.slices, &dev.plan);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
+    dev.mb = xcalloc((size_t)dev.nsems, sizeof *dev.mb);
     task->coll = &dev;
     /* push-only DMAs need a receiver from the start: the semaphores the plan uses */
     for (int p = 0; p < dev.plan.nparts; p++)
@@ -381,7 +439,7 @@ void eng_run_collective(struct eng_task *task)
             for (int s = 0; s < 4; s++)
                 if (s < 2 || dev.plan.parts[p].phases[q].kind == COLL_PSUM)
                     sg_mailbox_set_receiver(sg_mailbox_get_name(
-                        sem_mb(c->chip, task->opi, coll_sem_id(p, q, s & 1, s >= 2))));
+                        own_mb(task, coll_sem_id(p, q, s & 1, s >= 2))));
     struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
@@ -418,6 +476,7 @@ void eng_run_collective(struct eng_task *task)
     free(pa);
     free(act);
     free(dev.count);
+    free(dev.mb);
 }
 
 /* ---- remote_copy: one make_async_remote_copy per device ---- */

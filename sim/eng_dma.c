@@ -93,13 +93,43 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
         sg_actor_daemonize(a);
     }
     /* no detached comms: SimGrid 3.32 keeps those in one list that every
-     * completion scans, quadratic in the DMAs in flight over the slice */
-    if (d->ready > d->t_issue)
-        d->post = sg_mailbox_put_async(c->engine, d, 0);
-    else
+     * completion scans, quadratic in the DMAs in flight over the slice (and
+     * so are comms waited by an actor other than their issuer). A request is
+     * a queue entry; only a request to an engine that blocks with an empty
+     * queue sends it a 0-byte wake-up (waited with the DMA): the DMAs issued
+     * together (a pipeline's prologue, a step's inputs and output) make one. */
+    if (d->ready > d->t_issue) {
+        struct eng_dma **q = c->engine_q;
+        if (c->engine_qhead > 0 && 2 * c->engine_qhead >= c->engine_qn) { /* drop the taken half */
+            c->engine_qn -= c->engine_qhead;
+            memmove(q, q + c->engine_qhead, c->engine_qn * sizeof *q);
+            c->engine_qhead = 0;
+        }
+        xgrow(&c->engine_q, &c->engine_qcap, c->engine_qn + 1, sizeof *c->engine_q);
+        c->engine_q[c->engine_qn++] = d;
+        if (c->engine_idle) {
+            c->engine_idle = false;
+            d->post = sg_mailbox_put_async(c->engine, d, 0);
+        }
+    } else {
         d->post = sg_mailbox_put_async(d->dst, d, (long)bytes);
+    }
     d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
     return d;
+}
+
+void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand)
+{
+    double t = simgrid_get_clock();
+    struct eng_dma *d = xmalloc(sizeof *d);
+    *d = (struct eng_dma){.t_issue = t, .ready = t + task->core->run->sc->chip.dma_issue_s,
+                          .bytes = bytes, .dst = task->done_mb, .operand = operand, .in = in};
+    eng_wait_note(task, "a local DMA");
+    if (d->ready > d->t_issue)
+        sg_actor_sleep_until(d->ready);
+    d->post = sg_mailbox_put_async(d->dst, d, (long)bytes);
+    d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
+    eng_dma_wait(task, d);
 }
 
 static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
@@ -124,7 +154,8 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
     double t0 = simgrid_get_clock();
     eng_wait_note(task, "a local DMA");
     sg_comm_wait(d->comm);
-    sg_comm_wait(d->post); /* done: the transfer (or the engine's receipt of it) was first */
+    if (d->post)
+        sg_comm_wait(d->post); /* done: the transfer (or the engine's wake-up) was first */
     eng_wait_note(task, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(task, d, t1, t1 > t0);
@@ -142,22 +173,24 @@ void eng_dma_engine_main(int argc, char **argv)
     (void)argc, (void)argv;
     struct eng_core *c = sg_actor_self_get_data();
     xgrow(&c->engine_w, &c->engine_cap, 1, sizeof *c->engine_w);
-    c->engine_n = 1; /* engine_w[0]: the next request; then the transfers */
-    struct eng_dma *got = NULL;
-    c->engine_w[0] = sg_mailbox_get_async(c->engine, (void **)&got);
+    c->engine_n = 1; /* engine_w[0]: the next wake-up; then the transfers */
+    void *got = NULL;
+    c->engine_w[0] = sg_mailbox_get_async(c->engine, &got);
     for (;;) {
-        ssize_t i = sg_comm_wait_any(c->engine_w, c->engine_n);
-        if (i > 0) {
-            c->engine_w[i] = c->engine_w[--c->engine_n];
-            continue;
+        while (c->engine_qhead < c->engine_qn) { /* the queue, in issue order */
+            struct eng_dma *d = c->engine_q[c->engine_qhead++];
+            if (d->ready > simgrid_get_clock())
+                sg_actor_sleep_until(d->ready);
+            xgrow(&c->engine_w, &c->engine_cap, c->engine_n + 1, sizeof *c->engine_w);
+            c->engine_w[c->engine_n++] = sg_mailbox_put_async(d->dst, d, (long)d->bytes);
         }
-        struct eng_dma *d = got;
-        c->engine_w[0] = NULL;
-        if (d->ready > simgrid_get_clock())
-            sg_actor_sleep_until(d->ready);
-        xgrow(&c->engine_w, &c->engine_cap, c->engine_n + 1, sizeof *c->engine_w);
-        c->engine_w[c->engine_n++] = sg_mailbox_put_async(d->dst, d, (long)d->bytes);
-        c->engine_w[0] = sg_mailbox_get_async(c->engine, (void **)&got);
+        c->engine_idle = true;
+        ssize_t i = sg_comm_wait_any(c->engine_w, c->engine_n);
+        c->engine_idle = false;
+        if (i > 0)
+            c->engine_w[i] = c->engine_w[--c->engine_n];
+        else
+            c->engine_w[0] = sg_mailbox_get_async(c->engine, &got);
     }
 }
 

@@ -50,10 +50,13 @@ struct eng_core {
     struct eng_run *run;
     int chip, core, gid; /* gid = chip * cores + core */
     sg_host_t host;
-    sg_mailbox_t engine;                /* DMA engine requests */
+    sg_mailbox_t engine;                /* DMA engine wake-ups */
     bool engine_started;                /* its DMA engine actor runs (started on demand) */
+    bool engine_idle;                   /* it blocks with an empty queue: a request wakes it */
     sg_comm_t *engine_w;                /* what the DMA engine waits on (the array freed with the run) */
     size_t engine_n, engine_cap;
+    struct eng_dma **engine_q;          /* its requests, FIFO (the array freed with the run) */
+    size_t engine_qhead, engine_qn, engine_qcap;
     bool done;                          /* finished every op */
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
@@ -130,7 +133,8 @@ struct eng_dma {
     uint64_t bytes;
     sg_mailbox_t dst;
     sg_comm_t comm; /* the get (local) or the put (remote) */
-    sg_comm_t post; /* local: the request to the DMA engine, or the transfer when it has no latency */
+    sg_comm_t post; /* local: the transfer when it has no latency, or the wake-up of the idle
+                     * DMA engine that its request sent (NULL if the engine was awake) */
     void *got;
     int operand;
     bool in;
@@ -149,6 +153,10 @@ int eng_slice_of(const struct eng_run *r, int sim_chip);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
+/* eng_dma_wait(eng_dma_start(...)) for a caller that blocks on the DMA at
+ * once: it waits out the latency itself and the transfer starts at the
+ * same instant, without the core's DMA engine actor. */
+void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand);
 /* The DMA engine actor of one core: posts each DMA once its latency is over. */
 void eng_dma_engine_main(int argc, char **argv);
 /* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
