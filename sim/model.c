@@ -323,8 +323,11 @@ void model_memory(const struct model *m, const struct model_shard *s,
                         (double)(m->kv_len + m->seq_len);
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations +
                  mem->weights_gathered + mem->logits + mem->kv_cache;
-    /* XLA reports the usable HBM: 15.48G of a 16 GiB v5e, the runtime keeps the rest */
-    mem->capacity = (double)chip->hbm_bytes * 0.9675;
+    /* XLA's limit is the usable HBM, the runtime keeps the rest: the preset's
+     * hbm.usable (what XLA's OOM messages say), else the share v5e shows
+     * (15.48G of 16 GiB) */
+    mem->capacity = chip->hbm_usable_bytes > 0 ? (double)chip->hbm_usable_bytes
+                                               : (double)chip->hbm_bytes * 0.9675;
 }
 
 static double gib(double b)

@@ -106,6 +106,11 @@ static void test_memory(void **state)
     assert_float_equal(mem.weights_gathered, 1180672, 0.5);
     assert_float_equal(mem.logits, 1048576, 0.5);
     assert_float_equal(mem.total, 5901824, 0.5);
+    /* the limit: 16 GiB x 0.9675 without hbm.usable, hbm.usable when given */
+    assert_float_equal(mem.capacity, 16.0 * (1 << 30) * 0.9675, 1);
+    f.chip.hbm_usable_bytes = (uint64_t)15 << 30;
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.capacity, 15.0 * (1 << 30), 0.5);
     /* minimal keeps q (2 x 64 x 2 B), k and v (64 x 2 B each), out_proj
      * (128 x 2 B), mlpwi (2 x 256 x 2 B) beside the input (256): 2048 B a
      * token, 512 x 2 layers x 2048 = 2097152. It names mlpwo too, but the
