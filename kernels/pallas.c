@@ -1201,6 +1201,15 @@ void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_sta
     free(h);
 }
 
+void pl_script_stats(const struct pl_script *s, struct pl_stats *st)
+{
+    if (!s->n && !s->st.steps)
+        return;
+    st->vmem_bytes = s->st.vmem_bytes;
+    st->steps += s->st.steps;
+    add_stats(st, &s->st);
+}
+
 void pl_script_free(struct pl_script *s)
 {
     if (s) {

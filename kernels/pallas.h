@@ -160,6 +160,9 @@ struct pl_script *pl_record(const struct pl_call *call, const struct chip_params
 /* Issues the recorded executor calls to 'x' and adds the run's statistics to
  * '*st' (vmem_bytes set, steps advanced as pl_run advances them). */
 void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_stats *st);
+/* Adds to '*st' what pl_replay(s, ...) adds, without issuing anything (for a
+ * replay whose time is known: sim/eng_memo.c). */
+void pl_script_stats(const struct pl_script *s, struct pl_stats *st);
 void pl_script_free(struct pl_script *s);
 
 /* --- for bodies --- */

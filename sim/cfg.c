@@ -176,14 +176,16 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
     sc->seed = 1;
     sc->max_steps = 2000000000;
     sc->trace_level = 2; /* units, as --trace */
+    sc->kernel_memo = true;
     if (!o || !walk_is_map(w, o, "options"))
         return;
-    static const char *const keys[] = {"fidelity", "seed", "max_steps", "all_chips", "trace",
-                                       NULL};
+    static const char *const keys[] = {"fidelity",  "seed",        "max_steps",
+                                       "all_chips", "kernel_memo", "trace", NULL};
     static const char *const levels[] = {"none", "ops", "units", "steps", NULL}; /* trace.h */
     walk_enum(w, o, "options", "trace", levels, &sc->trace_level);
     walk_check_keys(w, o, "options", keys);
     walk_bool(w, o, "options", "all_chips", &sc->all_chips);
+    walk_bool(w, o, "options", "kernel_memo", &sc->kernel_memo);
     static const char *const fid[] = {"fast", "exact", NULL};
     int f = 0;
     walk_enum(w, o, "options", "fidelity", fid, &f);

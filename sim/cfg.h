@@ -46,6 +46,7 @@ struct cfg_scenario {
     struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (sim/spmd.h) */
     int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
+    bool kernel_memo;      /* options.kernel_memo: quiet kernel replays from memos (default) */
     bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (sim/model.h) */
     struct mesh mesh;      /* laid out on 'topo' */

@@ -120,6 +120,7 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"max-memory", required_argument, 0, 'M'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"all-chips", no_argument, 0, 'A'},
+                                          {"no-kernel-memo", no_argument, 0, 'K'},
                                           {"sg", required_argument, 0, 'g'},
                                           {"trace", required_argument, 0, 'T'},
                                           {"trace-chips", required_argument, 0, 'C'},
@@ -158,6 +159,9 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
             break;
         case 'A':
             add_set(c, "options.all_chips=true");
+            break;
+        case 'K':
+            add_set(c, "options.kernel_memo=false");
             break;
         case 'q':
             c->quiet = true;

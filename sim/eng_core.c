@@ -122,7 +122,9 @@ void eng_task_run(struct eng_task *task)
 {
     double t0 = now();
     const struct op_row *row = op_row(task->op->kind);
+    eng_memo_task_start(task);
     row->run(task);
+    eng_memo_task_end(task);
     double t1 = now();
     struct eng_core *c = task->core;
     char args[128];

@@ -112,9 +112,8 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
     char args[96];
     snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
              d->operand);
-    trace_unit(c->run->trace, c->chip, ENG_TID_DMA(c->core), "dma",
-               d->in ? "HBM->VMEM" : "VMEM->HBM", task->op->name, d->t_issue, t1, (double)d->bytes,
-               args);
+    eng_unit(task, ENG_TID_DMA(c->core), "dma", d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue,
+             t1, (double)d->bytes, args);
     /* the counter spreads the bytes up to the wait (an upper bound of the
      * completion), so the sum of concurrent DMAs never exceeds the HBM */
     eng_note_hbm(c->run, c->chip, d->ready < end ? d->ready : d->t_issue, end, (double)d->bytes);

@@ -46,7 +46,10 @@ void eng_run_kernel(struct eng_task *task)
         double t0 = now();
         struct pl_stats st0 = task->st;
         sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
-        if (i > 0 && r->sc->chip.cores > 1)
+        /* a megacore kernel starts on both cores once the previous one ended on
+         * both (the compute streams already wait for that; the barrier puts both
+         * in the call before either looks for a kernel memo, sim/eng_memo.c) */
+        if ((i > 0 || r->sc->chip.megacore) && r->sc->chip.cores > 1)
             eng_barrier_wait(task, r->chip_barrier[task->core->chip],
                              "the other core of its chip between two kernels");
         eng_run_pallas(task, &k->calls[i],

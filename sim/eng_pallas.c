@@ -1,6 +1,7 @@
 /* sim/eng_pallas.c -- the Pallas executor on SimGrid: a pallas_call's DMAs
  * become local DMAs (sim/eng_dma.c), its compute one execution per step (or
- * per coalesced run of steps) on the core, its step overhead a sleep. */
+ * per coalesced run of steps) on the core, its step overhead a sleep; a
+ * replay on a quiet chip may be a kernel memo's (sim/eng_memo.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +44,9 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
     const char *name = task->op->name;
     if (mxu > 0)
-        trace_unit(c->run->trace, c->chip, ENG_TID_MXU(c->core), "mxu", name, name, t0, t0 + mxu,
-                   0, args);
+        eng_unit(task, ENG_TID_MXU(c->core), "mxu", name, t0, t0 + mxu, 0, args);
     if (vpu > 0)
-        trace_unit(c->run->trace, c->chip, ENG_TID_VPU(c->core), "vpu", name, name, t0 + mxu,
-                   now(), 0, args);
+        eng_unit(task, ENG_TID_VPU(c->core), "vpu", name, t0 + mxu, now(), 0, args);
 }
 
 static void ex_delay(void *ex, double s)
@@ -81,8 +80,13 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     if (script && fast && pl_scriptable(call)) {
         if (!*script)
             *script = pl_record(call, &sc->chip, b, e, fast);
-        struct pl_exec ex = {&eng_pallas_ops, task, fast};
-        pl_replay(*script, &ex, &task->st);
+        int slot = (int)(script - c->run->scripts[task->opi]);
+        if (!eng_memo_run(task, slot, *script)) {
+            struct pl_exec ex = {&eng_pallas_ops, task, fast};
+            eng_memo_begin(task, slot);
+            pl_replay(*script, &ex, &task->st);
+            eng_memo_end(task, slot);
+        }
     } else {
         eng_run_pallas_steps(task, call, b, e);
     }

@@ -4,7 +4,8 @@
  * eng_task. The engine files call downward only:
  *   sim.c (lifecycle) -> eng_core.c (core actors, op dispatch through the op
  *   table) -> eng_ops.c, eng_coll.c (the runners) -> eng_pallas.c (the Pallas
- *   executor) -> eng_dma.c (DMAs, the DMA engine, trace helpers)
+ *   executor) -> eng_memo.c (kernel memos) -> eng_dma.c (DMAs, the DMA
+ *   engine, trace helpers)
  * and every one of them may use sim/interrupt.h. Time itself is decided by
  * models/ (the amounts) and SimGrid (the sharing). */
 #ifndef TPUSIM_SIM_ENGINE_H
@@ -43,6 +44,7 @@
 #define ENG_NOTE_BYTES 240
 
 struct eng_run;
+struct eng_memo;
 
 struct eng_core {
     struct eng_run *run;
@@ -79,6 +81,8 @@ struct eng_task {
     struct pl_stats st;
     struct sim_coll *coll; /* collectives: the device's shared semaphore state */
     double flow_t;         /* issue time of the last input DMA waited on, or -1 */
+    struct eng_memo *capture; /* a memo being measured: its unit events are kept */
+    double capture_t0;        /* when that measurement started */
     int64_t steps_shown;   /* st.steps already counted in the progress line */
 };
 
@@ -109,6 +113,15 @@ struct eng_run {
     struct progress *progress; /* the terminal's progress line (sim/progress.h), or NULL */
     struct summary_core_work *core_op;  /* per op and core of chip 0 */
     struct summary_core_work *core_sub; /* per op, pallas_call (KERN_MAX_CALLS) and core of chip 0 */
+    /* kernel memos (sim/eng_memo.c) */
+    struct eng_memo **memos;   /* per op, per call x core (as 'scripts'), or NULL when off */
+    int *chip_tasks;           /* per chip: op instances running on it */
+    int xchip_tasks;           /* op instances running that move data between chips */
+    uint64_t epoch;            /* counts starts of op instances other than compute-stream kernels */
+    sg_sem_t *memo_sem;        /* per core: released to wake its memo sleep */
+    int *asleep, nasleep;      /* the cores in a memo sleep, woken at each such start */
+    int *asleep_at;            /* per core: its place in 'asleep', or -1 */
+    int64_t memo_hits, memo_measured;
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */
@@ -151,6 +164,36 @@ sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi);
 void eng_stop_if_interrupted(void);
 /* Waits on barrier 'b', noting 'what' for deadlock reports meanwhile. */
 void eng_barrier_wait(struct eng_task *task, sg_bar_t b, const char *what);
+
+/* Puts a unit's span on the trace for 'task' (tid on its chip), and keeps it
+ * in the memo being measured, if any. */
+void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,
+              double t1, double bytes, const char *args);
+
+/* --- eng_memo.c: kernel memos ---
+ * A pallas_call replayed (fast fidelity) on a chip whose cores run it
+ * together (one core, or a megacore pair) while nothing but compute-stream
+ * kernels runs anywhere on the slice ("quiet") takes the same time on every
+ * chip and every time: its resources (the cores, the chip's HBM) are its own. The first quiet replay of each script is measured, with
+ * its unit spans; later quiet replays sleep that long and put the spans on
+ * the trace shifted, without issuing the replay's activities, and quiet
+ * replays that start at the instant of the measurement on other chips wait
+ * for it to end. A start of any
+ * other op instance while a memo sleeps wakes it: at the same instant it
+ * falls back to the replay; later (chips out of step, which SPMD programs are
+ * not) the rest of the sleep stands, the memo's one approximation. */
+/* Allocates r->memos and the counters (none when 'on' is false). */
+void eng_memo_init(struct eng_run *r, bool on);
+void eng_memo_fini(struct eng_run *r);
+/* Around every op instance's run (eng_task_run). */
+void eng_memo_task_start(struct eng_task *task);
+void eng_memo_task_end(struct eng_task *task);
+/* Runs 'script' for 'task' from its memo 'slot' if quiet and measured; true
+ * when done (stats added), false when the caller must replay. */
+bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script);
+/* Around a replay the caller runs: measures it into the memo when quiet. */
+void eng_memo_begin(struct eng_task *task, int slot);
+void eng_memo_end(struct eng_task *task, int slot);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;

@@ -387,6 +387,7 @@ static void collect(struct eng_run *r, struct summary *s)
     s->ops = r->res;
     r->res = NULL;
     s->sim_chips = cfg_engine_chips(sc);
+    s->memo_replays = r->memo_hits, s->memo_measured = r->memo_measured;
     s->slices = sc->dcn.slices;
     memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
@@ -433,6 +434,7 @@ static int verify(struct eng_run *r, struct diag *d)
 
 static void free_run(struct eng_run *r)
 {
+    eng_memo_fini(r); /* first: it counts its slots by the kernels' calls */
     for (int i = 0; r->kern && i < r->sc->nops; i++) {
         /* the scripts first: kern_fini clears ncalls, which counts them */
         for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
@@ -484,6 +486,7 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     trace_tracks(r);
     init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
     simgrid_load_platform(plat);
+    eng_memo_init(r, sc->kernel_memo);
     spawn(r);
     r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
                                2.0);

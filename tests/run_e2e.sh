@@ -189,6 +189,44 @@ done
 printf 'base:\n  chip: v5e\n  workload:\n    - {op: matmul, m: 512, k: 512, n: 512, block: auto}\nsweep:\n  workload.0.m: [256, 512]\n' >"$t/auto_sweep.yaml"
 "$bin" check "$t/auto_sweep.yaml" | grep -q ": ok (sweep auto_sweep, 2 points: 2 feasible" && ok \
     || bad "check of a sweep with block: auto"
+# Kernel memos (sim/eng_memo.c): a quiet replay sleeps the time the first quiet replay took.
+# Four identical matmuls on one chip: one measured, three from the memo, 4x the time of one
+# (to float noise of the absolute clock)
+printf 'name: memo4\nchip: v5e\nworkload:\n  - repeat:\n      name: l\n      count: 4\n      ops:\n        - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048}\n' >"$t/memo4.yaml"
+sed 's/count: 4/count: 1/' "$t/memo4.yaml" >"$t/memo1.yaml"
+# (v5p: a megacore pair, a memo per core, 2 measured and 6 replays; v7's two cores are two
+# devices: no memos)
+for cm in "v5e:3:1" "v5p:6:2" "v7:-"; do
+    c=${cm%%:*} want=${cm#*:}
+    "$bin" run "$t/memo4.yaml" --set chip=$c -o "$t/memo4" -q \
+        && "$bin" run "$t/memo1.yaml" --set chip=$c -o "$t/memo1" -q \
+        && if [ "$want" = - ]; then ! grep -q kernel_memo "$t/memo4/summary.json"; else
+               grep -q "\"kernel_memo\": {\"replays\": ${want%:*}, \"measured\": ${want#*:}}" \
+                   "$t/memo4/summary.json"; fi \
+        && awk -v a="$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$t/memo1/summary.json")" \
+               -v b="$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$t/memo4/summary.json")" \
+               'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
+        || bad "kernel memo ($c): four matmuls are not four times one"
+done
+# ... and an FSDP stack whose gathers overlap the first kernels of each layer (those replay
+# for real) equals the run without memos: the same summary, the same trace events (to the
+# nanosecond printed; the memo puts its spans on the trace in another order)
+# (and on v5p [2, 2, 1], megacore pairs)
+for cm in "v5e:[4]:48:4" "v5p:[2,2,1]:72:8"; do
+c=${cm%%:*} rest=${cm#*:}; shape=${rest%%:*} want=${rest#*:}
+"$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" -o "$t/ml1" -q \
+    && "$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" \
+           -o "$t/ml0" -q --no-kernel-memo \
+    && grep -q "\"kernel_memo\": {\"replays\": ${want%:*}, \"measured\": ${want#*:}}" \
+           "$t/ml1/summary.json" \
+    && ! grep -q kernel_memo "$t/ml0/summary.json" \
+    && for s in ml0 ml1; do
+           grep -v -e kernel_memo -e '"bytes"' "$t/$s/summary.json" >"$t/$s.summary"
+           sed 's/"ts":\([0-9]*\)\.[0-9]*/"ts":\1/; s/"dur":\([0-9]*\)\.[0-9]*/"dur":\1/; s/,$//' \
+               "$t/$s/trace.json" | sort >"$t/$s.sorted"
+       done && cmp -s "$t/ml0.summary" "$t/ml1.summary" && cmp -s "$t/ml0.sorted" "$t/ml1.sorted" \
+    && ok || bad "kernel memo ($c): the stack differs"
+done
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -54,7 +54,7 @@ for f in configs/bench/*.yaml; do
 done
 
 # Model steps and the hand-written 32-layer stack (issues 14 and 15), fast
-# fidelity, SPMD folding as the runs' default, one run each. Targets: the
+# fidelity, SPMD folding and kernel memos as the runs' defaults, one run each. Targets: the
 # Llama-2-70B step on v5p 8x8x8 <= 30 s and 4 GiB; Llama-3-8B on v5e 16x16
 # <= 10 s; the 32-layer stack <= 10 s and 2 GiB.
 printf '\n'

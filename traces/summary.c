@@ -313,7 +313,11 @@ int summary_write_json(const struct summary *s, const char *path)
     fprintf(f, ",\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
     for (int i = 0; i < s->ndims; i++)
         fprintf(f, "%s%d", i ? ", " : "", s->sim_shape[i]);
-    fprintf(f, "],\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
+    fputc(']', f);
+    if (s->memo_measured)
+        fprintf(f, ",\n  \"kernel_memo\": {\"replays\": %lld, \"measured\": %lld}",
+                (long long)s->memo_replays, (long long)s->memo_measured);
+    fprintf(f, ",\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
     for (int i = 0; i < s->nops; i++) {
         write_op(f, &s->ops[i], s->slices > 1);
         fputs(i + 1 < s->nops ? ",\n" : "\n", f);

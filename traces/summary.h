@@ -161,6 +161,8 @@ struct summary {
     int sim_chips;              /* chips simulated (the SPMD fold of the slice, sim/spmd.h,
                                  * in every slice) */
     int sim_shape[3];
+    int64_t memo_replays;       /* kernel replays taken from memos (sim/eng_memo.c) */
+    int64_t memo_measured;      /* memos measured */
     /* the program's timeline (chip 0): present when 'timeline' */
     bool timeline;
     double cat_s[CAT_COUNT];

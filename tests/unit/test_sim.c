@@ -46,6 +46,29 @@ static void test_hbm_copy_megacore_shares_hbm(void **state)
     assert_time(r.end[0] - r.start[0], 2.5e-6 + 32e-6);
 }
 
+/* A megacore kernel starts on both cores once the one before ended on both
+ * (one kernel launch spans the chip's two TensorCores). A matmul of 3 x 1
+ * parallel blocks gives core 0 two blocks and core 1 one: core 1 is done
+ * first, and the balanced matmul after it (one block per core) waits for
+ * core 0, then takes as long as it does alone. */
+static void test_megacore_kernels_start_together(void **state)
+{
+    (void)state;
+    const char *second = "  - {op: matmul, m: 512, k: 256, n: 256, block: {bm: 256, bk: 256, bn: 256}}\n";
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "chip: v5p\nworkload:\n"
+             "  - {op: matmul, m: 768, k: 256, n: 256, block: {bm: 256, bk: 256, bn: 256}}\n%s",
+             second);
+    struct result r = run(yaml, ROUND, 6);
+    snprintf(yaml, sizeof yaml, "chip: v5p\nworkload:\n%s", second);
+    struct result alone = run(yaml, ROUND, 6);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(alone.rc, 0);
+    assert_true(r.start[1] >= r.end[0] - 1e-12);
+    assert_time(r.end[1] - r.start[1], alone.end[0] - alone.start[0]);
+}
+
 /* host_copy over PCIe at 1 GB/s (HBM 32.768 GB/s is not the limit): DMA
  * latency + bytes / PCIe; 1 MB takes 0.5 + 1000 us. */
 static const char *const PCIE[] = {"chip.hbm.bandwidth=32.768GBps",
@@ -321,6 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hbm_copy_time_hand_derived),
         cmocka_unit_test(test_hbm_copy_megacore_shares_hbm),
+        cmocka_unit_test(test_megacore_kernels_start_together),
         cmocka_unit_test(test_host_copy_time_hand_derived),
         cmocka_unit_test(test_host_copy_directions_share_or_not),
         cmocka_unit_test(test_host_copy_shares_hbm),

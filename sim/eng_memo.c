@@ -1,0 +1,286 @@
+/* sim/eng_memo.c -- kernel memos (see sim/engine.h): a quiet replay of a
+ * pallas_call's script is measured once, with the unit spans it put on the
+ * trace, and later quiet replays of the same script take that time without
+ * issuing its DMAs and executions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "sim/engine.h"
+
+/* One unit span of a measured replay, times from its start. */
+struct memo_ev {
+    int tid;
+    const char *cat, *name; /* static strings or the op's name (lives as long as the run) */
+    double t0, t1, bytes;
+    char args[96];
+};
+
+struct eng_memo {
+    bool measured;
+    bool measuring;         /* one task measures; the others replay meanwhile */
+    double dur_s;
+    uint64_t epoch0;        /* while measuring: the epoch at its start */
+    double t0;              /* while measuring: its start */
+    int *fol, nfol;         /* cores that started it at that instant and wait for its end */
+    size_t capfol;
+    struct memo_ev *ev;
+    size_t nev, cap;
+};
+
+static double now(void)
+{
+    return simgrid_get_clock();
+}
+
+static size_t slots(const struct eng_run *r, int op)
+{
+    return (size_t)(r->kern[op].ncalls * r->sc->chip.cores);
+}
+
+void eng_memo_init(struct eng_run *r, bool on)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
+    /* fast fidelity, no step-level trace (its flow arrows and HBM counter
+     * need the replay's own activities), and chips whose cores run one
+     * kernel together (one core, or a megacore pair) */
+    bool together = sc->chip.cores == 1 || sc->chip.megacore;
+    if (!on || !together || sc->fidelity != CFG_FIDELITY_FAST ||
+        trace_wants(r->trace, TRACE_STEPS))
+        return;
+    int ncores = cfg_engine_chips(sc) * sc->chip.cores;
+    r->memo_sem = xcalloc((size_t)ncores, sizeof *r->memo_sem);
+    r->asleep = xcalloc((size_t)ncores, sizeof *r->asleep);
+    r->asleep_at = xcalloc((size_t)ncores, sizeof *r->asleep_at);
+    for (int i = 0; i < ncores; i++) {
+        r->memo_sem[i] = sg_sem_init(0);
+        r->asleep_at[i] = -1;
+    }
+    r->memos = xcalloc((size_t)sc->nops, sizeof *r->memos);
+    for (int i = 0; i < sc->nops; i++)
+        if (r->kern[i].ncalls)
+            r->memos[i] = xcalloc(slots(r, i), sizeof *r->memos[i]);
+}
+
+void eng_memo_fini(struct eng_run *r)
+{
+    for (int i = 0; r->memos && i < r->sc->nops; i++) {
+        for (size_t j = 0; r->memos[i] && j < slots(r, i); j++)
+            free(r->memos[i][j].ev), free(r->memos[i][j].fol);
+        free(r->memos[i]);
+    }
+    free(r->memos);
+    r->memos = NULL;
+    free(r->chip_tasks);
+    r->chip_tasks = NULL;
+    int ncores = r->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
+    for (int i = 0; i < ncores; i++)
+        sg_sem_destroy(r->memo_sem[i]);
+    free(r->memo_sem);
+    free(r->asleep);
+    free(r->asleep_at);
+    r->memo_sem = NULL, r->asleep = r->asleep_at = NULL;
+}
+
+/* A compute-stream kernel: what memos stand for, and what does not disturb
+ * another chip's memo. */
+static bool plain_kernel(const struct eng_task *task)
+{
+    const struct op_row *row = op_row(task->op->kind);
+    return row->kern && !row->async;
+}
+
+void eng_memo_task_start(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    r->chip_tasks[task->core->chip]++;
+    if (op_row(task->op->kind)->reach)
+        r->xchip_tasks++;
+    if (plain_kernel(task))
+        return;
+    r->epoch++;
+    for (int i = 0; i < r->nasleep; i++) { /* wake every memo sleep */
+        sg_sem_release(r->memo_sem[r->asleep[i]]);
+        r->asleep_at[r->asleep[i]] = -1;
+    }
+    r->nasleep = 0;
+}
+
+void eng_memo_task_end(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    r->chip_tasks[task->core->chip]--;
+    if (op_row(task->op->kind)->reach)
+        r->xchip_tasks--;
+}
+
+/* The memo of 'slot' when 'task' may use one: its chip runs nothing but this
+ * kernel (on each of its cores: a megacore pair meets at a barrier before
+ * each call) and nothing moves between chips. */
+static struct eng_memo *quiet_memo(struct eng_task *task, int slot)
+{
+    struct eng_run *r = task->core->run;
+    if (!r->memos || !r->memos[task->opi] || r->xchip_tasks ||
+        r->chip_tasks[task->core->chip] != r->sc->chip.cores)
+        return NULL;
+    return &r->memos[task->opi][slot];
+}
+
+/* True when every core's memo of the call of 'slot' is measured: the cores
+ * of a chip take memos together or not at all (a core running for real
+ * beside one that sleeps would have the HBM to itself). */
+static bool call_measured(const struct eng_run *r, int op, int slot)
+{
+    int cores = r->sc->chip.cores, first = slot - slot % cores;
+    for (int k = 0; k < cores; k++)
+        if (!r->memos[op][first + k].measured)
+            return false;
+    return true;
+}
+
+static void asleep_add(struct eng_run *r, int gid)
+{
+    r->asleep_at[gid] = r->nasleep;
+    r->asleep[r->nasleep++] = gid;
+}
+
+/* Takes 'gid' off the list of memo sleeps (if an op start has not). */
+static void asleep_drop(struct eng_run *r, int gid)
+{
+    int at = r->asleep_at[gid];
+    if (at < 0)
+        return;
+    int last = r->asleep[--r->nasleep];
+    r->asleep[at] = last, r->asleep_at[last] = at;
+    r->asleep_at[gid] = -1;
+}
+
+/* Core 'gid' sleeps until 'end' unless an op instance starts meanwhile
+ * (eng_memo_task_start wakes it); false if one started at once. */
+static bool memo_sleep(struct eng_run *r, int gid, double end)
+{
+    double t0 = now();
+    uint64_t e0 = r->epoch;
+    while (r->epoch == e0 && now() < end) {
+        asleep_add(r, gid);
+        bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - now()) != 0;
+        asleep_drop(r, gid);
+        if (timeout)
+            break;
+    }
+    if (r->epoch != e0 && now() <= t0)
+        return false;
+    if (now() < end)
+        sg_actor_sleep_until(end);
+    return true;
+}
+
+/* Core 'gid' waits for the measurement of 'm', started at this instant on
+ * another chip, to end; false if an op instance started at once (the core
+ * runs for real). An op starting later leaves it waiting: it takes the
+ * measured run's time, as a memo would. */
+static bool follow(struct eng_task *task, struct eng_memo *m)
+{
+    struct eng_run *r = task->core->run;
+    int gid = task->core->gid;
+    double t0 = now();
+    eng_wait_note(task, "the first run of its kernel, on another chip");
+    uint64_t e0 = r->epoch;
+    xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
+    m->fol[m->nfol++] = gid;
+    asleep_add(r, gid);
+    for (;;) {
+        sg_sem_acquire(r->memo_sem[gid]);
+        asleep_drop(r, gid);
+        if (!m->measuring && now() > t0) {
+            eng_wait_note(task, NULL);
+            return true; /* eng_memo_end took it off the followers */
+        }
+        if (r->epoch != e0 && now() <= t0) {
+            for (int i = 0; i < m->nfol; i++)
+                if (m->fol[i] == gid)
+                    m->fol[i] = m->fol[--m->nfol];
+            eng_wait_note(task, NULL);
+            return false;
+        }
+    }
+}
+
+bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
+{
+    struct eng_memo *m = quiet_memo(task, slot);
+    struct eng_core *c = task->core;
+    if (!m)
+        return false;
+    double t0 = now();
+    if (call_measured(c->run, task->opi, slot)) {
+        eng_stop_if_interrupted();
+        if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
+            return false;
+    } else if (c->run->sc->chip.cores > 1 || !m->measuring || m->t0 != t0 ||
+               !follow(task, m)) {
+        return false; /* (a megacore pair would have to follow a pair: not done) */
+    }
+    for (size_t i = 0; i < m->nev; i++) {
+        const struct memo_ev *e = &m->ev[i];
+        trace_unit(c->run->trace, c->chip, e->tid, e->cat, e->name, task->op->name, t0 + e->t0,
+                   t0 + e->t1, e->bytes, e->args[0] ? e->args : NULL);
+    }
+    int64_t steps0 = task->st.steps;
+    pl_script_stats(script, &task->st);
+    progress_add(c->run->progress, task->st.steps - steps0);
+    task->steps_shown = task->st.steps;
+    c->run->memo_hits++;
+    return true;
+}
+
+void eng_memo_begin(struct eng_task *task, int slot)
+{
+    struct eng_memo *m = quiet_memo(task, slot);
+    if (!m || m->measured || m->measuring)
+        return;
+    m->measuring = true;
+    m->nev = 0;
+    m->nfol = 0;
+    m->epoch0 = task->core->run->epoch;
+    m->t0 = now();
+    task->capture = m;
+    task->capture_t0 = m->t0;
+}
+
+void eng_memo_end(struct eng_task *task, int slot)
+{
+    (void)slot;
+    struct eng_memo *m = task->capture;
+    task->capture = NULL;
+    if (!m)
+        return;
+    struct eng_run *r = task->core->run;
+    m->measuring = false;
+    for (int i = 0; i < m->nfol; i++) { /* the cores that waited for it go on */
+        asleep_drop(r, m->fol[i]);
+        sg_sem_release(r->memo_sem[m->fol[i]]);
+    }
+    m->nfol = 0;
+    if (m->epoch0 != r->epoch)
+        return; /* something else started meanwhile: not a quiet run */
+    m->dur_s = now() - task->capture_t0;
+    m->measured = true;
+    task->core->run->memo_measured++;
+}
+
+void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,
+              double t1, double bytes, const char *args)
+{
+    struct eng_core *c = task->core;
+    trace_unit(c->run->trace, c->chip, tid, cat, name, task->op->name, t0, t1, bytes, args);
+    struct eng_memo *m = task->capture;
+    if (!m)
+        return;
+    xgrow(&m->ev, &m->cap, m->nev + 1, sizeof *m->ev);
+    struct memo_ev *e = &m->ev[m->nev++];
+    *e = (struct memo_ev){.tid = tid, .cat = cat, .name = name, .t0 = t0 - task->capture_t0,
+                          .t1 = t1 - task->capture_t0, .bytes = bytes};
+    snprintf(e->args, sizeof e->args, "%s", args ? args : "");
+}
