@@ -38,6 +38,8 @@ struct chip_params {
     double dma_issue_s;           /* latency of one DMA from issue to first byte */
     /* --- per chip --- */
     uint64_t hbm_bytes;
+    uint64_t hbm_usable_bytes;    /* what XLA may allocate (its OOM messages' "of X hbm");
+                                     0: not given */
     double hbm_bw_Bps;
     double hbm_efficiency;        /* achieved fraction of hbm_bw_Bps */
     double pcie_bw_Bps;           /* host <-> chip, one direction (0: none given) */

@@ -126,16 +126,41 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     free(path);
 }
 
+/* hbm.usable: the bytes XLA may allocate, at most the capacity. A scenario
+ * that overrides the capacity alone drops its preset's usable figure (it
+ * was for the preset's capacity): the nodes then come from different files. */
+static void load_hbm_usable(struct walk *w, const struct cfg_node *h, const char *p,
+                            struct chip_params *c)
+{
+    const struct cfg_node *u = walk_field(w, h, p, "usable", false);
+    const struct cfg_node *cap = walk_field(w, h, p, "capacity", false);
+    c->hbm_usable_bytes = 0;
+    if (!u || (cap && cap->file && u->file && strcmp(cap->file, u->file) != 0))
+        return;
+    uint64_t v = 0;
+    if (walk_size(w, h, p, "usable", false, MiB(1), (uint64_t)1e18, "from 1MiB to 1EB", &v) != 0)
+        return;
+    if (c->hbm_bytes > 0 && v > c->hbm_bytes) {
+        char *kp = walk_join(p, "usable");
+        walk_type_error(w, u, kp, "at most hbm.capacity");
+        free(kp);
+        return;
+    }
+    c->hbm_usable_bytes = v;
+}
+
 static void load_hbm(struct walk *w, const struct cfg_node *root, const char *pre,
                      struct chip_params *c)
 {
     char *p = walk_join(pre, "hbm");
     const struct cfg_node *h = walk_field(w, root, pre, "hbm", true);
     if (h && walk_is_map(w, h, p)) {
-        static const char *const keys[] = {"capacity", "bandwidth", "efficiency", NULL};
+        static const char *const keys[] = {"capacity", "usable", "bandwidth", "efficiency",
+                                           NULL};
         walk_check_keys(w, h, p, keys);
         walk_size(w, h, p, "capacity", true, MiB(1), (uint64_t)1e18, "from 1MiB to 1EB",
                   &c->hbm_bytes);
+        load_hbm_usable(w, h, p, c);
         walk_qty(w, h, p, "bandwidth", true, UNITS_BANDWIDTH, false, &c->hbm_bw_Bps);
         walk_fraction(w, h, p, "efficiency", &c->hbm_efficiency);
     }

@@ -251,6 +251,19 @@ static double tensor_bytes(const struct model *m, const struct model_shard *s, e
     return 0;
 }
 
+/* Whether the backward reads tensor 't' (or recomputes from it what it
+ * reads): only such a tensor is a residual. jax's remat saves (or offloads)
+ * what the policy names only when the backward pass uses it and drops the
+ * rest from the forward's outputs (jax ad_checkpoint.remat_partial_eval: the
+ * residuals the staged backward does not use are dead-code eliminated). The
+ * MLP's output (mlpwo) only feeds the residual add, whose gradient needs
+ * nothing, and the layer's output is the next layer's input (kept as that);
+ * a dot's backward reads its inputs, not its output. So it is never kept. */
+static bool is_residual(enum model_tensor t)
+{
+    return t != MT_MLPWO;
+}
+
 /* Bytes per token of what one layer keeps in 'where' under the policy; with
  * no policy also the norms' outputs, the attention output before its
  * projection and the MLP's activation product. */
@@ -259,7 +272,7 @@ static double kept_per_token(const struct model *m, const struct model_shard *s,
 {
     double sum = 0;
     for (int t = 0; t < MT_COUNT; t++)
-        if (m->remat.t[t] == where)
+        if (m->remat.t[t] == where && is_residual((enum model_tensor)t))
             sum += tensor_bytes(m, s, (enum model_tensor)t);
     if (m->remat.none && where == KEEP_DEVICE)
         sum += (2.0 * (double)m->d_model / s->tensor + (double)s->heads * (double)m->head_dim +
@@ -310,8 +323,11 @@ void model_memory(const struct model *m, const struct model_shard *s,
                         (double)(m->kv_len + m->seq_len);
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations +
                  mem->weights_gathered + mem->logits + mem->kv_cache;
-    /* XLA reports the usable HBM: 15.48G of a 16 GiB v5e, the runtime keeps the rest */
-    mem->capacity = (double)chip->hbm_bytes * 0.9675;
+    /* XLA's limit is the usable HBM, the runtime keeps the rest: the preset's
+     * hbm.usable (what XLA's OOM messages say), else the share v5e shows
+     * (15.48G of 16 GiB) */
+    mem->capacity = chip->hbm_usable_bytes > 0 ? (double)chip->hbm_usable_bytes
+                                               : (double)chip->hbm_bytes * 0.9675;
 }
 
 static double gib(double b)

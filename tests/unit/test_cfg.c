@@ -93,6 +93,36 @@ static void test_cfg_chip_override_and_set(void **state)
     diag_free(d);
 }
 
+/* hbm.usable, the bytes XLA may allocate (its OOM messages' "of X hbm"): the
+ * presets that give it, and a scenario that overrides the capacity alone
+ * dropping the preset's figure (it was for the preset's capacity). */
+static void test_cfg_hbm_usable(void **state)
+{
+    (void)state;
+    struct diag *d = diag_new();
+    struct chip_params c;
+    assert_int_equal(cfg_load_chip("v5p", &c, d), 0);
+    assert_int_equal(c.hbm_bytes, (uint64_t)96 << 30);
+    assert_int_equal(c.hbm_usable_bytes, (uint64_t)98038 << 20); /* 95.74 GiB */
+    assert_int_equal(cfg_load_chip("v6e", &c, d), 0);
+    assert_int_equal(c.hbm_usable_bytes, (uint64_t)32000 << 20); /* 31.25 GiB */
+    assert_int_equal(cfg_load_chip("v7", &c, d), 0);
+    assert_int_equal(c.hbm_usable_bytes, 0); /* not known: the model's default share */
+    struct cfg_scenario sc;
+    const char *w = "workload:\n  - {op: hbm_copy, bytes: 1MiB}\n";
+    char buf[256];
+    snprintf(buf, sizeof buf, "chip: {base: v5p, hbm: {capacity: 8GiB}}\n%s", w);
+    assert_int_equal(load(buf, NULL, 0, &sc, d), 0);
+    assert_int_equal(sc.chip.hbm_usable_bytes, 0);
+    cfg_scenario_fini(&sc);
+    snprintf(buf, sizeof buf, "chip: {base: v5p, hbm: {capacity: 8GiB, usable: 7GiB}}\n%s", w);
+    assert_int_equal(load(buf, NULL, 0, &sc, d), 0);
+    assert_int_equal(sc.chip.hbm_usable_bytes, (uint64_t)7 << 30);
+    cfg_scenario_fini(&sc);
+    assert_int_equal(diag_count(d), 0);
+    diag_free(d);
+}
+
 static void test_cfg_default_wraparound_rules(void **state)
 {
     (void)state;
@@ -403,6 +433,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cfg_presets_load),
         cmocka_unit_test(test_cfg_chip_override_and_set),
+        cmocka_unit_test(test_cfg_hbm_usable),
         cmocka_unit_test(test_cfg_default_wraparound_rules),
         cmocka_unit_test(test_cfg_errors_have_positions_and_suggestions),
         cmocka_unit_test(test_cfg_set_errors),

@@ -106,12 +106,25 @@ static void test_memory(void **state)
     assert_float_equal(mem.weights_gathered, 1180672, 0.5);
     assert_float_equal(mem.logits, 1048576, 0.5);
     assert_float_equal(mem.total, 5901824, 0.5);
-    /* minimal keeps q (2 x 64 x 2 B), k and v (64 x 2 B each), out_proj and
-     * mlpwo (128 x 2 B each), mlpwi (2 x 256 x 2 B) beside the input (256):
-     * 2304 B a token, 512 x 2 layers x 2304 = 2359296 */
+    /* the limit: 16 GiB x 0.9675 without hbm.usable, hbm.usable when given */
+    assert_float_equal(mem.capacity, 16.0 * (1 << 30) * 0.9675, 1);
+    f.chip.hbm_usable_bytes = (uint64_t)15 << 30;
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.capacity, 15.0 * (1 << 30), 0.5);
+    /* minimal keeps q (2 x 64 x 2 B), k and v (64 x 2 B each), out_proj
+     * (128 x 2 B), mlpwi (2 x 256 x 2 B) beside the input (256): 2048 B a
+     * token, 512 x 2 layers x 2048 = 2097152. It names mlpwo too, but the
+     * backward never reads the MLP's output: not a residual, not kept. */
     assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
     model_memory(&m, &f.sh, &f.chip, &mem);
-    assert_float_equal(mem.activations, 2359296, 0.5);
+    assert_float_equal(mem.activations, 2097152, 0.5);
+    /* a policy that names only mlpwo keeps what full keeps: the input */
+    assert_int_equal(model_remat_policy("full", &m.remat), 0);
+    m.remat.t[MT_MLPWO] = KEEP_DEVICE;
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.activations, 262144, 0.5);
+    m.remat.t[MT_MLPWO] = KEEP_OFFLOAD; /* nor sent to the host */
+    assert_float_equal(model_offload_bytes_per_layer(&m, &f.sh), 0, 0.5);
     /* offload sends the input, q, k, v and out_proj away (1024 B a token):
      * the device keeps two layers' worth in flight, 2 x 512 x 1024 */
     assert_int_equal(model_remat_policy("offload", &m.remat), 0);
