@@ -22,6 +22,7 @@ struct eng_memo {
     double dur_s;
     uint64_t epoch0;        /* while measuring: the epoch at its start */
     double t0;              /* while measuring: its start */
+    uint64_t ends;          /* measurements ended (their followers go on) */
     int *fol, nfol;         /* cores that started it at that instant and wait for its end */
     size_t capfol;
     struct memo_ev *ev;
@@ -186,14 +187,15 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
     int gid = task->core->gid;
     double t0 = now();
     eng_wait_note(task, "the first run of its kernel, on another chip");
-    uint64_t e0 = r->epoch;
+    uint64_t e0 = r->epoch, ends = m->ends;
     xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
     m->fol[m->nfol++] = gid;
-    asleep_add(r, gid);
     for (;;) {
-        sg_sem_acquire(r->memo_sem[gid]);
+        if (now() <= t0) /* an op starting at this instant sends it to the real run */
+            asleep_add(r, gid);
+        sg_sem_acquire(r->memo_sem[gid]); /* (a token left by an earlier wake: loops) */
         asleep_drop(r, gid);
-        if (!m->measuring && now() > t0) {
+        if (m->ends != ends) {
             eng_wait_note(task, NULL);
             return true; /* eng_memo_end took it off the followers */
         }
@@ -258,6 +260,7 @@ void eng_memo_end(struct eng_task *task, int slot)
         return;
     struct eng_run *r = task->core->run;
     m->measuring = false;
+    m->ends++;
     for (int i = 0; i < m->nfol; i++) { /* the cores that waited for it go on */
         asleep_drop(r, m->fol[i]);
         sg_sem_release(r->memo_sem[m->fol[i]]);
