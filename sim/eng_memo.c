@@ -251,9 +251,8 @@ void eng_memo_begin(struct eng_task *task, int slot)
     task->capture_t0 = m->t0;
 }
 
-void eng_memo_end(struct eng_task *task, int slot)
+void eng_memo_end(struct eng_task *task)
 {
-    (void)slot;
     struct eng_memo *m = task->capture;
     task->capture = NULL;
     if (!m)

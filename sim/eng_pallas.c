@@ -85,7 +85,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
             struct pl_exec ex = {&eng_pallas_ops, task, fast};
             eng_memo_begin(task, slot);
             pl_replay(*script, &ex, &task->st);
-            eng_memo_end(task, slot);
+            eng_memo_end(task);
         }
     } else {
         eng_run_pallas_steps(task, call, b, e);

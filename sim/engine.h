@@ -201,7 +201,7 @@ void eng_memo_task_end(struct eng_task *task);
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script);
 /* Around a replay the caller runs: measures it into the memo when quiet. */
 void eng_memo_begin(struct eng_task *task, int slot);
-void eng_memo_end(struct eng_task *task, int slot);
+void eng_memo_end(struct eng_task *task);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;
