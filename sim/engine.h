@@ -196,8 +196,9 @@ void eng_memo_fini(struct eng_run *r);
 /* Around every op instance's run (eng_task_run). */
 void eng_memo_task_start(struct eng_task *task);
 void eng_memo_task_end(struct eng_task *task);
-/* Runs 'script' for 'task' from its memo 'slot' if quiet and measured; true
- * when done (stats added), false when the caller must replay. */
+/* Runs 'script' for 'task' from its memo 'slot' if quiet and measured (or
+ * being measured from this instant on another chip: it waits for the end);
+ * true when done (stats added), false when the caller must replay. */
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script);
 /* Around a replay the caller runs: measures it into the memo when quiet. */
 void eng_memo_begin(struct eng_task *task, int slot);
