@@ -331,6 +331,20 @@ static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, ui
     return x->ops->dma_start(x->ex, in, bytes, op);
 }
 
+/* A DMA waited on at once. */
+static void sync_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
+                     uint64_t raw, int op)
+{
+    if (!x->ops->dma_sync) {
+        x->ops->dma_wait(x->ex, start_dma(x, st, in, bytes, raw, op));
+        return;
+    }
+    st->dmas++;
+    st->hbm_bytes += (double)bytes;
+    st->useful_bytes += (double)raw;
+    x->ops->dma_sync(x->ex, in, bytes, op);
+}
+
 static void init_states(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
 {
     const struct pl_call *call = c->call;
@@ -643,10 +657,23 @@ static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
                      struct pl_stats *st)
 {
     const struct pl_call *call = c->call;
+    int starts = 0, pending = 0; /* one write-back and nothing else to wait: a sync DMA */
+    for (int i = 0; i < call->noperands; i++) {
+        if (call->operands[i].dir != PL_OUT)
+            continue;
+        if (os[i].piped && os[i].trivial)
+            starts++;
+        else if (os[i].pending)
+            pending++;
+    }
     for (int i = 0; i < call->noperands; i++) {
         if (os[i].piped && os[i].trivial && call->operands[i].dir == PL_OUT) {
             if (call->operands[i].data)
                 copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][0], false);
+            if (starts == 1 && !pending && !os[i].pending) {
+                sync_dma(x, st, false, os[i].bytes, os[i].raw, i);
+                return;
+            }
             os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
         }
     }
@@ -664,7 +691,7 @@ static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl
             continue;
         if (c->call->operands[i].data)
             copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
-        x->ops->dma_wait(x->ex, start_dma(x, st, true, os[i].bytes, os[i].raw, i));
+        sync_dma(x, st, true, os[i].bytes, os[i].raw, i);
     }
 }
 
@@ -908,8 +935,7 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
     if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
-        x->ops->dma_wait(x->ex, start_dma(x, st, true, call->smem_prefetch_bytes,
-                                         call->smem_prefetch_bytes, -1));
+        sync_dma(x, st, true, call->smem_prefetch_bytes, call->smem_prefetch_bytes, -1);
     trivial_inputs(&c, os, x, st);
     prologue(&c, os, x, st);
     bool may_coalesce = x->coalesce && !call->functional && !call->manual;

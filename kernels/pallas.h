@@ -92,6 +92,9 @@ struct pl_exec_ops {
     void (*compute)(void *ex, const struct pl_work *w, int64_t step, int64_t nsteps);
     /* Lets 'seconds' of scalar (step) overhead pass. */
     void (*delay)(void *ex, double seconds);
+    /* Optional: dma_wait(dma_start(...)) for a DMA waited on at once, with
+     * the same timing (an executor may run it more cheaply). */
+    void (*dma_sync)(void *ex, bool in, uint64_t bytes, int operand);
 };
 
 struct pl_exec {

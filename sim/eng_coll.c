@@ -77,11 +77,58 @@ struct coll_actor {
     int nsent;
 };
 
-static sg_mailbox_t sem_mb(int chip, int opi, int sem)
+/* Appends 'v' in decimal at 'p'; returns the end (the hot paths' names and
+ * notes without snprintf, whose cost showed in the collectives' profile). */
+static char *put_u64(char *p, unsigned long long v)
 {
-    char name[64];
-    snprintf(name, sizeof name, "s.%d.%d.%d", chip, opi, sem);
+    char d[24];
+    int n = 0;
+    do
+        d[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        *p++ = d[--n];
+    return p;
+}
+
+/* Appends 's', up to 'end' at most; returns the end. */
+static char *put_str(char *p, const char *s, const char *end)
+{
+    size_t n = strlen(s);
+    n = p >= end ? 0 : n < (size_t)(end - p) ? n : (size_t)(end - p);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static sg_mailbox_t sem_mb_named(int chip, int opi, int sem)
+{
+    char name[64], *p = name; /* "s.CHIP.OP.SEM" */
+    *p++ = 's', *p++ = '.';
+    p = put_u64(p, (unsigned)chip), *p++ = '.';
+    p = put_u64(p, (unsigned)opi), *p++ = '.';
+    p = put_u64(p, (unsigned)sem), *p = '\0';
     return sg_mailbox_by_name(name);
+}
+
+/* A cache of the semaphore mailboxes, direct-mapped on (chip, op, semaphore):
+ * a ring step's senders find what the receiver looked up at its start
+ * without SimGrid's lookup by name (mailboxes live as long as the engine). */
+enum { SEM_MB_SLOTS = 1 << 17 };
+struct eng_sem_mb {
+    int chip, opi, sem;
+    sg_mailbox_t mb;
+};
+
+static sg_mailbox_t sem_mb_in(struct eng_run *r, int chip, int opi, int sem)
+{
+    if (!r->sem_mbs)
+        r->sem_mbs = xcalloc(SEM_MB_SLOTS, sizeof *r->sem_mbs);
+    uint32_t h = ((uint32_t)chip * 2654435761u) ^ ((uint32_t)opi * 40503u) ^
+                 ((uint32_t)sem * 97u);
+    struct eng_sem_mb *e = &r->sem_mbs[(h ^ (h >> 15)) & (SEM_MB_SLOTS - 1)];
+    if (!e->mb || e->chip != chip || e->opi != opi || e->sem != sem)
+        *e = (struct eng_sem_mb){chip, opi, sem, sem_mb_named(chip, opi, sem)};
+    return e->mb;
 }
 
 /* Semaphore 'sem' of chip 'dst' (cached: a ring step sends to two). */
@@ -92,7 +139,7 @@ static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
             return a->sent[i].mb;
     int i = a->nsent++ % 4;
     a->sent[i].chip = dst, a->sent[i].sem = sem;
-    a->sent[i].mb = sem_mb(dst, a->task->opi, sem);
+    a->sent[i].mb = sem_mb_in(a->task->core->run, dst, a->task->opi, sem);
     return a->sent[i].mb;
 }
 
@@ -101,9 +148,9 @@ static sg_mailbox_t own_mb(struct eng_task *task, int sem)
 {
     struct sim_coll *dev = task->coll;
     if (!dev->mb)
-        return sem_mb(task->core->chip, task->opi, sem);
+        return sem_mb_in(task->core->run, task->core->chip, task->opi, sem);
     if (!dev->mb[sem])
-        dev->mb[sem] = sem_mb(task->core->chip, task->opi, sem);
+        dev->mb[sem] = sem_mb_in(task->core->run, task->core->chip, task->opi, sem);
     return dev->mb[sem];
 }
 
@@ -236,15 +283,32 @@ static void cx_wait_send(void *ex, void *h)
     free(d);
 }
 
+/* The note "WHAT SEM of op 'NAME' to reach AMOUNT (it holds COUNT)". */
+static void wait_note(struct eng_task *task, const char *what, int sem, double amount,
+                      double count)
+{
+    /* the strings are cut beyond the note's length, the numbers need 64 bytes */
+    char buf[2 * ENG_NOTE_BYTES + 64], *p = buf, *end = buf + 2 * ENG_NOTE_BYTES;
+    p = put_str(p, what, end);
+    *p++ = ' ';
+    p = put_u64(p, (unsigned)sem);
+    p = put_str(p, " of op '", end);
+    p = put_str(p, task->op->name, end);
+    p = put_str(p, "' to reach ", end + 16);
+    p = put_u64(p, (unsigned long long)amount);
+    p = put_str(p, " (it holds ", end + 32);
+    p = put_u64(p, (unsigned long long)count);
+    *p++ = ')', *p = '\0';
+    eng_wait_note(task, buf); /* as snprintf: the first ENG_NOTE_BYTES - 1 bytes */
+}
+
 static void take(struct coll_actor *a, int sem, double amount, const char *what)
 {
     struct eng_task *task = a->task;
     double *c = &task->coll->count[sem];
     settle(a);
     while (*c < amount) { /* counts are whole numbers of bytes or increments */
-        snprintf(task->note, ENG_NOTE_BYTES, "%s %d of op '%s' to reach %llu (it holds %llu)",
-                 what, sem, task->op->name, (unsigned long long)amount,
-                 (unsigned long long)*c);
+        wait_note(task, what, sem, amount, *c);
         struct sem_msg *m = sg_mailbox_get(own_mb(task, sem));
         *c += (double)m->amount;
         free(m);
@@ -392,7 +456,7 @@ static void anchor_main(int argc, char **argv)
         for (int q = 0; q < an->plan->parts[p].nphases; q++)
             for (int d = 0; d < 2 && an->plan->parts[p].phases[q].axis == COLL_AXIS_DCN; d++)
                 sg_mailbox_set_receiver(
-                    sg_mailbox_get_name(sem_mb(an->chip, an->opi, coll_sem_id(p, q, d, false))));
+                    sg_mailbox_get_name(sem_mb_named(an->chip, an->opi, coll_sem_id(p, q, d, false))));
     sg_sem_release(an->ready);
     sg_sem_acquire(an->quit); /* the op's end: what waits on a semaphore frees it */
     sg_sem_destroy(an->quit);
@@ -492,7 +556,7 @@ void eng_run_remote_copy(struct eng_task *task)
     struct sim_coll dev = {.nsems = 1};
     dev.count = xcalloc(1, sizeof *dev.count);
     task->coll = &dev;
-    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
+    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb_in(r, c->chip, task->opi, 0)));
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
@@ -558,7 +622,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     nb[1] = topo_rank(&sc->topo, co);
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
-            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
+            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb_in(r, c->chip, task->opi, s)));
         eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
         sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     }

@@ -42,9 +42,10 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
     const struct topo *t = &r->sc->sim;
     if (!trace_wants(r->trace, TRACE_UNITS))
         return;
-    char args[96];
-    snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
-             (unsigned long long)bytes, src, dst);
+    char args[96] = ""; /* (only a steps-level trace writes a unit's args) */
+    if (trace_wants(r->trace, TRACE_STEPS))
+        snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
+                 (unsigned long long)bytes, src, dst);
     if (eng_slice_of(r, src) != eng_slice_of(r, dst)) { /* over the DCN */
         trace_unit(r->trace, src, ENG_TID_DCN, "dcn", name, name, t0, t1, (double)bytes, args);
         return;
@@ -53,17 +54,22 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
     int n = topo_hops(t, src - base, dst - base);
     if (n == 0)
         return;
-    struct topo_hop *hops = xcalloc((size_t)n, sizeof *hops);
+    struct topo_hop buf[64];
+    struct topo_hop *hops = n <= 64 ? buf : xcalloc((size_t)n, sizeof *hops);
     topo_route(t, src - base, dst - base, hops);
     for (int i = 0; i < n; i++)
         trace_unit(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
                    name, name, t0, t1, (double)bytes, args);
-    free(hops);
+    if (hops != buf)
+        free(hops);
 }
 
 void eng_wait_note(struct eng_task *task, const char *what)
 {
-    snprintf(task->note, ENG_NOTE_BYTES, "%s", what ? what : "");
+    size_t n = what ? strlen(what) : 0; /* (no snprintf: a hot path) */
+    n = n < ENG_NOTE_BYTES ? n : ENG_NOTE_BYTES - 1;
+    memcpy(task->note, what ? what : "", n);
+    task->note[n] = '\0';
 }
 
 sg_mailbox_t eng_task_mailbox(const struct eng_core *c, int opi)
@@ -139,9 +145,10 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
         return;
     double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
     double t1 = blocked ? end : (model < end ? model : end);
-    char args[96];
-    snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
-             d->operand);
+    char args[96] = "";
+    if (trace_wants(c->run->trace, TRACE_STEPS))
+        snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d",
+                 (unsigned long long)d->bytes, d->operand);
     eng_unit(task, ENG_TID_DMA(c->core), "dma", d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue,
              t1, (double)d->bytes, args);
     /* the counter spreads the bytes up to the wait (an upper bound of the
@@ -154,8 +161,8 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
     double t0 = simgrid_get_clock();
     eng_wait_note(task, "a local DMA");
     sg_comm_wait(d->comm);
-    if (d->post)
-        sg_comm_wait(d->post); /* done: the transfer (or the engine's wake-up) was first */
+    if (d->post) /* done: the transfer (or the engine's wake-up) was first; no wait needed */
+        sg_comm_unref(d->post);
     eng_wait_note(task, NULL);
     double t1 = simgrid_get_clock();
     trace_dma(task, d, t1, t1 > t0);

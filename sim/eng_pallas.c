@@ -23,6 +23,11 @@ static void ex_dma_wait(void *ex, void *h)
     eng_dma_wait(ex, h);
 }
 
+static void ex_dma_sync(void *ex, bool in, uint64_t bytes, int operand)
+{
+    eng_dma_sync(ex, in, bytes, operand);
+}
+
 static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
 {
     struct eng_task *task = ex;
@@ -40,8 +45,10 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
     if (!trace_wants(c->run->trace, TRACE_UNITS))
         return;
-    char args[96];
-    snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
+    char args[96] = ""; /* (only a steps-level trace writes a unit's args) */
+    if (trace_wants(c->run->trace, TRACE_STEPS))
+        snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step,
+                 (long long)n);
     const char *name = task->op->name;
     if (mxu > 0)
         eng_unit(task, ENG_TID_MXU(c->core), "mxu", name, t0, t0 + mxu, 0, args);
@@ -60,7 +67,8 @@ static void ex_delay(void *ex, double s)
 }
 
 const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait = ex_dma_wait,
-                                           .compute = ex_compute, .delay = ex_delay};
+                                           .compute = ex_compute, .delay = ex_delay,
+                                           .dma_sync = ex_dma_sync};
 
 void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script)
 {

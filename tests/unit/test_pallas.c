@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/collective.h"
 #include "kernels/kernel.h"
 #include "sim/op_table.h"
 #include "kernels/pallas.h"
@@ -170,6 +171,39 @@ static void test_pl_trivial_window_moves_once(void **state)
     assert_int_equal(pl_vmem_bytes(&c, &ch), 2048 * 4); /* single buffer */
 }
 
+static void rec_dma_sync(void *ex, bool in, uint64_t bytes, int op)
+{
+    struct rec *r = ex;
+    rec_log(r, "S");
+    rec_dma_wait(ex, rec_dma_start(ex, in, bytes, op));
+}
+
+/* A DMA waited on at once (a trivial window's input, a lone trivial
+ * output's write-back) goes to the executor's dma_sync when it has one,
+ * with the same statistics: the accumulate step of a reduction of 1 MiB of
+ * f32 (256 rows of 1024, one block) moves acc and recv in, out back. */
+static void test_pl_sync_dmas(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    struct coll_reduce k;
+    struct pl_call c;
+    coll_reduce_call(&k, 1 << 20, DT_F32, &c);
+    static const struct pl_exec_ops sync_ops = {rec_dma_start, rec_dma_wait, rec_compute,
+                                                rec_delay, rec_dma_sync};
+    struct rec r = {0}, rs = {0};
+    struct pl_stats st = {0}, sts = {0};
+    struct pl_exec ex = {&rec_ops, &r, true}, exs = {&sync_ops, &rs, true};
+    pl_run(&c, &ch, 0, 1, &ex, &st);
+    pl_run(&c, &ch, 0, 1, &exs, &sts);
+    assert_string_equal(r.log, "F0 w1 F1 w2 C0 W2 w3 ");
+    assert_string_equal(rs.log, "SF0 w1 SF1 w2 C0 SW2 w3 ");
+    assert_int_equal(sts.dmas, 3);
+    assert_int_equal(st.dmas, 3);
+    assert_true(sts.hbm_bytes == 3.0 * (1 << 20) && st.hbm_bytes == sts.hbm_bytes);
+    assert_true(sts.useful_bytes == st.useful_bytes);
+}
+
 static void test_pl_block_shape_rule(void **state)
 {
     (void)state;
@@ -255,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_pl_coalesces_steady_steps),
         cmocka_unit_test(test_pl_script_replays_the_run),
         cmocka_unit_test(test_pl_trivial_window_moves_once),
+        cmocka_unit_test(test_pl_sync_dmas),
         cmocka_unit_test(test_pl_block_shape_rule),
         cmocka_unit_test(test_pl_megacore_split_contiguous),
         cmocka_unit_test(test_pl_parallel_must_be_prefix),
