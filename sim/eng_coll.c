@@ -100,7 +100,7 @@ static char *put_str(char *p, const char *s, const char *end)
     return p + n;
 }
 
-static sg_mailbox_t sem_mb_named(int chip, int opi, int sem)
+static sg_mailbox_t sem_mb(int chip, int opi, int sem)
 {
     char name[64], *p = name; /* "s.CHIP.OP.SEM" */
     *p++ = 's', *p++ = '.';
@@ -110,26 +110,6 @@ static sg_mailbox_t sem_mb_named(int chip, int opi, int sem)
     return sg_mailbox_by_name(name);
 }
 
-/* A cache of the semaphore mailboxes, direct-mapped on (chip, op, semaphore):
- * a ring step's senders find what the receiver looked up at its start
- * without SimGrid's lookup by name (mailboxes live as long as the engine). */
-enum { SEM_MB_SLOTS = 1 << 17 };
-struct eng_sem_mb {
-    int chip, opi, sem;
-    sg_mailbox_t mb;
-};
-
-static sg_mailbox_t sem_mb_in(struct eng_run *r, int chip, int opi, int sem)
-{
-    if (!r->sem_mbs)
-        r->sem_mbs = xcalloc(SEM_MB_SLOTS, sizeof *r->sem_mbs);
-    uint32_t h = ((uint32_t)chip * 2654435761u) ^ ((uint32_t)opi * 40503u) ^
-                 ((uint32_t)sem * 97u);
-    struct eng_sem_mb *e = &r->sem_mbs[(h ^ (h >> 15)) & (SEM_MB_SLOTS - 1)];
-    if (!e->mb || e->chip != chip || e->opi != opi || e->sem != sem)
-        *e = (struct eng_sem_mb){chip, opi, sem, sem_mb_named(chip, opi, sem)};
-    return e->mb;
-}
 
 /* Semaphore 'sem' of chip 'dst' (cached: a ring step sends to two). */
 static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
@@ -139,7 +119,7 @@ static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
             return a->sent[i].mb;
     int i = a->nsent++ % 4;
     a->sent[i].chip = dst, a->sent[i].sem = sem;
-    a->sent[i].mb = sem_mb_in(a->task->core->run, dst, a->task->opi, sem);
+    a->sent[i].mb = sem_mb(dst, a->task->opi, sem);
     return a->sent[i].mb;
 }
 
@@ -148,9 +128,9 @@ static sg_mailbox_t own_mb(struct eng_task *task, int sem)
 {
     struct sim_coll *dev = task->coll;
     if (!dev->mb)
-        return sem_mb_in(task->core->run, task->core->chip, task->opi, sem);
+        return sem_mb(task->core->chip, task->opi, sem);
     if (!dev->mb[sem])
-        dev->mb[sem] = sem_mb_in(task->core->run, task->core->chip, task->opi, sem);
+        dev->mb[sem] = sem_mb(task->core->chip, task->opi, sem);
     return dev->mb[sem];
 }
 
@@ -456,7 +436,7 @@ static void anchor_main(int argc, char **argv)
         for (int q = 0; q < an->plan->parts[p].nphases; q++)
             for (int d = 0; d < 2 && an->plan->parts[p].phases[q].axis == COLL_AXIS_DCN; d++)
                 sg_mailbox_set_receiver(
-                    sg_mailbox_get_name(sem_mb_named(an->chip, an->opi, coll_sem_id(p, q, d, false))));
+                    sg_mailbox_get_name(sem_mb(an->chip, an->opi, coll_sem_id(p, q, d, false))));
     sg_sem_release(an->ready);
     sg_sem_acquire(an->quit); /* the op's end: what waits on a semaphore frees it */
     sg_sem_destroy(an->quit);
@@ -556,7 +536,7 @@ void eng_run_remote_copy(struct eng_task *task)
     struct sim_coll dev = {.nsems = 1};
     dev.count = xcalloc(1, sizeof *dev.count);
     task->coll = &dev;
-    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb_in(r, c->chip, task->opi, 0)));
+    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
     eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
@@ -622,7 +602,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     nb[1] = topo_rank(&sc->topo, co);
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
-            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb_in(r, c->chip, task->opi, s)));
+            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
         eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
         sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     }

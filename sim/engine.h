@@ -125,7 +125,6 @@ struct eng_run {
     int *asleep, nasleep;      /* the cores in a memo sleep, woken at each such start */
     int *asleep_at;            /* per core: its place in 'asleep', or -1 */
     int64_t memo_hits, memo_measured;
-    struct eng_sem_mb *sem_mbs; /* collectives' semaphore mailboxes, direct-mapped (eng_coll.c) */
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */

@@ -501,7 +501,6 @@ static void free_run(struct eng_run *r)
     for (int i = 0; r->op_barrier && i < r->sc->nops; i++)
         sg_barrier_destroy(r->op_barrier[i]);
     free(r->op_barrier);
-    free(r->sem_mbs);
     free(r->res);
     free(r->error);
     free(r->rates);
