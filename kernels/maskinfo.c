@@ -116,6 +116,22 @@ struct mask *mask_new_logical(enum mask_kind kind, struct mask *a, struct mask *
     return m;
 }
 
+struct mask *mask_copy(const struct mask *m)
+{
+    if (!m)
+        return NULL;
+    struct mask *c = xmalloc(sizeof *c);
+    *c = *m;
+    if (m->dense) {
+        size_t n = (size_t)m->q_len * (size_t)m->kv_len;
+        c->dense = xmalloc(n);
+        memcpy(c->dense, m->dense, n);
+    }
+    c->a = mask_copy(m->a);
+    c->b = mask_copy(m->b);
+    return c;
+}
+
 void mask_free(struct mask *m)
 {
     if (!m)

@@ -40,6 +40,12 @@ struct kern_tune {
     /* Lower bound in seconds of the time of 'k' (built, with its blocks) on one
      * chip: what no schedule of its steps can beat. */
     double (*bound)(const struct kern *k);
+    /* Optional, for parameters that own memory (splash masks): whether 'a' and
+     * 'b' (blocks zeroed) are the same search, and 'keep', which gives 'key' (a
+     * shallow copy of an op) copies of what it owns, for the kind's
+     * params_fini to free. NULL: byte equality of the parameters. */
+    bool (*same)(const struct op *a, const struct op *b);
+    void (*keep)(struct op *key);
 };
 
 /* Fills 'out' (room for 'max') with the feasible candidates of 'op' (built
