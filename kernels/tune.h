@@ -59,7 +59,7 @@ int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, con
                     const struct chip_params *chip, struct tune_point *out, int max, int *tried,
                     char *err, size_t n);
 
-/* "bm=512 bk=1024 bn=1024": the values 'v' of 't' in 'buf'. */
+/* "bm=512 bk=1024 bn=1024": the values 'v' of 't' in 'buf' (0, an unset block: "null"). */
 const char *tune_format(const struct kern_tune *t, const int64_t *v, char *buf, size_t n);
 
 /* A bound for any kernel without manual DMAs: its calls run dry (no time
