@@ -697,15 +697,37 @@ struct stepper {
     bool coalesce; /* runs may be coalesced (fast fidelity, not functional or manual) */
 };
 
+/* Steps of a run that are bandwidth-bound (compute shorter than a DMA's latency
+ * and transfer) and few are executed one by one: such a run sits between
+ * compute-bound steps (a causal backward's masked blocks), and how its DMAs
+ * share the HBM with their neighbours' is not the one merged DMA's. */
+#define PL_SHORT_RUN 16
+
+static void flush_run(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
+{
+    const struct plan *p = &sp->run;
+    const struct chip_params *chip = c->chip;
+    double work = chip->step_overhead_s + p->w.mxu_s + p->w.vpu_s;
+    double dma = chip->dma_issue_s + hbm_busy_s(chip, (double)(p->fetch_bytes + p->out_bytes));
+    if (sp->run_len > PL_SHORT_RUN || work >= dma) {
+        bulk_steps(c, os, p, sp->run_start, sp->run_len, c->x, c->st);
+    } else {
+        for (int64_t k = 0; k < sp->run_len; k++) {
+            exact_step(c, os, p, sp->run_start + k, c->x, c->st);
+            outputs(c, os, p, c->x, c->st);
+            advance_bufs(c, os, p);
+        }
+    }
+    sp->run_len = 0;
+}
+
 /* Executes step 'p' (of index 'p->s'), or adds it to the current run. */
 static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const struct plan *p)
 {
     const struct pl_exec *x = c->x;
     bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->noperands);
-    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run))) {
-        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, x, c->st);
-        sp->run_len = 0;
-    }
+    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run)))
+        flush_run(c, os, sp);
     if (ok) {
         if (sp->run_len++ == 0) {
             sp->run = *p;
@@ -721,8 +743,7 @@ static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const
 static void feed_end(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
 {
     if (sp->run_len > 0)
-        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, c->x, c->st);
-    sp->run_len = 0;
+        flush_run(c, os, sp);
 }
 
 /* Every step planned and executed in turn (exact fidelity, functional and

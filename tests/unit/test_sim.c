@@ -233,8 +233,9 @@ static void test_latency_bound_run_fast_agrees_with_exact(void **state)
  * merged DMA (one share where the steps' DMAs get one each) and to start its
  * last write-back only after the one before it ended: fast came out 1.4 %
  * below exact. With one DMA per operand and the write-backs in exact's order
- * the two agree within 0.8 % (0.5 %: the rest is bursts of compute- and
- * DMA-bound steps around the diagonal inside one run). */
+ * the two agreed within 0.8 % (0.5 %); the rest was the short runs of masked,
+ * DMA-bound steps between compute-bound ones in the dkv kernel, now executed
+ * step by step: within 0.2 %. */
 static void test_flash_causal_bwd_fast_agrees_with_exact(void **state)
 {
     (void)state;
@@ -250,7 +251,7 @@ static void test_flash_causal_bwd_fast_agrees_with_exact(void **state)
     assert_int_equal(b.rc, 0);
     assert_true(a.runs[0] > 0);
     double fa = a.end[0] - a.start[0], ex = b.end[0] - b.start[0];
-    assert_true(fabs(fa - ex) <= 0.008 * ex);
+    assert_true(fabs(fa - ex) <= 0.002 * ex);
     assert_int_equal(a.dmas[0], b.dmas[0]);
 }
 
