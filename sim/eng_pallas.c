@@ -45,7 +45,7 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
     if (!trace_wants(c->run->trace, TRACE_UNITS))
         return;
-    char args[96] = ""; /* (only a steps-level trace writes a unit's args) */
+    char args[96] = ""; /* kept by a trace of steps only (units merge spans) */
     if (trace_wants(c->run->trace, TRACE_STEPS))
         snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step,
                  (long long)n);
