@@ -181,11 +181,14 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
  * bundles as the systolic pass, so a matmul with its feed and drain takes
  * max(MXU time, their VPU slot time); only the excess is serial VPU time.
  * pl_mxu_feed counts toward the next pl_matmul, pl_mxu_drain toward the last
- * one (there must be one). Ops that need a whole result (a row max, exp of
- * the logits) stay pl_vpu: they wait for the matmul and the next waits for
- * them. Counted per element as pl_vpu. */
+ * one (there must be one): its pops, cast and stored. Arithmetic on the
+ * result stays pl_vpu, serial: what needs a whole result (a row max, exp of
+ * the logits) waits for the matmul, and an accumulation (acc += dot) is
+ * counted so too, as the blocked matmul's calibration against XLA's
+ * matmuls has it. Counted per element as pl_vpu. */
 void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load);
-void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store);
+void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
+                  double store);
 /* Manual DMAs (operands in memory space ANY): starts a copy of 'bytes' between
  * HBM and VMEM; returns a handle for pl_dma_wait. Only in calls marked
  * 'manual', whose bodies run at their place in simulated time: the compute
