@@ -595,12 +595,12 @@ static void work_fwd_sub(struct pl_ctx *ctx, const struct flash *f, int64_t bq, 
     work_row_reduce(ctx, bq, bk);              /* sum(p) */
     /* l_next = sum + l_corr; store l, m; 1/l_next, ==0, select; l_corr * inv */
     pl_vpu(ctx, bq, MIN_BLOCK, 4, 0, 2, 1, 0);
-    pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0);  /* acc *= l_corr * inv */
+    pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0); /* acc *= l_corr * inv */
     pl_vpu_flush(ctx);
     pl_mxu_feed(ctx, bq, bk, 1, 0); /* p.astype(v.dtype) */
     vfeed(ctx, bk, D, dt);
-    pl_matmul(ctx, bq, bk, D, dt);         /* o_curr = p v */
-    pl_vpu(ctx, bq, D, 2, 1, 1, 0, 0);     /* acc += o_curr * inv */
+    pl_matmul(ctx, bq, bk, D, dt);     /* o_curr = p v */
+    pl_vpu(ctx, bq, D, 2, 1, 1, 0, 0); /* acc += o_curr * inv */
 }
 
 /* The single-step kernel (block_k == kv_seq_len, L484-557). */
@@ -623,8 +623,8 @@ static void work_fwd_single(struct pl_ctx *ctx, const struct flash *f, int64_t b
     pl_vpu_flush(ctx);
     vfeed(ctx, bk, D, dt);
     pl_matmul(ctx, bq, bk, D, dt);
-    pl_mxu_drain(ctx, bq, D, 1, 0, 0);                 /* astype(o.dtype) */
-    pl_mxu_drain(ctx, packed_rows(bq, dt), D, 0, 0, 1); /* stored */
+    pl_mxu_drain(ctx, bq, D, 1, 0);                  /* astype(o.dtype) */
+    pl_mxu_drain(ctx, packed_rows(bq, dt), D, 0, 1); /* stored */
 }
 
 /* The per-step work of the multi-step forward for one batch row of the block. */

@@ -1008,12 +1008,11 @@ void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, dou
     count_vpu(ctx, rows, cols, alu, 0);
 }
 
-void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
-                  double store)
+void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store)
 {
     TPU_ASSERT(ctx->mm_open, "pallas_call '%s': pl_mxu_drain without a matmul before it",
                ctx->call->name);
-    vpu_add(&ctx->work.io, ctx->chip, rows, cols, alu, load, store, 0, 0);
+    vpu_add(&ctx->work.io, ctx->chip, rows, cols, alu, 0, store, 0, 0);
     count_vpu(ctx, rows, cols, alu, 0);
 }
 

@@ -187,8 +187,7 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
  * counted so too, as the blocked matmul's calibration against XLA's
  * matmuls has it. Counted per element as pl_vpu. */
 void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load);
-void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
-                  double store);
+void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store);
 /* Manual DMAs (operands in memory space ANY): starts a copy of 'bytes' between
  * HBM and VMEM; returns a handle for pl_dma_wait. Only in calls marked
  * 'manual', whose bodies run at their place in simulated time: the compute

@@ -321,7 +321,7 @@ static void fwd_sub_work(struct pl_ctx *ctx, const struct callctx *c)
     pl_mxu_feed(ctx, bq, D, 0, 1);     /* q into the MXU */
     pl_mxu_feed(ctx, bc, D, 0, 1);     /* k */
     pl_matmul(ctx, bq, D, bc, s->mdt); /* qk = q k^T, f32 result */
-    pl_mxu_drain(ctx, bq, bc, 0, 0, 1);   /* qk popped and stored: the tile exceeds the vregs */
+    pl_mxu_drain(ctx, bq, bc, 0, 1);   /* qk popped and stored: the tile exceeds the vregs */
     mask_work(ctx, c, bq, bc, true);
     pl_vpu(ctx, bq, bc, 1, 1, 0, 0, 0);    /* m_curr: max across the lane vregs */
     pl_vpu(ctx, bq, LANES, 1, 1, 0, 0, 1); /* cross-lane max; m_next = max(m_prev, m_curr) */
@@ -360,12 +360,12 @@ static void dq_run_work(struct pl_ctx *ctx, const struct callctx *c)
     pl_mxu_feed(ctx, bq, D, 0, 2);      /* q, do into the MXU */
     pl_mxu_feed(ctx, bkv, D, 0, 2);     /* k, v */
     pl_matmul(ctx, bq, D, bkv, s->mdt); /* qk */
-    pl_mxu_drain(ctx, bq, bkv, 0, 0, 1);
+    pl_mxu_drain(ctx, bq, bkv, 0, 1);
     mask_work(ctx, c, bq, bkv, true);
     pl_vpu(ctx, bq, LANES, 0, 2, 0, 0, 2); /* logsumexp, di: (1, bq) rows to (bq, 1) columns */
     pl_vpu(ctx, bq, bkv, 1, 1, 1, 1, 0);   /* p = exp(qk - logsumexp) */
     pl_matmul(ctx, bq, D, bkv, s->mdt);    /* dp = do v^T */
-    pl_mxu_drain(ctx, bq, bkv, 0, 0, 1);
+    pl_mxu_drain(ctx, bq, bkv, 0, 1);
     pl_vpu(ctx, bq, bkv, 3, 2, 1, 0, 0); /* ds = (dp - di) p, astype(k.dtype) */
     pl_matmul(ctx, bq, bkv, D, s->mdt);  /* ds k */
     pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0);   /* dq_scratch += */
@@ -390,14 +390,14 @@ static void dkv_sub_work(struct pl_ctx *ctx, const struct callctx *c)
     pl_mxu_feed(ctx, bq, D, 0, 2);     /* q, do into the MXU */
     pl_mxu_feed(ctx, bc, D, 0, 2);     /* k, v slices */
     pl_matmul(ctx, bc, D, bq, s->mdt); /* qk = k q^T: (bkv_c, bq) */
-    pl_mxu_drain(ctx, bc, bq, 0, 0, 1);
+    pl_mxu_drain(ctx, bc, bq, 0, 1);
     mask_work(ctx, c, bc, bq, false);
     pl_vpu(ctx, bc, bq, 1, 1, 1, 1, 0); /* p = exp(qk - logsumexp[:1]) */
     pl_mxu_feed(ctx, bc, bq, 1, 1);     /* p.astype(do.dtype) */
     pl_matmul(ctx, bc, bq, D, s->mdt);  /* dv = p do */
     pl_vpu(ctx, bc, D, 1, 1, 1, 0, 0);  /* dv_scratch[slice] += */
     pl_matmul(ctx, bc, D, bq, s->mdt);  /* dp = v do^T */
-    pl_mxu_drain(ctx, bc, bq, 0, 0, 1);
+    pl_mxu_drain(ctx, bc, bq, 0, 1);
     pl_vpu(ctx, bc, bq, 3, 2, 1, 0, 0); /* ds = (dp - di) p, astype */
     pl_matmul(ctx, bc, bq, D, s->mdt);  /* dk = ds q */
     pl_vpu(ctx, bc, D, 1, 1, 1, 0, 0);  /* dk_scratch[slice] += */

@@ -264,11 +264,11 @@ static void overlap_body(struct pl_ctx *ctx, const int64_t *g, void *u)
     pl_mxu_feed(ctx, 512, 128, 0, 1);
     pl_mxu_feed(ctx, 512, 128, 0, 1);
     pl_matmul(ctx, 512, 128, 512, DT_BF16);
-    pl_mxu_drain(ctx, 512, 512, 0, 0, 1);
+    pl_mxu_drain(ctx, 512, 512, 0, 1);
     pl_vpu(ctx, 512, 512, 1, 1, 1, 1, 0);
     pl_mxu_feed(ctx, 512, 512, 1, 1);
     pl_matmul(ctx, 512, 512, 128, DT_BF16);
-    pl_mxu_drain(ctx, 512, 128, 0, 0, 1);
+    pl_mxu_drain(ctx, 512, 128, 0, 1);
 }
 
 /* A drain that outlasts its matmul, then a feed no matmul takes:
@@ -280,7 +280,7 @@ static void excess_body(struct pl_ctx *ctx, const int64_t *g, void *u)
 {
     (void)g, (void)u;
     pl_matmul(ctx, 256, 128, 1024, DT_BF16);
-    pl_mxu_drain(ctx, 256, 1024, 0, 0, 3);
+    pl_mxu_drain(ctx, 256, 1024, 0, 3);
     pl_mxu_feed(ctx, 512, 128, 0, 3);
 }
 
