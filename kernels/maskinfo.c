@@ -116,6 +116,22 @@ struct mask *mask_new_logical(enum mask_kind kind, struct mask *a, struct mask *
     return m;
 }
 
+struct mask *mask_copy(const struct mask *m)
+{
+    if (!m)
+        return NULL;
+    struct mask *c = xmalloc(sizeof *c);
+    *c = *m;
+    if (m->dense) {
+        size_t n = (size_t)m->q_len * (size_t)m->kv_len;
+        c->dense = xmalloc(n);
+        memcpy(c->dense, m->dense, n);
+    }
+    c->a = mask_copy(m->a);
+    c->b = mask_copy(m->b);
+    return c;
+}
+
 void mask_free(struct mask *m)
 {
     if (!m)
@@ -432,11 +448,41 @@ static void blockset_fini(struct blockset *s)
 
 /* ---- block classification ---- */
 
+/* block_class() for the kinds whose rows are one interval [lo(q), hi(q)] with
+ * lo <= hi and both non-decreasing in q (full, causal, local, chunked: see
+ * row_interval), in O(log bq) rather than a row at a time: the block is all
+ * True when its last row starts by k0 and its first row ends by k1; the rows
+ * reaching k0 are a suffix and those starting by k1 a prefix, so some row meets
+ * [k0, k1] when the first row reaching k0 starts by k1. */
+static int interval_block_class(const struct mask *m, int64_t q0, int64_t k0, int bq, int bkv)
+{
+    int64_t k1 = k0 + bkv - 1, q1 = q0 + bq - 1, lo, hi, lo1, hi0;
+    row_interval(m, q0, &lo, &hi0);
+    row_interval(m, q1, &lo1, &hi);
+    if (hi < k0)
+        return 0; /* not even the last row reaches k0 */
+    int64_t a = q0, b = q1; /* the first row with hi >= k0, in [a, b] */
+    while (a < b) {
+        int64_t mid = a + (b - a) / 2;
+        row_interval(m, mid, &lo, &hi);
+        if (hi >= k0)
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    row_interval(m, a, &lo, &hi);
+    if (lo > k1)
+        return 0;
+    return lo1 <= k0 && hi0 >= k1 ? 2 : 1;
+}
+
 /* Class of block [q0, q0 + bq) x [k0, k0 + bkv) of 'm': 0 if it has no True, 2 if
  * all True, 1 if mixed (chunk.any() / chunk.all() in _process_mask).
  * 'row' is scratch of bkv bytes. */
 static int block_class(const struct mask *m, int64_t q0, int64_t k0, int bq, int bkv, uint8_t *row)
 {
+    if (m->kind != MASK_DENSE && m->kind != MASK_AND && m->kind != MASK_OR)
+        return interval_block_class(m, q0, k0, bq, bkv);
     bool any = false, all = true;
     int64_t k1 = k0 + bkv - 1;
     for (int64_t q = q0; q < q0 + bq && (all || !any); q++) {

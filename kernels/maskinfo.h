@@ -65,6 +65,10 @@ struct mask *mask_dense_from(const struct mask *m);
 
 void mask_free(struct mask *m); /* NULL is a no-op; frees operands and dense data */
 
+/* Returns a deep copy of 'm' (operands and dense data too; NULL for NULL);
+ * caller frees with mask_free(). mask_equal(m, copy) holds. */
+struct mask *mask_copy(const struct mask *m);
+
 /* The mask's value at ('q', 'kv'); both must be in range. */
 bool mask_at(const struct mask *m, int64_t q, int64_t kv);
 

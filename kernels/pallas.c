@@ -8,6 +8,7 @@
  * Trivial windows (block = array, index map all zeros) move once. */
 #include "kernels/pallas.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -596,12 +597,32 @@ static bool same_plan(const struct plan *a, const struct plan *b)
  * and, when every step writes its output back, one write-back DMA for the
  * first n-1 write-backs; the last one is started as the exact step would, and
  * waited on by the next step. */
+/* What a run of n steps of plan 'p' takes step by step beyond the one-step
+ * version, at the HBM's own rate. Step by step, with two buffers, step s
+ * issues the fetch of step s + 1 after its overhead o and computes (c) once
+ * the fetch issued a step earlier has landed (DMA latency l, transfer d): the
+ * period P obeys P = max(o, o + l + d - P) + c, so P = max(o + c,
+ * (o + c + l + d) / 2), and at least d. The run's one DMA pays l once:
+ * max(n (o + c), o + l + n d). Latency-bound steps (paged decode's small DMAs,
+ * a causal backward's) so come out early; the difference delays the run's
+ * DMAs. */
+static double lost_latency_s(const struct pl_ctx *c, const struct plan *p, int64_t n)
+{
+    const struct chip_params *chip = c->chip;
+    double work = chip->step_overhead_s + p->w.mxu_s + p->w.vpu_s;
+    double d = hbm_busy_s(chip, (double)(p->fetch_bytes + p->out_bytes));
+    double lat = chip->dma_issue_s, steps = (double)n;
+    double period = fmax(fmax(work, (work + lat + d) / 2), d);
+    double one = fmax(steps * work, chip->step_overhead_s + lat + steps * d);
+    return fmax(steps * period - one, 0);
+}
+
 static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s0,
                        int64_t n, const struct pl_exec *x, struct pl_stats *st)
 {
     double o = c->chip->step_overhead_s;
     int noperands = c->call->noperands;
-    x->ops->delay(x->ex, o);
+    x->ops->delay(x->ex, o + lost_latency_s(c, p, n));
     /* one DMA per operand, as the steps issue them: SimGrid shares HBM per
      * transfer, so one merged DMA would get one share where the steps' DMAs
      * get one each beside concurrent write-backs */
@@ -679,15 +700,37 @@ struct stepper {
     bool coalesce; /* runs may be coalesced (fast fidelity, not functional or manual) */
 };
 
+/* Steps of a run that are bandwidth-bound (compute shorter than a DMA's latency
+ * and transfer) and few are executed one by one: such a run sits between
+ * compute-bound steps (a causal backward's masked blocks), and how its DMAs
+ * share the HBM with their neighbours' is not the one merged DMA's. */
+#define PL_SHORT_RUN 16
+
+static void flush_run(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
+{
+    const struct plan *p = &sp->run;
+    const struct chip_params *chip = c->chip;
+    double work = chip->step_overhead_s + p->w.mxu_s + p->w.vpu_s;
+    double dma = chip->dma_issue_s + hbm_busy_s(chip, (double)(p->fetch_bytes + p->out_bytes));
+    if (sp->run_len > PL_SHORT_RUN || work >= dma) {
+        bulk_steps(c, os, p, sp->run_start, sp->run_len, c->x, c->st);
+    } else {
+        for (int64_t k = 0; k < sp->run_len; k++) {
+            exact_step(c, os, p, sp->run_start + k, c->x, c->st);
+            outputs(c, os, p, c->x, c->st);
+            advance_bufs(c, os, p);
+        }
+    }
+    sp->run_len = 0;
+}
+
 /* Executes step 'p' (of index 'p->s'), or adds it to the current run. */
 static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const struct plan *p)
 {
     const struct pl_exec *x = c->x;
     bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->noperands);
-    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run))) {
-        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, x, c->st);
-        sp->run_len = 0;
-    }
+    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run)))
+        flush_run(c, os, sp);
     if (ok) {
         if (sp->run_len++ == 0) {
             sp->run = *p;
@@ -703,8 +746,7 @@ static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const
 static void feed_end(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
 {
     if (sp->run_len > 0)
-        bulk_steps(c, os, &sp->run, sp->run_start, sp->run_len, c->x, c->st);
-    sp->run_len = 0;
+        flush_run(c, os, sp);
 }
 
 /* Every step planned and executed in turn (exact fidelity, functional and
@@ -810,6 +852,25 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
     st->coalesced_runs++;
 }
 
+/* Whether every step of 'g' is on one side: compute at least its DMAs' time
+ * at the HBM's rate, or at most. A folded group overlaps all its DMAs with all
+ * its compute, which is the steps' time only then: where compute-bound and
+ * bandwidth-bound steps alternate, each pays its own larger part. */
+static bool one_sided(const struct pl_ctx *c, const struct group *g)
+{
+    int side = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const struct plan *p = &g->p[i];
+        double dma = hbm_busy_s(c->chip, (double)(p->fetch_bytes + p->out_bytes));
+        double work = p->w.mxu_s + p->w.vpu_s;
+        int s = work > dma ? 1 : work < dma ? -1 : 0;
+        if (s && side && s != side)
+            return false;
+        side = s ? s : side;
+    }
+    return true;
+}
+
 static void group_push(struct group *g, const struct plan *p)
 {
     xgrow(&g->p, &g->cap, g->n + 1, sizeof *g->p);
@@ -842,7 +903,7 @@ static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t
         group_push(&cur, &p);
         if (!p.out_start && s + 1 < e)
             continue;
-        if (prev.n && same_group(&cur, &prev)) {
+        if (prev.n && same_group(&cur, &prev) && one_sided(c, &prev)) {
             repeats++;
         } else {
             if (repeats)

@@ -1555,6 +1555,32 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     return n;
 }
 
+/* Two ops search alike when all but their mask pointers are equal bytes and
+ * their masks are equal (upstream's mask __eq__). */
+static bool tune_same(const struct op *a, const struct op *b)
+{
+    struct op_splash x = a->u.splash, y = b->u.splash;
+    if (x.nmasks != y.nmasks)
+        return false;
+    x.masks = y.masks = NULL;
+    if (memcmp(&x, &y, sizeof x) != 0)
+        return false;
+    for (int i = 0; i < x.nmasks; i++)
+        if (!mask_equal(a->u.splash.masks[i], b->u.splash.masks[i]))
+            return false;
+    return true;
+}
+
+static void tune_keep(struct op *key)
+{
+    struct op_splash *p = &key->u.splash;
+    struct mask **m = xcalloc((size_t)p->nmasks, sizeof *m);
+    for (int i = 0; i < p->nmasks; i++)
+        m[i] = mask_copy(p->masks[i]);
+    p->masks = m;
+}
+
 const struct kern_tune kern_splash_tune = {.key = "block_sizes", .nparams = 8,
                                            .names = tune_names, .get = tune_get, .set = tune_set,
-                                           .enumerate = tune_enumerate, .bound = tune_dry_bound};
+                                           .enumerate = tune_enumerate, .bound = tune_dry_bound,
+                                           .same = tune_same, .keep = tune_keep};

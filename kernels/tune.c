@@ -15,9 +15,11 @@ const char *tune_format(const struct kern_tune *t, const int64_t *v, char *buf, 
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < t->nparams && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", i ? " " : "", t->names[i],
-                                (long long)v[i]);
+    for (int i = 0; i < t->nparams && len < n; i++) /* 0: unset (None upstream), YAML null */
+        len += v[i] ? (size_t)snprintf(buf + len, n - len, "%s%s=%lld", i ? " " : "",
+                                       t->names[i], (long long)v[i])
+                    : (size_t)snprintf(buf + len, n - len, "%s%s=null", i ? " " : "",
+                                       t->names[i]);
     return buf;
 }
 

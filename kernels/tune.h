@@ -40,6 +40,12 @@ struct kern_tune {
     /* Lower bound in seconds of the time of 'k' (built, with its blocks) on one
      * chip: what no schedule of its steps can beat. */
     double (*bound)(const struct kern *k);
+    /* Optional, for parameters that own memory (splash masks): whether 'a' and
+     * 'b' (blocks zeroed) are the same search, and 'keep', which gives 'key' (a
+     * shallow copy of an op) copies of what it owns, for the kind's
+     * params_fini to free. NULL: byte equality of the parameters. */
+    bool (*same)(const struct op *a, const struct op *b);
+    void (*keep)(struct op *key);
 };
 
 /* Fills 'out' (room for 'max') with the feasible candidates of 'op' (built
@@ -53,7 +59,7 @@ int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, con
                     const struct chip_params *chip, struct tune_point *out, int max, int *tried,
                     char *err, size_t n);
 
-/* "bm=512 bk=1024 bn=1024": the values 'v' of 't' in 'buf'. */
+/* "bm=512 bk=1024 bn=1024": the values 'v' of 't' in 'buf' (0, an unset block: "null"). */
 const char *tune_format(const struct kern_tune *t, const int64_t *v, char *buf, size_t n);
 
 /* A bound for any kernel without manual DMAs: its calls run dry (no time

@@ -37,6 +37,11 @@ void autotune_cache_free(struct autotune_cache *c)
 {
     if (!c)
         return;
+    for (int i = 0; i < c->n; i++) {
+        const struct op_row *row = op_row(c->e[i].kind);
+        if (row->tune->keep && row->kern && row->kern->params_fini)
+            row->kern->params_fini(&c->e[i].key); /* the copies 'keep' made */
+    }
     free(c->e);
     free(c);
 }
@@ -66,14 +71,19 @@ static void make_key(const struct kern_tune *t, const struct op *op, struct op *
     t->set(key, zero);
 }
 
+static bool same_params(const struct op *a, const struct op *b)
+{
+    const struct kern_tune *t = op_row(a->kind)->tune;
+    return t->same ? t->same(a, b) : memcmp(&a->u, &b->u, sizeof a->u) == 0;
+}
+
 static struct entry *lookup(struct autotune_cache *c, const struct op *key,
                             const struct cfg_scenario *sc)
 {
     for (int i = 0; i < c->n; i++) {
         struct entry *e = &c->e[i];
         if (e->kind == key->kind && e->fidelity == sc->fidelity &&
-            e->key.vmem_limit_bytes == key->vmem_limit_bytes &&
-            memcmp(&e->key.u, &key->u, sizeof key->u) == 0 &&
+            e->key.vmem_limit_bytes == key->vmem_limit_bytes && same_params(&e->key, key) &&
             memcmp(&e->chip, &sc->chip, sizeof sc->chip) == 0)
             return e;
     }
@@ -91,6 +101,9 @@ static void remember(struct autotune_cache *c, const struct op *key, const struc
     memset(e, 0, sizeof *e);
     e->kind = key->kind;
     e->key = *key;
+    const struct kern_tune *t = op_row(key->kind)->tune;
+    if (t->keep)
+        t->keep(&e->key); /* the op's masks go with its scenario; the cache outlives it */
     e->chip = sc->chip;
     e->fidelity = sc->fidelity;
     e->choice = *ch;

@@ -139,9 +139,10 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
         return;
     double model = d->t_issue + hbm_dma_time_s(&c->run->sc->chip, d->bytes);
     double t1 = blocked ? end : (model < end ? model : end);
-    char args[96];
-    snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d", (unsigned long long)d->bytes,
-             d->operand);
+    char args[96] = ""; /* kept by a trace of steps only (units merge spans) */
+    if (trace_wants(c->run->trace, TRACE_STEPS))
+        snprintf(args, sizeof args, "\"bytes\": %llu, \"operand\": %d",
+                 (unsigned long long)d->bytes, d->operand);
     eng_unit(task, ENG_TID_DMA(c->core), "dma", d->in ? "HBM->VMEM" : "VMEM->HBM", d->t_issue,
              t1, (double)d->bytes, args);
     /* the counter spreads the bytes up to the wait (an upper bound of the

@@ -12,8 +12,7 @@
 struct memo_ev {
     int tid;
     const char *cat, *name; /* static strings or the op's name (lives as long as the run) */
-    double t0, t1, bytes;
-    char args[96];
+    double t0, t1, bytes; /* (no args: memos run without a trace of steps, the one that shows them) */
 };
 
 struct eng_memo {
@@ -227,7 +226,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     for (size_t i = 0; i < m->nev; i++) {
         const struct memo_ev *e = &m->ev[i];
         trace_unit(c->run->trace, c->chip, e->tid, e->cat, e->name, task->op->name, t0 + e->t0,
-                   t0 + e->t1, e->bytes, e->args[0] ? e->args : NULL);
+                   t0 + e->t1, e->bytes, NULL);
     }
     int64_t steps0 = task->st.steps;
     pl_script_stats(script, &task->st);
@@ -284,5 +283,4 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
     struct memo_ev *e = &m->ev[m->nev++];
     *e = (struct memo_ev){.tid = tid, .cat = cat, .name = name, .t0 = t0 - task->capture_t0,
                           .t1 = t1 - task->capture_t0, .bytes = bytes};
-    snprintf(e->args, sizeof e->args, "%s", args ? args : "");
 }

@@ -40,8 +40,10 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
     if (!trace_wants(c->run->trace, TRACE_UNITS))
         return;
-    char args[96];
-    snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step, (long long)n);
+    char args[96] = ""; /* kept by a trace of steps only (units merge spans) */
+    if (trace_wants(c->run->trace, TRACE_STEPS))
+        snprintf(args, sizeof args, "\"step\": %lld, \"steps\": %lld", (long long)step,
+                 (long long)n);
     const char *name = task->op->name;
     if (mxu > 0)
         eng_unit(task, ENG_TID_MXU(c->core), "mxu", name, t0, t0 + mxu, 0, args);

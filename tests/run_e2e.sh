@@ -57,6 +57,18 @@ $VALGRIND "$bin" run "$t/auto.yaml" -o "$t/auto" $SIMFLAGS >"$t/auto.out" 2>&1 \
     && "$t/jsoncheck" "$t/auto/summary.json" && grep -q '"auto_blocks": {"bm": ' "$t/auto/summary.json" \
     && grep -q '"auto_bound": "mxu"' "$t/auto/summary.json" && ok || bad "block: auto run"
 "$bin" check "$t/auto.yaml" | grep -q '^block: auto: 1 ops, 1 searches' && ok || bad "block: auto check"
+# the blocks a search chose, given back from summary.json as the op's block_sizes (a block
+# the kernel leaves unset is null there, as the YAML takes it), run to the same time
+sp='{op: splash_attention, name: sp, q_heads: 2, q_seq_len: 1024, head_dim: 128, mode: fwd, mask: {type: causal}, block_sizes:'
+printf 'chip: v5e\nworkload:\n  - %s auto}\n' "$sp" > "$t/spauto.yaml"
+"$bin" run "$t/spauto.yaml" -o "$t/spauto" -q $SIMFLAGS \
+    && blocks=$(sed -n 's/.*"auto_blocks": \({[^}]*}\).*/\1/p' "$t/spauto/summary.json") \
+    && case $blocks in *null*) true ;; *) false ;; esac \
+    && printf 'chip: v5e\nworkload:\n  - %s %s}\n' "$sp" "$blocks" > "$t/spback.yaml" \
+    && "$bin" run "$t/spback.yaml" -o "$t/spback" -q $SIMFLAGS \
+    && [ "$(grep -o '"total_time_s": [^,]*' "$t/spauto/summary.json")" = \
+         "$(grep -o '"total_time_s": [^,]*' "$t/spback/summary.json")" ] \
+    && ok || bad "block: auto's summary blocks given back run to the same time"
 # SIGINT stops a run cleanly: exit 130, no trace or summary, no temporary file
 "$bin" run configs/bench/matmul_8192_b128.yaml -o "$t/int" -q --fidelity exact 2>"$t/int.err" &
 pid=$!

@@ -60,8 +60,13 @@ void summary_pick_bound(struct summary_op *op)
 static void write_auto(FILE *f, const struct summary_auto *a)
 {
     fputs(",\n     \"auto_blocks\": {", f);
-    for (int i = 0; i < a->n; i++)
-        fprintf(f, "%s\"%s\": %lld", i ? ", " : "", a->names[i], (long long)a->values[i]);
+    for (int i = 0; i < a->n; i++) { /* 0: a block left unset (None upstream), null as in YAML */
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", a->names[i]);
+        if (a->values[i])
+            fprintf(f, "%lld", (long long)a->values[i]);
+        else
+            fputs("null", f);
+    }
     fprintf(f, "}, \"auto_candidates\": %d, \"auto_feasible\": %d, \"auto_bound\": \"%s\", "
                "\"auto_lower_bound_s\": %.9e,\n     \"auto_search_time_s\": %.9e, "
                "\"auto_default_time_s\": ",

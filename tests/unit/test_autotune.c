@@ -126,6 +126,43 @@ static void test_autotune_resolve_searches_identical_ops_once(void **state)
     assert_time(r.time[0], r.auto_time[0]); /* the run gives the time the search found */
 }
 
+/* Splash ops own their masks: two ops whose masks are equal (upstream's
+ * mask __eq__) search once, another mask searches again, and the cache keeps
+ * its own copies, so a second scenario (the first freed, as a sweep's points
+ * are) still finds the search. */
+static void test_autotune_splash_equal_masks_search_once(void **state)
+{
+    (void)state;
+    const char *yaml =
+        "chip: v5e\nworkload:\n"
+        "  - {op: splash_attention, name: a, q_heads: 2, q_seq_len: 1024, head_dim: 128, "
+        "mode: fwd, mask: {type: causal}, block_sizes: auto}\n"
+        "  - {op: splash_attention, name: b, q_heads: 2, q_seq_len: 1024, head_dim: 128, "
+        "mode: fwd, mask: {type: causal}, block_sizes: auto}\n"
+        "  - {op: splash_attention, name: c, q_heads: 2, q_seq_len: 1024, head_dim: 128, "
+        "mode: fwd, mask: {type: full}, block_sizes: auto}\n";
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    struct autotune_cache *cache = autotune_cache_new();
+    assert_int_equal(resolve(yaml, &sc, cache, d), 0);
+    struct autotune_stats st;
+    autotune_stats(cache, &st);
+    assert_int_equal(st.ops, 3);
+    assert_int_equal(st.searches, 2);
+    assert_false(sc.tuned[0].cached);
+    assert_true(sc.tuned[1].cached);
+    assert_false(sc.tuned[2].cached);
+    assert_memory_equal(sc.tuned[0].v, sc.tuned[1].v, sizeof sc.tuned[0].v);
+    cfg_scenario_fini(&sc);
+    assert_int_equal(resolve(yaml, &sc, cache, d), 0); /* the first scenario's masks are gone */
+    autotune_stats(cache, &st);
+    assert_int_equal(st.searches, 2);
+    assert_true(sc.tuned[0].cached && sc.tuned[1].cached && sc.tuned[2].cached);
+    cfg_scenario_fini(&sc);
+    autotune_cache_free(cache);
+    diag_free(d);
+}
+
 static void test_autotune_resolve_no_feasible_blocks_is_bad_input(void **state)
 {
     (void)state;
@@ -239,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_flash),
         cmocka_unit_test(test_autotune_resolve_equals_best_of_sweep_splash),
         cmocka_unit_test(test_autotune_resolve_searches_identical_ops_once),
+        cmocka_unit_test(test_autotune_splash_equal_masks_search_once),
         cmocka_unit_test(test_autotune_resolve_no_feasible_blocks_is_bad_input),
         cmocka_unit_test(test_autotune_resolve_is_deterministic),
         cmocka_unit_test(test_autotune_bounds_are_below_times),

@@ -1599,6 +1599,62 @@ static void test_mask_load_file_data(void **state)
     mask_free(want);
 }
 
+/* The interval kinds (causal, local, chunked, full) classify a block from its
+ * first and last rows and a binary search; their dense copies go a row at a
+ * time. Random shapes, offsets, windows and blocks, fwd and dkv: the same block
+ * classes, data_next and grid, or the same failure. */
+static struct mask *random_interval_mask(unsigned *seed, int64_t q, int64_t kv)
+{
+    int64_t off = (int64_t)(rand_r(seed) % 97) - 48;
+    switch (rand_r(seed) % 5) {
+    case 0:
+        return mask_new_full(q, kv);
+    case 1:
+        return mask_new_causal(q, kv, rand_r(seed) % 3 ? off : (int64_t)1 << 49);
+    case 2:
+        return mask_new_chunked(q, kv, 1 + rand_r(seed) % 40);
+    case 3:
+        return mask_new_local(q, kv, rand_r(seed) % 50, rand_r(seed) % 4 ? rand_r(seed) % 50 : -1,
+                              off);
+    default:
+        return mask_new_local(q, kv, -1, rand_r(seed) % 30, off);
+    }
+}
+
+static void test_maskinfo_interval_classes_match_dense(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    int compared = 0;
+    for (int it = 0; it < 400; it++) {
+        int64_t q = (int64_t)8 << (rand_r(&seed) % 5), kv = (int64_t)8 << (rand_r(&seed) % 5);
+        int bq = (int)(q >> (rand_r(&seed) % 3)), bkv = (int)(kv >> (rand_r(&seed) % 3));
+        struct mask *lazy = random_interval_mask(&seed, q, kv), *dense = mask_dense_from(lazy);
+        struct maskinfo_params p;
+        maskinfo_params_init(&p, bq, bkv);
+        p.is_dkv = rand_r(&seed) % 2;
+        p.shrink_grid = rand_r(&seed) % 2;
+        struct mask_info a, b;
+        char ea[512], eb[512];
+        int ra = maskinfo_process(&lazy, 1, &p, &a, ea, sizeof ea);
+        int rb = maskinfo_process(&dense, 1, &p, &b, eb, sizeof eb);
+        assert_int_equal(ra, rb);
+        if (ra == 0) {
+            assert_int_equal(a.nq, b.nq);
+            assert_int_equal(a.nk, b.nk);
+            size_t cells = (size_t)a.rows * (size_t)a.nq * (size_t)a.nk;
+            assert_memory_equal(a.block_mask, b.block_mask, cells * sizeof *a.block_mask);
+            assert_memory_equal(a.data_next, b.data_next, cells * sizeof *a.data_next);
+            compared++;
+        }
+        maskinfo_free(&a);
+        maskinfo_free(&b);
+        mask_free(lazy);
+        mask_free(dense);
+    }
+    assert_true(compared > 200);
+}
+
 #define LD(name) cmocka_unit_test(name##_lazy), cmocka_unit_test(name##_dense)
 
 int main(void)
@@ -1641,6 +1697,7 @@ int main(void)
         /* beyond upstream */
         cmocka_unit_test(test_maskinfo_process_doc_worked_example),
         cmocka_unit_test(test_maskinfo_process_causal_8192),
+        cmocka_unit_test(test_maskinfo_interval_classes_match_dense),
         cmocka_unit_test(test_maskinfo_process_errors),
         cmocka_unit_test(test_maskinfo_process_huge_shapes),
         cmocka_unit_test(test_maskinfo_process_upstream_failures),

@@ -79,27 +79,49 @@ static void test_pl_output_written_when_index_changes(void **state)
     assert_int_equal(st.dmas, 10);
 }
 
-static void test_pl_coalesces_steady_steps(void **state)
+/* A (1, 1, k) matmul of 128^3 blocks: every step but the first and the last
+ * is the same steady step, bandwidth-bound on the test chip. */
+static void coalesce_matmul(int64_t k, struct rec *r, struct pl_stats *st)
 {
-    (void)state;
     struct chip_params ch = test_chip();
     struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
-    op.u.matmul = (struct op_matmul){.m = 128, .k = 1024, .n = 128, .dt = DT_BF16,
+    op.u.matmul = (struct op_matmul){.m = 128, .k = k, .n = 128, .dt = DT_BF16,
                                      .bm = 128, .bk = 128, .bn = 128};
     struct kern km;
     char err[256];
     assert_int_equal(kern_init(&km, op_row((&op)->kind)->kern, &op, &ch, false, err, sizeof err), 0);
-    struct rec r = {0};
-    struct pl_exec ex = {&rec_ops, &r, true};
-    struct pl_stats st = {0};
-    pl_run(&km.calls[0], &ch, 0, 8, &ex, &st);
+    struct pl_exec ex = {&rec_ops, r, true};
+    pl_run(&km.calls[0], &ch, 0, k / 128, &ex, st);
     kern_fini(&km);
-    assert_int_equal(r.computes, 8);
+}
+
+static void test_pl_coalesces_steady_steps(void **state)
+{
+    (void)state;
+    struct rec r = {0};
+    struct pl_stats st = {0};
+    coalesce_matmul(20 * 128, &r, &st);
+    assert_int_equal(r.computes, 20); /* steps computed, in 3 calls */
     assert_int_equal(st.coalesced_runs, 1);
+    assert_int_equal(st.steps, 20);
+    assert_int_equal(st.dmas, 2 + 2 * 19 + 1);
+    /* step 0 exact, steps 1..18 one run (one DMA per operand), step 19 exact */
+    assert_non_null(strstr(r.log, "C1+"));
+}
+
+/* A run of at most 16 bandwidth-bound steps is executed step by step (kernels/
+ * pallas.c flush_run): 6 steady steps here, so no run, one compute per step. */
+static void test_pl_short_bandwidth_bound_run_runs_step_by_step(void **state)
+{
+    (void)state;
+    struct rec r = {0};
+    struct pl_stats st = {0};
+    coalesce_matmul(8 * 128, &r, &st);
+    assert_int_equal(r.computes, 8);
+    assert_int_equal(st.coalesced_runs, 0);
     assert_int_equal(st.steps, 8);
     assert_int_equal(st.dmas, 2 + 2 * 7 + 1);
-    /* step 0 exact, steps 1..6 one run (one DMA for both operands), step 7 exact */
-    assert_non_null(strstr(r.log, "C1+"));
+    assert_null(strstr(r.log, "C1+"));
 }
 
 /* A recorded run replays the same executor calls in the same order (the log
@@ -315,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_pl_skip_rule_compares_only_previous_step),
         cmocka_unit_test(test_pl_output_written_when_index_changes),
         cmocka_unit_test(test_pl_coalesces_steady_steps),
+        cmocka_unit_test(test_pl_short_bandwidth_bound_run_runs_step_by_step),
         cmocka_unit_test(test_pl_script_replays_the_run),
         cmocka_unit_test(test_pl_trivial_window_moves_once),
         cmocka_unit_test(test_pl_block_shape_rule),
