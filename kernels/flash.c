@@ -539,6 +539,12 @@ static void vst(struct pl_ctx *ctx, int64_t rows, int64_t cols, enum dtype dt)
     pl_vpu(ctx, packed_rows(rows, dt), cols, 0, 0, 1, 0, 0);
 }
 
+/* A (rows, cols) operand tile of 'dt' loaded and pushed into the MXU. */
+static void vfeed(struct pl_ctx *ctx, int64_t rows, int64_t cols, enum dtype dt)
+{
+    pl_mxu_feed(ctx, packed_rows(rows, dt), cols, 0, 1);
+}
+
 /* jnp.max / jnp.sum over the last axis of a (rows, cols) f32 tile. */
 static void work_row_reduce(struct pl_ctx *ctx, int64_t rows, int64_t cols)
 {
@@ -577,8 +583,8 @@ static void work_fwd_sub(struct pl_ctx *ctx, const struct flash *f, int64_t bq, 
 {
     int64_t D = f->p.head_dim;
     enum dtype dt = f->p.dt;
-    vld(ctx, bq, D, dt);
-    vld(ctx, bk, D, dt);
+    vfeed(ctx, bq, D, dt);
+    vfeed(ctx, bk, D, dt);
     pl_matmul(ctx, bq, D, bk, dt); /* s = q k^T, f32 */
     work_logits(ctx, f, bq, bk);
     work_row_reduce(ctx, bq, bk); /* m_curr */
@@ -589,10 +595,10 @@ static void work_fwd_sub(struct pl_ctx *ctx, const struct flash *f, int64_t bq, 
     work_row_reduce(ctx, bq, bk);              /* sum(p) */
     /* l_next = sum + l_corr; store l, m; 1/l_next, ==0, select; l_corr * inv */
     pl_vpu(ctx, bq, MIN_BLOCK, 4, 0, 2, 1, 0);
-    pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0);  /* acc *= l_corr * inv */
-    pl_vpu(ctx, bq, bk, 1, 0, 0, 0, 0); /* p.astype(v.dtype) */
+    pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0); /* acc *= l_corr * inv */
     pl_vpu_flush(ctx);
-    vld(ctx, bk, D, dt);
+    pl_mxu_feed(ctx, bq, bk, 1, 0); /* p.astype(v.dtype) */
+    vfeed(ctx, bk, D, dt);
     pl_matmul(ctx, bq, bk, D, dt);     /* o_curr = p v */
     pl_vpu(ctx, bq, D, 2, 1, 1, 0, 0); /* acc += o_curr * inv */
 }
@@ -602,8 +608,8 @@ static void work_fwd_single(struct pl_ctx *ctx, const struct flash *f, int64_t b
 {
     int64_t D = f->p.head_dim;
     enum dtype dt = f->p.dt;
-    vld(ctx, bq, D, dt);
-    vld(ctx, bk, D, dt);
+    vfeed(ctx, bq, D, dt);
+    vfeed(ctx, bk, D, dt);
     pl_matmul(ctx, bq, D, bk, dt);
     work_logits(ctx, f, bq, bk);
     work_row_reduce(ctx, bq, bk); /* m */
@@ -615,10 +621,10 @@ static void work_fwd_single(struct pl_ctx *ctx, const struct flash *f, int64_t b
     if (f->residuals)
         vst(ctx, 2 * bq, MIN_BLOCK, DT_F32); /* m, l broadcast to 128 lanes */
     pl_vpu_flush(ctx);
-    vld(ctx, bk, D, dt);
+    vfeed(ctx, bk, D, dt);
     pl_matmul(ctx, bq, bk, D, dt);
-    pl_vpu(ctx, bq, D, 1, 0, 0, 0, 0); /* astype(o.dtype) */
-    vst(ctx, bq, D, dt);
+    pl_mxu_drain(ctx, bq, D, 1, 0);                  /* astype(o.dtype) */
+    pl_mxu_drain(ctx, packed_rows(bq, dt), D, 0, 1); /* stored */
 }
 
 /* The per-step work of the multi-step forward for one batch row of the block. */
@@ -643,10 +649,10 @@ static void work_bwd_p(struct pl_ctx *ctx, const struct flash *f, int64_t bq, in
 {
     int64_t D = f->p.head_dim;
     enum dtype dt = f->p.dt;
-    vld(ctx, bq, D, dt);                 /* q */
-    vld(ctx, 2 * bk, D, dt);             /* k, v */
+    vfeed(ctx, bq, D, dt);               /* q */
+    vfeed(ctx, 2 * bk, D, dt);           /* k, v */
     vld(ctx, 3 * bq, MIN_BLOCK, DT_F32); /* l, m, di */
-    vld(ctx, bq, D, dt);                 /* do */
+    vfeed(ctx, bq, D, dt);               /* do */
     pl_matmul(ctx, bq, D, bk, dt);       /* logits = q k^T */
     work_logits(ctx, f, bq, bk);
     pl_vpu(ctx, bq, bk, 1, 0, 0, 1, 0);        /* exp(logits - m) */

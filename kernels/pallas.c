@@ -23,6 +23,7 @@ struct pl_ctx {
     const struct pl_exec *x;
     struct pl_stats *st;
     bool live; /* the body runs at its place in simulated time (manual DMAs) */
+    bool mm_open; /* work.mm_s holds a matmul (pl_mxu_drain may follow) */
     struct pl_work work;
     int64_t step;
     float *bufs[PL_MAX_OPERANDS][2];
@@ -422,6 +423,8 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
     }
 }
 
+static void close_work(struct pl_ctx *ctx);
+
 static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
 {
     int64_t g[PL_MAX_GRID];
@@ -429,7 +432,7 @@ static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
     memset(&c->work, 0, sizeof c->work);
     c->step = s;
     c->call->body(c, g, c->call->user);
-    pl_vpu_flush(c);
+    close_work(c);
     *w = c->work;
 }
 
@@ -1054,27 +1057,76 @@ void pl_dry_run(const struct pl_call *call, const struct chip_params *chip, int6
 
 /* ---- body helpers ---- */
 
+/* The open matmul with its feed and drain: the MXU's time, and on the VPU
+ * what of their slot time the systolic pass does not cover. */
+static void close_matmul(struct pl_ctx *ctx)
+{
+    struct pl_work *w = &ctx->work;
+    double io_s = vpu_time_s(ctx->chip, &w->io);
+    w->mxu_s += w->mm_s;
+    if (io_s > w->mm_s)
+        w->vpu_s += io_s - w->mm_s;
+    w->mm_s = 0;
+    memset(&w->io, 0, sizeof w->io);
+}
+
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt)
 {
     pl_vpu_flush(ctx);
-    ctx->work.mxu_s += mxu_time_s(ctx->chip, m, k, n, dt);
-    ctx->work.flops += mxu_flops(m, k, n);
+    close_matmul(ctx);
+    struct pl_work *w = &ctx->work;
+    w->io = w->feed;
+    memset(&w->feed, 0, sizeof w->feed);
+    w->mm_s = mxu_time_s(ctx->chip, m, k, n, dt);
+    w->flops += mxu_flops(m, k, n);
+    ctx->mm_open = true;
+}
+
+static void count_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double eup)
+{
+    double elems = (double)rows * (double)cols;
+    ctx->work.vpu_flops += alu * elems;
+    ctx->work.transcendentals += eup * elems;
+}
+
+void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load)
+{
+    vpu_add(&ctx->work.feed, ctx->chip, rows, cols, alu, load, 0, 0, 0);
+    count_vpu(ctx, rows, cols, alu, 0);
+}
+
+void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store)
+{
+    TPU_ASSERT(ctx->mm_open, "pallas_call '%s': pl_mxu_drain without a matmul before it",
+               ctx->call->name);
+    vpu_add(&ctx->work.io, ctx->chip, rows, cols, alu, 0, store, 0, 0);
+    count_vpu(ctx, rows, cols, alu, 0);
+}
+
+/* Ends a step's (or a manual body's piece of) work: the open matmul closes,
+ * a feed no matmul took is serial VPU work. */
+static void close_work(struct pl_ctx *ctx)
+{
+    struct pl_work *w = &ctx->work;
+    close_matmul(ctx);
+    vpu_merge(&w->vops, &w->feed);
+    memset(&w->feed, 0, sizeof w->feed);
+    pl_vpu_flush(ctx);
+    ctx->mm_open = false;
 }
 
 void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
             double store, double eup, double xlu)
 {
     vpu_add(&ctx->work.vops, ctx->chip, rows, cols, alu, load, store, eup, xlu);
-    double elems = (double)rows * (double)cols;
-    ctx->work.vpu_flops += alu * elems;
-    ctx->work.transcendentals += eup * elems;
+    count_vpu(ctx, rows, cols, alu, eup);
 }
 
 void pl_flush(struct pl_ctx *ctx)
 {
     if (!ctx->live)
         return;
-    pl_vpu_flush(ctx);
+    close_work(ctx);
     if (ctx->work.mxu_s + ctx->work.vpu_s > 0)
         ctx->x->ops->compute(ctx->x->ex, &ctx->work, ctx->step, 1);
     account(ctx->st, &ctx->work, 1, 0);

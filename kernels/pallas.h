@@ -59,6 +59,9 @@ struct pl_work {
     double vpu_flops;      /* element-wise FLOPs (cost_estimate rules) */
     double transcendentals;
     struct vpu_ops vops;   /* pending VPU ops, folded into vpu_s by pl_vpu_flush */
+    struct vpu_ops feed;   /* pl_mxu_feed ops for the next pl_matmul */
+    struct vpu_ops io;     /* the open matmul's feed and drain ops */
+    double mm_s;           /* the open matmul's MXU time (closed by the next one) */
 };
 
 struct pl_ctx;
@@ -176,6 +179,18 @@ void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype d
  * stores of the tile in vregs. 'flops' counts cost_estimate FLOPs per element. */
 void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load,
             double store, double eup, double xlu);
+/* Vector work that streams a matmul's operands into the MXU (loads, casts of
+ * the rows pushed) or its result out (pops, stores): it issues in the same
+ * bundles as the systolic pass, so a matmul with its feed and drain takes
+ * max(MXU time, their VPU slot time); only the excess is serial VPU time.
+ * pl_mxu_feed counts toward the next pl_matmul, pl_mxu_drain toward the last
+ * one (there must be one): its pops, cast and stored. Arithmetic on the
+ * result stays pl_vpu, serial: what needs a whole result (a row max, exp of
+ * the logits) waits for the matmul, and an accumulation (acc += dot) is
+ * counted so too, as the blocked matmul's calibration against XLA's
+ * matmuls has it. Counted per element as pl_vpu. */
+void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load);
+void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store);
 /* Manual DMAs (operands in memory space ANY): starts a copy of 'bytes' between
  * HBM and VMEM; returns a handle for pl_dma_wait. Only in calls marked
  * 'manual', whose bodies run at their place in simulated time: the compute

@@ -318,10 +318,10 @@ static void fwd_sub_work(struct pl_ctx *ctx, const struct callctx *c)
 {
     const struct splash *s = c->s;
     int64_t bq = c->d->bq, bc = c->d->bkv_c, D = s->p.head_dim;
-    pl_vpu(ctx, bq, D, 0, 1, 0, 0, 0);  /* q into the MXU */
-    pl_vpu(ctx, bc, D, 0, 1, 0, 0, 0);  /* k */
-    pl_matmul(ctx, bq, D, bc, s->mdt);  /* qk = q k^T, f32 result */
-    pl_vpu(ctx, bq, bc, 0, 0, 1, 0, 0); /* qk popped and stored: the tile exceeds the vregs */
+    pl_mxu_feed(ctx, bq, D, 0, 1);     /* q into the MXU */
+    pl_mxu_feed(ctx, bc, D, 0, 1);     /* k */
+    pl_matmul(ctx, bq, D, bc, s->mdt); /* qk = q k^T, f32 result */
+    pl_mxu_drain(ctx, bq, bc, 0, 1);   /* qk popped and stored: the tile exceeds the vregs */
     mask_work(ctx, c, bq, bc, true);
     pl_vpu(ctx, bq, bc, 1, 1, 0, 0, 0);    /* m_curr: max across the lane vregs */
     pl_vpu(ctx, bq, LANES, 1, 1, 0, 0, 1); /* cross-lane max; m_next = max(m_prev, m_curr) */
@@ -329,8 +329,8 @@ static void fwd_sub_work(struct pl_ctx *ctx, const struct callctx *c)
     pl_vpu(ctx, bq, bc, 1, 1, 0, 0, 0);    /* row sum across the lane vregs */
     pl_vpu(ctx, bq, LANES, 3, 1, 2, 1, 1); /* cross-lane sum; alpha = exp(m_prev - m_next);
                                               l = l_curr + alpha l_prev; store m, l */
-    pl_vpu(ctx, bq, bc, 1, 1, 0, 0, 0);    /* s_curr (f32) rounded into the MXU */
-    pl_vpu(ctx, bc, D, 1, 1, 0, 0, 0);     /* v.astype(f32), rounded into the MXU */
+    pl_mxu_feed(ctx, bq, bc, 1, 1);        /* s_curr (f32) rounded into the MXU */
+    pl_mxu_feed(ctx, bc, D, 1, 1);         /* v.astype(f32), rounded into the MXU */
     pl_matmul(ctx, bq, bc, D, s->mdt == DT_FP8 ? DT_BF16 : s->mdt); /* o_curr = s v */
     pl_vpu(ctx, bq, D, 2, 1, 1, 0, 0);                              /* o = alpha o + o_curr */
 }
@@ -357,15 +357,15 @@ static void dq_run_work(struct pl_ctx *ctx, const struct callctx *c)
 {
     const struct splash *s = c->s;
     int64_t bq = c->d->bq, bkv = c->d->bkv, D = s->p.head_dim;
-    pl_vpu(ctx, bq, D, 0, 2, 0, 0, 0);  /* q, do into the MXU */
-    pl_vpu(ctx, bkv, D, 0, 2, 0, 0, 0); /* k, v */
+    pl_mxu_feed(ctx, bq, D, 0, 2);      /* q, do into the MXU */
+    pl_mxu_feed(ctx, bkv, D, 0, 2);     /* k, v */
     pl_matmul(ctx, bq, D, bkv, s->mdt); /* qk */
-    pl_vpu(ctx, bq, bkv, 0, 0, 1, 0, 0);
+    pl_mxu_drain(ctx, bq, bkv, 0, 1);
     mask_work(ctx, c, bq, bkv, true);
     pl_vpu(ctx, bq, LANES, 0, 2, 0, 0, 2); /* logsumexp, di: (1, bq) rows to (bq, 1) columns */
     pl_vpu(ctx, bq, bkv, 1, 1, 1, 1, 0);   /* p = exp(qk - logsumexp) */
     pl_matmul(ctx, bq, D, bkv, s->mdt);    /* dp = do v^T */
-    pl_vpu(ctx, bq, bkv, 0, 0, 1, 0, 0);
+    pl_mxu_drain(ctx, bq, bkv, 0, 1);
     pl_vpu(ctx, bq, bkv, 3, 2, 1, 0, 0); /* ds = (dp - di) p, astype(k.dtype) */
     pl_matmul(ctx, bq, bkv, D, s->mdt);  /* ds k */
     pl_vpu(ctx, bq, D, 1, 1, 1, 0, 0);   /* dq_scratch += */
@@ -387,17 +387,17 @@ static void dkv_sub_work(struct pl_ctx *ctx, const struct callctx *c)
 {
     const struct splash *s = c->s;
     int64_t bq = c->d->bq, bc = c->d->bkv_c, D = s->p.head_dim;
-    pl_vpu(ctx, bq, D, 0, 2, 0, 0, 0); /* q, do into the MXU */
-    pl_vpu(ctx, bc, D, 0, 2, 0, 0, 0); /* k, v slices */
+    pl_mxu_feed(ctx, bq, D, 0, 2);     /* q, do into the MXU */
+    pl_mxu_feed(ctx, bc, D, 0, 2);     /* k, v slices */
     pl_matmul(ctx, bc, D, bq, s->mdt); /* qk = k q^T: (bkv_c, bq) */
-    pl_vpu(ctx, bc, bq, 0, 0, 1, 0, 0);
+    pl_mxu_drain(ctx, bc, bq, 0, 1);
     mask_work(ctx, c, bc, bq, false);
     pl_vpu(ctx, bc, bq, 1, 1, 1, 1, 0); /* p = exp(qk - logsumexp[:1]) */
-    pl_vpu(ctx, bc, bq, 1, 1, 0, 0, 0); /* p.astype(do.dtype) */
+    pl_mxu_feed(ctx, bc, bq, 1, 1);     /* p.astype(do.dtype) */
     pl_matmul(ctx, bc, bq, D, s->mdt);  /* dv = p do */
     pl_vpu(ctx, bc, D, 1, 1, 1, 0, 0);  /* dv_scratch[slice] += */
     pl_matmul(ctx, bc, D, bq, s->mdt);  /* dp = v do^T */
-    pl_vpu(ctx, bc, bq, 0, 0, 1, 0, 0);
+    pl_mxu_drain(ctx, bc, bq, 0, 1);
     pl_vpu(ctx, bc, bq, 3, 2, 1, 0, 0); /* ds = (dp - di) p, astype */
     pl_matmul(ctx, bc, bq, D, s->mdt);  /* dk = ds q */
     pl_vpu(ctx, bc, D, 1, 1, 1, 0, 0);  /* dk_scratch[slice] += */

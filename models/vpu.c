@@ -18,6 +18,15 @@ void vpu_add(struct vpu_ops *ops, const struct chip_params *chip, int64_t rows, 
     ops->xlu += xlu * v;
 }
 
+void vpu_merge(struct vpu_ops *to, const struct vpu_ops *from)
+{
+    to->alu += from->alu;
+    to->load += from->load;
+    to->store += from->store;
+    to->eup += from->eup;
+    to->xlu += from->xlu;
+}
+
 static double max2(double a, double b)
 {
     return a > b ? a : b;

@@ -23,6 +23,8 @@ double vpu_vregs(const struct chip_params *chip, int64_t rows, int64_t cols);
 /* Adds 'n' ops of each class over a (rows, cols) tile to 'ops'. */
 void vpu_add(struct vpu_ops *ops, const struct chip_params *chip, int64_t rows, int64_t cols,
              double alu, double load, double store, double eup, double xlu);
+/* Adds every count of 'from' to 'to'. */
+void vpu_merge(struct vpu_ops *to, const struct vpu_ops *from);
 /* Time in seconds of 'ops' on one TensorCore. */
 double vpu_time_s(const struct chip_params *chip, const struct vpu_ops *ops);
 

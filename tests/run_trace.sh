@@ -65,7 +65,7 @@ grep -q '"level": "units"' "$t/def/summary.json" && ok || bad "summary: level un
     && grep -q '"complete": false' "$t/cap/summary.json" && ok \
     || bad "cap: $(events "$t/cap/trace.json") events, dropped $(tkey "$t/cap/summary.json" dropped)"
 # 30,404 events in windows of at most 1000: 31 runs
-grep -q '^warning: trace.json is incomplete: 29404 events dropped past --trace-max-events 1000; the run has 30404 events at this level; for all of them: --trace-max-events 100000, or 31 runs with --trace-window 0:131.452us, --trace-window 131.452us:262.904us, .* or --trace units$' "$t/cap.out" \
+grep -q '^warning: trace.json is incomplete: 29404 events dropped past --trace-max-events 1000; the run has 30404 events at this level; for all of them: --trace-max-events 100000, or 31 runs with --trace-window 0:131.114us, --trace-window 131.114us:262.228us, .* or --trace units$' "$t/cap.out" \
     && grep -q '"hint": "the run has 30404 events' "$t/cap/summary.json" && ok \
     || bad "cap: no warning: $(cat "$t/cap.out" | tail -2)"
 "$bin" run --trace steps --trace-max-events 1000 -o "$t/capq" -q $SIMFLAGS 2> "$t/capq.err" \

@@ -303,6 +303,68 @@ static void test_models_mxu_vpu_hbm(void **state)
     assert_int_equal(hbm_dma_bytes(&ch, DT_F32, 2, e), 4096);
 }
 
+/* One splash-like sub-block: q, k fed to QK, its logits drained, a serial
+ * softmax, the probabilities fed to PV, its result drained. Test chip: 4
+ * MXUs of 128 at 1 GHz, VPU 4 ALU / 3 load / 1 store / 1 EUP per cycle.
+ *   feed q, k (512 x 128 each): 2 x 64 vregs, 128 loads = 42.7 cycles
+ *   QK (512, 128, 512): 4 passes over 4 MXUs, 512 rows + 128 fill = 640 ns
+ *   drain (512 x 512): 256 stores = 256 cycles; with the feed under 640: hidden
+ *   serial (512 x 512, 1 alu, load, store, eup each): 256 vregs, store and EUP
+ *     bound = 256 ns
+ *   feed (512 x 512, 1 alu + 1 load): 85.3 cycles; PV (512, 512, 128) = 640 ns;
+ *     drain (512 x 128, 1 store) 64 cycles: hidden
+ * mxu 1280 ns, vpu 256 ns (all in series, as pl_vpu, it was 42.7 + 512 + 64). */
+static void overlap_body(struct pl_ctx *ctx, const int64_t *g, void *u)
+{
+    (void)g, (void)u;
+    pl_mxu_feed(ctx, 512, 128, 0, 1);
+    pl_mxu_feed(ctx, 512, 128, 0, 1);
+    pl_matmul(ctx, 512, 128, 512, DT_BF16);
+    pl_mxu_drain(ctx, 512, 512, 0, 1);
+    pl_vpu(ctx, 512, 512, 1, 1, 1, 1, 0);
+    pl_mxu_feed(ctx, 512, 512, 1, 1);
+    pl_matmul(ctx, 512, 512, 128, DT_BF16);
+    pl_mxu_drain(ctx, 512, 128, 0, 1);
+}
+
+/* A drain that outlasts its matmul, then a feed no matmul takes:
+ *   matmul (256, 128, 1024): 8 passes over 4 MXUs = 2 x 256 rows + 128 = 640 ns
+ *   drain (256 x 1024, 3 stores): 256 vregs x 3 = 768 cycles, 128 over the pass
+ *   feed (512 x 128, 3 loads): 192 loads = 64 cycles, serial
+ * mxu 640 ns, vpu 128 + 64 = 192 ns. */
+static void excess_body(struct pl_ctx *ctx, const int64_t *g, void *u)
+{
+    (void)g, (void)u;
+    pl_matmul(ctx, 256, 128, 1024, DT_BF16);
+    pl_mxu_drain(ctx, 256, 1024, 0, 3);
+    pl_mxu_feed(ctx, 512, 128, 0, 3);
+}
+
+static void run_one_step(pl_body_fn *body, double *mxu_s, double *vpu_s)
+{
+    struct chip_params ch = test_chip();
+    struct pl_call c = aba_call();
+    c.grid[0] = 1;
+    c.body = body;
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, false};
+    struct pl_stats st = {0};
+    pl_run(&c, &ch, 0, 1, &ex, &st);
+    *mxu_s = st.mxu_s, *vpu_s = st.vpu_s;
+}
+
+static void test_pl_mxu_feed_drain_overlap_the_pass(void **state)
+{
+    (void)state;
+    double mxu, vpu;
+    run_one_step(overlap_body, &mxu, &vpu);
+    assert_float_equal(mxu, 1280e-9, 1e-15);
+    assert_float_equal(vpu, 256e-9, 1e-15);
+    run_one_step(excess_body, &mxu, &vpu);
+    assert_float_equal(mxu, 640e-9, 1e-15);
+    assert_float_equal(vpu, 192e-9, 1e-15);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_pl_megacore_split_contiguous),
         cmocka_unit_test(test_pl_parallel_must_be_prefix),
         cmocka_unit_test(test_models_mxu_vpu_hbm),
+        cmocka_unit_test(test_pl_mxu_feed_drain_overlap_the_pass),
     };
     return cmocka_run_group_tests_name("pallas", tests, NULL, NULL);
 }

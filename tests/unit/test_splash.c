@@ -296,6 +296,46 @@ static void test_splash_causal_8k_visits_136_of_256_blocks(void **state)
     tc_fini(&t);
 }
 
+/* One causal 512 x 512 block (one head, S=512, blocks 512: a single grid step
+ * that initialises, computes one sub-block and finalises) on the test chip
+ * (4 MXUs of 128 at 1 GHz; VPU per cycle 4 ALU, 3 loads, 1 store, 1 EUP,
+ * 0.5 XLU). Tiles: (512, 512) f32 = 256 vregs, (512, 128) = 64.
+ *   MXU: QK (512, 128, 512) and PV (512, 512, 128), 512 rows + 128 fill each:
+ *     1280 ns
+ *   init (o; m, l): 64 + 128 stores = 192 ns
+ *   QK's feed (q, k: 128 loads) and drain (the logits' 256 stores): 256 ns
+ *     under its 640 ns pass
+ *   softmax, serial: causal mask (iota 64 loads; 4 ALU, load, store per
+ *     vreg), m_curr, cross-lane max, exp, row sum, cross-lane sum with alpha
+ *     and l: ALU 2048 / 4, loads 1216 / 3, stores 640, EUP 320, XLU 128 / 0.5:
+ *     the stores bound, 640 ns
+ *   PV's feed (s and v cast and loaded: ALU 320 / 4, loads 320 / 3): 107 ns
+ *     under its pass
+ *   o update, 1 / l, o * l_inv, zeroing: ALU 256, loads 192, stores 320,
+ *     EUP 64: 320 ns
+ * VPU 192 + 640 + 320 = 1152 ns (with the feeds and drain in series: 1408). */
+static void test_splash_fwd_block_overlaps_mxu_io(void **state)
+{
+    (void)state;
+    struct tcase t;
+    tc_init(&t, 1, 1, 512, 128, ATTN_FWD, 1);
+    t.m[0] = mask_new_causal(512, 512, 0);
+    t.op.u.splash.bs.block_q = t.op.u.splash.bs.block_kv = 512;
+    struct chip_params ch = test_chip();
+    struct kern k;
+    char err[256];
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(pl_num_steps(&k.calls[0]), 1);
+    struct rec r = {0};
+    struct pl_exec ex = {&rec_ops, &r, false};
+    struct pl_stats st = {0};
+    pl_run(&k.calls[0], &ch, 0, 1, &ex, &st);
+    assert_float_equal(st.mxu_s, 1280e-9, 1e-15);
+    assert_float_equal(st.vpu_s, 1152e-9, 1e-15);
+    kern_fini(&k);
+    tc_fini(&t);
+}
+
 /* Causal 512x512, blocks of 128: block_mask rows [1000][1100][1110][1111]. A
  * skipped step's k/v index is data_next, the next real block: row 1's skipped
  * steps hold kv block 0 of row 2, fetched during step 5 and not again. */
@@ -550,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_splash_block_size_errors),
         cmocka_unit_test(test_splash_head_and_segment_errors),
         cmocka_unit_test(test_splash_causal_8k_visits_136_of_256_blocks),
+        cmocka_unit_test(test_splash_fwd_block_overlaps_mxu_io),
         cmocka_unit_test(test_splash_data_next_prefetches_next_block),
         cmocka_unit_test(test_splash_partial_blocks_fetch_mask),
         cmocka_unit_test(test_splash_dynamic_mask_has_no_lookahead),
