@@ -203,6 +203,20 @@ static void test_matmul_repeated_groups_coalesce_exactly(void **state)
     assert_int_equal(a.compute_steps[0], b.compute_steps[0]);
 }
 
+/* Runs op 0 of 'yaml' in fast (*a) and exact (*b) fidelity, with the override
+ * 'set' too when not NULL; returns |fast - exact| / exact of its time. */
+static double fast_vs_exact(const char *yaml, const char *set, struct result *a,
+                            struct result *b)
+{
+    const char *fast[] = {set}, *exact[] = {"options.fidelity=exact", set};
+    *a = run(yaml, fast, set ? 1 : 0);
+    *b = run(yaml, exact, set ? 2 : 1);
+    assert_int_equal(a->rc, 0);
+    assert_int_equal(b->rc, 0);
+    double fa = a->end[0] - a->start[0], ex = b->end[0] - b->start[0];
+    return fabs(fa - ex) / ex;
+}
+
 /* Latency-bound steps: a matmul of 512 k steps with 8-row blocks and a DMA
  * latency of 1 us. By hand (two buffers: step s issues step s + 1's fetch after
  * its overhead o and computes c once the fetch of a step earlier has landed, l
@@ -216,14 +230,10 @@ static void test_latency_bound_run_fast_agrees_with_exact(void **state)
     (void)state;
     const char *yaml = "chip: v5e\nworkload:\n  - {op: matmul, m: 8, k: 65536, n: 128, "
                        "block: {bm: 8, bk: 128, bn: 128}}\n";
-    const char *fast[] = {"chip.tensorcore.dma_latency=1us"};
-    const char *exact[] = {"chip.tensorcore.dma_latency=1us", "options.fidelity=exact"};
-    struct result a = run(yaml, fast, 1), b = run(yaml, exact, 2);
-    assert_int_equal(a.rc, 0);
-    assert_int_equal(b.rc, 0);
+    struct result a, b;
+    assert_true(fast_vs_exact(yaml, "chip.tensorcore.dma_latency=1us", &a, &b) <= 0.001);
     assert_true(a.runs[0] > 0);
-    double fa = a.end[0] - a.start[0], ex = b.end[0] - b.start[0];
-    assert_true(fabs(fa - ex) <= 0.001 * ex);
+    double ex = b.end[0] - b.start[0];
     assert_true(fabs(ex - 357.4e-6) <= 0.015 * 357.4e-6);
 }
 
@@ -240,12 +250,8 @@ static void test_mixed_groups_are_not_folded(void **state)
                        "q_seq_len: 8192, head_dim: 128, mask: {type: causal}, mode: fwd_bwd, "
                        "block_sizes: {block_q: 512, block_kv: 512, block_q_dkv: 512, "
                        "block_kv_dkv: 512, block_q_dq: 512, block_kv_dq: 512}}\n";
-    const char *exact[] = {"options.fidelity=exact"};
-    struct result a = run(yaml, NULL, 0), b = run(yaml, exact, 1);
-    assert_int_equal(a.rc, 0);
-    assert_int_equal(b.rc, 0);
-    double fa = a.end[0] - a.start[0], ex = b.end[0] - b.start[0];
-    assert_true(fabs(fa - ex) <= 0.002 * ex);
+    struct result a, b;
+    assert_true(fast_vs_exact(yaml, NULL, &a, &b) <= 0.002);
 }
 
 /* A causal flash backward (di, dkv, dq): its first kernel is HBM-bound with
@@ -266,13 +272,9 @@ static void test_flash_causal_bwd_fast_agrees_with_exact(void **state)
                        "block_q_major_dkv: 256, block_k_major_dkv: 256, block_k_dkv: 256, "
                        "block_q_dkv: 256, block_k_major_dq: 256, block_k_dq: 256, "
                        "block_q_dq: 256}}\n";
-    const char *exact[] = {"options.fidelity=exact"};
-    struct result a = run(yaml, NULL, 0), b = run(yaml, exact, 1);
-    assert_int_equal(a.rc, 0);
-    assert_int_equal(b.rc, 0);
+    struct result a, b;
+    assert_true(fast_vs_exact(yaml, NULL, &a, &b) <= 0.002);
     assert_true(a.runs[0] > 0);
-    double fa = a.end[0] - a.start[0], ex = b.end[0] - b.start[0];
-    assert_true(fabs(fa - ex) <= 0.002 * ex);
     assert_int_equal(a.dmas[0], b.dmas[0]);
 }
 
