@@ -92,7 +92,7 @@ static char *put_u64(char *p, unsigned long long v)
 }
 
 /* Appends 's', up to 'end' at most; returns the end. */
-static char *put_str(char *p, const char *s, const char *end)
+static char *put_str(char *p, const char *s, char *end)
 {
     size_t n = strlen(s);
     n = p >= end ? 0 : n < (size_t)(end - p) ? n : (size_t)(end - p);
@@ -268,7 +268,8 @@ static void wait_note(struct eng_task *task, const char *what, int sem, double a
                       double count)
 {
     /* the strings are cut beyond the note's length, the numbers need 64 bytes */
-    char buf[2 * ENG_NOTE_BYTES + 64], *p = buf, *end = buf + 2 * ENG_NOTE_BYTES;
+    char buf[2 * ENG_NOTE_BYTES + 64];
+    char *p = buf, *end = buf + 2 * ENG_NOTE_BYTES;
     p = put_str(p, what, end);
     *p++ = ' ';
     p = put_u64(p, (unsigned)sem);
