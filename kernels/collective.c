@@ -568,7 +568,8 @@ void coll_reduce_call(struct coll_reduce *k, uint64_t bytes, enum dtype dt, stru
     k->rows = (int64_t)(bytes / (uint64_t)(k->cols * dtype_bytes(dt)));
     k->rows = k->rows < 1 ? 1 : k->rows;
     k->block_rows = k->rows < 512 ? k->rows : 512;
-    *c = (struct pl_call){.name = "reduce", .ngrid = 1, .noperands = 3, .body = add_body, .user = k};
+    *c = (struct pl_call){.name = "reduce", .ngrid = 1, .noperands = 3, .body = add_body, .user = k,
+                          .stream = true};
     c->grid[0] = (k->rows + k->block_rows - 1) / k->block_rows;
     static const char *const names[3] = {"acc", "recv", "out"};
     for (int i = 0; i < 3; i++)

@@ -988,6 +988,55 @@ void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t 
     sums_add(st, &saved);
 }
 
+/* ---- a bandwidth-bound stream as a whole (fast fidelity) ---- */
+
+/* A stream call whose steps are bandwidth-bound, with every operand
+ * double-buffered in VMEM and moving every step. */
+static bool streamable(const struct pl_ctx *c, const struct opstate *os, int64_t n,
+                       const struct pl_work *w)
+{
+    const struct pl_call *call = c->call;
+    if (!call->stream || call->ngrid != 1 || n < 2 || call->smem_prefetch_bytes)
+        return false;
+    uint64_t bytes = 0;
+    for (int i = 0; i < call->noperands; i++) {
+        if (!os[i].piped || os[i].trivial || os[i].single || same_idx(os[i].idx_cur, os[i].idx_next))
+            return false;
+        bytes += os[i].bytes;
+    }
+    double work = c->chip->step_overhead_s + w->mxu_s + w->vpu_s;
+    return work < hbm_busy_s(c->chip, (double)bytes);
+}
+
+/* Steps [b, b+n) of a bandwidth-bound stream, whole. Step by step, the HBM
+ * never idles once the first blocks are in: the pipeline takes the first
+ * step's overhead, the DMA latency, the n steps' transfers (d each: every
+ * block in and out), then the last block's compute and its write-back's
+ * latency: o + l + n d + c + l. Here: o, one DMA per operand for all its
+ * blocks (l + n d together, each its share of the HBM as the steps' DMAs
+ * are) beside the steps' compute and overheads, then c + l. */
+static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t n,
+                       const struct pl_work *w)
+{
+    const struct pl_exec *x = c->x;
+    const struct pl_call *call = c->call;
+    double o = c->chip->step_overhead_s;
+    void *h[PL_MAX_OPERANDS];
+    x->ops->delay(x->ex, o);
+    for (int i = 0; i < call->noperands; i++)
+        h[i] = start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
+                         os[i].raw * (uint64_t)n, i);
+    c->st->dmas += (int64_t)call->noperands * (n - 1);
+    x->ops->compute(x->ex, w, b, n);
+    x->ops->delay(x->ex, o * (double)(n - 1));
+    for (int i = 0; i < call->noperands; i++)
+        x->ops->dma_wait(x->ex, h[i]);
+    x->ops->delay(x->ex, w->mxu_s + w->vpu_s + c->chip->dma_issue_s);
+    account(c->st, w, (double)n, o);
+    c->st->steps += n;
+    c->st->coalesced_runs++;
+}
+
 static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
                 const struct pl_exec *x, struct pl_stats *st)
 {
@@ -998,6 +1047,15 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
+    if (x->coalesce && call->stream && !call->functional && !call->manual) {
+        struct pl_work w;
+        run_body(&c, b, &w);
+        if (streamable(&c, os, e - b, &w)) {
+            run_stream(&c, os, b, e - b, &w);
+            free(c.state);
+            return;
+        }
+    }
     if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
         sync_dma(x, st, true, call->smem_prefetch_bytes, call->smem_prefetch_bytes, -1);
     trivial_inputs(&c, os, x, st);

@@ -9,7 +9,8 @@ check passes when every pair agrees within 1 %. A scenario whose run the
 resource guard refuses at --max-steps (default 2e7: an exact run of more
 steps takes minutes) is listed as skipped with the guard's reason, not
 compared; so is one whose run takes longer than --timeout seconds (default
-300). Exit status 1 when a pair differs by more than 1 %."""
+300). --only TEXT compares only the cases whose name contains TEXT. Exit
+status 1 when a pair differs by more than 1 %."""
 import argparse, csv, glob, json, os, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -97,6 +98,7 @@ def main():
     ap.add_argument("--max-steps", type=int, default=20000000)
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--only", default="", help="compare only the cases whose name contains this")
     a = ap.parse_args()
     TIMEOUT[0] = a.timeout
     rows = []  # (name, fast, exact, note)
@@ -109,6 +111,7 @@ def main():
             with open(f, "w") as fh:
                 json.dump(scen, fh)  # JSON is YAML
             items.append((name, f))
+        items = [it for it in items if a.only in it[0]]
 
         def pair(it):
             name, f = it
@@ -128,6 +131,8 @@ def main():
                 show(row)
         for spec in sorted(glob.glob(os.path.join(ROOT, "configs", "sweeps", "*.yaml"))):
             base = os.path.splitext(os.path.basename(spec))[0]
+            if a.only not in base:
+                continue
             fa = sweep(a.tpusim, spec, "fast", os.path.join(tmp, base + ".fast"), a.j, a.max_steps)
             ex = sweep(a.tpusim, spec, "exact", os.path.join(tmp, base + ".exact"), a.j,
                        a.max_steps) if fa is not None else None

@@ -226,6 +226,45 @@ static void test_pl_sync_dmas(void **state)
     assert_true(sts.useful_bytes == st.useful_bytes);
 }
 
+/* A bandwidth-bound stream (the reduction's accumulate step, 8 blocks) runs
+ * whole in fast fidelity: one DMA per operand for all its blocks and one
+ * compute, with the statistics of the step-by-step run; exact runs it step
+ * by step. */
+static void test_pl_stream_runs_whole(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.hbm_efficiency = 1; /* a block's three DMAs 3.1 us, its adds 0.5 us */
+    struct coll_reduce k;
+    struct pl_call c;
+    coll_reduce_call(&k, 8 << 20, DT_BF16, &c); /* 4096 rows: 8 blocks of 512 */
+    assert_true(c.stream && c.grid[0] == 8);
+    struct rec rf = {0}, re = {0};
+    struct pl_stats sf = {0}, se = {0};
+    struct pl_exec xf = {&rec_ops, &rf, true}, xe = {&rec_ops, &re, false};
+    pl_run(&c, &ch, 0, 8, &xf, &sf);
+    pl_run(&c, &ch, 0, 8, &xe, &se);
+    assert_string_equal(rf.log, "F0 F1 W2 C0+ w1 w2 w3 ");
+    assert_int_equal(rf.computes, 8);
+    assert_int_equal(re.computes, 8);
+    assert_int_equal(sf.coalesced_runs, 1);
+    assert_int_equal(se.coalesced_runs, 0);
+    assert_int_equal(sf.steps, se.steps);
+    assert_int_equal(sf.dmas, se.dmas);
+    assert_int_equal(sf.dmas, 3 * 8);
+    assert_true(sf.hbm_bytes == se.hbm_bytes && sf.useful_bytes == se.useful_bytes);
+    assert_true(sf.vpu_flops == se.vpu_flops && sf.vpu_s == se.vpu_s);
+    assert_true(sf.overhead_s == se.overhead_s);
+    /* compute-bound steps (a VPU 10^4 times slower) keep the pipeline */
+    ch.clock_hz /= 1e4;
+    struct rec rc = {0};
+    struct pl_stats sc = {0};
+    struct pl_exec xc = {&rec_ops, &rc, true};
+    pl_run(&c, &ch, 0, 8, &xc, &sc);
+    assert_null(strstr(rc.log, "F0 F1 W2 C0+"));
+    assert_int_equal(sc.dmas, 3 * 8);
+}
+
 static void test_pl_block_shape_rule(void **state)
 {
     (void)state;
@@ -375,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_pl_script_replays_the_run),
         cmocka_unit_test(test_pl_trivial_window_moves_once),
         cmocka_unit_test(test_pl_sync_dmas),
+        cmocka_unit_test(test_pl_stream_runs_whole),
         cmocka_unit_test(test_pl_block_shape_rule),
         cmocka_unit_test(test_pl_megacore_split_contiguous),
         cmocka_unit_test(test_pl_parallel_must_be_prefix),
