@@ -13,7 +13,8 @@
 #   FUZZ_SAN=ub    UBSan only (no ASan, no leak check): several times more executions per
 #                  second, for long campaigns; crashes, aborts and UB still stop it. Its
 #                  objects and binaries sit apart (build/fuzz/obj-ub, fuzz_*-ub); the corpus is shared.
-#   FUZZ_JOBS=N    runs N fuzzing processes per target (libFuzzer -fork=N; default 1).
+#   FUZZ_JOBS=N    runs N fuzzing processes per target (libFuzzer -fork=N; default 1); the
+#                  count of executions is then the N of its last "fork: #N:" line.
 # -timeout=30: an input that expands to just under the 1,000,000-node alias
 # limit is legitimately a few seconds under ASan on a loaded machine (bounded, not a hang).
 set -e
@@ -77,7 +78,9 @@ for h in $targets; do
     seed=seed; [ $h = set ] && seed=seed-set
     echo "== fuzz_$h$sfx"
     ./fuzz_$h$sfx $limit $jobs -max_len=4096 -rss_limit_mb=2048 -timeout=30 \
-        -print_final_stats=1 corpus-$h $seed 2>&1 | grep -E '^(stat::|Done|==|SUMMARY)' || true
+        -print_final_stats=1 corpus-$h $seed 2>&1 |
+        awk '/^(stat::|Done|==|SUMMARY)/ { print } /^#[0-9]+:/ { last = $0 }
+             END { if (last) print "fork: " last }' # -fork prints no stat:: lines: its last #N
     ls crash-* leak-* timeout-* oom-* 2>/dev/null && exit 1
 done
 exit 0
