@@ -12,6 +12,7 @@
 #include "base/xalloc.h"
 #include "sim/cfg.h"
 #include "sim/cfg_tree.h"
+#include "sim/cfg_walk.h"
 
 static char path[64];
 
@@ -362,6 +363,26 @@ static void test_cfg_parse_alias_bomb_stops_at_the_limit(void **state)
     free(s);
 }
 
+/* walk_suggest: a known word (wherever it sits in the list) is known with no
+ * hint; an unknown one gets the first closest candidate within 2 edits. */
+static void test_cfg_walk_suggest(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"bytes", "bm", "bk", "bn", "name", "m", NULL};
+    bool known = false;
+    assert_null(walk_suggest("m", keys, &known)); /* 1 edit from "bm" before it: still known */
+    assert_true(known);
+    assert_null(walk_suggest("bytes", keys, &known));
+    assert_true(known);
+    assert_string_equal(walk_suggest("byts", keys, &known), "bytes");
+    assert_false(known);
+    assert_string_equal(walk_suggest("bmm", keys, &known), "bm");
+    assert_false(known);
+    assert_string_equal(walk_suggest("mm", keys, &known), "bm"); /* bm and m tie at 1: the first */
+    assert_null(walk_suggest("zzzzzz", keys, &known));
+    assert_false(known);
+}
+
 /* The peak resident memory (KiB) of a child that parses 'text'. */
 static long parse_maxrss_kb(const char *text)
 {
@@ -532,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_cfg_parse_rejects_documents_and_tags),
         cmocka_unit_test(test_cfg_parse_aliases_and_str),
         cmocka_unit_test(test_cfg_parse_alias_bomb_builds_nothing),
+        cmocka_unit_test(test_cfg_walk_suggest),
         cmocka_unit_test(test_cfg_parse_nested_aliases_expand),
     };
     return cmocka_run_group_tests_name("cfg", tests, NULL, NULL);
