@@ -1555,6 +1555,62 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     return n;
 }
 
+/* The body a floor charges every step that runs a block: the sub-blocks' work
+ * alone, without the init and write-back of the first and last steps (they
+ * only add VPU work). */
+static void floor_body(struct pl_ctx *ctx, const int64_t *G, void *user)
+{
+    const struct callctx *c = user;
+    (void)G;
+    for (int64_t t = 0; c->kind == C_FWD && t < c->d->bkv / c->d->bkv_c; t++)
+        fwd_sub_work(ctx, c);
+    if (c->kind == C_DQ)
+        dq_run_work(ctx, c);
+    for (int64_t t = 0; c->kind == C_DKV && t < c->d->bkv / c->d->bkv_c; t++)
+        dkv_sub_work(ctx, c);
+}
+
+/* Steps of a mask-driven call whose block runs (the bodies' z.run). */
+static int64_t running_steps(const struct pl_call *call, const struct callctx *c)
+{
+    const int64_t *g = call->grid + c->s->gb;
+    int64_t n = 0, G[PL_MAX_GRID] = {0};
+    int64_t *x = G + c->s->gb;
+    for (x[0] = 0; x[0] < g[0]; x[0]++)
+        for (x[1] = 0; x[1] < g[1]; x[1]++)
+            for (x[2] = 0; x[2] < g[2]; x[2]++)
+                n += (c->kind == C_DKV ? dkv_nz(c, G) : fwd_nz(c, G)).run;
+    return n * (c->s->gb ? call->grid[0] : 1);
+}
+
+/* A floor of tune_dry_bound without walking the grid with the bodies: the
+ * launches, and per core (the cores that split the grids share the sum at
+ * best) every step's overhead plus, for every step that runs a block, its
+ * sub-blocks' MXU and VPU time; the glue calls' work, the HBM and the first
+ * and last steps' extra work only add to the bound. */
+static double tune_floor(const struct kern *k)
+{
+    const struct chip_params *chip = k->chip;
+    double busy = 0;
+    for (int i = 0; i < k->ncalls; i++) {
+        const struct pl_call *call = &k->calls[i];
+        const struct callctx *c = call->user;
+        int64_t steps = 1;
+        for (int d = 0; d < call->ngrid; d++)
+            steps *= call->grid[d];
+        busy += (double)steps * chip->step_overhead_s;
+        if (c->kind != C_FWD && c->kind != C_DQ && c->kind != C_DKV)
+            continue;
+        struct pl_call one = *call;
+        one.body = floor_body;
+        struct pl_work w;
+        pl_step_work(&one, chip, 0, &w);
+        busy += (double)running_steps(call, c) * (w.mxu_s + w.vpu_s);
+    }
+    int split = chip->megacore ? chip->cores : 1;
+    return (double)k->ncalls * chip->launch_s + busy / split;
+}
+
 /* Two ops search alike when all but their mask pointers are equal bytes and
  * their masks are equal (upstream's mask __eq__). */
 static bool tune_same(const struct op *a, const struct op *b)
@@ -1583,4 +1639,4 @@ static void tune_keep(struct op *key)
 const struct kern_tune kern_splash_tune = {.key = "block_sizes", .nparams = 8,
                                            .names = tune_names, .get = tune_get, .set = tune_set,
                                            .enumerate = tune_enumerate, .bound = tune_dry_bound,
-                                           .same = tune_same, .keep = tune_keep};
+                                           .floor = tune_floor, .same = tune_same, .keep = tune_keep};
