@@ -1483,6 +1483,111 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     return n;
 }
 
+/* The bodies a floor charges every step that runs a block: the sub-blocks'
+ * work alone (the first and last steps' stores, the skipped steps' zeroing,
+ * only add to it). */
+static void floor_fwd(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t bi = 0; bi < b->block_b; bi++) {
+        if (f->single)
+            work_fwd_single(ctx, f, b->block_q, f->p.kv_seq_len);
+        for (int64_t s = 0; !f->single && s < b->block_k_major; s += b->block_k)
+            work_fwd_sub(ctx, f, b->block_q, b->block_k);
+    }
+}
+
+static void floor_dkv(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t q0 = 0; q0 < b->block_q_major_dkv; q0 += b->block_q_dkv)
+        for (int64_t k0 = 0; k0 < b->block_k_major_dkv; k0 += b->block_k_dkv)
+            work_dkv_sub(ctx, f, b->block_q_dkv, b->block_k_dkv);
+}
+
+static void floor_dq(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t k0 = 0; k0 < b->block_k_major_dq; k0 += b->block_k_dq)
+        work_dq_sub(ctx, f, b->block_q_dq, b->block_k_dq);
+}
+
+/* The (r, c) blocks of an nr x nc grid a causal kernel runs (the bodies' 'run'). */
+static int64_t diag_blocks(int64_t nr, int64_t r_blk, int64_t nc, int64_t c_blk)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t c = 0; c < nc; c++)
+            n += on_diag(r, r_blk, c, c_blk);
+    return n;
+}
+
+/* Steps of call 'ci' that run a block, and the floor body of one. */
+static int64_t running_steps(const struct flash *f, const struct pl_call *c, int ci,
+                             pl_body_fn **body)
+{
+    const struct flash_block_sizes *b = &f->p.bs;
+    int64_t outer = c->grid[0] * c->grid[1], all = outer * c->grid[2] * c->grid[3];
+    bool causal = f->p.causal;
+    if (ci == f->cfwd) {
+        *body = floor_fwd;
+        return causal && !f->single
+                   ? outer * diag_blocks(c->grid[2], b->block_q, c->grid[3], b->block_k_major)
+                   : all;
+    }
+    if (ci == f->cdkv) { /* grid (.., kv, q) */
+        *body = floor_dkv;
+        return causal ? outer * diag_blocks(c->grid[3], b->block_q_major_dkv, c->grid[2],
+                                            b->block_k_major_dkv)
+                      : all;
+    }
+    if (ci == f->cdq) {
+        *body = floor_dq;
+        return causal ? outer * diag_blocks(c->grid[2], b->block_q_dq, c->grid[3],
+                                            b->block_k_major_dq)
+                      : all;
+    }
+    *body = NULL;
+    return 0;
+}
+
+/* A floor of tune_dry_bound without walking the grids with the bodies: the
+ * launches, and per core (the cores that split the grids share the sum at
+ * best) every step's overhead plus, for every step that runs a block, its
+ * sub-blocks' MXU and VPU time; the di precompute's work, the HBM and the
+ * first and last steps' extra work only add to the bound. */
+static double tune_floor(const struct kern *k)
+{
+    const struct flash *f = k->impl;
+    const struct chip_params *chip = k->chip;
+    double busy = 0;
+    for (int i = 0; i < k->ncalls; i++) {
+        const struct pl_call *c = &k->calls[i];
+        int64_t steps = 1;
+        for (int d = 0; d < c->ngrid; d++)
+            steps *= c->grid[d];
+        busy += (double)steps * chip->step_overhead_s;
+        pl_body_fn *body;
+        int64_t runs = running_steps(f, c, i, &body);
+        if (!body || runs == 0)
+            continue;
+        struct pl_call one = *c;
+        one.body = body;
+        struct pl_work w;
+        pl_step_work(&one, chip, 0, &w);
+        busy += (double)runs * (w.mxu_s + w.vpu_s);
+    }
+    int split = chip->megacore ? chip->cores : 1;
+    return (double)k->ncalls * chip->launch_s + busy / split;
+}
+
 const struct kern_tune kern_flash_tune = {.key = "block_sizes", .nparams = 11,
                                           .names = tune_names, .get = tune_get, .set = tune_set,
-                                          .enumerate = tune_enumerate, .bound = tune_dry_bound};
+                                          .enumerate = tune_enumerate, .bound = tune_dry_bound,
+                                          .floor = tune_floor};
