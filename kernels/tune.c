@@ -307,9 +307,9 @@ bool tune_order_next(struct tune_order *o, double limit, struct tune_point *p)
     return false;
 }
 
-bool tune_order_default(struct tune_order *o, struct tune_point *p)
+bool tune_order_default(struct tune_order *o, double limit, struct tune_point *p)
 {
-    if (o->dflt < 0)
+    if (o->dflt < 0 || !(key(&o->r[o->dflt]) < limit))
         return false;
     if (!o->r[o->dflt].exact) { /* its key grows: it moves down the heap */
         full_bound(o, o->dflt);
@@ -318,7 +318,7 @@ bool tune_order_default(struct tune_order *o, struct tune_point *p)
                 sift_down(o, i);
     }
     *p = o->r[o->dflt].p;
-    return true;
+    return p->bound_s < limit;
 }
 
 int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
@@ -333,7 +333,7 @@ int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, con
         keep++;
     }
     if (!dflt && keep > 0 && keep == max) /* the default is always among them */
-        tune_order_default(o, &out[keep - 1]);
+        tune_order_default(o, INFINITY, &out[keep - 1]);
     tune_order_free(o);
     return keep;
 }

@@ -83,9 +83,10 @@ int tune_order_feasible(const struct tune_order *o);
  * 'limit' (INFINITY: any) and returns true; false when none is left or the
  * next one's bound is not below 'limit' (it stays next). */
 bool tune_order_next(struct tune_order *o, double limit, struct tune_point *p);
-/* The default blocks with their bound, whether handed out yet or not; false
- * when they are infeasible. */
-bool tune_order_default(struct tune_order *o, struct tune_point *p);
+/* The default blocks with their bound into '*p', whether handed out yet or
+ * not, if that bound is below 'limit' (it is computed only if the floor is);
+ * false when it is not, or they are infeasible. */
+bool tune_order_default(struct tune_order *o, double limit, struct tune_point *p);
 int tune_order_bounds(const struct tune_order *o); /* bounds (dry runs) computed so far */
 /* Whether candidate 'a' comes before 'b' in bound order. */
 bool tune_point_before(const struct tune_point *a, const struct tune_point *b);

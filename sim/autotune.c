@@ -311,8 +311,8 @@ static void second_phase(struct search *s, struct tune_order *ord, int n)
     for (int i = 0; i < from; i++)
         dflt_timed |= s->pts[i].dflt;
     struct tune_point p;
-    if (!dflt_timed && tune_order_default(ord, &p) && p.bound_s < s->best_s)
-        s->pts[s->npts++] = p, dflt_timed = true;
+    if (!dflt_timed && tune_order_default(ord, s->best_s, &p))
+        s->pts[s->npts++] = p;
     while (s->npts - from < n && tune_order_next(ord, s->best_s, &p))
         if (!p.dflt)
             s->pts[s->npts++] = p;
@@ -346,9 +346,6 @@ static int search(const struct cfg_scenario *sc, int opi, const struct kern_tune
         second_phase(&s, ord, n);
     if (rc == 0 && s.npts > from)
         rc = run_phase(&s, from, o, d);
-    struct tune_point dp;
-    if (tune_order_default(ord, &dp))
-        ch->default_bound_s = dp.bound_s;
     ch->bounds = tune_order_bounds(ord);
     if (rc == 0) {
         memcpy(ch->v, s.pts[s.best].v, sizeof ch->v);
@@ -383,7 +380,7 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
             ch->cached = true;
         } else {
             memset(ch, 0, sizeof *ch);
-            ch->default_s = ch->default_bound_s = -1;
+            ch->default_s = -1;
             ch->nparams = t->nparams;
             ch->names = t->names;
             rc = search(sc, i, t, o, ch, d);

@@ -50,7 +50,6 @@ struct autotune_choice {
     double bound_s;            /* the winner's analytic lower bound */
     char bound[16];            /* the unit that bounds the winner in its run: "mxu", "hbm", ... */
     double default_s;          /* the default blocks' time; -1 when not timed */
-    double default_bound_s;    /* the default blocks' lower bound; -1 when infeasible */
 };
 
 struct autotune_opts {
