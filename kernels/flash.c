@@ -1518,73 +1518,41 @@ static void floor_dq(struct pl_ctx *ctx, const int64_t *g, void *user)
         work_dq_sub(ctx, f, b->block_q_dq, b->block_k_dq);
 }
 
-/* The (r, c) blocks of an nr x nc grid a causal kernel runs (the bodies' 'run'). */
-static int64_t diag_blocks(int64_t nr, int64_t r_blk, int64_t nc, int64_t c_blk)
+/* Whether the step at 'g' runs a block (the bodies' 'run'; the single-step
+ * forward runs every step). */
+static bool step_runs(const struct pl_call *c, const int64_t *g)
 {
-    int64_t n = 0;
-    for (int64_t r = 0; r < nr; r++)
-        for (int64_t c = 0; c < nc; c++)
-            n += on_diag(r, r_blk, c, c_blk);
-    return n;
-}
-
-/* Steps of call 'ci' that run a block, and the floor body of one. */
-static int64_t running_steps(const struct flash *f, const struct pl_call *c, int ci,
-                             pl_body_fn **body)
-{
+    const struct flash *f = c->user;
     const struct flash_block_sizes *b = &f->p.bs;
-    int64_t outer = c->grid[0] * c->grid[1], all = outer * c->grid[2] * c->grid[3];
-    bool causal = f->p.causal;
-    if (ci == f->cfwd) {
-        *body = floor_fwd;
-        return causal && !f->single
-                   ? outer * diag_blocks(c->grid[2], b->block_q, c->grid[3], b->block_k_major)
-                   : all;
-    }
-    if (ci == f->cdkv) { /* grid (.., kv, q) */
-        *body = floor_dkv;
-        return causal ? outer * diag_blocks(c->grid[3], b->block_q_major_dkv, c->grid[2],
-                                            b->block_k_major_dkv)
-                      : all;
-    }
-    if (ci == f->cdq) {
-        *body = floor_dq;
-        return causal ? outer * diag_blocks(c->grid[2], b->block_q_dq, c->grid[3],
-                                            b->block_k_major_dq)
-                      : all;
-    }
-    *body = NULL;
-    return 0;
+    if (!f->p.causal)
+        return true;
+    if (c->body == fwd_body)
+        return f->single || on_diag(g[2], b->block_q, g[3], b->block_k_major);
+    if (c->body == dkv_body)
+        return on_diag(g[3], b->block_q_major_dkv, g[2], b->block_k_major_dkv);
+    return on_diag(g[2], b->block_q_dq, g[3], b->block_k_major_dq); /* dq */
 }
 
-/* A floor of tune_dry_bound without walking the grids with the bodies: the
- * launches, and per core (the cores that split the grids share the sum at
- * best) every step's overhead plus, for every step that runs a block, its
- * sub-blocks' MXU and VPU time; the di precompute's work, the HBM and the
- * first and last steps' extra work only add to the bound. */
+/* A floor of tune_dry_bound without walking the grids with the bodies
+ * (tune_floor_steps): a step that runs a block costs its sub-blocks' MXU and
+ * VPU time at least; the di precompute's work, the HBM and the first and last
+ * steps' extra work only add to the bound. */
 static double tune_floor(const struct kern *k)
 {
-    const struct flash *f = k->impl;
-    const struct chip_params *chip = k->chip;
-    double busy = 0;
+    double run_s[KERN_MAX_CALLS] = {0};
     for (int i = 0; i < k->ncalls; i++) {
-        const struct pl_call *c = &k->calls[i];
-        int64_t steps = 1;
-        for (int d = 0; d < c->ngrid; d++)
-            steps *= c->grid[d];
-        busy += (double)steps * chip->step_overhead_s;
-        pl_body_fn *body;
-        int64_t runs = running_steps(f, c, i, &body);
-        if (!body || runs == 0)
+        struct pl_call one = k->calls[i];
+        one.body = one.body == fwd_body   ? floor_fwd
+                   : one.body == dkv_body ? floor_dkv
+                   : one.body == dq_body  ? floor_dq
+                                          : NULL;
+        if (!one.body)
             continue;
-        struct pl_call one = *c;
-        one.body = body;
         struct pl_work w;
-        pl_step_work(&one, chip, 0, &w);
-        busy += (double)runs * (w.mxu_s + w.vpu_s);
+        pl_step_work(&one, k->chip, 0, &w);
+        run_s[i] = w.mxu_s + w.vpu_s;
     }
-    int split = chip->megacore ? chip->cores : 1;
-    return (double)k->ncalls * chip->launch_s + busy / split;
+    return tune_floor_steps(k, run_s, step_runs);
 }
 
 const struct kern_tune kern_flash_tune = {.key = "block_sizes", .nparams = 11,

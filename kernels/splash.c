@@ -1570,45 +1570,31 @@ static void floor_body(struct pl_ctx *ctx, const int64_t *G, void *user)
         dkv_sub_work(ctx, c);
 }
 
-/* Steps of a mask-driven call whose block runs (the bodies' z.run). */
-static int64_t running_steps(const struct pl_call *call, const struct callctx *c)
+/* Whether the step at 'G' of a mask-driven call runs a block (the bodies' z.run). */
+static bool step_runs(const struct pl_call *call, const int64_t *G)
 {
-    const int64_t *g = call->grid + c->s->gb;
-    int64_t n = 0, G[PL_MAX_GRID] = {0};
-    int64_t *x = G + c->s->gb;
-    for (x[0] = 0; x[0] < g[0]; x[0]++)
-        for (x[1] = 0; x[1] < g[1]; x[1]++)
-            for (x[2] = 0; x[2] < g[2]; x[2]++)
-                n += (c->kind == C_DKV ? dkv_nz(c, G) : fwd_nz(c, G)).run;
-    return n * (c->s->gb ? call->grid[0] : 1);
+    const struct callctx *c = call->user;
+    return (c->kind == C_DKV ? dkv_nz(c, G) : fwd_nz(c, G)).run;
 }
 
-/* A floor of tune_dry_bound without walking the grid with the bodies: the
- * launches, and per core (the cores that split the grids share the sum at
- * best) every step's overhead plus, for every step that runs a block, its
- * sub-blocks' MXU and VPU time; the glue calls' work, the HBM and the first
- * and last steps' extra work only add to the bound. */
+/* A floor of tune_dry_bound without walking the grids with the bodies
+ * (tune_floor_steps): a step that runs a block costs its sub-blocks' MXU and
+ * VPU time at least; the glue calls' work, the HBM and the first and last
+ * steps' extra work only add to the bound. */
 static double tune_floor(const struct kern *k)
 {
-    const struct chip_params *chip = k->chip;
-    double busy = 0;
+    double run_s[KERN_MAX_CALLS] = {0};
     for (int i = 0; i < k->ncalls; i++) {
-        const struct pl_call *call = &k->calls[i];
-        const struct callctx *c = call->user;
-        int64_t steps = 1;
-        for (int d = 0; d < call->ngrid; d++)
-            steps *= call->grid[d];
-        busy += (double)steps * chip->step_overhead_s;
+        const struct callctx *c = k->calls[i].user;
         if (c->kind != C_FWD && c->kind != C_DQ && c->kind != C_DKV)
             continue;
-        struct pl_call one = *call;
+        struct pl_call one = k->calls[i];
         one.body = floor_body;
         struct pl_work w;
-        pl_step_work(&one, chip, 0, &w);
-        busy += (double)running_steps(call, c) * (w.mxu_s + w.vpu_s);
+        pl_step_work(&one, k->chip, 0, &w);
+        run_s[i] = w.mxu_s + w.vpu_s;
     }
-    int split = chip->megacore ? chip->cores : 1;
-    return (double)k->ncalls * chip->launch_s + busy / split;
+    return tune_floor_steps(k, run_s, step_runs);
 }
 
 /* Two ops search alike when all but their mask pointers are equal bytes and

@@ -105,6 +105,42 @@ double tune_dry_bound(const struct kern *k)
     return launch + (busy > hbm ? busy : hbm);
 }
 
+/* Steps in [b, e) of 'call' that 'runs' says run a block (the grid walked as an odometer). */
+static int64_t count_runs(const struct pl_call *call, int64_t b, int64_t e,
+                          bool (*runs)(const struct pl_call *call, const int64_t *idx))
+{
+    int64_t idx[PL_MAX_GRID] = {0}, s = b, n = 0;
+    for (int i = call->ngrid - 1; i >= 0; i--) {
+        idx[i] = s % call->grid[i];
+        s /= call->grid[i];
+    }
+    for (int64_t t = b; t < e; t++) {
+        n += runs(call, idx);
+        for (int i = call->ngrid - 1; i >= 0 && ++idx[i] == call->grid[i]; i--)
+            idx[i] = 0;
+    }
+    return n;
+}
+
+double tune_floor_steps(const struct kern *k, const double *run_s,
+                        bool (*runs)(const struct pl_call *call, const int64_t *idx))
+{
+    const struct chip_params *chip = k->chip;
+    int nsplit = split_cores(chip);
+    double core_s[8] = {0}, busy = 0;
+    for (int i = 0; i < k->ncalls; i++)
+        for (int c = 0; c < nsplit && c < 8; c++) {
+            int64_t b, e;
+            pl_core_range(&k->calls[i], c, nsplit, &b, &e);
+            core_s[c] += (double)(e - b) * chip->step_overhead_s;
+            if (run_s[i] > 0)
+                core_s[c] += (double)count_runs(&k->calls[i], b, e, runs) * run_s[i];
+        }
+    for (int c = 0; c < nsplit && c < 8; c++)
+        busy = core_s[c] > busy ? core_s[c] : busy;
+    return (double)k->ncalls * chip->launch_s + busy;
+}
+
 /* A candidate and its key: its floor until its bound is computed. */
 struct ranked {
     struct tune_point p;

@@ -99,6 +99,14 @@ const char *tune_format(const struct kern_tune *t, const int64_t *v, char *buf, 
  * the compute add up, and the chip's HBM moves every core's bytes. */
 double tune_dry_bound(const struct kern *k);
 
+/* A floor for kernels whose every grid step either runs a block or not: the
+ * launches plus the busiest core's sum, over the calls, of its steps'
+ * overheads (the cores split each grid as pl_core_range does) and 'run_s[i]'
+ * for each step of call i that 'runs' says runs a block (run_s[i] = 0: none
+ * is looked at). 'run_s' has k->ncalls values. */
+double tune_floor_steps(const struct kern *k, const double *run_s,
+                        bool (*runs)(const struct pl_call *call, const int64_t *idx));
+
 /* The powers of two from 'lo' to 'hi' that divide 'dim' (and 'dim' itself
  * when it is in [lo, hi] and not one of them), ascending, into 'out' (room
  * for 64). Returns their count. */
