@@ -335,6 +335,10 @@ static const char *const lazy_ops[] = {
     "head_dim: 128, causal: true, mode: fwd, block_sizes: auto}\n",
     "chip: v5p\nworkload:\n  - {op: flash_attention, batch: 1, heads: 2, q_seq_len: 1024, "
     "head_dim: 128, causal: false, mode: fwd_bwd, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 8, kv_heads: 4, q_seq_len: 2048, "
+    "head_dim: 128, mode: bwd, mask: {type: full}, block_sizes: auto}\n",
+    "chip: v4\nworkload:\n  - {op: flash_attention, batch: 2, heads: 2, q_seq_len: 1024, "
+    "head_dim: 64, causal: true, mode: bwd, block_sizes: auto}\n",
     "chip: v5e\nworkload:\n  - {op: matmul, m: 4096, k: 2048, n: 1024, block: auto}\n",
 };
 
