@@ -1023,10 +1023,24 @@ static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t 
     double o = c->chip->step_overhead_s;
     void *h[PL_MAX_OPERANDS];
     x->ops->delay(x->ex, o);
-    for (int i = 0; i < call->noperands; i++)
-        h[i] = start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
-                         os[i].raw * (uint64_t)n, i);
-    c->st->dmas += (int64_t)call->noperands * (n - 1);
+    if (x->ops->dma_batch) {
+        bool in[PL_MAX_OPERANDS];
+        uint64_t bytes[PL_MAX_OPERANDS];
+        int opi[PL_MAX_OPERANDS];
+        for (int i = 0; i < call->noperands; i++) {
+            in[i] = call->operands[i].dir == PL_IN, bytes[i] = os[i].bytes * (uint64_t)n;
+            opi[i] = i;
+            c->st->hbm_bytes += (double)bytes[i];
+            c->st->useful_bytes += (double)(os[i].raw * (uint64_t)n);
+        }
+        x->ops->dma_batch(x->ex, call->noperands, in, bytes, opi, h);
+    } else {
+        for (int i = 0; i < call->noperands; i++)
+            h[i] = start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
+                             os[i].raw * (uint64_t)n, i);
+        c->st->dmas -= call->noperands;
+    }
+    c->st->dmas += (int64_t)call->noperands * n;
     x->ops->compute(x->ex, w, b, n);
     x->ops->delay(x->ex, o * (double)(n - 1));
     for (int i = 0; i < call->noperands; i++)
@@ -1041,7 +1055,8 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
                 const struct pl_exec *x, struct pl_stats *st)
 {
     struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st, .begin = b};
-    struct opstate os[PL_MAX_OPERANDS];
+    /* on the heap: this runs on an actor's small stack (sim/sim.c) */
+    struct opstate *os = xcalloc((size_t)(call->noperands > 0 ? call->noperands : 1), sizeof *os);
     if (call->functional)
         ctx_alloc(&c);
     c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
@@ -1053,6 +1068,7 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
         if (streamable(&c, os, e - b, &w)) {
             run_stream(&c, os, b, e - b, &w);
             free(c.state);
+            free(os);
             return;
         }
     }
@@ -1068,6 +1084,7 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     epilogue(&c, os, x, st);
     ctx_free(&c);
     free(c.state);
+    free(os);
 }
 
 void pl_step_work(const struct pl_call *call, const struct chip_params *chip, int64_t step,

@@ -101,6 +101,10 @@ struct pl_exec_ops {
     /* Optional: dma_wait(dma_start(...)) for a DMA waited on at once, with
      * the same timing (an executor may run it more cheaply). */
     void (*dma_sync)(void *ex, bool in, uint64_t bytes, int operand);
+    /* Optional: the 'n' dma_start calls of DMAs issued at one instant, with
+     * the same timing; their handles go to 'h'. */
+    void (*dma_batch)(void *ex, int n, const bool *in, const uint64_t *bytes, const int *operand,
+                      void **h);
 };
 
 struct pl_exec {

@@ -31,18 +31,15 @@ struct sem_msg {
 };
 
 /* A remote DMA: its transfer and what the trace needs once it is done. Over
- * the DCN an actor on the sender's NIC host makes the transfer (to the
- * receiver's NIC host, where an anchor actor holds the semaphore mailboxes)
- * and posts 'done' when its bytes have landed. */
+ * the DCN the transfer starts from the sender's NIC host (the posting actor
+ * steps onto it for the post: a comm's route is fixed when it starts) to the
+ * receiver's NIC host, where an anchor actor holds the semaphore mailboxes. */
 struct remote_dma {
     sg_comm_t comm;
     int src, dst;
     uint64_t bytes;
     double t_post;
     bool dcn;
-    sg_sem_t done;      /* DCN: posted when the transfer is over */
-    sg_mailbox_t mb;    /* DCN: where it goes */
-    struct sem_msg *msg;
 };
 
 struct pending {
@@ -50,14 +47,6 @@ struct pending {
     uint64_t bytes;
     struct remote_dma *slot;
 };
-
-static void dcn_tx_main(int argc, char **argv)
-{
-    (void)argc, (void)argv;
-    struct remote_dma *d = sg_actor_self_get_data();
-    sg_mailbox_put(d->mb, d->msg, (long)d->bytes);
-    sg_sem_release(d->done);
-}
 
 /* Fixed costs (delay) are not slept at once: they add up in 'wake', and
  * the next thing the actor does that others see (post DMAs, signal, block)
@@ -157,21 +146,17 @@ static void flush(struct coll_actor *a)
     if (a->ready > simgrid_get_clock())
         sg_actor_sleep_until(a->ready);
     a->wake = 0; /* ready was counted from it */
+    struct eng_core *core = a->task->core;
     for (int i = 0; i < a->npend; i++) {
         struct pending *p = &a->pend[i];
         struct sem_msg *m = xmalloc(sizeof *m);
         m->amount = p->bytes;
         p->slot->t_post = simgrid_get_clock();
-        if (p->slot->dcn) { /* from the NIC host: an actor there makes the transfer */
-            struct remote_dma *d = p->slot;
-            d->mb = dst_mb(a, p->dst, p->sem), d->msg = m;
-            d->done = sg_sem_init(0);
-            sg_actor_t tx = sg_actor_init("dcn-tx", a->task->core->run->chips[d->src].nic);
-            sg_actor_set_data(tx, d);
-            sg_actor_start(tx, dcn_tx_main, 0, NULL);
-            continue;
-        }
+        if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
+            sg_actor_set_host(sg_actor_self(), core->run->chips[core->chip].nic);
         p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
+        if (p->slot->dcn)
+            sg_actor_set_host(sg_actor_self(), core->host);
     }
     a->npend = 0;
 }
@@ -249,12 +234,7 @@ static void cx_wait_send(void *ex, void *h)
     struct remote_dma *d = h;
     struct eng_run *r = a->task->core->run;
     eng_wait_note(a->task, d->dcn ? "a DCN send" : "a remote DMA send");
-    if (d->dcn) {
-        sg_sem_acquire(d->done);
-        sg_sem_destroy(d->done);
-    } else {
-        sg_comm_wait(d->comm);
-    }
+    sg_comm_wait(d->comm);
     eng_wait_note(a->task, NULL);
     double t1 = simgrid_get_clock();
     eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
@@ -324,9 +304,10 @@ static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt)
     struct coll_actor *a = ex;
     settle(a);
     struct coll_reduce shape;
-    struct pl_call call;
-    coll_reduce_call(&shape, bytes, dt, &call);
-    eng_run_pallas_steps(a->task, &call, 0, pl_num_steps(&call));
+    struct pl_call *call = xmalloc(sizeof *call); /* 4.7 KB: not on the actor's small stack */
+    coll_reduce_call(&shape, bytes, dt, call);
+    eng_run_pallas_steps(a->task, call, 0, pl_num_steps(call));
+    free(call);
 }
 
 static void cx_local_copy(void *ex, uint64_t bytes)

@@ -138,6 +138,25 @@ void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand)
     eng_dma_wait(task, d);
 }
 
+void eng_dma_batch(struct eng_task *task, int n, const bool *in, const uint64_t *bytes,
+                   const int *operand, struct eng_dma **h)
+{
+    double t = simgrid_get_clock(), ready = t + task->core->run->sc->chip.dma_issue_s;
+    if (ready > t) {
+        eng_wait_note(task, "a local DMA");
+        sg_actor_sleep_until(ready);
+        eng_wait_note(task, NULL);
+    }
+    for (int i = 0; i < n; i++) { /* a put then its get: the mailbox pairs them in order */
+        struct eng_dma *d = xmalloc(sizeof *d);
+        *d = (struct eng_dma){.t_issue = t, .ready = ready, .bytes = bytes[i],
+                              .dst = task->done_mb, .operand = operand[i], .in = in[i]};
+        d->post = sg_mailbox_put_async(d->dst, d, (long)bytes[i]);
+        d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
+        h[i] = d;
+    }
+}
+
 static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end, bool blocked)
 {
     struct eng_core *c = task->core;

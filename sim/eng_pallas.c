@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "sim/engine.h"
 
 static double now(void)
@@ -26,6 +27,16 @@ static void ex_dma_wait(void *ex, void *h)
 static void ex_dma_sync(void *ex, bool in, uint64_t bytes, int operand)
 {
     eng_dma_sync(ex, in, bytes, operand);
+}
+
+static void ex_dma_batch(void *ex, int n, const bool *in, const uint64_t *bytes,
+                         const int *operand, void **h)
+{
+    struct eng_dma *d[PL_MAX_OPERANDS];
+    TPU_ASSERT(n <= PL_MAX_OPERANDS, "a DMA batch of %d", n);
+    eng_dma_batch(ex, n, in, bytes, operand, d);
+    for (int i = 0; i < n; i++)
+        h[i] = d[i];
 }
 
 static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
@@ -68,7 +79,7 @@ static void ex_delay(void *ex, double s)
 
 const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait = ex_dma_wait,
                                            .compute = ex_compute, .delay = ex_delay,
-                                           .dma_sync = ex_dma_sync};
+                                           .dma_sync = ex_dma_sync, .dma_batch = ex_dma_batch};
 
 void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script)
 {

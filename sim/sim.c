@@ -30,10 +30,16 @@
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
-/* Many actors: small stacks (64 KiB: each is committed and zeroed when
+/* Many actors: small stacks (32 KiB: each is committed and zeroed when
  * guard pages are off, so 256 KiB stacks were most of the memory of a
  * 6144-chip slice) without guard pages, to stay under the process's limit
- * of memory mappings (vm.max_map_count, 65,530).
+ * of memory mappings (vm.max_map_count, 65,530). The deepest actor (an exact
+ * reduce-scatter's accumulate step, a collective matmul's chunks) needs
+ * between 12 and 16 KiB: with guard pages, every unit, e2e and bad-input
+ * case passes on 16 KiB stacks and some crash on 12 (build with
+ * CFLAGS='-O2 -DSIM_STACK_KIB=\"16\"' to check); 32 KiB keeps twice the
+ * deepest. Big structures stay off actor stacks (a pallas_call's operand
+ * states, a reduction's call). Unoptimised builds keep 64 KiB.
  * network/optim:Full: SimGrid 3.32's default lazy max-min update let flows
  * of a line all-gather with a non-zero link latency finish a third early
  * (a 25 MB transfer over a 42.75 GB/s link in 392 us); Full recomputes the
@@ -42,10 +48,14 @@
  * ("cannot saturate more a constraint that has no active element") on
  * all-to-alls of 5 or more chips over 86.4 GB/s links; the run times of the
  * tests and the fidelity points are identical either way. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SIM_STACK_KIB)
+/* given at build time (stack-depth experiments) */
+#elif defined(__SANITIZE_ADDRESS__)
 #define SIM_STACK_KIB "256" /* the sanitizer's frames are several times larger */
+#elif !defined(__OPTIMIZE__)
+#define SIM_STACK_KIB "64" /* -O0 frames (make valgrind) are larger */
 #else
-#define SIM_STACK_KIB "64" /* the deepest actor (a collective's reduction running a pallas_call) uses a fraction */
+#define SIM_STACK_KIB "32"
 #endif
 /* Without guard pages SimGrid takes each actor's stack from calloc: from
  * the heap that is a memset of the whole stack, all of it resident. An

@@ -16,7 +16,6 @@
 
 #define TRACK_TIDS 128 /* tids per pid that level units can merge on */
 #define SLOTS 4        /* ops merged at once on one track (async beside compute) */
-#define PER_PID (TRACK_TIDS * SLOTS)
 
 /* The activity of one op on one track, at level units. */
 struct pending {
@@ -36,7 +35,8 @@ struct trace {
     uint64_t flows;
     char **meta;
     size_t nmeta, capmeta;
-    struct pending *pend; /* per pid: TRACK_TIDS tracks of SLOTS */
+    struct pending **pend; /* per pid, TRACK_TIDS tracks: NULL, or SLOTS of them (made at
+                              first use: a chip uses a few tracks of the 128) */
     int npend_pids;
 };
 
@@ -195,18 +195,26 @@ static void write_span(struct trace *t, int pid, int tid, const char *cat, const
 }
 
 /* The SLOTS pending spans of track (pid, tid), or NULL for a tid out of range. */
+static struct pending **track(struct trace *t, int pid, int tid)
+{
+    return &t->pend[(size_t)pid * TRACK_TIDS + (size_t)tid];
+}
+
 static struct pending *pending_at(struct trace *t, int pid, int tid)
 {
     if (pid < 0 || tid < 0 || tid >= TRACK_TIDS)
         return NULL;
     if (pid >= t->npend_pids) {
         int n = pid + 1;
-        t->pend = xrealloc(t->pend, sizeof *t->pend * (size_t)n * PER_PID);
-        memset(t->pend + (size_t)t->npend_pids * PER_PID, 0,
-               sizeof *t->pend * (size_t)(n - t->npend_pids) * PER_PID);
+        t->pend = xrealloc(t->pend, sizeof *t->pend * (size_t)n * TRACK_TIDS);
+        memset(t->pend + (size_t)t->npend_pids * TRACK_TIDS, 0,
+               sizeof *t->pend * (size_t)(n - t->npend_pids) * TRACK_TIDS);
         t->npend_pids = n;
     }
-    return &t->pend[(size_t)pid * PER_PID + (size_t)tid * SLOTS];
+    struct pending **p = track(t, pid, tid);
+    if (!*p)
+        *p = xcalloc(SLOTS, sizeof **p);
+    return *p;
 }
 
 static void flush_pending(struct trace *t, int pid, int tid, struct pending *p)
@@ -229,12 +237,14 @@ void trace_span(struct trace *t, int pid, int tid, const char *cat, const char *
 {
     if (!trace_wants(t, TRACE_OPS))
         return;
-    if (t->o.level == TRACE_UNITS && pid < t->npend_pids)
-        for (int k = 0; k < PER_PID; k++) {
-            struct pending *p = &t->pend[(size_t)pid * PER_PID + (size_t)k];
-            int ptid = k / SLOTS;
-            if (p->op && (ptid >= 90 || ptid / 10 == tid / 10) && strcmp(p->op, name) == 0)
-                flush_pending(t, pid, ptid, p);
+    if (t->o.level == TRACE_UNITS && pid >= 0 && pid < t->npend_pids)
+        for (int ptid = 0; ptid < TRACK_TIDS; ptid++) {
+            struct pending *slots = *track(t, pid, ptid);
+            for (int k = 0; slots && k < SLOTS; k++) {
+                struct pending *p = &slots[k];
+                if (p->op && (ptid >= 90 || ptid / 10 == tid / 10) && strcmp(p->op, name) == 0)
+                    flush_pending(t, pid, ptid, p);
+            }
         }
     write_span(t, pid, tid, cat, name, t0_s, t1_s, args);
 }
@@ -343,8 +353,11 @@ void trace_meta(struct trace *t, const char *key, const char *value)
 static void flush_all(struct trace *t)
 {
     for (int pid = 0; pid < t->npend_pids; pid++)
-        for (int k = 0; k < PER_PID; k++)
-            flush_pending(t, pid, k / SLOTS, &t->pend[(size_t)pid * PER_PID + (size_t)k]);
+        for (int tid = 0; tid < TRACK_TIDS; tid++) {
+            struct pending *slots = *track(t, pid, tid);
+            for (int k = 0; slots && k < SLOTS; k++)
+                flush_pending(t, pid, tid, &slots[k]);
+        }
 }
 
 int trace_close(struct trace *t)
@@ -378,9 +391,12 @@ void trace_free(struct trace *t)
         return;
     if (t->open)
         fs_atomic_abort(&t->file);
-    for (size_t i = 0; i < (size_t)t->npend_pids * PER_PID; i++) {
-        free(t->pend[i].op);
-        free(t->pend[i].cat);
+    for (size_t i = 0; i < (size_t)t->npend_pids * TRACK_TIDS; i++) {
+        for (int k = 0; t->pend[i] && k < SLOTS; k++) {
+            free(t->pend[i][k].op);
+            free(t->pend[i][k].cat);
+        }
+        free(t->pend[i]);
     }
     free(t->pend);
     for (size_t i = 0; i < t->nmeta; i++)

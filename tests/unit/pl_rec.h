@@ -97,7 +97,7 @@ static inline void rec_delay(void *ex, double s)
 }
 
 static const struct pl_exec_ops rec_ops = {rec_dma_start, rec_dma_wait, rec_compute, rec_delay,
-                                           NULL};
+                                           NULL, NULL};
 
 /* Runs every step of 'c' on one core, without coalescing; adds to '*st' (may be NULL). */
 static inline void rec_run_call(const struct pl_call *c, const struct chip_params *ch,

@@ -212,7 +212,7 @@ static void test_pl_sync_dmas(void **state)
     struct pl_call c;
     coll_reduce_call(&k, 1 << 20, DT_F32, &c);
     static const struct pl_exec_ops sync_ops = {rec_dma_start, rec_dma_wait, rec_compute,
-                                                rec_delay, rec_dma_sync};
+                                                rec_delay, rec_dma_sync, NULL};
     struct rec r = {0}, rs = {0};
     struct pl_stats st = {0}, sts = {0};
     struct pl_exec ex = {&rec_ops, &r, true}, exs = {&sync_ops, &rs, true};
@@ -224,6 +224,14 @@ static void test_pl_sync_dmas(void **state)
     assert_int_equal(st.dmas, 3);
     assert_true(sts.hbm_bytes == 3.0 * (1 << 20) && st.hbm_bytes == sts.hbm_bytes);
     assert_true(sts.useful_bytes == st.useful_bytes);
+}
+
+static void rec_dma_batch(void *ex, int n, const bool *in, const uint64_t *bytes,
+                          const int *operand, void **h)
+{
+    rec_log(ex, "B%d ", n);
+    for (int i = 0; i < n; i++)
+        h[i] = rec_dma_start(ex, in[i], bytes[i], operand[i]);
 }
 
 /* A bandwidth-bound stream (the reduction's accumulate step, 8 blocks) runs
@@ -255,6 +263,16 @@ static void test_pl_stream_runs_whole(void **state)
     assert_true(sf.hbm_bytes == se.hbm_bytes && sf.useful_bytes == se.useful_bytes);
     assert_true(sf.vpu_flops == se.vpu_flops && sf.vpu_s == se.vpu_s);
     assert_true(sf.overhead_s == se.overhead_s);
+    /* an executor with dma_batch gets the three DMAs in one call, same stats */
+    static const struct pl_exec_ops batch_ops = {rec_dma_start, rec_dma_wait, rec_compute,
+                                                 rec_delay, NULL, rec_dma_batch};
+    struct rec rb = {0};
+    struct pl_stats sb = {0};
+    struct pl_exec xb = {&batch_ops, &rb, true};
+    pl_run(&c, &ch, 0, 8, &xb, &sb);
+    assert_string_equal(rb.log, "B3 F0 F1 W2 C0+ w1 w2 w3 ");
+    assert_int_equal(sb.dmas, sf.dmas);
+    assert_true(sb.hbm_bytes == sf.hbm_bytes && sb.useful_bytes == sf.useful_bytes);
     /* compute-bound steps (a VPU 10^4 times slower) keep the pipeline */
     ch.clock_hz /= 1e4;
     struct rec rc = {0};
