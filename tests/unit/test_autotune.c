@@ -324,8 +324,9 @@ static const char *const lazy_ops[] = {
     "head_dim: 128, mode: fwd_bwd, mask: {type: causal}, block_sizes: auto}\n",
     "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 4, q_seq_len: 2048, "
     "head_dim: 128, mode: fwd_bwd, mask: {type: full}, block_sizes: auto}\n",
-    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 2, q_seq_len: 4096, "
-    "head_dim: 64, mode: fwd, mask: {type: local, left: 512, right: 0}, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 2, q_seq_len: 2048, "
+    "head_dim: 64, mode: fwd_bwd, mask: {type: local, left: 256, right: 256}, "
+    "block_sizes: auto}\n",
     "chip: v5e\nworkload:\n  - {op: splash_attention, batch: 2, q_heads: 4, kv_heads: 1, "
     "q_seq_len: 1024, head_dim: 128, mode: fwd_bwd, segment_ids: [384, 640], "
     "mask: {type: causal}, block_sizes: auto}\n",
