@@ -869,9 +869,12 @@ static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group
         if (last->out_start & (1u << i))
             os[i].pending = start_dma(x, c->st, false, os[i].bytes, os[i].raw, i);
     }
-    for (int i = 0; i < noperands; i++)
+    for (int i = 0; i < noperands; i++) {
         if (hw[i])
             x->ops->dma_wait(x->ex, hw[i]);
+        if (h[i] && !(last->fetch & (1u << i))) /* fetched and used within the group */
+            x->ops->dma_wait(x->ex, h[i]);
+    }
     struct pl_stats *st = c->st;
     st->dmas += per * r - started - __builtin_popcount(last->out_start);
     account(st, &w, (double)r, o * (double)g->n);
