@@ -25,12 +25,16 @@ struct cfg_node {
     int line, col;
     bool read;    /* cfg_get returned it since cfg_forget_reads (issue 18.11) */
     bool checked; /* a map whose keys walk_check_keys held against a list */
+    const struct cfg_node *alias; /* stage 1 only: an alias of this anchored node, expanded
+                                     once the whole document is within the limits */
 };
 
 /* --- stage 1: YAML text -> tree (sim/cfg_yaml.c) --- */
 /* Limits of one document, checked while it is parsed: nesting depth, and
  * nodes and bytes after alias expansion (a node costs its struct, its text
- * and its file name). A real scenario is a few hundred nodes. */
+ * and its file name). Aliases are counted as they come but copied only after
+ * the last event, so a document past a limit is refused before anything is
+ * expanded. A real scenario is a few hundred nodes. */
 #define CFG_MAX_DEPTH 64
 #define CFG_MAX_NODES 1000000
 #define CFG_MAX_EXPANDED_BYTES ((size_t)256 << 20)

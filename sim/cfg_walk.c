@@ -47,14 +47,17 @@ static int edit_distance(const char *a, const char *b)
 
 const char *walk_suggest(const char *word, const char *const *candidates, bool *known)
 {
-    const char *best = NULL;
-    int best_d = 3;
-    *known = false;
-    for (const char *const *a = candidates; *a; a++) {
+    /* a known word first: every key of every config is checked, and distances
+     * to the candidates before it in the list would be wasted */
+    for (const char *const *a = candidates; *a; a++)
         if (strcmp(*a, word) == 0) {
             *known = true;
             return NULL;
         }
+    const char *best = NULL;
+    int best_d = 3;
+    *known = false;
+    for (const char *const *a = candidates; *a; a++) {
         int dist = edit_distance(*a, word);
         if (dist < best_d)
             best_d = dist, best = *a;

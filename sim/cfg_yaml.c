@@ -2,9 +2,12 @@
  * The only file that includes <yaml.h>. The tree is built from libyaml's
  * event stream (yaml_parser_parse), not its document loader, so every limit
  * holds while parsing: nesting stops at CFG_MAX_DEPTH at once (libyaml's
- * scanner is quadratic in the depth), aliases are expanded as copies counted
- * against CFG_MAX_NODES and CFG_MAX_EXPANDED_BYTES (an alias bomb stops at
- * the limit instead of exhausting memory), a second document and tags other
+ * scanner is quadratic in the depth), aliases are counted against
+ * CFG_MAX_NODES and CFG_MAX_EXPANDED_BYTES as they come (an alias bomb stops
+ * at the limit instead of exhausting memory) and stay placeholders (a node
+ * whose 'alias' names its anchored node) until the document has ended within
+ * the limits: only then are they expanded into copies, so a document past a
+ * limit is refused without building it first. A second document and tags other
  * than !!str are errors. Marks are 1-based. Uses base/ and sim/cfg_tree.h. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -42,6 +45,7 @@ struct loader {
     size_t nanchors, cap;
     size_t nodes, bytes; /* expanded so far */
     bool failed, done;   /* an error was reported; the document ended */
+    bool aliases;        /* the tree holds placeholders to expand */
 };
 
 static void fail(struct loader *L, const yaml_mark_t *m, const char *fmt, ...)
@@ -187,10 +191,43 @@ static void on_alias(struct loader *L, const yaml_event_t *e)
             set_key(L, a->node->value, &e->start_mark);
         return;
     }
-    struct cfg_node *n = cfg_copy(a->node);
-    n->line = (int)e->start_mark.line + 1;
-    n->col = (int)e->start_mark.column + 1;
+    /* a placeholder (anchored nodes are complete and never change) */
+    struct cfg_node *n = cfg_node_new(a->node->type, L->file, (int)e->start_mark.line + 1,
+                                      (int)e->start_mark.column + 1);
+    n->alias = a->node;
+    L->aliases = true;
     attach(L, n);
+}
+
+/* A copy of 'n' (no placeholder) at 'line':'col', its placeholders expanded. */
+static struct cfg_node *expand(const struct cfg_node *n, int line, int col)
+{
+    struct cfg_node *c = cfg_node_new(n->type, n->file, line, col);
+    c->value = n->value ? xstrdup(n->value) : NULL;
+    c->quoted = n->quoted;
+    for (int i = 0; i < n->n; i++) {
+        const struct cfg_node *k = n->kids[i];
+        cfg_node_add(c, n->keys ? n->keys[i] : NULL, n->key_line ? n->key_line[i] : 0,
+                     n->key_col ? n->key_col[i] : 0,
+                     expand(k->alias ? k->alias : k, k->line, k->col));
+    }
+    return c;
+}
+
+/* Replaces every placeholder under 'n' by a copy of its anchored node, at the
+ * alias's mark. A copy made before or after the placeholders inside its
+ * anchored node are replaced is the same tree. */
+static void expand_aliases(struct cfg_node *n)
+{
+    for (int i = 0; i < n->n; i++) {
+        struct cfg_node *k = n->kids[i];
+        if (k->alias) {
+            n->kids[i] = expand(k->alias, k->line, k->col);
+            cfg_node_free(k);
+        } else {
+            expand_aliases(k);
+        }
+    }
 }
 
 static void on_start(struct loader *L, const yaml_event_t *e, enum cfg_type t)
@@ -310,6 +347,8 @@ struct cfg_node *cfg_parse(const char *text, size_t len, const char *file, struc
     }
     if (!n)
         return cfg_node_new(CFG_MAP, file, 1, 1); /* an empty document */
+    if (L.aliases)
+        expand_aliases(n);
     if (n->type == CFG_SCALAR && n->value[0] == '\0' && !n->quoted) {
         n->type = CFG_MAP;
         free(n->value);
