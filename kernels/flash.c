@@ -1483,6 +1483,79 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     return n;
 }
 
+/* The bodies a floor charges every step that runs a block: the sub-blocks'
+ * work alone (the first and last steps' stores, the skipped steps' zeroing,
+ * only add to it). */
+static void floor_fwd(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t bi = 0; bi < b->block_b; bi++) {
+        if (f->single)
+            work_fwd_single(ctx, f, b->block_q, f->p.kv_seq_len);
+        for (int64_t s = 0; !f->single && s < b->block_k_major; s += b->block_k)
+            work_fwd_sub(ctx, f, b->block_q, b->block_k);
+    }
+}
+
+static void floor_dkv(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t q0 = 0; q0 < b->block_q_major_dkv; q0 += b->block_q_dkv)
+        for (int64_t k0 = 0; k0 < b->block_k_major_dkv; k0 += b->block_k_dkv)
+            work_dkv_sub(ctx, f, b->block_q_dkv, b->block_k_dkv);
+}
+
+static void floor_dq(struct pl_ctx *ctx, const int64_t *g, void *user)
+{
+    const struct flash *f = user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    (void)g;
+    for (int64_t k0 = 0; k0 < b->block_k_major_dq; k0 += b->block_k_dq)
+        work_dq_sub(ctx, f, b->block_q_dq, b->block_k_dq);
+}
+
+/* Whether the step at 'g' runs a block (the bodies' 'run'; the single-step
+ * forward runs every step). */
+static bool step_runs(const struct pl_call *c, const int64_t *g)
+{
+    const struct flash *f = c->user;
+    const struct flash_block_sizes *b = &f->p.bs;
+    if (!f->p.causal)
+        return true;
+    if (c->body == fwd_body)
+        return f->single || on_diag(g[2], b->block_q, g[3], b->block_k_major);
+    if (c->body == dkv_body)
+        return on_diag(g[3], b->block_q_major_dkv, g[2], b->block_k_major_dkv);
+    return on_diag(g[2], b->block_q_dq, g[3], b->block_k_major_dq); /* dq */
+}
+
+/* A floor of tune_dry_bound without walking the grids with the bodies
+ * (tune_floor_steps): a step that runs a block costs its sub-blocks' MXU and
+ * VPU time at least; the di precompute's work, the HBM and the first and last
+ * steps' extra work only add to the bound. */
+static double tune_floor(const struct kern *k)
+{
+    double run_s[KERN_MAX_CALLS] = {0};
+    for (int i = 0; i < k->ncalls; i++) {
+        struct pl_call one = k->calls[i];
+        one.body = one.body == fwd_body   ? floor_fwd
+                   : one.body == dkv_body ? floor_dkv
+                   : one.body == dq_body  ? floor_dq
+                                          : NULL;
+        if (!one.body)
+            continue;
+        struct pl_work w;
+        pl_step_work(&one, k->chip, 0, &w);
+        run_s[i] = w.mxu_s + w.vpu_s;
+    }
+    return tune_floor_steps(k, run_s, step_runs);
+}
+
 const struct kern_tune kern_flash_tune = {.key = "block_sizes", .nparams = 11,
                                           .names = tune_names, .get = tune_get, .set = tune_set,
-                                          .enumerate = tune_enumerate, .bound = tune_dry_bound};
+                                          .enumerate = tune_enumerate, .bound = tune_dry_bound,
+                                          .floor = tune_floor};

@@ -1555,6 +1555,48 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     return n;
 }
 
+/* The body a floor charges every step that runs a block: the sub-blocks' work
+ * alone, without the init and write-back of the first and last steps (they
+ * only add VPU work). */
+static void floor_body(struct pl_ctx *ctx, const int64_t *G, void *user)
+{
+    const struct callctx *c = user;
+    (void)G;
+    for (int64_t t = 0; c->kind == C_FWD && t < c->d->bkv / c->d->bkv_c; t++)
+        fwd_sub_work(ctx, c);
+    if (c->kind == C_DQ)
+        dq_run_work(ctx, c);
+    for (int64_t t = 0; c->kind == C_DKV && t < c->d->bkv / c->d->bkv_c; t++)
+        dkv_sub_work(ctx, c);
+}
+
+/* Whether the step at 'G' of a mask-driven call runs a block (the bodies' z.run). */
+static bool step_runs(const struct pl_call *call, const int64_t *G)
+{
+    const struct callctx *c = call->user;
+    return (c->kind == C_DKV ? dkv_nz(c, G) : fwd_nz(c, G)).run;
+}
+
+/* A floor of tune_dry_bound without walking the grids with the bodies
+ * (tune_floor_steps): a step that runs a block costs its sub-blocks' MXU and
+ * VPU time at least; the glue calls' work, the HBM and the first and last
+ * steps' extra work only add to the bound. */
+static double tune_floor(const struct kern *k)
+{
+    double run_s[KERN_MAX_CALLS] = {0};
+    for (int i = 0; i < k->ncalls; i++) {
+        const struct callctx *c = k->calls[i].user;
+        if (c->kind != C_FWD && c->kind != C_DQ && c->kind != C_DKV)
+            continue;
+        struct pl_call one = k->calls[i];
+        one.body = floor_body;
+        struct pl_work w;
+        pl_step_work(&one, k->chip, 0, &w);
+        run_s[i] = w.mxu_s + w.vpu_s;
+    }
+    return tune_floor_steps(k, run_s, step_runs);
+}
+
 /* Two ops search alike when all but their mask pointers are equal bytes and
  * their masks are equal (upstream's mask __eq__). */
 static bool tune_same(const struct op *a, const struct op *b)
@@ -1583,4 +1625,4 @@ static void tune_keep(struct op *key)
 const struct kern_tune kern_splash_tune = {.key = "block_sizes", .nparams = 8,
                                            .names = tune_names, .get = tune_get, .set = tune_set,
                                            .enumerate = tune_enumerate, .bound = tune_dry_bound,
-                                           .same = tune_same, .keep = tune_keep};
+                                           .floor = tune_floor, .same = tune_same, .keep = tune_keep};

@@ -1,9 +1,12 @@
 /* kernels/tune.c -- feasible block-size candidates ordered by a lower bound
- * (see kernels/tune.h). Bounds that need a dry run of the grid are only
- * computed for candidates whose cheap bound (launches and step overheads)
- * could still put them among the first 'max'. */
+ * (see kernels/tune.h). Bounds that need a dry run of the grid are computed
+ * lazily: the candidates wait in a heap keyed by their floor (no dry run)
+ * until one reaches the top, whose bound is then computed and its key raised
+ * to it; a candidate whose bound is at the top is next in bound order, since
+ * every other key is at most the bound it stands for. */
 #include "kernels/tune.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,27 +105,122 @@ double tune_dry_bound(const struct kern *k)
     return launch + (busy > hbm ? busy : hbm);
 }
 
-/* Candidates are compared by bound, then by the order they were listed in. */
-struct ranked {
-    struct tune_point p;
-    int order;
-    double cheap;
-};
-
-static int by_cheap(const void *a, const void *b)
+/* Steps in [b, e) of 'call' that 'runs' says run a block (the grid walked as an odometer). */
+static int64_t count_runs(const struct pl_call *call, int64_t b, int64_t e,
+                          bool (*runs)(const struct pl_call *call, const int64_t *idx))
 {
-    const struct ranked *x = a, *y = b;
-    if (x->cheap != y->cheap)
-        return x->cheap < y->cheap ? -1 : 1;
-    return x->order - y->order;
+    int64_t idx[PL_MAX_GRID] = {0}, s = b, n = 0;
+    for (int i = call->ngrid - 1; i >= 0; i--) {
+        idx[i] = s % call->grid[i];
+        s /= call->grid[i];
+    }
+    for (int64_t t = b; t < e; t++) {
+        n += runs(call, idx);
+        for (int i = call->ngrid - 1; i >= 0 && ++idx[i] == call->grid[i]; i--)
+            idx[i] = 0;
+    }
+    return n;
 }
 
-static int by_bound(const void *a, const void *b)
+double tune_floor_steps(const struct kern *k, const double *run_s,
+                        bool (*runs)(const struct pl_call *call, const int64_t *idx))
 {
-    const struct ranked *x = a, *y = b;
-    if (x->p.bound_s != y->p.bound_s)
-        return x->p.bound_s < y->p.bound_s ? -1 : 1;
-    return x->order - y->order;
+    const struct chip_params *chip = k->chip;
+    int nsplit = split_cores(chip);
+    double core_s[8] = {0}, busy = 0;
+    for (int i = 0; i < k->ncalls; i++)
+        for (int c = 0; c < nsplit && c < 8; c++) {
+            int64_t b, e;
+            pl_core_range(&k->calls[i], c, nsplit, &b, &e);
+            core_s[c] += (double)(e - b) * chip->step_overhead_s;
+            if (run_s[i] > 0)
+                core_s[c] += (double)count_runs(&k->calls[i], b, e, runs) * run_s[i];
+        }
+    for (int c = 0; c < nsplit && c < 8; c++)
+        busy = core_s[c] > busy ? core_s[c] : busy;
+    return (double)k->ncalls * chip->launch_s + busy;
+}
+
+/* A candidate and its key: its floor until its bound is computed. */
+struct ranked {
+    struct tune_point p;
+    bool exact; /* p.bound_s computed */
+};
+
+struct tune_order {
+    const struct kern_tune *t;
+    const struct kern_kind *kind;
+    struct op op; /* shallow copy: the builder only reads it */
+    const struct chip_params *chip;
+    struct ranked *r;
+    int nr;
+    int *heap; /* indices into r not handed out yet, by key */
+    int nheap;
+    int dflt; /* index into r of the default blocks, -1 */
+    int bounds;
+};
+
+bool tune_point_before(const struct tune_point *a, const struct tune_point *b)
+{
+    if (a->bound_s != b->bound_s)
+        return a->bound_s < b->bound_s;
+    return a->order < b->order;
+}
+
+static double key(const struct ranked *x)
+{
+    return x->exact ? x->p.bound_s : x->p.floor_s;
+}
+
+/* Heap order: smaller key; at equal keys a floor before a bound (its bound may
+ * equal the key and come first by listing order), then listing order. */
+static bool heap_less(const struct tune_order *o, int a, int b)
+{
+    const struct ranked *x = &o->r[a], *y = &o->r[b];
+    if (key(x) != key(y))
+        return key(x) < key(y);
+    if (x->exact != y->exact)
+        return !x->exact;
+    return x->p.order < y->p.order;
+}
+
+static void heap_swap(struct tune_order *o, int i, int j)
+{
+    int t = o->heap[i];
+    o->heap[i] = o->heap[j];
+    o->heap[j] = t;
+}
+
+static void sift_down(struct tune_order *o, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < o->nheap && heap_less(o, o->heap[l], o->heap[m]))
+            m = l;
+        if (r < o->nheap && heap_less(o, o->heap[r], o->heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(o, i, m);
+        i = m;
+    }
+}
+
+/* Computes the bound of candidate 'i' (a dry run for most kernels). */
+static void full_bound(struct tune_order *o, int i)
+{
+    struct ranked *x = &o->r[i];
+    if (x->exact)
+        return;
+    o->t->set(&o->op, x->p.v);
+    struct kern k;
+    char err[512];
+    x->p.bound_s = x->p.floor_s;
+    if (kern_init(&k, o->kind, &o->op, o->chip, false, err, sizeof err) == 0)
+        x->p.bound_s = o->t->bound(&k);
+    kern_fini(&k);
+    x->exact = true;
+    o->bounds++;
 }
 
 static bool listed_before(int64_t (*v)[TUNE_MAX_PARAMS], int i, int np)
@@ -133,8 +231,19 @@ static bool listed_before(int64_t (*v)[TUNE_MAX_PARAMS], int i, int np)
     return false;
 }
 
+/* The floor of a built candidate: the kernel's, or the launches and step overheads. */
+static double floor_of(const struct kern_tune *t, const struct kern *k)
+{
+    double f = cheap_bound(k);
+    if (t->floor) {
+        double g = t->floor(k) * (1 - 1e-9); /* rounding: never above a bound it equals */
+        f = g > f ? g : f;
+    }
+    return f;
+}
+
 /* Builds every listed candidate; keeps the feasible ones in 'r' with their
- * cheap bounds; notes why the default and the first other candidate failed. */
+ * floors; notes why the default and the first other candidate failed. */
 static int build_all(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
                      const struct chip_params *chip, int64_t (*v)[TUNE_MAX_PARAMS], int nv,
                      struct ranked *r, int *tried, char *e0, char *e1, size_t n)
@@ -155,8 +264,8 @@ static int build_all(const struct kern_tune *t, const struct kern_kind *kind, co
             memcpy(x->p.v, v[i], sizeof x->p.v);
             x->p.dflt = i == 0;
             x->p.steps = kern_steps(&k) * copies(chip);
-            x->order = i;
-            x->cheap = cheap_bound(&k);
+            x->p.order = i;
+            x->p.floor_s = floor_of(t, &k);
         } else if (i == 0 || !e1[0]) {
             char vals[256];
             snprintf(i == 0 ? e0 : e1, n, "%s (%s): %s",
@@ -168,64 +277,99 @@ static int build_all(const struct kern_tune *t, const struct kern_kind *kind, co
     return nr;
 }
 
-/* Full bounds, cheapest first, skipping those that cannot reach the first 'max'. */
-static void bound_all(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
-                      const struct chip_params *chip, struct ranked *r, int nr, int max)
-{
-    qsort(r, (size_t)nr, sizeof *r, by_cheap);
-    double *best = xcalloc((size_t)max + 1, sizeof *best); /* the 'max' smallest bounds, sorted */
-    int nbest = 0;
-    struct op tmp = *op;
-    for (int i = 0; i < nr; i++) {
-        r[i].p.bound_s = r[i].cheap;
-        if (nbest == max && r[i].cheap >= best[max - 1])
-            continue; /* its bound is at least its cheap one: it cannot get in */
-        t->set(&tmp, r[i].p.v);
-        struct kern k;
-        char err[512];
-        if (kern_init(&k, kind, &tmp, chip, false, err, sizeof err) == 0)
-            r[i].p.bound_s = t->bound(&k);
-        kern_fini(&k);
-        double b = r[i].p.bound_s;
-        if (nbest < max)
-            nbest++;
-        else if (b >= best[max - 1])
-            continue;
-        int j = nbest - 1;
-        while (j > 0 && best[j - 1] > b) {
-            best[j] = best[j - 1];
-            j--;
-        }
-        best[j] = b;
-    }
-    free(best);
-}
-
-int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
-                    const struct chip_params *chip, struct tune_point *out, int max, int *tried,
-                    char *err, size_t n)
+struct tune_order *tune_order_new(const struct kern_tune *t, const struct kern_kind *kind,
+                                  const struct op *op, const struct chip_params *chip,
+                                  int *tried, char *err, size_t n)
 {
     int64_t (*v)[TUNE_MAX_PARAMS] = xcalloc(TUNE_MAX_ENUM + 1, sizeof *v);
     if (n)
         err[0] = '\0';
     t->get(op, v[0]);
     int nv = 1 + t->enumerate(op, chip, v + 1, TUNE_MAX_ENUM);
-    struct ranked *r = xcalloc((size_t)nv, sizeof *r);
+    struct tune_order *o = xcalloc(1, sizeof *o);
+    o->t = t, o->kind = kind, o->op = *op, o->chip = chip;
+    o->r = xcalloc((size_t)nv, sizeof *o->r);
     char e0[600] = "", e1[600] = "";
-    int nr = build_all(t, kind, op, chip, v, nv, r, tried, e0, e1, sizeof e0);
-    if (nr == 0)
+    o->nr = build_all(t, kind, op, chip, v, nv, o->r, tried, e0, e1, sizeof e0);
+    if (o->nr == 0)
         snprintf(err, n, "no feasible blocks among %d candidates; %s%s%s", *tried, e0,
                  e0[0] && e1[0] ? "; " : "", e1);
-    bound_all(t, kind, op, chip, r, nr, max > 0 ? max : 1);
-    qsort(r, (size_t)nr, sizeof *r, by_bound);
-    int keep = nr < max ? nr : max, d = -1;
-    for (int i = 0; i < nr; i++)
-        d = r[i].p.dflt ? i : d;
-    for (int i = 0; i < keep; i++)
-        out[i] = r[i].p;
-    if (d >= keep && keep > 0) /* the default is always among them */
-        out[keep - 1] = r[d].p;
-    free(r);
+    o->heap = xcalloc((size_t)o->nr + 1, sizeof *o->heap);
+    o->dflt = -1;
+    for (int i = 0; i < o->nr; i++) {
+        o->heap[o->nheap++] = i;
+        o->dflt = o->r[i].p.dflt ? i : o->dflt;
+    }
+    for (int i = o->nheap / 2 - 1; i >= 0; i--)
+        sift_down(o, i);
     free(v);
+    return o;
+}
+
+void tune_order_free(struct tune_order *o)
+{
+    if (!o)
+        return;
+    free(o->r);
+    free(o->heap);
+    free(o);
+}
+
+int tune_order_feasible(const struct tune_order *o)
+{
+    return o->nr;
+}
+
+int tune_order_bounds(const struct tune_order *o)
+{
+    return o->bounds;
+}
+
+bool tune_order_next(struct tune_order *o, double limit, struct tune_point *p)
+{
+    while (o->nheap > 0) {
+        int top = o->heap[0];
+        if (!(key(&o->r[top]) < limit))
+            return false; /* its bound is at least its key */
+        if (o->r[top].exact) {
+            *p = o->r[top].p;
+            o->heap[0] = o->heap[--o->nheap];
+            sift_down(o, 0);
+            return true;
+        }
+        full_bound(o, top); /* its key grows to its bound */
+        sift_down(o, 0);
+    }
+    return false;
+}
+
+bool tune_order_default(struct tune_order *o, double limit, struct tune_point *p)
+{
+    if (o->dflt < 0 || !(key(&o->r[o->dflt]) < limit))
+        return false;
+    if (!o->r[o->dflt].exact) { /* its key grows: it moves down the heap */
+        full_bound(o, o->dflt);
+        for (int i = 0; i < o->nheap; i++)
+            if (o->heap[i] == o->dflt)
+                sift_down(o, i);
+    }
+    *p = o->r[o->dflt].p;
+    return p->bound_s < limit;
+}
+
+int tune_candidates(const struct kern_tune *t, const struct kern_kind *kind, const struct op *op,
+                    const struct chip_params *chip, struct tune_point *out, int max, int *tried,
+                    char *err, size_t n)
+{
+    struct tune_order *o = tune_order_new(t, kind, op, chip, tried, err, n);
+    int keep = 0;
+    bool dflt = false;
+    while (keep < max && tune_order_next(o, INFINITY, &out[keep])) {
+        dflt |= out[keep].dflt;
+        keep++;
+    }
+    if (!dflt && keep > 0 && keep == max) /* the default is always among them */
+        tune_order_default(o, INFINITY, &out[keep - 1]);
+    tune_order_free(o);
     return keep;
 }

@@ -3,6 +3,7 @@
 #include "sim/autotune.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,19 +250,21 @@ struct search {
     const struct cfg_scenario *sc;
     int opi;
     const struct kern_tune *t;
-    struct tune_point *pts;
+    struct tune_point *pts; /* those handed out, in the order they were timed */
     int npts;
-    int best;    /* index into pts, -1 */
+    int best; /* index into pts, -1 */
     double best_s;
     struct autotune_choice *ch;
 };
 
-/* Times 'which' and folds the results into the search. */
-static int run_phase(struct search *s, const int *which, int n, const struct autotune_opts *o,
-                     struct diag *d)
+/* Times pts[from, npts) and folds the results into the search. */
+static int run_phase(struct search *s, int from, const struct autotune_opts *o, struct diag *d)
 {
     struct run_result res;
     struct autotune_choice *ch = s->ch;
+    int n = s->npts - from, which[AUTOTUNE_MAX_TIMED];
+    for (int i = 0; i < n; i++)
+        which[i] = from + i;
     int rc = time_candidates(s->sc, s->opi, s->t, s->pts, which, n, o, &res);
     ch->runs++;
     if (rc != 0 || res.n != n) {
@@ -272,36 +275,47 @@ static int run_phase(struct search *s, const int *which, int n, const struct aut
         return rc ? rc : 1;
     }
     for (int i = 0; i < n; i++) {
-        int p = which[i];
+        const struct tune_point *p = &s->pts[which[i]];
         if (ch->ntimed < AUTOTUNE_MAX_TIMED) {
-            memcpy(ch->timed[ch->ntimed], s->pts[p].v, sizeof ch->timed[0]);
+            memcpy(ch->timed[ch->ntimed], p->v, sizeof ch->timed[0]);
             ch->timed_s[ch->ntimed++] = res.time_s[i];
         }
-        if (s->pts[p].dflt)
+        if (p->dflt)
             ch->default_s = res.time_s[i];
-        /* ties: the candidate listed first (smaller bound, then listing order);
-         * times within 1e-12 relative are ties (rounding of SimGrid's shares
-         * depends on the order its actions were created, not on the blocks) */
+        /* ties: the candidate first in bound order (smaller bound, then listing
+         * order); times within 1e-12 relative are ties (rounding of SimGrid's
+         * shares depends on the order its actions were created, not on the blocks) */
         double tie = 1e-12 * s->best_s;
         if (s->best < 0 || res.time_s[i] < s->best_s - tie ||
-            (res.time_s[i] <= s->best_s + tie && p < s->best)) {
-            s->best = p, s->best_s = res.time_s[i];
+            (res.time_s[i] <= s->best_s + tie && tune_point_before(p, &s->pts[s->best]))) {
+            s->best = which[i], s->best_s = res.time_s[i];
             snprintf(ch->bound, sizeof ch->bound, "%s", res.bound[i]);
         }
     }
     return 0;
 }
 
-/* The candidates beyond the first 'n' that could still beat the best time
- * (their bound is below it), the default first, at most 'n'. */
-static int second_phase(const struct search *s, int n, int *which)
+/* The first 'n' candidates in bound order. */
+static void first_phase(struct search *s, struct tune_order *ord, int n)
 {
-    int k = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = n; i < s->npts && k < n; i++)
-            if (s->pts[i].bound_s < s->best_s && (pass == 0) == s->pts[i].dflt)
-                which[k++] = i;
-    return k;
+    while (s->npts < n && tune_order_next(ord, INFINITY, &s->pts[s->npts]))
+        s->npts++;
+}
+
+/* The candidates beyond the first that could still beat the best time (their
+ * bound is below it), the default first, at most 'n'. */
+static void second_phase(struct search *s, struct tune_order *ord, int n)
+{
+    int from = s->npts;
+    bool dflt_timed = false;
+    for (int i = 0; i < from; i++)
+        dflt_timed |= s->pts[i].dflt;
+    struct tune_point p;
+    if (!dflt_timed && tune_order_default(ord, s->best_s, &p))
+        s->pts[s->npts++] = p;
+    while (s->npts - from < n && tune_order_next(ord, s->best_s, &p))
+        if (!p.dflt)
+            s->pts[s->npts++] = p;
 }
 
 static int search(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
@@ -311,34 +325,34 @@ static int search(const struct cfg_scenario *sc, int opi, const struct kern_tune
     int n = o->n > 0 ? o->n : AUTOTUNE_N;
     n = n > AUTOTUNE_MAX_TIMED / 2 ? AUTOTUNE_MAX_TIMED / 2 : n;
     struct search s = {.sc = sc, .opi = opi, .t = t, .best = -1, .ch = ch};
-    s.pts = xcalloc(TUNE_MAX_ENUM + 1, sizeof *s.pts);
+    s.pts = xcalloc(2 * (size_t)n + 1, sizeof *s.pts);
     char err[1400] = "";
-    s.npts = tune_candidates(t, op_row(op->kind)->kern, op, &sc->chip, s.pts, TUNE_MAX_ENUM,
-                             &ch->tried, err, sizeof err);
-    ch->feasible = s.npts;
+    struct tune_order *ord =
+        tune_order_new(t, op_row(op->kind)->kern, op, &sc->chip, &ch->tried, err, sizeof err);
+    int nr = tune_order_feasible(ord);
+    ch->feasible = nr < TUNE_MAX_ENUM ? nr : TUNE_MAX_ENUM;
     int rc = 0;
-    if (s.npts == 0) {
+    if (nr == 0) {
         diag_error(d, &sc->src[opi].loc, sc->src[opi].path, "%s: %s: auto: %s",
                    op_kind_name(op->kind), t->key, err);
         rc = 2;
     }
-    for (int i = 0; i < s.npts; i++)
-        if (s.pts[i].dflt)
-            ch->default_bound_s = s.pts[i].bound_s;
-    int which[AUTOTUNE_MAX_TIMED];
-    int first = s.npts < n ? s.npts : n;
-    for (int i = 0; i < first; i++)
-        which[i] = i;
+    if (rc == 0) {
+        first_phase(&s, ord, n);
+        rc = run_phase(&s, 0, o, d);
+    }
+    int from = s.npts;
     if (rc == 0)
-        rc = run_phase(&s, which, first, o, d);
-    int more = rc == 0 ? second_phase(&s, n, which) : 0;
-    if (more > 0)
-        rc = run_phase(&s, which, more, o, d);
+        second_phase(&s, ord, n);
+    if (rc == 0 && s.npts > from)
+        rc = run_phase(&s, from, o, d);
+    ch->bounds = tune_order_bounds(ord);
     if (rc == 0) {
         memcpy(ch->v, s.pts[s.best].v, sizeof ch->v);
         ch->time_s = s.best_s;
         ch->bound_s = s.pts[s.best].bound_s;
     }
+    tune_order_free(ord);
     free(s.pts);
     return rc;
 }
@@ -366,12 +380,14 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
             ch->cached = true;
         } else {
             memset(ch, 0, sizeof *ch);
-            ch->default_s = ch->default_bound_s = -1;
+            ch->default_s = -1;
             ch->nparams = t->nparams;
             ch->names = t->names;
             rc = search(sc, i, t, o, ch, d);
             c->st.searches++;
             c->st.runs += ch->runs;
+            c->st.bounds += ch->bounds;
+            c->st.feasible += ch->feasible;
             if (rc == 0)
                 remember(c, &key, sc, ch);
         }

@@ -4,7 +4,9 @@
  *
  * The candidates come from the kernel's search (kernels/tune.h): feasible
  * blocks (the kernel's rules, the VMEM budget of the op's scoped limit)
- * ordered by an analytic lower bound, the kernel's default among them. They
+ * ordered by an analytic lower bound, the kernel's default among them, handed
+ * out lazily (a candidate's bound is computed only when its floor could put it
+ * among those timed, so most dry runs of a large search are skipped). They
  * are timed with the real engine: a forked child runs one scenario holding
  * the first N candidates as consecutive ops on one chip through sim_run (so
  * each time is what a sweep point with those blocks gives) and sends the
@@ -42,11 +44,12 @@ struct autotune_choice {
     int64_t timed[AUTOTUNE_MAX_TIMED][TUNE_MAX_PARAMS];
     double timed_s[AUTOTUNE_MAX_TIMED];
     int runs;                  /* child runs it took (1 or 2) */
+    int bounds;                /* candidates whose lower bound was computed (the rest: a
+                                  floor showed it could not matter) */
     double time_s;             /* the winner's time: one instance, one chip */
     double bound_s;            /* the winner's analytic lower bound */
     char bound[16];            /* the unit that bounds the winner in its run: "mxu", "hbm", ... */
     double default_s;          /* the default blocks' time; -1 when not timed */
-    double default_bound_s;    /* the default blocks' lower bound; -1 when infeasible */
 };
 
 struct autotune_opts {
@@ -65,6 +68,8 @@ struct autotune_stats {
     int ops;      /* auto ops resolved */
     int searches; /* distinct searches run */
     int runs;     /* child runs (engine runs of candidate sets) */
+    int feasible; /* feasible candidates of the searches, in all */
+    int bounds;   /* of which had their lower bound computed (often a dry run) */
     double wall_s;
 };
 void autotune_stats(const struct autotune_cache *c, struct autotune_stats *st);

@@ -268,8 +268,9 @@ static int check_scenario(struct cli *c, bool platform)
             printf(")\n");
             autotune_print(&sc, stdout);
             if (st.ops)
-                printf("block: auto: %d ops, %d searches, %d runs of candidates, %.3f s\n", st.ops,
-                       st.searches, st.runs, st.wall_s);
+                printf("block: auto: %d ops, %d searches, %d runs of candidates, %d of %d "
+                       "feasible candidates bounded, %.3f s\n",
+                       st.ops, st.searches, st.runs, st.bounds, st.feasible, st.wall_s);
         }
         cfg_scenario_fini(&sc);
     }

@@ -3,8 +3,8 @@
 # wall time, CPU time and peak memory (with /usr/bin/time), for
 # configs/bench/*.yaml; then the model steps and the 32-layer stack (one run
 # each), the cost of exact fidelity per grid step, and the speed of block:
-# auto's search (see the end). A bench file's '# modes:' line names its
-# fidelities (default fast and exact), '# flags:' extra run flags
+# auto's search (see the end; the model steps' searches last). A bench file's
+# '# modes:' line names its fidelities (default fast and exact), '# flags:' extra run flags
 # (--all-chips), '# runs:' how many runs keep the best (default 3), '# needs: VAR'
 # runs it only when the environment sets VAR (e.g. BENCH_ALL_CHIPS=1 for runs
 # too big for a small machine).
@@ -117,6 +117,15 @@ s=$(now)
 w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
 printf '80 identical layers (v7, 4 matmuls each, written out): %s; %.3f s in all\n' \
     "$(sed -n 's/^block: auto: //p' "$out/check.txt")" "$w"
+# The model steps' searches (tpusim check: load, expansion, search, checks), with the
+# CPU seconds of the whole check (children included) and how many of the feasible
+# candidates needed their lower bound computed (the rest were ruled out by a floor).
+for f in configs/models/llama3-8b-train-v5e-256.yaml configs/models/llama2-70b-train-v5p-512.yaml; do
+    $tm "$bin" check "$f" > "$out/check.txt" || { echo "FAIL $f"; exit 1; }
+    cpu=-; [ -f "$out/rss" ] && cpu=$(awk -F: '{ printf "%.2f", $2 + $3 }' "$out/rss")
+    printf '%s check: %s; %s s CPU in all\n' "$(basename "$f" .yaml)" \
+        "$(sed -n 's/^block: auto: //p' "$out/check.txt")" "$cpu"
+done
 
 # Refusing an alias bomb (tests/data/bad/yaml_alias_bomb.yaml, past the
 # 1,000,000-node limit): aliases are counted before they are copied, so this

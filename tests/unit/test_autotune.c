@@ -5,6 +5,8 @@
  * a precise error; the search is deterministic. */
 #include "test_util.h"
 
+#include <math.h>
+
 #include "kernels/tune.h"
 #include "sim/autotune.h"
 #include "sim/op_table.h"
@@ -268,6 +270,159 @@ static void test_tune_candidates_hold_default_in_bound_order(void **state)
     assert_int_equal(d[5], 384);
 }
 
+/* ---- lazy bounds: the search picks what an exhaustive one picks ---- */
+
+static int by_bound_then_order(const void *a, const void *b)
+{
+    const struct tune_point *x = a, *y = b;
+    if (x->bound_s != y->bound_s)
+        return x->bound_s < y->bound_s ? -1 : 1;
+    return x->order - y->order;
+}
+
+/* The search before lazy bounds: every feasible candidate (the default, then
+ * those the kernel lists, each once) built and bounded, sorted by bound and
+ * listing order. 'out' has room for TUNE_MAX_ENUM + 1. */
+static int exhaustive(const struct op *op, const struct chip_params *chip, struct tune_point *out)
+{
+    const struct op_row *row = op_row(op->kind);
+    const struct kern_tune *t = row->tune;
+    int64_t (*v)[TUNE_MAX_PARAMS] = calloc(TUNE_MAX_ENUM + 1, sizeof *v);
+    t->get(op, v[0]);
+    int nv = 1 + t->enumerate(op, chip, v + 1, TUNE_MAX_ENUM), n = 0;
+    struct op tmp = *op;
+    for (int i = 0; i < nv; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = memcmp(v[i], v[j], sizeof v[i]) == 0;
+        if (seen)
+            continue;
+        t->set(&tmp, v[i]);
+        struct kern k;
+        char err[512];
+        if (kern_init(&k, row->kern, &tmp, chip, false, err, sizeof err) == 0) {
+            memset(&out[n], 0, sizeof out[n]);
+            memcpy(out[n].v, v[i], sizeof out[n].v);
+            out[n].bound_s = t->bound(&k);
+            out[n].order = i;
+            out[n].dflt = i == 0;
+            n++;
+        }
+        kern_fini(&k);
+    }
+    free(v);
+    qsort(out, (size_t)n, sizeof *out, by_bound_then_order);
+    return n;
+}
+
+/* The ops the lazy search is checked on: flash and splash, causal and not, a
+ * few sizes, a chip with one core and one whose two cores split the grid. */
+static const char *const lazy_ops[] = {
+    "chip: v5e\nworkload:\n  - {op: splash_attention, q_heads: 2, q_seq_len: 1024, "
+    "head_dim: 128, mode: fwd, mask: {type: causal}, block_sizes: auto}\n",
+    "chip: v5e\nworkload:\n  - {op: splash_attention, q_heads: 4, kv_heads: 2, q_seq_len: 2048, "
+    "head_dim: 128, mode: fwd_bwd, mask: {type: causal}, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 4, q_seq_len: 2048, "
+    "head_dim: 128, mode: fwd_bwd, mask: {type: full}, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 2, q_seq_len: 2048, "
+    "head_dim: 64, mode: fwd_bwd, mask: {type: local, left: 256, right: 256}, "
+    "block_sizes: auto}\n",
+    "chip: v5e\nworkload:\n  - {op: splash_attention, batch: 2, q_heads: 4, kv_heads: 1, "
+    "q_seq_len: 1024, head_dim: 128, mode: fwd_bwd, segment_ids: [384, 640], "
+    "mask: {type: causal}, block_sizes: auto}\n",
+    "chip: v7\nworkload:\n  - {op: splash_attention, q_heads: 2, q_seq_len: 2048, "
+    "head_dim: 128, mode: fwd_bwd, mask: {type: chunked, chunk: 512}, block_sizes: auto}\n",
+    "chip: v5e\nworkload:\n  - {op: flash_attention, batch: 2, heads: 4, q_seq_len: 2048, "
+    "head_dim: 128, causal: true, mode: fwd, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: flash_attention, batch: 1, heads: 2, q_seq_len: 1024, "
+    "head_dim: 128, causal: false, mode: fwd_bwd, block_sizes: auto}\n",
+    "chip: v5p\nworkload:\n  - {op: splash_attention, q_heads: 8, kv_heads: 4, q_seq_len: 2048, "
+    "head_dim: 128, mode: bwd, mask: {type: full}, block_sizes: auto}\n",
+    "chip: v4\nworkload:\n  - {op: flash_attention, batch: 2, heads: 2, q_seq_len: 1024, "
+    "head_dim: 64, causal: true, mode: bwd, block_sizes: auto}\n",
+    "chip: v5e\nworkload:\n  - {op: matmul, m: 4096, k: 2048, n: 1024, block: auto}\n",
+};
+
+/* Handed out one by one, the candidates come in the exhaustive order with the
+ * same bounds, and no floor is above its bound. */
+static void test_tune_order_equals_exhaustive_order(void **state)
+{
+    (void)state;
+    struct tune_point *ref = calloc(TUNE_MAX_ENUM + 1, sizeof *ref);
+    for (size_t c = 0; c < sizeof lazy_ops / sizeof lazy_ops[0]; c++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        assert_int_equal(cfg_load_scenario_text(lazy_ops[c], strlen(lazy_ops[c]), "t.yaml", NULL,
+                                                0, &sc, d), 0);
+        const struct op *op = &sc.ops[0];
+        int n = exhaustive(op, &sc.chip, ref), tried;
+        char err[1400];
+        struct tune_order *o = tune_order_new(op_row(op->kind)->tune, op_row(op->kind)->kern, op,
+                                              &sc.chip, &tried, err, sizeof err);
+        assert_int_equal(tune_order_feasible(o), n);
+        struct tune_point p;
+        for (int i = 0; i < n; i++) {
+            assert_true(tune_order_next(o, INFINITY, &p));
+            assert_memory_equal(p.v, ref[i].v, sizeof p.v);
+            assert_true(p.bound_s == ref[i].bound_s && p.order == ref[i].order);
+            assert_true(p.floor_s <= p.bound_s);
+        }
+        assert_false(tune_order_next(o, INFINITY, &p));
+        tune_order_free(o);
+        cfg_scenario_fini(&sc);
+        diag_free(d);
+    }
+    free(ref);
+}
+
+/* The search times the candidates an exhaustive one would: the first N in
+ * bound order, then those beyond whose bound is below the best time (the
+ * default first, at most N), and picks the same; on the attention kernels it
+ * computes the bounds of fewer candidates than are feasible. */
+static void test_autotune_lazy_search_equals_exhaustive(void **state)
+{
+    (void)state;
+    struct tune_point *ref = calloc(TUNE_MAX_ENUM + 1, sizeof *ref);
+    for (size_t c = 0; c < sizeof lazy_ops / sizeof lazy_ops[0]; c++) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        struct autotune_cache *cache = autotune_cache_new();
+        assert_int_equal(cfg_load_scenario_text(lazy_ops[c], strlen(lazy_ops[c]), "t.yaml", NULL,
+                                                0, &sc, d), 0);
+        int n = exhaustive(&sc.ops[0], &sc.chip, ref);
+        cfg_scenario_fini(&sc);
+        assert_int_equal(resolve(lazy_ops[c], &sc, cache, d), 0);
+        const struct autotune_choice *ch = &sc.tuned[0];
+        assert_int_equal(ch->feasible, n);
+        int first = n < AUTOTUNE_N ? n : AUTOTUNE_N, at = 0;
+        assert_true(ch->ntimed >= first);
+        double best = 1e300;
+        for (int i = 0; i < first; i++) {
+            assert_memory_equal(ch->timed[i], ref[i].v, sizeof ref[i].v);
+            best = ch->timed_s[i] < best ? ch->timed_s[i] : best;
+        }
+        int more[AUTOTUNE_N], nmore = 0; /* the second run, as the exhaustive search picks it */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = first; i < n && nmore < AUTOTUNE_N; i++)
+                if (ref[i].bound_s < best && (pass == 0) == ref[i].dflt)
+                    more[nmore++] = i;
+        assert_int_equal(ch->ntimed, first + nmore);
+        assert_int_equal(ch->runs, nmore ? 2 : 1);
+        for (int i = 0; i < nmore; i++)
+            assert_memory_equal(ch->timed[first + i], ref[more[i]].v, sizeof ref[0].v);
+        for (int i = 1; i < ch->ntimed; i++)
+            at = ch->timed_s[i] < ch->timed_s[at] * (1 - 1e-12) ? i : at;
+        assert_memory_equal(ch->v, ch->timed[at], sizeof ch->v);
+        assert_true(ch->bounds <= n);
+        if (sc.ops[0].kind == OP_SPLASH || sc.ops[0].kind == OP_FLASH)
+            assert_true(ch->bounds < n);
+        cfg_scenario_fini(&sc);
+        autotune_cache_free(cache);
+        diag_free(d);
+    }
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +436,8 @@ int main(void)
         cmocka_unit_test(test_autotune_resolve_is_deterministic),
         cmocka_unit_test(test_autotune_bounds_are_below_times),
         cmocka_unit_test(test_tune_candidates_hold_default_in_bound_order),
+        cmocka_unit_test(test_tune_order_equals_exhaustive_order),
+        cmocka_unit_test(test_autotune_lazy_search_equals_exhaustive),
     };
     return cmocka_run_group_tests_name("autotune", tests, NULL, NULL);
 }

@@ -221,6 +221,17 @@ static void test_reduce_scatter_accumulate_runs_whole(void **state)
     struct result e = run(yaml, exact, 7);
     assert_int_equal(e.rc, 0);
     assert_within(op_time(&f, 0), op_time(&e, 0), 0.005);
+    /* 1 MiB: the 768 KiB received is one block of 384 rows, whose acc, recv
+     * and out move one after the other (kernels/pallas.c, run_single_stream):
+     * the ring (the push's issue latency l and, for the X - 2 = 2 steps the
+     * coalesced pass stands for, theirs: 0.3 us; then 3 x 256 KiB / 90e9 =
+     * 8.738 us), then o + 3 l + c + 3 x 768 KiB / 2765e9 (0.8533 us): 10.349 us */
+    static const char *small = "chip: v5p\ntopology: {shape: [4]}\nworkload:\n"
+                               "  - {op: reduce_scatter, bytes: 1MiB, axes: [0]}\n";
+    struct result s1 = run(small, sets, 7);
+    assert_int_equal(s1.rc, 0);
+    double ring = 3 * 0.1e-6 + 3 * 262144.0 / 90e9;
+    assert_within(op_time(&s1, 0), ring + 0.154e-6 + 3 * 0.1e-6 + 3 * 786432.0 / 2765e9, 0.002);
 }
 
 /* all_to_all on a bidirectional ring: about a quarter of an all-gather. */

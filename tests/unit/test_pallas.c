@@ -215,7 +215,7 @@ static void test_pl_sync_dmas(void **state)
                                                 rec_delay, rec_dma_sync, NULL};
     struct rec r = {0}, rs = {0};
     struct pl_stats st = {0}, sts = {0};
-    struct pl_exec ex = {&rec_ops, &r, true}, exs = {&sync_ops, &rs, true};
+    struct pl_exec ex = {&rec_ops, &r, false}, exs = {&sync_ops, &rs, false};
     pl_run(&c, &ch, 0, 1, &ex, &st);
     pl_run(&c, &ch, 0, 1, &exs, &sts);
     assert_string_equal(r.log, "F0 w1 F1 w2 C0 W2 w3 ");
@@ -224,6 +224,17 @@ static void test_pl_sync_dmas(void **state)
     assert_int_equal(st.dmas, 3);
     assert_true(sts.hbm_bytes == 3.0 * (1 << 20) && st.hbm_bytes == sts.hbm_bytes);
     assert_true(sts.useful_bytes == st.useful_bytes);
+    /* fast fidelity: a one-step stream is its latencies, its compute and one
+     * DMA of all its bytes (kernels/pallas.c, run_single_stream), same stats */
+    struct rec rf = {0};
+    struct pl_stats sf = {0};
+    struct pl_exec exf = {&sync_ops, &rf, true};
+    pl_run(&c, &ch, 0, 1, &exf, &sf);
+    assert_string_equal(rf.log, "C0 SF-1 w1 ");
+    assert_int_equal(sf.dmas, 3);
+    assert_int_equal(sf.steps, sts.steps);
+    assert_true(sf.hbm_bytes == sts.hbm_bytes && sf.useful_bytes == sts.useful_bytes);
+    assert_true(sf.vpu_s == sts.vpu_s && sf.overhead_s == sts.overhead_s);
 }
 
 static void rec_dma_batch(void *ex, int n, const bool *in, const uint64_t *bytes,

@@ -489,6 +489,32 @@ static void test_splash_shrunk_grid_removes_steps(void **state)
     tc_fini(&t);
 }
 
+/* Coalesced (fast) runs wait on every DMA they start: a one-sided local window
+ * (512 left, 512 blocks: every q row visits kv blocks i-1 and i, the first
+ * row one) left 4 DMAs of the fwd pipeline unwaited, found under valgrind. */
+static void test_splash_fast_waits_every_dma(void **state)
+{
+    (void)state;
+    struct tcase t;
+    tc_init(&t, 2, 2, 4096, 64, ATTN_FWD, 1);
+    t.m[0] = mask_new_local(4096, 4096, 512, 0, 0);
+    t.op.u.splash.bs = (struct splash_block_sizes){512, 512, 512, 128, 128, 0, 0, 0, false};
+    struct chip_params ch = test_chip();
+    ch.hbm_efficiency = 1;
+    struct kern k;
+    char err[256];
+    assert_int_equal(kern_init(&k, op_row(t.op.kind)->kern, &t.op, &ch, false, err, sizeof err), 0);
+    for (int i = 0; i < k.ncalls; i++) {
+        struct rec r = {0};
+        struct pl_stats st = {0};
+        struct pl_exec x = {&rec_ops, &r, true};
+        pl_run(&k.calls[i], &ch, 0, pl_num_steps(&k.calls[i]), &x, &st);
+        assert_int_equal(r.waited, r.ndmas);
+    }
+    kern_fini(&k);
+    tc_fini(&t);
+}
+
 /* GQA: dk/dv accumulate over the q heads of a kv head and are written once per
  * (kv block, kv head); fused: dq_unreduced is written every step. */
 static void test_splash_dkv_writes_once_per_group(void **state)
@@ -595,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_splash_partial_blocks_fetch_mask),
         cmocka_unit_test(test_splash_dynamic_mask_has_no_lookahead),
         cmocka_unit_test(test_splash_shrunk_grid_removes_steps),
+        cmocka_unit_test(test_splash_fast_waits_every_dma),
         cmocka_unit_test(test_splash_dkv_writes_once_per_group),
         cmocka_unit_test(test_splash_batch_is_a_parallel_grid_dim),
         cmocka_unit_test(test_splash_causal_8k_summary_on_simgrid),
