@@ -134,7 +134,8 @@ static double data_bytes(const struct cfg_scenario *sc, double *events)
 double validate_estimate_memory(const struct cfg_scenario *sc)
 {
     /* per chip: a compute stream and a DMA engine per core, an async stream,
-     * and room for a few async ops (collective parts) in flight */
+     * and room for a few async ops (collective parts) in flight; each a
+     * 32 KiB stack (sim/sim.c) and SimGrid's context, mailbox and actor */
     double actors = (double)cfg_engine_chips(sc) * (2.0 * sc->chip.cores + 5.0);
     double events;
     double data = data_bytes(sc, &events);
@@ -142,7 +143,7 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
      * run keeps one HBM rate span (32 bytes) per DMA for the HBM counter,
      * about one for every two events */
     double rates = sc->trace_level >= 3 ? events * 16.0 : 0;
-    return 12e6 + actors * 131072.0 + data + rates;
+    return 12e6 + actors * 65536.0 + data + rates;
 }
 
 /* "2.7 GiB", or "310 MiB" below 1 GiB. */
