@@ -1,7 +1,9 @@
-/* sim/eng_memo.c -- kernel memos (see sim/engine.h): a quiet replay of a
- * pallas_call's script is measured once, with the unit spans it put on the
- * trace, and later quiet replays of the same script take that time without
- * issuing its DMAs and executions. */
+/* sim/eng_memo.c -- kernel memos (see sim/engine.h): a replay of a
+ * pallas_call's script, quiet or beside the same collectives as far along
+ * (its overlap), is measured once, with the unit spans it put on the trace,
+ * and later replays of the same script in the same overlap take that time
+ * without issuing its DMAs and executions. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +28,11 @@ struct eng_memo {
     size_t capfol;
     struct memo_ev *ev;
     size_t nev, cap;
+    struct eng_overlap ov;  /* the overlap it is for, t0 holding the offsets (start - t0) */
+    struct eng_memo *next;  /* the script's memos of other overlaps (the slot's first: none) */
 };
+
+#define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more: replays) */
 
 static double now(void)
 {
@@ -42,6 +48,7 @@ void eng_memo_init(struct eng_run *r, bool on)
 {
     const struct cfg_scenario *sc = r->sc;
     r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
+    r->overlap = NULL, r->coll_running = NULL;
     /* fast fidelity, no step-level trace (its flow arrows and HBM counter
      * need the replay's own activities), and chips whose cores run one
      * kernel together (one core, or a megacore pair) */
@@ -58,6 +65,8 @@ void eng_memo_init(struct eng_run *r, bool on)
         r->asleep_at[i] = -1;
     }
     r->memos = xcalloc((size_t)sc->nops, sizeof *r->memos);
+    r->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->overlap);
+    r->coll_running = xcalloc((size_t)sc->nops, sizeof *r->coll_running);
     for (int i = 0; i < sc->nops; i++)
         if (r->kern[i].ncalls)
             r->memos[i] = xcalloc(slots(r, i), sizeof *r->memos[i]);
@@ -66,14 +75,21 @@ void eng_memo_init(struct eng_run *r, bool on)
 void eng_memo_fini(struct eng_run *r)
 {
     for (int i = 0; r->memos && i < r->sc->nops; i++) {
-        for (size_t j = 0; r->memos[i] && j < slots(r, i); j++)
+        for (size_t j = 0; r->memos[i] && j < slots(r, i); j++) {
             free(r->memos[i][j].ev), free(r->memos[i][j].fol);
+            for (struct eng_memo *m = r->memos[i][j].next, *nx; m; m = nx) {
+                nx = m->next;
+                free(m->ev), free(m->fol), free(m);
+            }
+        }
         free(r->memos[i]);
     }
     free(r->memos);
     r->memos = NULL;
     free(r->chip_tasks);
     r->chip_tasks = NULL;
+    free(r->overlap), free(r->coll_running);
+    r->overlap = NULL, r->coll_running = NULL;
     int ncores = r->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
         sg_sem_destroy(r->memo_sem[i]);
@@ -91,12 +107,46 @@ static bool plain_kernel(const struct eng_task *task)
     return row->kern && !row->async;
 }
 
+/* An async collective that runs on its chip's cores (not a second core's
+ * instance of a core-0 collective, which ends at once). */
+static bool overlaps(const struct eng_task *task)
+{
+    const struct op_row *row = op_row(task->op->kind);
+    return row->async && row->reach && (!row->core0 || task->core->core == 0);
+}
+
+static void overlap_add(struct eng_run *r, const struct eng_task *task)
+{
+    struct eng_overlap *o = &r->overlap[task->core->chip];
+    r->coll_running[task->opi]++;
+    if (o->n++ == o->nlisted && o->nlisted < ENG_OVERLAP_MAX) {
+        o->op[o->nlisted] = task->opi;
+        o->t0[o->nlisted++] = now();
+    }
+}
+
+static void overlap_drop(struct eng_run *r, const struct eng_task *task)
+{
+    struct eng_overlap *o = &r->overlap[task->core->chip];
+    r->coll_running[task->opi]--;
+    o->n--;
+    for (int i = 0; i < o->nlisted; i++)
+        if (o->op[i] == task->opi) { /* (one instance of an op at a time) */
+            for (int j = i + 1; j < o->nlisted; j++)
+                o->op[j - 1] = o->op[j], o->t0[j - 1] = o->t0[j];
+            o->nlisted--;
+            return;
+        }
+}
+
 void eng_memo_task_start(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
     r->chip_tasks[task->core->chip]++;
     if (op_row(task->op->kind)->reach)
         r->xchip_tasks++;
+    if (r->overlap && overlaps(task))
+        overlap_add(r, task);
     if (plain_kernel(task))
         return;
     r->epoch++;
@@ -113,29 +163,83 @@ void eng_memo_task_end(struct eng_task *task)
     r->chip_tasks[task->core->chip]--;
     if (op_row(task->op->kind)->reach)
         r->xchip_tasks--;
+    if (r->overlap && overlaps(task))
+        overlap_drop(r, task);
 }
 
-/* The memo of 'slot' when 'task' may use one: its chip runs nothing but this
- * kernel (on each of its cores: a megacore pair meets at a barrier before
- * each call) and nothing moves between chips. */
-static struct eng_memo *quiet_memo(struct eng_task *task, int slot)
+/* The chip's overlap now, as offsets, into '*o'; false if no memo may be
+ * used: the chip runs something besides this kernel (on each of its cores:
+ * a megacore pair meets at a barrier before each call) and its collectives,
+ * or a collective runs elsewhere that does not run on it. */
+static bool overlap_now(const struct eng_task *task, struct eng_overlap *o)
+{
+    const struct eng_run *r = task->core->run;
+    int chip = task->core->chip;
+    *o = r->overlap[chip];
+    if (o->n != o->nlisted || r->chip_tasks[chip] - o->n != r->sc->chip.cores)
+        return false;
+    int xchip = 0;
+    for (int i = 0; i < o->n; i++) {
+        xchip += r->coll_running[o->op[i]];
+        o->t0[i] = now() - o->t0[i];
+    }
+    return xchip == r->xchip_tasks;
+}
+
+static bool same_overlap(const struct eng_overlap *a, const struct eng_overlap *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (int i = 0; i < a->n; i++) {
+        int j = 0;
+        while (j < b->n && (b->op[j] != a->op[i] || fabs(b->t0[j] - a->t0[i]) > ENG_OVERLAP_TOL_S))
+            j++;
+        if (j == b->n)
+            return false;
+    }
+    return true;
+}
+
+/* The memo of call x core 'slot' of 'op' for overlap 'o' (offsets), or NULL;
+ * made if 'make' (and the script has fewer than MEMO_OVERLAPS_MAX). */
+static struct eng_memo *memo_of(struct eng_run *r, int op, int slot, const struct eng_overlap *o,
+                                bool make)
+{
+    struct eng_memo *m = &r->memos[op][slot];
+    if (o->n == 0)
+        return m;
+    int k = 0;
+    for (; m->next; m = m->next, k++)
+        if (same_overlap(&m->next->ov, o))
+            return m->next;
+    if (!make || k >= MEMO_OVERLAPS_MAX)
+        return NULL;
+    m->next = xcalloc(1, sizeof *m->next);
+    m->next->ov = *o;
+    return m->next;
+}
+
+/* The memo 'task' may use for 'slot' now, or NULL (see overlap_now). */
+static struct eng_memo *quiet_memo(struct eng_task *task, int slot, bool make)
 {
     struct eng_run *r = task->core->run;
-    if (!r->memos || !r->memos[task->opi] || r->xchip_tasks ||
-        r->chip_tasks[task->core->chip] != r->sc->chip.cores)
+    struct eng_overlap o;
+    if (!r->memos || !r->memos[task->opi] || !overlap_now(task, &o))
         return NULL;
-    return &r->memos[task->opi][slot];
+    return memo_of(r, task->opi, slot, &o, make);
 }
 
 /* True when every core's memo of the call of 'slot' is measured: the cores
  * of a chip take memos together or not at all (a core running for real
  * beside one that sleeps would have the HBM to itself). */
-static bool call_measured(const struct eng_run *r, int op, int slot)
+static bool call_measured(struct eng_run *r, int op, int slot, const struct eng_overlap *o)
 {
     int cores = r->sc->chip.cores, first = slot - slot % cores;
-    for (int k = 0; k < cores; k++)
-        if (!r->memos[op][first + k].measured)
+    for (int k = 0; k < cores; k++) {
+        const struct eng_memo *m = memo_of(r, op, first + k, o, false);
+        if (!m || !m->measured)
             return false;
+    }
     return true;
 }
 
@@ -210,18 +314,24 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
 
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
 {
-    struct eng_memo *m = quiet_memo(task, slot);
     struct eng_core *c = task->core;
+    struct eng_overlap o;
+    if (!c->run->memos || !c->run->memos[task->opi] || !overlap_now(task, &o))
+        return false;
+    struct eng_memo *m = memo_of(c->run, task->opi, slot, &o, false);
     if (!m)
         return false;
     double t0 = now();
-    if (call_measured(c->run, task->opi, slot)) {
+    if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
         if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
             return false;
-    } else if (c->run->sc->chip.cores > 1 || !m->measuring || m->t0 != t0 ||
+    } else if (c->run->sc->chip.cores > 1 || o.n > 0 || !m->measuring || m->t0 != t0 ||
                !follow(task, m)) {
-        return false; /* (a megacore pair would have to follow a pair: not done) */
+        /* (a megacore pair would have to follow a pair: not done; beside
+         * collectives every chip runs it for real, so that the HBM traffic
+         * the collectives meet is the same on every chip) */
+        return false;
     }
     for (size_t i = 0; i < m->nev; i++) {
         const struct memo_ev *e = &m->ev[i];
@@ -238,7 +348,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 
 void eng_memo_begin(struct eng_task *task, int slot)
 {
-    struct eng_memo *m = quiet_memo(task, slot);
+    struct eng_memo *m = quiet_memo(task, slot, true);
     if (!m || m->measured || m->measuring)
         return;
     m->measuring = true;

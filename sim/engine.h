@@ -120,6 +120,8 @@ struct eng_run {
     struct eng_memo **memos;   /* per op, per call x core (as 'scripts'), or NULL when off */
     int *chip_tasks;           /* per chip: op instances running on it */
     int xchip_tasks;           /* op instances running that move data between chips */
+    struct eng_overlap *overlap; /* per chip: the async collectives running on it */
+    int *coll_running;         /* per op: its async collective instances running, all chips */
     uint64_t epoch;            /* counts starts of op instances other than compute-stream kernels */
     sg_sem_t *memo_sem;        /* per core: released to wake its memo sleep */
     int *asleep, nasleep;      /* the cores in a memo sleep, woken at each such start */
@@ -187,25 +189,41 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * A pallas_call replayed (fast fidelity) on a chip whose cores run it
  * together (one core, or a megacore pair) while nothing but compute-stream
  * kernels runs anywhere on the slice ("quiet") takes the same time on every
- * chip and every time: its resources (the cores, the chip's HBM) are its own. The first quiet replay of each script is measured, with
- * its unit spans; later quiet replays sleep that long and put the spans on
- * the trace shifted, without issuing the replay's activities, and quiet
- * replays that start at the instant of the measurement on other chips wait
- * for it to end. A start of any
+ * chip and every time: its resources (the cores, the chip's HBM) are its own.
+ * Beside async collectives it shares the chip's HBM (and a reduction's
+ * cores) with them, and its time depends on which collectives run on its
+ * chip and how far along they are: its "overlap", the running collective
+ * ops with the time since each started (to ENG_OVERLAP_TOL_S), which the
+ * layers of a model step repeat. A replay whose overlap matches a measured
+ * one (and no other collective runs anywhere) takes its time. The first
+ * replay of each script and overlap is measured, with its unit spans; later
+ * ones sleep that long and put the spans on the trace shifted, without
+ * issuing the replay's activities, and the ones that start at the instant
+ * of the measurement on other chips wait for it to end. A start of any
  * other op instance while a memo sleeps wakes it: at the same instant it
  * falls back to the replay; later (chips out of step, which SPMD programs are
- * not) the rest of the sleep stands, the memo's one approximation. */
+ * not) the rest of the sleep stands, the memo's one approximation; another
+ * is that a memo issues no HBM traffic, so collectives beside it do not
+ * share the HBM with it (they are bound by ICI links of a few percent of
+ * the HBM's bandwidth each). */
+#define ENG_OVERLAP_MAX 4        /* collectives an overlap lists (more: no memo) */
+#define ENG_OVERLAP_TOL_S 1e-9   /* start offsets that match: the time error it allows */
+struct eng_overlap {
+    int n, nlisted;              /* running, and listed below (fewer: no memo until none runs) */
+    int op[ENG_OVERLAP_MAX];
+    double t0[ENG_OVERLAP_MAX];  /* when each started */
+};
 /* Allocates r->memos and the counters (none when 'on' is false). */
 void eng_memo_init(struct eng_run *r, bool on);
 void eng_memo_fini(struct eng_run *r);
 /* Around every op instance's run (eng_task_run). */
 void eng_memo_task_start(struct eng_task *task);
 void eng_memo_task_end(struct eng_task *task);
-/* Runs 'script' for 'task' from its memo 'slot' if quiet and measured (or
+/* Runs 'script' for 'task' from its memo 'slot' for the chip's overlap if measured (or
  * being measured from this instant on another chip: it waits for the end);
  * true when done (stats added), false when the caller must replay. */
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script);
-/* Around a replay the caller runs: measures it into the memo when quiet. */
+/* Around a replay the caller runs: measures it into the memo of its overlap. */
 void eng_memo_begin(struct eng_task *task, int slot);
 void eng_memo_end(struct eng_task *task);
 
