@@ -1056,9 +1056,8 @@ static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t 
     const struct pl_exec *x = c->x;
     const struct pl_call *call = c->call;
     double o = c->chip->step_overhead_s;
-    void *h[PL_MAX_OPERANDS];
-    x->ops->delay(x->ex, o);
-    if (x->ops->dma_batch) {
+    double mid = o * (double)(n - 1), post = w->mxu_s + w->vpu_s + c->chip->dma_issue_s;
+    if (x->ops->stream) {
         bool in[PL_MAX_OPERANDS];
         uint64_t bytes[PL_MAX_OPERANDS];
         int opi[PL_MAX_OPERANDS];
@@ -1068,19 +1067,21 @@ static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t 
             c->st->hbm_bytes += (double)bytes[i];
             c->st->useful_bytes += (double)(os[i].raw * (uint64_t)n);
         }
-        x->ops->dma_batch(x->ex, call->noperands, in, bytes, opi, h);
+        x->ops->stream(x->ex, call->noperands, in, bytes, opi, w, b, n, o, mid, post);
     } else {
+        void *h[PL_MAX_OPERANDS];
+        x->ops->delay(x->ex, o);
         for (int i = 0; i < call->noperands; i++)
             h[i] = start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
                              os[i].raw * (uint64_t)n, i);
         c->st->dmas -= call->noperands;
+        x->ops->compute(x->ex, w, b, n);
+        x->ops->delay(x->ex, mid);
+        for (int i = 0; i < call->noperands; i++)
+            x->ops->dma_wait(x->ex, h[i]);
+        x->ops->delay(x->ex, post);
     }
     c->st->dmas += (int64_t)call->noperands * n;
-    x->ops->compute(x->ex, w, b, n);
-    x->ops->delay(x->ex, o * (double)(n - 1));
-    for (int i = 0; i < call->noperands; i++)
-        x->ops->dma_wait(x->ex, h[i]);
-    x->ops->delay(x->ex, w->mxu_s + w->vpu_s + c->chip->dma_issue_s);
     account(c->st, w, (double)n, o);
     c->st->steps += n;
     c->st->coalesced_runs++;

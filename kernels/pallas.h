@@ -101,10 +101,14 @@ struct pl_exec_ops {
     /* Optional: dma_wait(dma_start(...)) for a DMA waited on at once, with
      * the same timing (an executor may run it more cheaply). */
     void (*dma_sync)(void *ex, bool in, uint64_t bytes, int operand);
-    /* Optional: the 'n' dma_start calls of DMAs issued at one instant, with
-     * the same timing; their handles go to 'h'. */
-    void (*dma_batch)(void *ex, int n, const bool *in, const uint64_t *bytes, const int *operand,
-                      void **h);
+    /* Optional: a whole bandwidth-bound stream (fast fidelity, run_stream):
+     * delay(pre_s), the 'n' dma_start calls of DMAs issued at that instant,
+     * compute(w, step, nsteps), delay(mid_s), a dma_wait of each DMA and
+     * delay(post_s), with the same timing (an executor may run it with fewer
+     * sleeps). */
+    void (*stream)(void *ex, int n, const bool *in, const uint64_t *bytes, const int *operand,
+                   const struct pl_work *w, int64_t step, int64_t nsteps, double pre_s,
+                   double mid_s, double post_s);
 };
 
 struct pl_exec {

@@ -138,18 +138,18 @@ void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand)
     eng_dma_wait(task, d);
 }
 
-void eng_dma_batch(struct eng_task *task, int n, const bool *in, const uint64_t *bytes,
-                   const int *operand, struct eng_dma **h)
+void eng_dma_stream_start(struct eng_task *task, double t_issue, int n, const bool *in,
+                          const uint64_t *bytes, const int *operand, struct eng_dma **h)
 {
-    double t = simgrid_get_clock(), ready = t + task->core->run->sc->chip.dma_issue_s;
-    if (ready > t) {
+    double ready = t_issue + task->core->run->sc->chip.dma_issue_s;
+    if (ready > simgrid_get_clock()) {
         eng_wait_note(task, "a local DMA");
         sg_actor_sleep_until(ready);
         eng_wait_note(task, NULL);
     }
     for (int i = 0; i < n; i++) { /* a put then its get: the mailbox pairs them in order */
         struct eng_dma *d = xmalloc(sizeof *d);
-        *d = (struct eng_dma){.t_issue = t, .ready = ready, .bytes = bytes[i],
+        *d = (struct eng_dma){.t_issue = t_issue, .ready = ready, .bytes = bytes[i],
                               .dst = task->done_mb, .operand = operand[i], .in = in[i]};
         d->post = sg_mailbox_put_async(d->dst, d, (long)bytes[i]);
         d->comm = sg_mailbox_get_async(task->done_mb, &d->got);
@@ -177,7 +177,11 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
 
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
 {
-    double t0 = simgrid_get_clock();
+    eng_dma_wait_from(task, d, simgrid_get_clock());
+}
+
+void eng_dma_wait_from(struct eng_task *task, struct eng_dma *d, double t0)
+{
     eng_wait_note(task, "a local DMA");
     sg_comm_wait(d->comm);
     if (d->post) /* done: the transfer (or the engine's wake-up) was first. Waited, not
@@ -186,7 +190,7 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
         sg_comm_wait(d->post);
     eng_wait_note(task, NULL);
     double t1 = simgrid_get_clock();
-    trace_dma(task, d, t1, t1 > t0);
+    trace_dma(task, d, t1 > t0 ? t1 : t0, t1 > t0);
     if (d->in)
         task->flow_t = d->t_issue;
     free(d);

@@ -29,16 +29,6 @@ static void ex_dma_sync(void *ex, bool in, uint64_t bytes, int operand)
     eng_dma_sync(ex, in, bytes, operand);
 }
 
-static void ex_dma_batch(void *ex, int n, const bool *in, const uint64_t *bytes,
-                         const int *operand, void **h)
-{
-    struct eng_dma *d[PL_MAX_OPERANDS];
-    TPU_ASSERT(n <= PL_MAX_OPERANDS, "a DMA batch of %d", n);
-    eng_dma_batch(ex, n, in, bytes, operand, d);
-    for (int i = 0; i < n; i++)
-        h[i] = d[i];
-}
-
 static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
 {
     struct eng_task *task = ex;
@@ -67,19 +57,45 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
         eng_unit(task, ENG_TID_VPU(c->core), "vpu", name, t0 + mxu, now(), 0, args);
 }
 
-static void ex_delay(void *ex, double s)
+/* Once per grid step (or run of steps): the progress line, an interrupt. */
+static void step_begins(struct eng_task *task)
 {
-    struct eng_task *task = ex;
     progress_add(task->core->run->progress, task->st.steps - task->steps_shown);
     task->steps_shown = task->st.steps;
-    eng_stop_if_interrupted(); /* once per grid step */
+    eng_stop_if_interrupted();
+}
+
+static void ex_delay(void *ex, double s)
+{
+    step_begins(ex);
     if (s > 0)
         sg_actor_sleep_for(s);
 }
 
+/* A whole stream with two sleeps, not four: the first delay runs into the
+ * DMAs' latency, and the DMAs are waited before the middle delay is over
+ * (the wait ends at the later of the two), the last delay after it. */
+static void ex_stream(void *ex, int n, const bool *in, const uint64_t *bytes, const int *operand,
+                      const struct pl_work *w, int64_t step, int64_t nsteps, double pre_s,
+                      double mid_s, double post_s)
+{
+    struct eng_task *task = ex;
+    struct eng_dma *d[PL_MAX_OPERANDS];
+    TPU_ASSERT(n <= PL_MAX_OPERANDS, "a stream of %d DMAs", n);
+    step_begins(task);
+    eng_dma_stream_start(task, now() + pre_s, n, in, bytes, operand, d);
+    ex_compute(ex, w, step, nsteps);
+    double deadline = now() + mid_s;
+    for (int i = 0; i < n; i++)
+        eng_dma_wait_from(task, d[i], deadline);
+    double end = (now() > deadline ? now() : deadline) + post_s;
+    if (end > now())
+        sg_actor_sleep_until(end);
+}
+
 const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait = ex_dma_wait,
                                            .compute = ex_compute, .delay = ex_delay,
-                                           .dma_sync = ex_dma_sync, .dma_batch = ex_dma_batch};
+                                           .dma_sync = ex_dma_sync, .stream = ex_stream};
 
 void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script)
 {

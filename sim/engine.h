@@ -159,11 +159,15 @@ void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
  * once: it waits out the latency itself and the transfer starts at the
  * same instant, without the core's DMA engine actor. */
 void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand);
-/* Starts 'n' DMAs issued together: the caller waits out their latency
- * itself and their transfers start at the same instant, without the core's
- * DMA engine actor; handles go to 'h', each for eng_dma_wait. */
-void eng_dma_batch(struct eng_task *task, int n, const bool *in, const uint64_t *bytes,
-                   const int *operand, struct eng_dma **h);
+/* The 'n' DMAs of a stream (pl_exec_ops.stream), issued together at
+ * 't_issue' (now or later): the caller waits out their latency itself and
+ * their transfers start at the same instant, without the core's DMA engine
+ * actor; handles go to 'h'. */
+void eng_dma_stream_start(struct eng_task *task, double t_issue, int n, const bool *in,
+                          const uint64_t *bytes, const int *operand, struct eng_dma **h);
+/* eng_dma_wait of a DMA begun before 'deadline', the time its waiter would
+ * have waited it: on the trace as if waited then. */
+void eng_dma_wait_from(struct eng_task *task, struct eng_dma *d, double deadline);
 /* The DMA engine actor of one core: posts each DMA once its latency is over. */
 void eng_dma_engine_main(int argc, char **argv);
 /* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */

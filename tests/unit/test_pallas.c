@@ -237,12 +237,21 @@ static void test_pl_sync_dmas(void **state)
     assert_true(sf.vpu_s == sts.vpu_s && sf.overhead_s == sts.overhead_s);
 }
 
-static void rec_dma_batch(void *ex, int n, const bool *in, const uint64_t *bytes,
-                          const int *operand, void **h)
+/* The delays an executor's stream op was given (test_pl_stream_runs_whole). */
+static double stream_delay_s[3];
+
+static void rec_stream(void *ex, int n, const bool *in, const uint64_t *bytes, const int *operand,
+                       const struct pl_work *w, int64_t step, int64_t nsteps, double pre_s,
+                       double mid_s, double post_s)
 {
-    rec_log(ex, "B%d ", n);
+    void *h[PL_MAX_OPERANDS];
+    rec_log(ex, "S%d ", n);
     for (int i = 0; i < n; i++)
         h[i] = rec_dma_start(ex, in[i], bytes[i], operand[i]);
+    rec_compute(ex, w, step, nsteps);
+    for (int i = 0; i < n; i++)
+        rec_dma_wait(ex, h[i]);
+    stream_delay_s[0] = pre_s, stream_delay_s[1] = mid_s, stream_delay_s[2] = post_s;
 }
 
 /* A bandwidth-bound stream (the reduction's accumulate step, 8 blocks) runs
@@ -274,16 +283,25 @@ static void test_pl_stream_runs_whole(void **state)
     assert_true(sf.hbm_bytes == se.hbm_bytes && sf.useful_bytes == se.useful_bytes);
     assert_true(sf.vpu_flops == se.vpu_flops && sf.vpu_s == se.vpu_s);
     assert_true(sf.overhead_s == se.overhead_s);
-    /* an executor with dma_batch gets the three DMAs in one call, same stats */
-    static const struct pl_exec_ops batch_ops = {rec_dma_start, rec_dma_wait, rec_compute,
-                                                 rec_delay, NULL, rec_dma_batch};
+    /* an executor with a stream op gets it whole in one call, same stats, with
+     * the delays of the run above: a step's overhead before the DMAs, the
+     * other 7 steps' after the compute, and after the waits the last
+     * block's compute (a 512x1024 f32 sum: 0.5 us) and the write-back's
+     * issue latency */
+    static const struct pl_exec_ops stream_ops = {rec_dma_start, rec_dma_wait, rec_compute,
+                                                  rec_delay, NULL, rec_stream};
     struct rec rb = {0};
     struct pl_stats sb = {0};
-    struct pl_exec xb = {&batch_ops, &rb, true};
+    struct pl_exec xb = {&stream_ops, &rb, true};
     pl_run(&c, &ch, 0, 8, &xb, &sb);
-    assert_string_equal(rb.log, "B3 F0 F1 W2 C0+ w1 w2 w3 ");
+    assert_string_equal(rb.log, "S3 F0 F1 W2 C0+ w1 w2 w3 ");
     assert_int_equal(sb.dmas, sf.dmas);
     assert_true(sb.hbm_bytes == sf.hbm_bytes && sb.useful_bytes == sf.useful_bytes);
+    assert_true(sb.overhead_s == sf.overhead_s && sb.vpu_s == sf.vpu_s);
+    double o = ch.step_overhead_s, c_s = sf.vpu_s / 8;
+    assert_float_equal(stream_delay_s[0], o, 1e-15);
+    assert_float_equal(stream_delay_s[1], 7 * o, 1e-15);
+    assert_float_equal(stream_delay_s[2], c_s + ch.dma_issue_s, 1e-15);
     /* compute-bound steps (a VPU 10^4 times slower) keep the pipeline */
     ch.clock_hz /= 1e4;
     struct rec rc = {0};
