@@ -300,8 +300,18 @@ const char *json_str(const struct json *o, const char *key, const char *dflt)
 
 void json_write_string(FILE *f, const char *s)
 {
+    s = s ? s : "";
+    size_t plain = 0; /* the common case, nothing to escape: one write */
+    while (s[plain] && s[plain] != '"' && s[plain] != '\\' && (unsigned char)s[plain] >= 0x20)
+        plain++;
+    if (!s[plain]) {
+        fputc('"', f);
+        fwrite(s, 1, plain, f);
+        fputc('"', f);
+        return;
+    }
     fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (*c == '"' || *c == '\\')
             fprintf(f, "\\%c", *c);
         else if (*c == '\n')

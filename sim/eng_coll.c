@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fmt.h"
 #include "base/xalloc.h"
 #include "kernels/collective.h"
 #include "kernels/kernel.h"
@@ -66,36 +67,13 @@ struct coll_actor {
     int nsent;
 };
 
-/* Appends 'v' in decimal at 'p'; returns the end (the hot paths' names and
- * notes without snprintf, whose cost showed in the collectives' profile). */
-static char *put_u64(char *p, unsigned long long v)
-{
-    char d[24];
-    int n = 0;
-    do
-        d[n++] = (char)('0' + v % 10);
-    while (v /= 10);
-    while (n)
-        *p++ = d[--n];
-    return p;
-}
-
-/* Appends 's', up to 'end' at most; returns the end. */
-static char *put_str(char *p, const char *s, char *end)
-{
-    size_t n = strlen(s);
-    n = p >= end ? 0 : n < (size_t)(end - p) ? n : (size_t)(end - p);
-    memcpy(p, s, n);
-    return p + n;
-}
-
 static sg_mailbox_t sem_mb(int chip, int opi, int sem)
 {
     char name[64], *p = name; /* "s.CHIP.OP.SEM" */
     *p++ = 's', *p++ = '.';
-    p = put_u64(p, (unsigned)chip), *p++ = '.';
-    p = put_u64(p, (unsigned)opi), *p++ = '.';
-    p = put_u64(p, (unsigned)sem), *p = '\0';
+    p = fmt_u64(p, (unsigned)chip), *p++ = '.';
+    p = fmt_u64(p, (unsigned)opi), *p++ = '.';
+    p = fmt_u64(p, (unsigned)sem), *p = '\0';
     return sg_mailbox_by_name(name);
 }
 
@@ -250,15 +228,15 @@ static void wait_note(struct eng_task *task, const char *what, int sem, double a
     /* the strings are cut beyond the note's length, the numbers need 64 bytes */
     char buf[2 * ENG_NOTE_BYTES + 64];
     char *p = buf, *end = buf + 2 * ENG_NOTE_BYTES;
-    p = put_str(p, what, end);
+    p = fmt_str(p, what, end);
     *p++ = ' ';
-    p = put_u64(p, (unsigned)sem);
-    p = put_str(p, " of op '", end);
-    p = put_str(p, task->op->name, end);
-    p = put_str(p, "' to reach ", end + 16);
-    p = put_u64(p, (unsigned long long)amount);
-    p = put_str(p, " (it holds ", end + 32);
-    p = put_u64(p, (unsigned long long)count);
+    p = fmt_u64(p, (unsigned)sem);
+    p = fmt_str(p, " of op '", end);
+    p = fmt_str(p, task->op->name, end);
+    p = fmt_str(p, "' to reach ", end + 16);
+    p = fmt_u64(p, (unsigned long long)amount);
+    p = fmt_str(p, " (it holds ", end + 32);
+    p = fmt_u64(p, (unsigned long long)count);
     *p++ = ')', *p = '\0';
     eng_wait_note(task, buf); /* as snprintf: the first ENG_NOTE_BYTES - 1 bytes */
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fmt.h"
 #include "base/xalloc.h"
 #include "sim/engine.h"
 
@@ -127,9 +128,10 @@ void eng_task_run(struct eng_task *task)
     eng_memo_task_end(task);
     double t1 = now();
     struct eng_core *c = task->core;
-    char args[128];
-    snprintf(args, sizeof args, "\"grid_steps\": %lld, \"instance\": %lld, \"category\": \"%s\"",
-             (long long)task->st.steps, (long long)task->inst, row->category);
+    char args[128], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "), (long long)task->st.steps);
+    p = fmt_i64(fmt_lit(p, ", \"instance\": "), (long long)task->inst);
+    p = fmt_str(fmt_lit(p, ", \"category\": \""), row->category, args + sizeof args - 2);
+    p[0] = '"', p[1] = '\0';
     trace_span(c->run->trace, c->chip, row->async ? ENG_TID_ASYNC(c->core) : ENG_TID_TC(c->core),
                row->name, task->op->name, t0, t1, args);
     accumulate(task, t0, t1);
@@ -223,7 +225,8 @@ static void visit_async(void *ctx, int op, int64_t inst, const struct graph_wait
         task_init(task, c, op, inst);
         c->async_running++;
         char name[64];
-        snprintf(name, sizeof name, "tc%d.op%d.%lld", c->gid, op, (long long)inst);
+        char *p = fmt_i64(fmt_lit(name, "tc"), c->gid);
+        *fmt_i64(fmt_lit(fmt_i64(fmt_lit(p, ".op"), op), "."), (long long)inst) = '\0';
         sg_actor_t a = sg_actor_init(name, c->host);
         sg_actor_set_data(a, task);
         sg_actor_start(a, async_task_main, 0, NULL);

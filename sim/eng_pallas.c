@@ -105,8 +105,11 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     int core = sc->chip.megacore ? c->core : 0;
     int64_t b, e;
     pl_core_range(call, core, ncores, &b, &e);
-    char name[48];
-    snprintf(name, sizeof name, "VMEM TC%d (bytes)", c->core);
+    static const char *const vmem[] = {"VMEM TC0 (bytes)", "VMEM TC1 (bytes)", "VMEM TC2 (bytes)",
+                                       "VMEM TC3 (bytes)", "VMEM TC4 (bytes)", "VMEM TC5 (bytes)",
+                                       "VMEM TC6 (bytes)", "VMEM TC7 (bytes)"}; /* (up to 8 cores) */
+    TPU_ASSERT(c->core < 8, "core %d", c->core);
+    const char *name = vmem[c->core];
     trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, now(),
                   (double)pl_vmem_bytes(call, &sc->chip));
     bool fast = sc->fidelity == CFG_FIDELITY_FAST;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fmt.h"
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
@@ -131,16 +132,11 @@ static FILE *out(struct trace *t)
     return t->file.f;
 }
 
-/* Writes seconds 't' as microseconds with 3 decimals (1 ns), by integer
- * formatting: printf's %f is the writer's bottleneck on large traces. */
-static void put_us(FILE *f, double t)
+/* Events are formatted by hand into a buffer (base/fmt.h) and written at
+ * once: printf was the writer's bottleneck on large traces. */
+static void put_done(FILE *f, const char *buf, const char *end)
 {
-    long long ns = llround(t * 1e9);
-    if (ns < 0) {
-        fputc('-', f);
-        ns = -ns;
-    }
-    fprintf(f, "%lld.%03lld", ns / 1000, ns % 1000);
+    fwrite(buf, 1, (size_t)(end - buf), f);
 }
 
 void trace_process(struct trace *t, int pid, const char *name)
@@ -181,16 +177,20 @@ static void write_span(struct trace *t, int pid, int tid, const char *cat, const
     FILE *f = out(t);
     if (!f)
         return;
-    fprintf(f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid, tid);
-    put_us(f, t0);
-    fputs(",\"dur\":", f);
-    put_us(f, t1 - t0);
-    fputs(",\"cat\":", f);
+    char buf[160], *p = fmt_lit(buf, "{\"ph\":\"X\",\"pid\":");
+    p = fmt_i64(p, pid);
+    p = fmt_i64(fmt_lit(p, ",\"tid\":"), tid);
+    p = fmt_us(fmt_lit(p, ",\"ts\":"), t0);
+    p = fmt_us(fmt_lit(p, ",\"dur\":"), t1 - t0);
+    put_done(f, buf, fmt_lit(p, ",\"cat\":"));
     json_write_string(f, cat);
     fputs(",\"name\":", f);
     json_write_string(f, name);
-    if (args)
-        fprintf(f, ",\"args\":{%s}", args);
+    if (args) {
+        fputs(",\"args\":{", f);
+        fputs(args, f);
+        fputc('}', f);
+    }
     fputc('}', f);
 }
 
@@ -221,11 +221,11 @@ static void flush_pending(struct trace *t, int pid, int tid, struct pending *p)
 {
     if (!p->op)
         return;
-    char args[160];
-    int n = snprintf(args, sizeof args, "\"active_us\": %.3f, \"spans\": %lld", p->active * 1e6,
-                     (long long)p->spans);
+    char args[160], *a = fmt_fixed(fmt_lit(args, "\"active_us\": "), p->active * 1e6, 3);
+    a = fmt_i64(fmt_lit(a, ", \"spans\": "), (long long)p->spans);
     if (p->bytes > 0)
-        snprintf(args + n, sizeof args - (size_t)n, ", \"bytes\": %.0f", p->bytes);
+        a = fmt_fixed(fmt_lit(a, ", \"bytes\": "), p->bytes, 0);
+    *a = '\0';
     write_span(t, pid, tid, p->cat, p->op, p->t0, p->t1, args);
     free(p->op);
     free(p->cat);
@@ -306,9 +306,8 @@ void trace_counter(struct trace *t, enum trace_level l, int pid, const char *nam
     FILE *f = out(t);
     if (!f)
         return;
-    fprintf(f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", pid);
-    put_us(f, t_s);
-    fputs(",\"name\":", f);
+    char buf[96], *p = fmt_i64(fmt_lit(buf, "{\"ph\":\"C\",\"pid\":"), pid);
+    put_done(f, buf, fmt_lit(fmt_us(fmt_lit(p, ",\"ts\":"), t_s), ",\"name\":"));
     json_write_string(f, name);
     fprintf(f, ",\"args\":{\"value\":%.6g}}", v);
 }
@@ -316,11 +315,18 @@ void trace_counter(struct trace *t, enum trace_level l, int pid, const char *nam
 static void write_flow_end(FILE *f, const char *name, bool in, int pid, int tid, double t,
                            uint64_t id)
 {
-    fprintf(f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":", in ? "f" : "s", pid, tid);
-    put_us(f, t);
-    fprintf(f, ",\"id\":%llu,\"cat\":\"dma\",\"name\":", (unsigned long long)id);
+    char buf[160], *p = fmt_lit(buf, in ? "{\"ph\":\"f\",\"pid\":" : "{\"ph\":\"s\",\"pid\":");
+    p = fmt_i64(p, pid);
+    p = fmt_i64(fmt_lit(p, ",\"tid\":"), tid);
+    p = fmt_us(fmt_lit(p, ",\"ts\":"), t);
+    p = fmt_lit(p, ",\"id\":");
+    if (id > (uint64_t)INT64_MAX) /* (ids count flows: never this many) */
+        p += snprintf(p, 24, "%llu", (unsigned long long)id);
+    else
+        p = fmt_i64(p, (long long)id);
+    put_done(f, buf, fmt_lit(p, ",\"cat\":\"dma\",\"name\":"));
     json_write_string(f, name);
-    fprintf(f, "%s}", in ? ",\"bp\":\"e\"" : "");
+    fputs(in ? ",\"bp\":\"e\"}" : "}", f);
 }
 
 void trace_flow(struct trace *t, enum trace_level l, const char *name, int pid0, int tid0,
