@@ -58,8 +58,13 @@ static void wait_for(struct eng_run *r, int chip, const struct graph_waits *w, c
     struct eng_chip *ch = &r->chips[chip];
     sg_mutex_lock(ch->mutex);
     for (int i; (i = pending(r, chip, w)) >= 0;) {
-        snprintf(note, ENG_NOTE_BYTES, "%s waiting for op '%s' (instance %lld) to finish", who,
-                 r->sc->ops[w->op[i]].name, (long long)w->inst[i]);
+        /* "WHO waiting for op 'NAME' (instance N) to finish", cut to the note */
+        char buf[2 * ENG_NOTE_BYTES + 64], *end = buf + ENG_NOTE_BYTES - 1;
+        char *p = fmt_str(fmt_str(buf, who, end), " waiting for op '", end);
+        p = fmt_str(fmt_str(p, r->sc->ops[w->op[i]].name, end), "' (instance ", end);
+        p = fmt_str(fmt_i64(p, (long long)w->inst[i]), ") to finish", end + 24);
+        *(p < end ? p : end) = '\0';
+        memcpy(note, buf, (size_t)((p < end ? p : end) - buf) + 1);
         sg_cond_wait(ch->changed, ch->mutex);
     }
     note[0] = '\0';
