@@ -62,7 +62,8 @@ static void categories(const struct cfg_scenario *sc, const struct timeline_time
             e[n++] = (struct edge){tt->t1[b], -1, kind};
         }
     }
-    qsort(e, n, sizeof *e, cmp_edge);
+    if (n > 1) /* (qsort takes no NULL: a run that finished nothing has no edges) */
+        qsort(e, n, sizeof *e, cmp_edge);
     int active[3] = {0, 0, 0};
     double t = 0;
     for (size_t k = 0; k < n; k++) {
