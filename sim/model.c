@@ -321,8 +321,16 @@ void model_memory(const struct model *m, const struct model_shard *s,
         mem->kv_cache = dpc * 2.0 * (double)m->layers * (double)s->kv_heads *
                         (double)m->head_dim * bytes(m->dtype) * (double)s->b *
                         (double)(m->kv_len + m->seq_len);
-    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations +
-                 mem->weights_gathered + mem->logits + mem->kv_cache;
+    /* the gathered layers and the logits peak at different moments: the
+     * layers' loops hold two gathered layers; the loss holds the logits, the
+     * gathered unembedding and the backward's first layer, prefetched */
+    double layer_w = (s->fsdp > 1 ? mem->weights_gathered / 2.0 : 0);
+    double unembed = s->fsdp > 1 && m->mode != MODEL_DECODE
+                         ? (double)m->vocab / s->tensor * (double)m->d_model * bytes(m->dtype)
+                         : 0;
+    double at_loss = mem->logits + unembed + layer_w;
+    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations + mem->kv_cache +
+                 (at_loss > mem->weights_gathered ? at_loss : mem->weights_gathered);
     /* XLA's limit is the usable HBM, the runtime keeps the rest: the preset's
      * hbm.usable (what XLA's OOM messages say), else the share v5e shows
      * (15.48G of 16 GiB) */

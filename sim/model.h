@@ -84,7 +84,10 @@ struct model_memory {
     double weights_gathered; /* FSDP-gathered layers alive at once (two) */
     double logits;         /* the loss' working set */
     double kv_cache;       /* decode */
-    double total, capacity;
+    double total;          /* the peak: the state, the saved activations and the KV cache,
+                              plus the larger of the layers' loops (weights_gathered) and the
+                              loss (logits, the gathered unembedding, one gathered layer) */
+    double capacity;
 };
 
 /* A scenario's model step: the model, how it lands on the mesh, what a chip holds. */
