@@ -670,7 +670,14 @@ static int choose_blocks(struct fl *f, const struct kern *k, struct pl_call *c, 
     }
     if (!f->l.block)
         br = pick(f, chip, c, rc, nr, true, bc, budget, &fits);
-    return try_blocks(f, chip, c, br, bc, &bytes, err, n);
+    if (try_blocks(f, chip, c, br, bc, &bytes, err, n) != 0)
+        return -1;
+    /* XLA's own fusions are not held to a pallas_call's scoped VMEM limit:
+     * when the smallest legal blocks still exceed it (whole rows of a wide
+     * norm), the loop may use the chip's VMEM (beyond it: the scoped limit's error) */
+    if (!k->op->vmem_limit_bytes && bytes > limit && bytes <= chip->vmem_bytes)
+        c->vmem_limit_bytes = chip->vmem_bytes;
+    return 0;
 }
 
 /* ---- build ---- */

@@ -166,6 +166,24 @@ static void test_fusion_blocks_fill_half_the_vmem_limit(void **state)
     assert_int_equal(k.calls[1].sem[1], PL_ARBITRARY); /* the reduced dim, innermost */
     kern_fini(&k);
     cfg_scenario_fini(&sc);
+    /* a layernorm backward over rows of 20480 (a 1T-parameter model's width):
+     * its per-row mean and rstd are [R] f32, whose blocks take 128 rows at
+     * least; 128 whole rows of x, dy and dx, 5 MiB each, double-buffered,
+     * are 31.5 MB, over the 16 MiB scoped limit: as an XLA fusion it may use
+     * the chip's VMEM (a pallas_call would be refused) */
+    k = build("chip: v5p\nworkload:\n  - {op: layernorm, shape: [65536, 20480], mode: bwd}\n",
+              &sc);
+    assert_int_equal(block0(&k, 0, 0, 0), 128);
+    assert_int_equal(pl_vmem_bytes(&k.calls[0], &sc.chip), 31500288);
+    assert_int_equal(k.calls[0].vmem_limit_bytes, sc.chip.vmem_bytes);
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    /* ... and one that fits keeps the scoped limit */
+    k = build("chip: v5p\nworkload:\n  - {op: layernorm, shape: [65536, 8192], mode: bwd}\n",
+              &sc);
+    assert_int_equal(k.calls[0].vmem_limit_bytes, 0);
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
 }
 
 /* ---- hand-derived times ---- */
