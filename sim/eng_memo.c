@@ -32,7 +32,7 @@ struct eng_memo {
     struct eng_memo *next;  /* the script's memos of other overlaps (the slot's first: none) */
 };
 
-#define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more: replays) */
+#define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
 
 static double now(void)
 {
@@ -219,14 +219,15 @@ static struct eng_memo *memo_of(struct eng_run *r, int op, int slot, const struc
     return m->next;
 }
 
-/* The memo 'task' may use for 'slot' now, or NULL (see overlap_now). */
-static struct eng_memo *quiet_memo(struct eng_task *task, int slot, bool make)
+/* The memo 'task' may use for 'slot' now, or NULL (see overlap_now); the
+ * overlap into '*o'. */
+static struct eng_memo *memo_now(struct eng_task *task, int slot, bool make,
+                                 struct eng_overlap *o)
 {
     struct eng_run *r = task->core->run;
-    struct eng_overlap o;
-    if (!r->memos || !r->memos[task->opi] || !overlap_now(task, &o))
+    if (!r->memos || !r->memos[task->opi] || !overlap_now(task, o))
         return NULL;
-    return memo_of(r, task->opi, slot, &o, make);
+    return memo_of(r, task->opi, slot, o, make);
 }
 
 /* True when every core's memo of the call of 'slot' is measured: the cores
@@ -316,9 +317,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 {
     struct eng_core *c = task->core;
     struct eng_overlap o;
-    if (!c->run->memos || !c->run->memos[task->opi] || !overlap_now(task, &o))
-        return false;
-    struct eng_memo *m = memo_of(c->run, task->opi, slot, &o, false);
+    struct eng_memo *m = memo_now(task, slot, false, &o);
     if (!m)
         return false;
     double t0 = now();
@@ -348,7 +347,8 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 
 void eng_memo_begin(struct eng_task *task, int slot)
 {
-    struct eng_memo *m = quiet_memo(task, slot, true);
+    struct eng_overlap o;
+    struct eng_memo *m = memo_now(task, slot, true, &o);
     if (!m || m->measured || m->measuring)
         return;
     m->measuring = true;
