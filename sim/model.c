@@ -324,7 +324,7 @@ void model_memory(const struct model *m, const struct model_shard *s,
     /* the gathered layers and the logits peak at different moments: the
      * layers' loops hold two gathered layers; the loss holds the logits, the
      * gathered unembedding and the backward's first layer, prefetched */
-    double layer_w = (s->fsdp > 1 ? mem->weights_gathered / 2.0 : 0);
+    double layer_w = mem->weights_gathered / 2.0; /* (0 without fsdp) */
     double unembed = s->fsdp > 1 && m->mode != MODEL_DECODE
                          ? (double)m->vocab / s->tensor * (double)m->d_model * bytes(m->dtype)
                          : 0;
