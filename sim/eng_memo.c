@@ -50,11 +50,13 @@ void eng_memo_init(struct eng_run *r, bool on)
     r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
     r->overlap = NULL, r->coll_running = NULL;
     /* fast fidelity, no step-level trace (its flow arrows and HBM counter
-     * need the replay's own activities), and chips whose cores run one
-     * kernel together (one core, or a megacore pair) */
-    bool together = sc->chip.cores == 1 || sc->chip.megacore;
-    if (!on || !together || sc->fidelity != CFG_FIDELITY_FAST ||
-        trace_wants(r->trace, TRACE_STEPS))
+     * need the replay's own activities). The cores of a chip run each kernel
+     * together: a megacore pair splits it, and the two devices of a v7 chip
+     * each run all of it, starting at the same instant (they run the same
+     * program on the same resources, and meet between the calls of an op,
+     * eng_run_kernel), so a memo measured with both running stands for both
+     * again (tests/run_e2e.sh checks v7 stacks against runs without memos). */
+    if (!on || sc->fidelity != CFG_FIDELITY_FAST || trace_wants(r->trace, TRACE_STEPS))
         return;
     int ncores = cfg_engine_chips(sc) * sc->chip.cores;
     r->memo_sem = xcalloc((size_t)ncores, sizeof *r->memo_sem);

@@ -191,7 +191,8 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
 
 /* --- eng_memo.c: kernel memos ---
  * A pallas_call replayed (fast fidelity) on a chip whose cores run it
- * together (one core, or a megacore pair) while nothing but compute-stream
+ * together (one core, a megacore pair, or a v7 chip's two devices, each
+ * running all of it at the same time) while nothing but compute-stream
  * kernels runs anywhere on the slice ("quiet") takes the same time on every
  * chip and every time: its resources (the cores, the chip's HBM) are its own.
  * Beside async collectives it shares the chip's HBM (and a reduction's

@@ -207,8 +207,8 @@ printf 'base:\n  chip: v5e\n  workload:\n    - {op: matmul, m: 512, k: 512, n: 5
 printf 'name: memo4\nchip: v5e\nworkload:\n  - repeat:\n      name: l\n      count: 4\n      ops:\n        - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048}\n' >"$t/memo4.yaml"
 sed 's/count: 4/count: 1/' "$t/memo4.yaml" >"$t/memo1.yaml"
 # (v5p: a megacore pair, a memo per core, 2 measured and 6 replays; v7's two cores are two
-# devices: no memos)
-for cm in "v5e:3:1" "v5p:6:2" "v7:-"; do
+# devices running the matmul at once: the same)
+for cm in "v5e:3:1" "v5p:6:2" "v7:6:2"; do
     c=${cm%%:*} want=${cm#*:}
     "$bin" run "$t/memo4.yaml" --set chip=$c -o "$t/memo4" -q \
         && "$bin" run "$t/memo1.yaml" --set chip=$c -o "$t/memo1" -q \
@@ -225,14 +225,14 @@ done
 # its spans on the trace in another order) but for the gathers (and the arrows from their
 # ends), which a replay beside them leaves the HBM to (within 2 %). The kernels beside a gather replay the memo measured in the
 # first layer: the same gather started the same time before them.
-# (and on v5p [2, 2, 1], megacore pairs)
+# (and on v5p [2, 2, 1], megacore pairs; on v7 [2, 2, 1], chips of two devices)
 # strip_gather SUMMARY: without the gathers' op entry and the time by category
 strip_gather() {
     awk '/"name": "layer.wgather", "kind"/ { skip = 1 } /"name": "layer.qkv", "kind"/ { skip = 0 }
          !skip' "$1" | grep -v -e kernel_memo -e '"bytes"' -e time_by_category
 }
 gather_s() { sed -n 's/.*"name": "layer.wgather", "kind".*"time_s": \([^,]*\),.*/\1/p' "$1"; }
-for cm in "v5e:[4]:56:5" "v5p:[2,2,1]:88:10"; do
+for cm in "v5e:[4]:56:5" "v5p:[2,2,1]:88:10" "v7:[2,2,1]:88:10"; do
 c=${cm%%:*} rest=${cm#*:}; shape=${rest%%:*} want=${rest#*:}
 "$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" -o "$t/ml1" -q \
     && "$bin" run tests/data/memo_layers.yaml --set chip=$c --set "topology.shape=$shape" \
