@@ -451,12 +451,17 @@ static void collective(struct out *o, const char *op, const char *name, const ch
 
 /* Tensor-parallel all-gather of the residual [T, D/N_t] -> [T, D], or the
  * reduce-scatter of a partial [T, D] back (both per chip). */
-static void tp(struct out *o, const char *op, const char *name)
+static void tp_after(struct out *o, const char *op, const char *name, const char *after)
 {
     const struct model_shard *s = o->sh;
     double full = (double)s->tokens * (double)o->m->d_model * bytes(o->m->dtype) * s->dev_per_chip;
     collective(o, op, name, "tensor", s->tensor,
-               strcmp(op, "all_gather") == 0 ? full / s->tensor : full, NULL);
+               strcmp(op, "all_gather") == 0 ? full / s->tensor : full, after);
+}
+
+static void tp(struct out *o, const char *op, const char *name)
+{
+    tp_after(o, op, name, NULL);
 }
 
 static void attention(struct out *o, const char *name, const char *mode)
@@ -707,7 +712,10 @@ static void layer_backward(struct out *o, const char *first_after)
              first_after ? ", after: " : "", first_after ? first_after : "");
     tp(o, "all_gather", "g_tp_ag2");
     mlp_backward(o);
-    tp(o, "reduce_scatter", "g_tp_rs2");
+    /* the gradient of the layer's input is scattered as soon as its dgrad is
+     * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
+     * it); what follows waits for the scatter */
+    tp_after(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? NULL : "[g_up_dgrad]");
     fusion(o, norm, "g_norm2", T, D, ", mode: bwd");
     tp(o, "all_gather", "g_tp_ag1");
     matmul_backward(o, "g_out", T, s->heads * Dh, D);
@@ -715,15 +723,15 @@ static void layer_backward(struct out *o, const char *first_after)
     if (m->arch != MODEL_GPT)
         fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     matmul_backward(o, "g_qkv", T, D, qkv);
-    tp(o, "reduce_scatter", "g_tp_rs1");
+    tp_after(o, "reduce_scatter", "g_tp_rs1", "[g_qkv_dgrad]");
     fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
-               "[g_norm1]");
+               "[g_norm1, g_qkv_wgrad]");
     /* the data-parallel sum of this layer's gradient shard, as soon as it is
      * reduced: it runs beside the backward of the layers below (over the DCN
      * when data spans the slices) */
     collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
-               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1]");
+               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1, g_qkv_wgrad]");
 }
 
 /* A copy between HBM and host memory over the chip's PCIe link. */
