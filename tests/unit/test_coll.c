@@ -128,8 +128,8 @@ static void test_gather_over_ring_and_pair_takes_the_pair_first(void **state)
              "chip: v5p\ntopology: {shape: [8, 8, 8]}\nmesh: {fsdp: 32, tensor: 16}\n%s", ops);
     snprintf(pair_yaml, sizeof pair_yaml,
              "chip: v5p\ntopology: {shape: [8, 8, 8]}\n"
-             "mesh: {tensor: {size: 16, on: [[1, 2], [0, 8]]}, fsdp: {size: 32, on: [[1, 4], "
-             "[2, 8]]}}\n%s", ops);
+             "mesh: {fsdp: {size: 32, on: [[1, 4], [2, 8]]}, tensor: {size: 16, on: [[1, 2], "
+             "[0, 8]]}}\n%s", ops);
     struct result a = run(auto_yaml, IDEAL, 5), p = run(pair_yaml, IDEAL, 5);
     assert_int_equal(a.rc, 0);
     assert_int_equal(p.rc, 0);
