@@ -364,6 +364,7 @@ struct out {
     const struct chip_params *chip;
     const char *indent;
     char rope_extra[48]; /* rope_dim()'s text */
+    bool grad_gather_early; /* the backward gathers its incoming gradient beside re_qkv */
 };
 
 static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -596,8 +597,11 @@ static void attn_inputs(struct out *o, const char *pre, const char *first_after,
         return;
     name_op(nm, sizeof nm, pre, "tp_ag1");
     tp(o, "all_gather", nm);
+    bool early = o->grad_gather_early && s->tensor > 1;
+    if (early) /* the next gather once this one is done, beside the qkv matmul */
+        tp_after(o, "all_gather", "g_tp_ag2", "[re_tp_ag1]");
     name_op(nm, sizeof nm, pre, "qkv");
-    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
+    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, early ? "[re_tp_ag1]" : NULL);
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
         fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
@@ -664,17 +668,24 @@ static double layer_grad_bytes(const struct out *o)
     return (double)s->layer_params / s->tensor * bytes(o->m->weight_dtype);
 }
 
-/* dgrad and wgrad of a forward matmul [m, k] x [k, n]. */
-static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t k, int64_t n)
+/* dgrad and wgrad of a forward matmul [m, k] x [k, n] (the dgrad 'after'
+ * those ops, or the op before). */
+static void matmul_backward_after(struct out *o, const char *name, int64_t m, int64_t k,
+                                  int64_t n, const char *after)
 {
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
-    matmul(o, nm, m, n, k, NULL);
+    matmul(o, nm, m, n, k, after);
     snprintf(nm, sizeof nm, "%s_wgrad", name);
     matmul(o, nm, k, m, n, NULL);
 }
 
-static void mlp_backward(struct out *o)
+static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t k, int64_t n)
+{
+    matmul_backward_after(o, name, m, k, n, NULL);
+}
+
+static void mlp_backward(struct out *o, const char *after)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
@@ -690,7 +701,7 @@ static void mlp_backward(struct out *o)
         matmul_backward(o, "g_router", T, D, m->experts);
         return;
     }
-    matmul_backward(o, "g_down", T, F, D);
+    matmul_backward_after(o, "g_down", T, F, D, after);
     fusion(o, "elementwise", "g_act", T, F, gated(m) ? ", fn: mul, inputs: 3" : ", fn: gelu");
     matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F);
 }
@@ -704,14 +715,23 @@ static void layer_backward(struct out *o, const char *first_after)
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    /* with qkv recomputed (and gathered over tensor first), the incoming
+     * gradient is gathered once that gather is done, beside the qkv matmul:
+     * it needs only the layer above's gradient (XLA's async all-gather), not
+     * the recomputation it used to wait behind */
+    struct layer_part re = recompute_part(m);
+    bool early = !m->remat.none && re.qkv && m->arch != MODEL_MIXTRAL && s->tensor > 1;
+    o->grad_gather_early = early;
     if (!m->remat.none)
-        layer_forward(o, "re_", first_after, recompute_part(m));
+        layer_forward(o, "re_", first_after, re);
     else
         emit(o, "- {op: elementwise, name: g_start, shape: [%lld, %lld], dtype: %s, fn: add%s%s}",
              (long long)T, (long long)(D / s->tensor), dt(m->dtype),
              first_after ? ", after: " : "", first_after ? first_after : "");
-    tp(o, "all_gather", "g_tp_ag2");
-    mlp_backward(o);
+    o->grad_gather_early = false;
+    if (!early)
+        tp(o, "all_gather", "g_tp_ag2");
+    mlp_backward(o, early ? "[g_tp_ag2]" : NULL);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter */
