@@ -635,7 +635,15 @@ static void layer_forward(struct out *o, const char *pre, const char *first_afte
         name_op(nm, sizeof nm, pre, "tp_rs1");
         tp(o, "reduce_scatter", nm);
         name_op(nm, sizeof nm, pre, "res1");
-        fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+        if (o->grad_gather_early && p.up) {
+            /* in the backward: the MLP's first gradient matmul (it needs only
+             * the gathered gradient) beside this scatter, as XLA schedules
+             * independent work between an async collective's start and done */
+            matmul(o, "g_down_dgrad", T, D, s->ffn, "[g_tp_ag2]");
+            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add, after: [re_tp_rs1]");
+        } else {
+            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+        }
     }
     name_op(nm, sizeof nm, pre, "norm2");
     fusion(o, norm, nm, T, D, NULL);
@@ -685,7 +693,9 @@ static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t 
     matmul_backward_after(o, name, m, k, n, NULL);
 }
 
-static void mlp_backward(struct out *o, const char *after)
+/* The MLP's backward; g_down_dgrad waits for 'after' (or the op before), or
+ * ran already ('dgrad_done'). */
+static void mlp_backward(struct out *o, const char *after, bool dgrad_done)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
@@ -701,7 +711,10 @@ static void mlp_backward(struct out *o, const char *after)
         matmul_backward(o, "g_router", T, D, m->experts);
         return;
     }
-    matmul_backward_after(o, "g_down", T, F, D, after);
+    if (dgrad_done) /* g_down_dgrad ran beside the recomputation's scatter */
+        matmul(o, "g_down_wgrad", F, T, D, "[re_act, g_tp_ag2]");
+    else
+        matmul_backward_after(o, "g_down", T, F, D, after);
     fusion(o, "elementwise", "g_act", T, F, gated(m) ? ", fn: mul, inputs: 3" : ", fn: gelu");
     matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F);
 }
@@ -731,7 +744,7 @@ static void layer_backward(struct out *o, const char *first_after)
     o->grad_gather_early = false;
     if (!early)
         tp(o, "all_gather", "g_tp_ag2");
-    mlp_backward(o, early ? "[g_tp_ag2]" : NULL);
+    mlp_backward(o, early ? "[g_tp_ag2]" : NULL, early && re.out && re.up);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter */

@@ -328,7 +328,10 @@ static void test_expansion_scatter_beside_wgrad(void **state)
  * once the recomputation's own gather is done, beside the qkv matmul (it
  * needs only the layer above's gradient): on the v5p 512B step (row 41) the
  * gather, 15.7 ms, hides behind re_qkv's 19.7 ms; it used to wait for the
- * whole recomputation. Without qkv recomputed (minimal) it stays where it was. */
+ * whole recomputation. The MLP's first gradient matmul (g_down_dgrad, 25.5
+ * ms, needing only that gradient) then runs beside the recomputation's
+ * out_proj scatter (18.3 ms), which re_res1 waits for. Without qkv recomputed
+ * (minimal) both stay where they were. */
 static void test_expansion_grad_gather_beside_recompute(void **state)
 {
     (void)state;
@@ -345,9 +348,13 @@ static void test_expansion_grad_gather_beside_recompute(void **state)
         assert_string_equal(after, pass == 0 ? "re_tp_ag1" : "");
         bwd_after(tree, "g_down_dgrad", after, sizeof after);
         assert_string_equal(after, pass == 0 ? "g_tp_ag2" : "");
-        if (pass == 0) {
+        if (pass == 0) { /* and g_down_dgrad beside the recomputation's scatter */
             bwd_after(tree, "re_qkv", after, sizeof after);
             assert_string_equal(after, "re_tp_ag1");
+            bwd_after(tree, "re_res1", after, sizeof after);
+            assert_string_equal(after, "re_tp_rs1");
+            bwd_after(tree, "g_down_wgrad", after, sizeof after);
+            assert_string_equal(after, "re_act g_tp_ag2");
         }
         cfg_node_free(tree);
         diag_free(d);
