@@ -64,7 +64,9 @@
  * most SIM_LAZY_STACKS live ones so that the mappings stay under
  * vm.max_map_count (65,530; adjacent ones merge); more come from the heap
  * as before. 1 MiB all-reduce on 6144 chips: 1.77 -> 1.21 GB, same CPU.
- * Sanitizers and valgrind bring their own allocator and ignore it. */
+ * These tune glibc's malloc, which serves the builds linked without an
+ * allocator (ALLOC_LIBS=); mimalloc (the release build's, Makefile) and the
+ * sanitizers and valgrind ignore them. */
 #define SIM_LAZY_STACKS 40000
 static void lazy_stacks(void)
 {

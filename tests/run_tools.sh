@@ -31,5 +31,12 @@ cc -c "$g/x.c" -o "$g/sim/x.o" && out=$(sh tools/check_globals.sh "$g")
 [ $? -eq 1 ] && printf '%s' "$out" | grep -q 'sim/x.o: .bss tpusim_counter' && ok \
     || bad "globals check missed a writable global: $out"
 rm -rf "$t" "$g"
+# the allocator the Makefile links (ALLOC_LIBS) serves the program's allocations:
+# mimalloc prints its statistics at exit when asked, glibc's malloc does not
+case "${ALLOC_LIBS-}" in
+*mimalloc*)
+    out=$(MIMALLOC_SHOW_STATS=1 "$b/tpusim" chips 2>&1 >/dev/null)
+    printf '%s' "$out" | grep -q '^heap stats' && ok || bad "tpusim does not allocate with mimalloc" ;;
+esac
 echo "tools: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]
