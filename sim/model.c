@@ -589,9 +589,13 @@ static void attn_inputs(struct out *o, const char *pre, const char *first_after,
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     char nm[64];
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    /* the norms run on the residual as it is sharded, [T, D / N_t] (MaxText
+     * constrains their input and output to activation_embed, over tensor; the
+     * partitioner sums the statistics across the shards: [T] floats, a few
+     * microseconds, left out), the gather feeds the matmul after them */
     name_op(nm, sizeof nm, pre, "norm1");
     emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s%s}", norm, nm, (long long)T,
-         (long long)D, dt(m->dtype), first_after ? ", after: " : "",
+         (long long)(D / s->tensor), dt(m->dtype), first_after ? ", after: " : "",
          first_after ? first_after : "");
     if (!qkv)
         return;
@@ -646,7 +650,7 @@ static void layer_forward(struct out *o, const char *pre, const char *first_afte
         }
     }
     name_op(nm, sizeof nm, pre, "norm2");
-    fusion(o, norm, nm, T, D, NULL);
+    fusion(o, norm, nm, T, D / s->tensor, NULL);
     if (p.up || p.down) {
         name_op(nm, sizeof nm, pre, "tp_ag2");
         tp(o, "all_gather", nm);
@@ -749,7 +753,7 @@ static void layer_backward(struct out *o, const char *first_after)
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter */
     tp_after(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? NULL : "[g_up_dgrad]");
-    fusion(o, norm, "g_norm2", T, D, ", mode: bwd");
+    fusion(o, norm, "g_norm2", T, D / s->tensor, ", mode: bwd");
     tp(o, "all_gather", "g_tp_ag1");
     matmul_backward(o, "g_out", T, s->heads * Dh, D);
     attention(o, "g_attn", "bwd");
@@ -757,7 +761,7 @@ static void layer_backward(struct out *o, const char *first_after)
         fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     matmul_backward(o, "g_qkv", T, D, qkv);
     tp_after(o, "reduce_scatter", "g_tp_rs1", "[g_qkv_dgrad]");
-    fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
+    fusion(o, norm, "g_norm1", T, D / s->tensor, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
                "[g_norm1, g_qkv_wgrad]");
     /* the data-parallel sum of this layer's gradient shard, as soon as it is

@@ -295,6 +295,48 @@ static void bwd_after(const struct cfg_node *list, const char *name, char *out, 
     }
 }
 
+/* The first op named 'name' (in any block) of an expansion. */
+static const struct cfg_node *find_op(const struct cfg_node *list, const char *name)
+{
+    for (int i = 0; i < list->n; i++) {
+        const struct cfg_node *it = list->kids[i], *rep = cfg_get(it, "repeat");
+        const struct cfg_node *got = rep ? find_op(cfg_get(rep, "ops"), name) : NULL;
+        if (got)
+            return got;
+        if (!rep && strcmp(cfg_get(it, "name")->value, name) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+/* The layers' norms run on the residual as sharded over tensor: T = 512
+ * tokens by D / N_t = 256 / 2 = 128 (the gather over tensor comes after them,
+ * before the matmul), forward, recomputed and backward; the final norm, whose
+ * input the unembedding needs whole, stays 256 wide. */
+static void test_expansion_norms_sharded(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    struct diag *d = diag_new();
+    struct cfg_node *tree = cfg_parse(yaml, strlen(yaml), "expansion", d);
+    assert_non_null(tree);
+    static const char *const names[] = {"norm1", "norm2", "re_norm1", "re_norm2", "g_norm2",
+                                        "g_norm1", "final_norm"};
+    for (int i = 0; i < 7; i++) {
+        const struct cfg_node *op = find_op(tree, names[i]), *shape;
+        assert_non_null(op);
+        shape = cfg_get(op, "shape");
+        assert_int_equal(atoi(shape->kids[0]->value), 512);
+        assert_int_equal(atoi(shape->kids[1]->value), i < 6 ? 128 : 256);
+    }
+    cfg_node_free(tree);
+    diag_free(d);
+    free(yaml);
+}
+
 /* The backward scatters the gradient of a matmul's input over tensor as soon
  * as its dgrad is done, beside its wgrad, as XLA's async reduce-scatter does
  * (the wgrad does not feed it): on a v5p 512B step (fidelity row 41) the
@@ -505,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),
+        cmocka_unit_test(test_expansion_norms_sharded),
         cmocka_unit_test(test_expansion_scatter_beside_wgrad),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
