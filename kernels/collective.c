@@ -116,11 +116,40 @@ static void add_dcn(struct coll_part *part, enum coll_phase_kind kind, uint64_t 
         (struct coll_phase){.kind = kind, .axis = COLL_AXIS_DCN, .bytes = bytes};
 }
 
+/* The order in which part p of 'nparts' visits the op's axes: from axis p on.
+ * One part alone (a gather or scatter over an axis without wraparound) takes
+ * the axes in the order that costs least: a pass over X chips costs (X - 1)
+ * chunks on a line or a one-way ring but (X - 1) / 2 on a bidirectional ring,
+ * and the chunk grows by X per all-gather phase (shrinks per reduce-scatter
+ * phase), so the all-gather runs its lines first and its rings last, the
+ * reduce-scatter the other way round (its mirror image). On a ring of 8 and a
+ * pair (16 chips, shard S): pair then ring S + 7 S = 8 S at the one-way rate,
+ * against 3.5 S + 8 S = 11.5 S the other way. */
+static void axis_order(const struct op *op, const struct topo *t, int p, int nparts, int *order)
+{
+    const struct op_collective *c = &op->u.coll;
+    int n = c->naxes, k = 0;
+    bool bidi = algo_rows[c->algo].bidi;
+    if (nparts > 1 || (op->kind != OP_ALL_GATHER && op->kind != OP_REDUCE_SCATTER)) {
+        for (int q = 0; q < n; q++)
+            order[q] = c->axes[(p + q) % n];
+        return;
+    }
+    bool lines_first = op->kind == OP_ALL_GATHER;
+    for (int pass = 0; pass < 2; pass++) /* pass 0: the axes that go first */
+        for (int q = 0; q < n; q++) {
+            bool line = !(t->wrap[c->axes[q]] && bidi);
+            if ((line == lines_first) == (pass == 0))
+                order[k++] = c->axes[q];
+        }
+}
+
 static void plan_part(const struct op *op, const struct topo *t, int nslices, int p, int nparts,
                       struct coll_part *part)
 {
     const struct op_collective *c = &op->u.coll;
-    int n = c->naxes;
+    int n = c->naxes, order[3];
+    axis_order(op, t, p, nparts, order);
     uint64_t bytes = c->bytes / (uint64_t)nparts;
     bool bidi = algo_rows[c->algo].bidi;
     bool dcn = c->dcn && nslices > 1;
@@ -130,7 +159,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
         bytes *= (uint64_t)nslices;
     }
     for (int q = 0; q < n; q++) {
-        int axis = c->axes[(p + q) % n];
+        int axis = order[q];
         struct coll_phase *ph = &part->phases[part->nphases++];
         ph->axis = axis;
         ph->bidi = bidi;

@@ -364,6 +364,7 @@ struct out {
     const struct chip_params *chip;
     const char *indent;
     char rope_extra[48]; /* rope_dim()'s text */
+    bool grad_gather_early; /* the backward gathers its incoming gradient beside re_qkv */
 };
 
 static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -451,12 +452,17 @@ static void collective(struct out *o, const char *op, const char *name, const ch
 
 /* Tensor-parallel all-gather of the residual [T, D/N_t] -> [T, D], or the
  * reduce-scatter of a partial [T, D] back (both per chip). */
-static void tp(struct out *o, const char *op, const char *name)
+static void tp_after(struct out *o, const char *op, const char *name, const char *after)
 {
     const struct model_shard *s = o->sh;
     double full = (double)s->tokens * (double)o->m->d_model * bytes(o->m->dtype) * s->dev_per_chip;
     collective(o, op, name, "tensor", s->tensor,
-               strcmp(op, "all_gather") == 0 ? full / s->tensor : full, NULL);
+               strcmp(op, "all_gather") == 0 ? full / s->tensor : full, after);
+}
+
+static void tp(struct out *o, const char *op, const char *name)
+{
+    tp_after(o, op, name, NULL);
 }
 
 static void attention(struct out *o, const char *name, const char *mode)
@@ -583,16 +589,23 @@ static void attn_inputs(struct out *o, const char *pre, const char *first_after,
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     char nm[64];
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    /* the norms run on the residual as it is sharded, [T, D / N_t] (MaxText
+     * constrains their input and output to activation_embed, over tensor; the
+     * partitioner sums the statistics across the shards: [T] floats, a few
+     * microseconds, left out), the gather feeds the matmul after them */
     name_op(nm, sizeof nm, pre, "norm1");
     emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s%s}", norm, nm, (long long)T,
-         (long long)D, dt(m->dtype), first_after ? ", after: " : "",
+         (long long)(D / s->tensor), dt(m->dtype), first_after ? ", after: " : "",
          first_after ? first_after : "");
     if (!qkv)
         return;
     name_op(nm, sizeof nm, pre, "tp_ag1");
     tp(o, "all_gather", nm);
+    bool early = o->grad_gather_early && s->tensor > 1;
+    if (early) /* the next gather once this one is done, beside the qkv matmul */
+        tp_after(o, "all_gather", "g_tp_ag2", "[re_tp_ag1]");
     name_op(nm, sizeof nm, pre, "qkv");
-    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
+    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, early ? "[re_tp_ag1]" : NULL);
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
         fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
@@ -626,10 +639,18 @@ static void layer_forward(struct out *o, const char *pre, const char *first_afte
         name_op(nm, sizeof nm, pre, "tp_rs1");
         tp(o, "reduce_scatter", nm);
         name_op(nm, sizeof nm, pre, "res1");
-        fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+        if (o->grad_gather_early && p.up) {
+            /* in the backward: the MLP's first gradient matmul (it needs only
+             * the gathered gradient) beside this scatter, as XLA schedules
+             * independent work between an async collective's start and done */
+            matmul(o, "g_down_dgrad", T, D, s->ffn, "[g_tp_ag2]");
+            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add, after: [re_tp_rs1]");
+        } else {
+            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
+        }
     }
     name_op(nm, sizeof nm, pre, "norm2");
-    fusion(o, norm, nm, T, D, NULL);
+    fusion(o, norm, nm, T, D / s->tensor, NULL);
     if (p.up || p.down) {
         name_op(nm, sizeof nm, pre, "tp_ag2");
         tp(o, "all_gather", nm);
@@ -659,17 +680,26 @@ static double layer_grad_bytes(const struct out *o)
     return (double)s->layer_params / s->tensor * bytes(o->m->weight_dtype);
 }
 
-/* dgrad and wgrad of a forward matmul [m, k] x [k, n]. */
-static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t k, int64_t n)
+/* dgrad and wgrad of a forward matmul [m, k] x [k, n] (the dgrad 'after'
+ * those ops, or the op before). */
+static void matmul_backward_after(struct out *o, const char *name, int64_t m, int64_t k,
+                                  int64_t n, const char *after)
 {
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
-    matmul(o, nm, m, n, k, NULL);
+    matmul(o, nm, m, n, k, after);
     snprintf(nm, sizeof nm, "%s_wgrad", name);
     matmul(o, nm, k, m, n, NULL);
 }
 
-static void mlp_backward(struct out *o)
+static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t k, int64_t n)
+{
+    matmul_backward_after(o, name, m, k, n, NULL);
+}
+
+/* The MLP's backward; g_down_dgrad waits for 'after' (or the op before), or
+ * ran already ('dgrad_done'). */
+static void mlp_backward(struct out *o, const char *after, bool dgrad_done)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
@@ -685,7 +715,10 @@ static void mlp_backward(struct out *o)
         matmul_backward(o, "g_router", T, D, m->experts);
         return;
     }
-    matmul_backward(o, "g_down", T, F, D);
+    if (dgrad_done) /* g_down_dgrad ran beside the recomputation's scatter */
+        matmul(o, "g_down_wgrad", F, T, D, "[re_act, g_tp_ag2]");
+    else
+        matmul_backward_after(o, "g_down", T, F, D, after);
     fusion(o, "elementwise", "g_act", T, F, gated(m) ? ", fn: mul, inputs: 3" : ", fn: gelu");
     matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F);
 }
@@ -699,31 +732,43 @@ static void layer_backward(struct out *o, const char *first_after)
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
     const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    /* with qkv recomputed (and gathered over tensor first), the incoming
+     * gradient is gathered once that gather is done, beside the qkv matmul:
+     * it needs only the layer above's gradient (XLA's async all-gather), not
+     * the recomputation it used to wait behind */
+    struct layer_part re = recompute_part(m);
+    bool early = !m->remat.none && re.qkv && m->arch != MODEL_MIXTRAL && s->tensor > 1;
+    o->grad_gather_early = early;
     if (!m->remat.none)
-        layer_forward(o, "re_", first_after, recompute_part(m));
+        layer_forward(o, "re_", first_after, re);
     else
         emit(o, "- {op: elementwise, name: g_start, shape: [%lld, %lld], dtype: %s, fn: add%s%s}",
              (long long)T, (long long)(D / s->tensor), dt(m->dtype),
              first_after ? ", after: " : "", first_after ? first_after : "");
-    tp(o, "all_gather", "g_tp_ag2");
-    mlp_backward(o);
-    tp(o, "reduce_scatter", "g_tp_rs2");
-    fusion(o, norm, "g_norm2", T, D, ", mode: bwd");
+    o->grad_gather_early = false;
+    if (!early)
+        tp(o, "all_gather", "g_tp_ag2");
+    mlp_backward(o, early ? "[g_tp_ag2]" : NULL, early && re.out && re.up);
+    /* the gradient of the layer's input is scattered as soon as its dgrad is
+     * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
+     * it); what follows waits for the scatter */
+    tp_after(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? NULL : "[g_up_dgrad]");
+    fusion(o, norm, "g_norm2", T, D / s->tensor, ", mode: bwd");
     tp(o, "all_gather", "g_tp_ag1");
     matmul_backward(o, "g_out", T, s->heads * Dh, D);
     attention(o, "g_attn", "bwd");
     if (m->arch != MODEL_GPT)
         fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
     matmul_backward(o, "g_qkv", T, D, qkv);
-    tp(o, "reduce_scatter", "g_tp_rs1");
-    fusion(o, norm, "g_norm1", T, D, ", mode: bwd");
+    tp_after(o, "reduce_scatter", "g_tp_rs1", "[g_qkv_dgrad]");
+    fusion(o, norm, "g_norm1", T, D / s->tensor, ", mode: bwd");
     collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
-               "[g_norm1]");
+               "[g_norm1, g_qkv_wgrad]");
     /* the data-parallel sum of this layer's gradient shard, as soon as it is
      * reduced: it runs beside the backward of the layers below (over the DCN
      * when data spans the slices) */
     collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
-               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1]");
+               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1, g_qkv_wgrad]");
 }
 
 /* A copy between HBM and host memory over the chip's PCIe link. */

@@ -161,7 +161,9 @@ int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n)
     struct space s;
     for (int p = 0; p < TOPO_MAX_DIMS; p++)
         s.left[p] = p < t->ndims ? t->shape[p] : 1, s.stride[p] = 1;
-    for (int i = 0; i < m->naxes; i++) { /* explicit placements first, as written */
+    /* explicit placements first, the last axis first as below: a mesh that
+     * `tpusim expand` prints with every axis placed lays out as it was */
+    for (int i = m->naxes - 1; i >= 0; i--) {
         struct mesh_axis *a = &m->axis[i];
         int prod = 1;
         for (int k = 0; a->placed && k < a->nfactors; k++) {

@@ -106,6 +106,39 @@ static void test_line_all_reduce_parts_fast_is_exact(void **state)
     assert_within(op_time(&f, 0), op_time(&e, 0), 0.005);
 }
 
+/* A 16-way tensor axis on a v5p 8x8x8 (mesh fsdp 32 x tensor 16, the 512B
+ * step of docs/reference.md's fidelity table) is the whole x ring (8, wrapped)
+ * times a pair of y neighbours (no wraparound): one part. The step's gather of
+ * its residual, S = 167772160 bytes per chip (65536 tokens x 20480 / 16 x 2),
+ * runs the pair first (S over its one link) and the ring last (2 S a chip, in
+ * halves both ways: 7 S): 8 S / 90e9 = 14.91 ms, plus the own shard copied
+ * into the output (2 S at 2765e9: 0.12 ms) = 15.03 ms; ring first it took
+ * 3.5 S + 8 S (the pair then carries 8 S one way) = 21.4 ms. A reduce-scatter
+ * is its mirror image, ring first: the same 8 S whichever order the mesh lists
+ * the pair and the ring in (pair first it took 11.5 S). */
+static void test_gather_over_ring_and_pair_takes_the_pair_first(void **state)
+{
+    (void)state;
+    static const char *const ops =
+        "workload:\n"
+        "  - {op: all_gather, bytes: 167772160, groups: [tensor]}\n"
+        "  - {op: reduce_scatter, bytes: 2684354560, groups: [tensor]}\n";
+    char auto_yaml[512], pair_yaml[512];
+    snprintf(auto_yaml, sizeof auto_yaml,
+             "chip: v5p\ntopology: {shape: [8, 8, 8]}\nmesh: {fsdp: 32, tensor: 16}\n%s", ops);
+    snprintf(pair_yaml, sizeof pair_yaml,
+             "chip: v5p\ntopology: {shape: [8, 8, 8]}\n"
+             "mesh: {fsdp: {size: 32, on: [[1, 4], [2, 8]]}, tensor: {size: 16, on: [[1, 2], "
+             "[0, 8]]}}\n%s", ops);
+    struct result a = run(auto_yaml, IDEAL, 5), p = run(pair_yaml, IDEAL, 5);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(p.rc, 0);
+    double S = 167772160.0;
+    assert_within(op_time(&a, 0), 8 * S / 90e9 + 2 * S / 2765e9, 0.01);
+    assert_within(op_time(&p, 0), op_time(&a, 0), 0.01);
+    assert_within(op_time(&p, 1), op_time(&a, 1), 0.01);
+}
+
 /* Two axes concurrently: V / (W_bidi x 2 axes) in the bandwidth-bound limit. */
 static void test_all_gather_two_axes(void **state)
 {
@@ -442,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_all_gather_line_hand_figure),
         cmocka_unit_test(test_reduce_scatter_accumulate_runs_whole),
         cmocka_unit_test(test_all_gather_two_axes),
+        cmocka_unit_test(test_gather_over_ring_and_pair_takes_the_pair_first),
         cmocka_unit_test(test_all_gather_all_axes_without_wraparound),
         cmocka_unit_test(test_line_all_reduce_parts_fast_is_exact),
         cmocka_unit_test(test_reduce_scatter_and_all_reduce),

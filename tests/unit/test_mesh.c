@@ -94,6 +94,35 @@ static void test_layout_split(void **state)
     assert_int_equal(period[1], 1);
 }
 
+/* Placed explicitly with the factors the automatic layout chose (what
+ * `tpusim expand` prints), a mesh lays out as it did: on a v5p 8x8x8, fsdp 32
+ * x tensor 16 puts tensor on x (8) and the innermost 2 of y (stride 1), fsdp
+ * on the rest of y (every 2nd chip) and z. Taken in written order, fsdp took
+ * y's innermost 4 and tensor's pair of y stood 4 chips apart. */
+static void test_layout_placed_as_printed(void **state)
+{
+    (void)state;
+    char err[256];
+    struct topo t = torus(3, 8, 8, 8, true);
+    struct mesh m = mesh2("fsdp", 32, "tensor", 16);
+    assert_int_equal(mesh_layout(&m, &t, err, sizeof err), 0);
+    expect_factor(&m.axis[1], 0, 0, 1, 8);
+    expect_factor(&m.axis[1], 1, 1, 1, 2);
+    expect_factor(&m.axis[0], 0, 1, 2, 4);
+    expect_factor(&m.axis[0], 1, 2, 1, 8);
+    struct mesh p = m;
+    for (int i = 0; i < 2; i++) {
+        p.axis[i].placed = true;
+        for (int k = 0; k < p.axis[i].nfactors; k++)
+            p.axis[i].f[k].stride = 0;
+    }
+    assert_int_equal(mesh_layout(&p, &t, err, sizeof err), 0);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < m.axis[i].nfactors; k++)
+            expect_factor(&p.axis[i], k, m.axis[i].f[k].phys, m.axis[i].f[k].stride,
+                          m.axis[i].f[k].extent);
+}
+
 static void test_layout_errors(void **state)
 {
     (void)state;
@@ -212,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_whole_axes),
         cmocka_unit_test(test_layout_split),
+        cmocka_unit_test(test_layout_placed_as_printed),
         cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_collective_over_groups),
         cmocka_unit_test(test_group_errors),
