@@ -209,7 +209,8 @@ static void tally_list(struct tally *t, const struct cfg_node *list, double coun
     }
 }
 
-static struct tally expand(const struct model *m, const struct fixture *f)
+/* The model's expansion, parsed (cfg_node_free it). */
+static struct cfg_node *expansion_tree(const struct model *m, const struct fixture *f)
 {
     char *yaml = model_workload_yaml(m, &f->sh, &f->chip);
     struct diag *d = diag_new();
@@ -217,12 +218,18 @@ static struct tally expand(const struct model *m, const struct fixture *f)
     if (!tree)
         diag_print(d, stderr);
     assert_non_null(tree);
+    diag_free(d);
+    free(yaml);
+    return tree;
+}
+
+static struct tally expand(const struct model *m, const struct fixture *f)
+{
+    struct cfg_node *tree = expansion_tree(m, f);
     struct tally t;
     memset(&t, 0, sizeof t);
     tally_list(&t, tree, 1, false);
     cfg_node_free(tree);
-    diag_free(d);
-    free(yaml);
     return t;
 }
 
@@ -319,10 +326,7 @@ static void test_expansion_norms_sharded(void **state)
     struct model m = small_model();
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
-    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
-    struct diag *d = diag_new();
-    struct cfg_node *tree = cfg_parse(yaml, strlen(yaml), "expansion", d);
-    assert_non_null(tree);
+    struct cfg_node *tree = expansion_tree(&m, &f);
     static const char *const names[] = {"norm1", "norm2", "re_norm1", "re_norm2", "g_norm2",
                                         "g_norm1", "final_norm"};
     for (int i = 0; i < 7; i++) {
@@ -333,8 +337,6 @@ static void test_expansion_norms_sharded(void **state)
         assert_int_equal(atoi(shape->kids[1]->value), i < 6 ? 128 : 256);
     }
     cfg_node_free(tree);
-    diag_free(d);
-    free(yaml);
 }
 
 /* The backward scatters the gradient of a matmul's input over tensor as soon
@@ -350,10 +352,7 @@ static void test_expansion_scatter_beside_wgrad(void **state)
     struct model m = small_model();
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
-    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
-    struct diag *d = diag_new();
-    struct cfg_node *tree = cfg_parse(yaml, strlen(yaml), "expansion", d);
-    assert_non_null(tree);
+    struct cfg_node *tree = expansion_tree(&m, &f);
     char after[256] = "";
     bwd_after(tree, "g_tp_rs2", after, sizeof after);
     assert_string_equal(after, "g_up_dgrad");
@@ -362,8 +361,6 @@ static void test_expansion_scatter_beside_wgrad(void **state)
     bwd_after(tree, "grad_rs", after, sizeof after);
     assert_string_equal(after, "g_norm1 g_qkv_wgrad");
     cfg_node_free(tree);
-    diag_free(d);
-    free(yaml);
 }
 
 /* With qkv recomputed, the backward gathers its incoming gradient over tensor
@@ -381,10 +378,7 @@ static void test_expansion_grad_gather_beside_recompute(void **state)
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     for (int pass = 0; pass < 2; pass++) {
-        char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
-        struct diag *d = diag_new();
-        struct cfg_node *tree = cfg_parse(yaml, strlen(yaml), "expansion", d);
-        assert_non_null(tree);
+        struct cfg_node *tree = expansion_tree(&m, &f);
         char after[256] = "";
         bwd_after(tree, "g_tp_ag2", after, sizeof after);
         assert_string_equal(after, pass == 0 ? "re_tp_ag1" : "");
@@ -399,8 +393,6 @@ static void test_expansion_grad_gather_beside_recompute(void **state)
             assert_string_equal(after, "re_act g_tp_ag2");
         }
         cfg_node_free(tree);
-        diag_free(d);
-        free(yaml);
         assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
     }
 }
