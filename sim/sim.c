@@ -318,12 +318,15 @@ static int report_deadlock(struct eng_run *r, struct diag *d)
     return n ? -1 : 0;
 }
 
-/* Per-op totals: busy time per unit per core (models/ decide the HBM and
- * ICI figures), the bound and its share of peak. */
+/* Per-op totals: busy time per unit per core, summed over the op's
+ * instances as time_s is (models/ decide the HBM and ICI figures), the bound
+ * and its share of peak. 'cores' counts the cores that ran it, summed over
+ * its instances: the units' sums divide by the cores of one instance. */
 static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const struct op *op)
 {
     const struct chip_params *ch = &sc->chip;
-    int chips = cfg_total_chips(sc), cores = o->cores ? o->cores : 1;
+    int chips = cfg_total_chips(sc);
+    double cores = o->cores ? (double)o->cores / (double)(o->instances > 0 ? o->instances : 1) : 1;
     double t = o->time_s;
     o->name = xstrdup(op->name);
     o->kind = op_kind_name(op->kind);
@@ -340,7 +343,7 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
                                 o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
     if (o->bound == BOUND_MXU && t > 0) {
-        int used = ch->megacore ? chips * ch->cores : cores;
+        double used = ch->megacore ? chips * ch->cores : cores;
         o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
     } else if (o->bound == BOUND_HBM) {
         o->peak_frac = hbm_peak_fraction(ch, o->hbm_bytes / chips, t);

@@ -32,7 +32,7 @@ quote "flash-train: hbm 47% of its time, then mxu 46%; fwd 1.533 ms, di 658.625 
 quote "gather: ici 99% of its time, then hbm 21%; algbw 89.9 GB/s, busbw 84.2 GB/s over 16 devices, 93.6% of the links' 90.0 GB/s"
 quote "allreduce: ici 85% of its time, then hbm 31%; algbw 39.0 GB/s, busbw 73.1 GB/s over 16 devices, 81.2% of the links' 90.0 GB/s"
 quote "model decode step: 0.001 s, 52523 tokens/s (6565.3 per chip), MFU 2.0% (0.0 TFLOP per device)"
-quote "layer.attn: hbm 96% of its time, then mxu 8%; HBM moved 9135 MB for 2152 MB of data (76% tile padding and discarded fetches)"
+quote "layer.attn: hbm 96% of its time, then mxu 31%; HBM moved 9135 MB for 2152 MB of data (76% tile padding and discarded fetches)"
 quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-events 500; the run has 49893 events at this level; for all of them: --trace-max-events 100000, or 100 runs with --trace-window 0:102us, --trace-window 102us:203.999us,"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"

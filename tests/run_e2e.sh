@@ -220,6 +220,26 @@ for cm in "v5e:3:1" "v5p:6:2" "v7:6:2"; do
                'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
         || bad "kernel memo ($c): four matmuls are not four times one"
 done
+# A repeated op's busy time per core sums its instances, as its time_s does: four matmuls
+# have the bound, bound_fraction and peak_fraction of one and four times its MXU time. (The
+# MXU, VPU and overhead times were per instance while HBM's summed the instances: four
+# overhead-bound matmuls read "bound: hbm" at 0.23; and a non-megacore chip's peak fraction
+# divided by the instances.)
+first() { grep -o "$2" "$1" | head -n 1 | sed 's/.*: *//; s/"//g'; }
+for c in v5e v7; do
+    same=no
+    "$bin" run "$t/memo4.yaml" --set chip=$c -o "$t/rep4" -q \
+        && "$bin" run "$t/memo1.yaml" --set chip=$c -o "$t/rep1" -q && same=yes
+    for k in '"bound": "[a-z]*"' '"peak_fraction": [0-9.e+-]*' '"bound_fraction": [0-9.e+-]*'; do
+        [ "$(first "$t/rep4/summary.json" "$k")" = "$(first "$t/rep1/summary.json" "$k")" ] \
+            || same=no
+    done
+    [ $same = yes ] \
+        && awk -v a="$(first "$t/rep1/summary.json" '"busy_s": {"mxu": [0-9.e+-]*')" \
+               -v b="$(first "$t/rep4/summary.json" '"busy_s": {"mxu": [0-9.e+-]*')" \
+               'BEGIN { d = b / (4 * a) - 1; exit !(a > 0 && d < 1e-9 && d > -1e-9) }' && ok \
+        || bad "summary ($c): four repeated matmuls are not four times one (bound, busy_s)"
+done
 # ... and an FSDP stack whose gathers overlap the first kernels of each layer equals the run
 # without memos: the same summary and trace events (to the nanosecond printed; the memo puts
 # its spans on the trace in another order) but for the gathers (and the arrows from their
