@@ -32,8 +32,10 @@ HAVE_PKGS = pkg-config --exists simgrid yaml-0.1 cmocka 2>/dev/null && \
 DEB_PARALLEL := parallel
 DEB_CLUSTER  := slurm-wlm munge parallel
 
-SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c sim/*.c)
-LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
+# the folders, bottom up (README.md, "Where things are"; tools/check_layers.sh)
+DIRS    := base topology models kernels outputs workload config engine study cli
+SRC     := $(foreach d,$(DIRS),$(wildcard $(d)/*.c))
+LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out cli/main.c,$(SRC))) $(B)/gen/embedded.o
 EMBED   := $(sort $(wildcard configs/chips/*.yaml)) $(sort $(wildcard configs/models/presets/*.yaml)) \
            configs/scenarios/default.yaml
 TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -76,7 +78,7 @@ $(B)/libtpusim.a: $(LIBOBJ)
 	@rm -f $@
 	@ar rcs $@ $^
 
-$(B)/tpusim: $(B)/sim/main.o $(B)/libtpusim.a
+$(B)/tpusim: $(B)/cli/main.o $(B)/libtpusim.a
 	@echo "LD $@"
 	@$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -190,7 +192,7 @@ check-layers:
 	@sh tools/check_layers.sh
 
 format:
-	@clang-format -i $(SRC) $(wildcard base/*.h sim/*.h topology/*.h kernels/*.h models/*.h traces/*.h tests/unit/*.c tests/unit/*.h)
+	@clang-format -i $(SRC) $(foreach d,$(DIRS),$(wildcard $(d)/*.h)) $(wildcard tests/unit/*.c tests/unit/*.h)
 
 clean:
 	rm -rf build

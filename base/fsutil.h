@@ -43,7 +43,7 @@ void fs_read_error(int err, size_t max_bytes, char *msg, size_t n);
 /* Makes directory 'dir' and its missing parents. Returns 0 or -1 with errno. */
 int fs_mkdirs(const char *dir);
 
-/* The name a run's staging directory starts with (sim/outputs.h). */
+/* The name a run's staging directory starts with (engine/outputs.h). */
 #define FS_STAGE_PREFIX ".tpusim-run."
 
 /* Removes the temporaries fs_atomic_open and runs' stages left in directory

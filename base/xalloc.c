@@ -71,3 +71,11 @@ void xgrow(void *pp, size_t *cap, size_t need, size_t item)
     *(void **)pp = xrealloc(*(void **)pp, n * item);
     *cap = n;
 }
+
+void xappend(char **s, size_t *len, size_t *cap, const char *t)
+{
+    size_t k = strlen(t);
+    xgrow(s, cap, *len + k + 1, 1);
+    memcpy(*s + *len, t, k + 1);
+    *len += k;
+}

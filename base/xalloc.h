@@ -16,4 +16,8 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Grow '*pp' (an array of '*cap' items of 'item' bytes) so it holds at least 'need' items. */
 void xgrow(void *pp, size_t *cap, size_t need, size_t item);
 
+/* Appends the string 't' to the string '*s' of length '*len' in a buffer of
+ * '*cap' bytes (grown as needed; '*s' may start NULL with *cap 0). */
+void xappend(char **s, size_t *len, size_t *cap, const char *t);
+
 #endif

@@ -1,5 +1,5 @@
 /* kernels/copy.h -- hbm_copy, host_copy and ppermute: their rules and their arithmetic
- * (chunks, targets). Pure: the engine (sim/eng_ops.c) moves the bytes. Uses
+ * (chunks, targets). Pure: the engine (engine/eng_ops.c) moves the bytes. Uses
  * base/, topology/, models/ and kernels/ops.h. */
 #ifndef TPUSIM_KERNELS_COPY_H
 #define TPUSIM_KERNELS_COPY_H

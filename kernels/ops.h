@@ -1,7 +1,7 @@
 /* kernels/ops.h -- the parameters of the operations a scenario's workload
  * lists, one struct per op kind. Everything else about a kind (its YAML name
  * and keys, its checks, how it runs, its cleanup) is its row in the op table
- * (sim/op_table.c). The config loader fills these; sim/ runs them. Uses
+ * (config/op_table.c). The config loader fills these; sim/ runs them. Uses
  * models/ (dtypes). */
 #ifndef TPUSIM_KERNELS_OPS_H
 #define TPUSIM_KERNELS_OPS_H
@@ -229,7 +229,7 @@ enum xla_mode { XLA_FWD, XLA_BWD };
 enum xla_algo { XLA_ADAMW, XLA_SGD, XLA_ADAFACTOR };
 
 /* The named XLA forms (elementwise ... copy); each uses the fields its row
- * in sim/op_table.c reads. */
+ * in config/op_table.c reads. */
 struct op_xla {
     struct op_array x;      /* 'shape' and 'dtype' */
     enum xla_fn fn;         /* elementwise */
@@ -249,7 +249,7 @@ struct op {
     bool overlap;              /* do not wait for the previous op's barrier */
     bool functional;           /* compute real numbers and check them */
     uint64_t vmem_limit_bytes; /* 0: the chip's default */
-    bool autotune;             /* `block: auto`: sim/autotune.h searches its blocks */
+    bool autotune;             /* `block: auto`: study/autotune.h searches its blocks */
     union {
         struct op_hbm_copy hbm_copy;
         struct op_host_copy host_copy;
@@ -268,7 +268,7 @@ struct op {
 };
 
 /* The Pallas kernel builders (struct kern_kind, kernels/kernel.h), one per
- * kernels/<kind>.c; the op table (sim/op_table.c) names each kind's builder. */
+ * kernels/<kind>.c; the op table (config/op_table.c) names each kind's builder. */
 struct kern_kind;
 extern const struct kern_kind kern_matmul_kind; /* kernels/matmul.c */
 extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */

@@ -1091,7 +1091,7 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
                 const struct pl_exec *x, struct pl_stats *st)
 {
     struct pl_ctx c = {.call = call, .chip = chip, .x = x, .st = st, .begin = b};
-    /* on the heap: this runs on an actor's small stack (sim/sim.c) */
+    /* on the heap: this runs on an actor's small stack (engine/sim.c) */
     struct opstate *os = xcalloc((size_t)(call->noperands > 0 ? call->noperands : 1), sizeof *os);
     if (call->functional)
         ctx_alloc(&c);

@@ -178,7 +178,7 @@ struct pl_script *pl_record(const struct pl_call *call, const struct chip_params
  * '*st' (vmem_bytes set, steps advanced as pl_run advances them). */
 void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_stats *st);
 /* Adds to '*st' what pl_replay(s, ...) adds, without issuing anything (for a
- * replay whose time is known: sim/eng_memo.c). */
+ * replay whose time is known: engine/eng_memo.c). */
 void pl_script_stats(const struct pl_script *s, struct pl_stats *st);
 void pl_script_free(struct pl_script *s);
 

@@ -7,7 +7,7 @@
  * candidates the kernel's builder accepts (its block rules and the VMEM
  * budget) and hands them out in bound order, computing a candidate's bound
  * (a dry run of its grid) only when its floor says it may come next. Timing
- * them with the engine is sim/autotune.h. Uses kernels/ and models/. */
+ * them with the engine is study/autotune.h. Uses kernels/ and models/. */
 #ifndef TPUSIM_KERNELS_TUNE_H
 #define TPUSIM_KERNELS_TUNE_H
 
@@ -19,6 +19,7 @@
 
 #define TUNE_MAX_PARAMS 12     /* block values of one kernel */
 #define TUNE_MAX_ENUM 4096     /* candidates a kernel may enumerate */
+#define TUNE_MAX_TIMED 32      /* candidates timed in all, at most */
 
 /* One candidate: its block values and what models/ say about it. */
 struct tune_point {
@@ -28,6 +29,28 @@ struct tune_point {
     int64_t steps;              /* grid steps of its calls (per chip, all cores) */
     bool dflt;                  /* the kernel's default blocks */
     int order;                  /* where it was listed (the default: 0): breaks ties of bound_s */
+};
+
+/* What the search of one op found (sc->tuned[i]; the search itself is
+ * study/autotune.h, which times the candidates with the engine). */
+struct tune_choice {
+    bool tuned;                /* the op asked for auto; the fields below are set */
+    bool cached;               /* an identical op was searched before: its result reused */
+    int nparams;
+    const char *const *names;  /* static: the kernel's YAML names of the values */
+    int64_t v[TUNE_MAX_PARAMS];/* the chosen blocks */
+    int feasible;              /* feasible candidates (of 'tried' listed) */
+    int tried;
+    int ntimed;                /* timed with the engine, in this order: */
+    int64_t timed[TUNE_MAX_TIMED][TUNE_MAX_PARAMS];
+    double timed_s[TUNE_MAX_TIMED];
+    int runs;                  /* child runs it took (1 or 2) */
+    int bounds;                /* candidates whose lower bound was computed (the rest: a
+                                  floor showed it could not matter) */
+    double time_s;             /* the winner's time: one instance, one chip */
+    double bound_s;            /* the winner's analytic lower bound */
+    char bound[16];            /* the unit that bounds the winner in its run: "mxu", "hbm", ... */
+    double default_s;          /* the default blocks' time; -1 when not timed */
 };
 
 struct kern_tune {

@@ -201,7 +201,7 @@ done
 printf 'base:\n  chip: v5e\n  workload:\n    - {op: matmul, m: 512, k: 512, n: 512, block: auto}\nsweep:\n  workload.0.m: [256, 512]\n' >"$t/auto_sweep.yaml"
 "$bin" check "$t/auto_sweep.yaml" | grep -q ": ok (sweep auto_sweep, 2 points: 2 feasible" && ok \
     || bad "check of a sweep with block: auto"
-# Kernel memos (sim/eng_memo.c): a quiet replay sleeps the time the first quiet replay took.
+# Kernel memos (engine/eng_memo.c): a quiet replay sleeps the time the first quiet replay took.
 # Four identical matmuls on one chip: one measured, three from the memo, 4x the time of one
 # (to float noise of the absolute clock)
 printf 'name: memo4\nchip: v5e\nworkload:\n  - repeat:\n      name: l\n      count: 4\n      ops:\n        - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048}\n' >"$t/memo4.yaml"

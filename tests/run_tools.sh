@@ -6,29 +6,42 @@ fail=0; n=0
 ok() { n=$((n + 1)); }
 bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
 t=$(mktemp -d)
-cp -r base topology models kernels traces sim "$t/"
+cp -r base topology models kernels outputs workload config engine study cli "$t/"
 sh tools/check_layers.sh "$t" >/dev/null && ok || bad "clean tree reported as violating"
-plant() { # file, line to add, expected message, what
-    cp "$t/$1" "$t/$1.orig"
+plant() { # file (a new one is made and removed), line to add, expected message, what
+    mkdir -p "$(dirname "$t/$1")"
+    if [ -e "$t/$1" ]; then cp "$t/$1" "$t/$1.orig"; else : > "$t/$1.orig"; fi
     printf '%s\n' "$2" >> "$t/$1"
     out=$(sh tools/check_layers.sh "$t")
     rc=$?
     mv "$t/$1.orig" "$t/$1"
+    [ -s "$t/$1" ] || rm -f "$t/$1"
     [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "$3" && ok || bad "layer check missed $4: $out"
 }
-plant kernels/copy.c '#include "sim/cfg.h"' 'kernels/copy.c:.*kernels may not include "sim/cfg.h"' "kernels -> sim"
-plant traces/trace.c '#include "models/chip.h"' 'traces may not include "models/chip.h"' "traces -> models"
+# one violation per layer: each folder including the folder just above it
+# (or, for outputs/, one it may not use), then the special rules
 plant base/json.c '#include "topology/topo.h"' 'base may not include' "base -> topology"
-plant sim/eng_dma.c '#include <simgrid/actor.h>' 'only sim/engine.h includes SimGrid' "SimGrid outside engine.h"
-plant sim/cfg.c '#include <yaml.h>' 'only sim/cfg_yaml.c includes libyaml' "libyaml outside cfg_yaml.c"
-plant traces/summary.c '#include "sim/cfg_int.h"' 'is internal to sim/' "an _int.h from another folder"
+plant topology/topo.c '#include "models/chip.h"' 'topology may not include "models/chip.h"' "topology -> models"
+plant models/hbm.c '#include "kernels/kernel.h"' 'models may not include "kernels/kernel.h"' "models -> kernels"
+plant kernels/copy.c '#include "workload/graph.h"' 'kernels may not include "workload/graph.h"' "kernels -> workload"
+plant outputs/trace.c '#include "models/chip.h"' 'outputs may not include "models/chip.h"' "outputs -> models"
+plant workload/graph.c '#include "config/cfg.h"' 'workload may not include "config/cfg.h"' "workload -> config"
+plant config/cfg.c '#include "engine/spmd.h"' 'config may not include "engine/spmd.h"' "config -> engine"
+plant engine/validate.c '#include "study/autotune.h"' 'engine may not include "study/autotune.h"' "engine -> study"
+plant study/sweep.c '#include "cli/cli.h"' 'study may not include "cli/cli.h"' "study -> cli"
+plant engine/sub.c '#include "cli/cli.h"' 'engine may not include "cli/cli.h"' "a new file in a folder"
+plant study/sub/x.c '#include "cli/cli.h"' 'study may not include "cli/cli.h"' "a subfolder"
+plant engine/eng_dma.c '#include <simgrid/actor.h>' 'only engine/engine.h includes SimGrid' "SimGrid outside engine.h"
+plant config/cfg.c '#include <yaml.h>' 'only config/cfg_yaml.c includes libyaml' "libyaml outside cfg_yaml.c"
+plant outputs/summary.c '#include "config/cfg_int.h"' 'is internal to config/' "an _int.h from another folder"
+plant config/cfg_tree.h '#include "config/cfg_walk.h"' 'config/cfg_tree.h: includes config/cfg_walk.h, which includes it back' "two files that include each other"
 # globals: an object with a writable global fails, the build passes
 sh tools/check_globals.sh "$b" >/dev/null && ok || bad "the build has writable globals"
 g=$(mktemp -d)
-mkdir -p "$g/sim"
+mkdir -p "$g/engine"
 printf 'int tpusim_counter;\nint tpusim_next(void) { return ++tpusim_counter; }\n' > "$g/x.c"
-cc -c "$g/x.c" -o "$g/sim/x.o" && out=$(sh tools/check_globals.sh "$g")
-[ $? -eq 1 ] && printf '%s' "$out" | grep -q 'sim/x.o: .bss tpusim_counter' && ok \
+cc -c "$g/x.c" -o "$g/engine/x.o" && out=$(sh tools/check_globals.sh "$g")
+[ $? -eq 1 ] && printf '%s' "$out" | grep -q "engine/x.o: .bss tpusim_counter" && ok \
     || bad "globals check missed a writable global: $out"
 rm -rf "$t" "$g"
 # the allocator the Makefile links (ALLOC_LIBS) serves the program's allocations:

@@ -1,51 +1,63 @@
 #!/bin/sh
 # tools/check_layers.sh [ROOT] -- the layer rules, as an allow-matrix over
-# every #include of the C sources under ROOT (default: the repository).
+# every #include of the C sources under ROOT (default: the repository), one
+# row per folder, bottom up; a folder's subfolders follow its row.
 #   base     -> (libc only)
 #   topology -> base
 #   models   -> base, topology
 #   kernels  -> base, topology, models
-#   traces   -> base
-#   sim      -> everything
-# Only sim/engine.h includes <simgrid/...> or <xbt/...>; only sim/cfg_yaml.c
-# includes <yaml.h>; a header named *_int.h is included from its own folder
-# only. Prints each violation as "file:line: why" and exits 1, else prints
-# "layers: ok".
+#   outputs  -> base
+#   workload -> base, topology, models, kernels
+#   config   -> base, topology, models, kernels, workload
+#   engine   -> base, topology, models, kernels, outputs, workload, config
+#   study    -> ... engine
+#   cli      -> everything
+# Only engine/engine.h includes <simgrid/...> or <xbt/...>; only
+# config/cfg_yaml.c includes <yaml.h>; a header named *_int.h is included
+# from its own folder only; no two files include each other. Prints each
+# violation as "file:line: why" and exits 1, else prints "layers: ok".
 root=${1:-.}
 cd "$root" || exit 2
-allowed() { # folder -> folders its files may include
+LAYERS="base topology models kernels outputs workload config engine study cli"
+allowed() { # folder -> folders its files may include (besides itself)
     case $1 in
-    base) echo "base" ;;
-    topology) echo "base topology" ;;
-    models) echo "base topology models" ;;
-    kernels) echo "base topology models kernels" ;;
-    traces) echo "base traces" ;;
-    sim) echo "base topology models kernels traces sim" ;;
+    base) echo "" ;;
+    topology) echo "base" ;;
+    models) echo "base topology" ;;
+    kernels) echo "base topology models" ;;
+    outputs) echo "base" ;;
+    workload) echo "base topology models kernels" ;;
+    config) echo "base topology models kernels workload" ;;
+    engine) echo "base topology models kernels outputs workload config" ;;
+    study) echo "base topology models kernels outputs workload config engine" ;;
+    cli) echo "base topology models kernels outputs workload config engine study" ;;
     esac
 }
 bad=0
-for dir in base topology models kernels traces sim; do
+edges=$(mktemp)
+trap 'rm -f "$edges"' EXIT
+for dir in $LAYERS; do
     [ -d "$dir" ] || continue
-    ok=$(allowed $dir)
-    for f in "$dir"/*.[ch]; do
-        [ -e "$f" ] || continue
-        out=$(awk -v f="$f" -v dir="$dir" -v ok=" $ok " '
+    ok="$dir $(allowed $dir)"
+    for f in $(find "$dir" -name '*.[ch]' | sort); do
+        out=$(awk -v f="$f" -v dir="$dir" -v ok=" $ok " -v edges="$edges" '
             /^[ \t]*#[ \t]*include/ {
                 line = $0
                 if (match(line, /"[^"]+"/)) {
                     inc = substr(line, RSTART + 1, RLENGTH - 2)
                     n = split(inc, part, "/")
                     top = n > 1 ? part[1] : dir
+                    print f " " inc >> edges
                     if (index(ok, " " top " ") == 0)
                         printf "%s:%d: %s may not include \"%s\" (%s -> %s)\n", f, NR, dir, inc, dir, top
                     if (inc ~ /_int\.h$/ && top != dir)
                         printf "%s:%d: \"%s\" is internal to %s/\n", f, NR, inc, top
                 } else if (line ~ /<(simgrid|xbt)\//) {
-                    if (f != "sim/engine.h")
-                        printf "%s:%d: only sim/engine.h includes SimGrid\n", f, NR
+                    if (f != "engine/engine.h")
+                        printf "%s:%d: only engine/engine.h includes SimGrid\n", f, NR
                 } else if (line ~ /<yaml\.h>/) {
-                    if (f != "sim/cfg_yaml.c")
-                        printf "%s:%d: only sim/cfg_yaml.c includes libyaml\n", f, NR
+                    if (f != "config/cfg_yaml.c")
+                        printf "%s:%d: only config/cfg_yaml.c includes libyaml\n", f, NR
                 }
             }' "$f")
         if [ -n "$out" ]; then
@@ -54,6 +66,13 @@ for dir in base topology models kernels traces sim; do
         fi
     done
 done
+# two files that include each other
+cycles=$(awk '{ e[$1 " " $2] = 1 } END { for (k in e) { split(k, p, " ");
+              if ((p[2] " " p[1]) in e && p[1] < p[2]) printf "%s: includes %s, which includes it back\n", p[1], p[2] } }' "$edges")
+if [ -n "$cycles" ]; then
+    echo "$cycles"
+    bad=1
+fi
 if [ $bad -ne 0 ]; then
     echo "layers: violated"
     exit 1

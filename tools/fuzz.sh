@@ -52,7 +52,7 @@ flags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
 O=$B/obj$sfx
 mkdir -p $O
 objs=
-for c in $(ls base/*.c sim/*.c topology/*.c kernels/*.c models/*.c traces/*.c | grep -v sim/main.c) \
+for c in $(ls base/*.c topology/*.c models/*.c kernels/*.c outputs/*.c workload/*.c config/*.c engine/*.c study/*.c cli/*.c | grep -v cli/main.c) \
          $B/embedded.c; do
     o=$O/$(echo "$c" | tr / _ | sed 's/\.c$/.o/')
     if [ ! -f "$o" ] || [ "$c" -nt "$o" ] || [ -n "$(find base sim topology kernels models traces \

@@ -8,7 +8,7 @@
  * so the backbone gets 2 B; by default B is half the hosts' NIC bandwidth
  * (a non-blocking fabric). A transfer costs 'lat_s' (half on each NIC link)
  * plus bytes over its share of the NICs and the backbone.
- * Under SPMD folding (sim/spmd.h) only some chips of each slice are simulated:
+ * Under SPMD folding (engine/spmd.h) only some chips of each slice are simulated:
  * each simulated chip then gets its own NIC of its host's share,
  * nic_Bps / chips_per_host, and the backbone shrinks by the simulated chips'
  * share of all chips -- exact when every chip of a host moves the same bytes at

@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/cfg.h"
+#include "config/cfg.h"
 #include "base/diag.h"
-#include "sim/validate.h"
+#include "engine/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

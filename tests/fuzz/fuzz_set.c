@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "base/diag.h"
-#include "sim/cfg.h"
-#include "sim/sweep_int.h"
-#include "sim/validate.h"
+#include "config/cfg.h"
+#include "study/sweep_int.h"
+#include "engine/validate.h"
 
 #define MAX_LINES 8
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
-#include "sim/sweep_int.h"
+#include "study/sweep_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 
 #define REC_MAX_DMAS 4096 /* DMAs recorded one by one; later ones are only counted */
 #define REC_STEPS 64      /* steps whose FLOPs are recorded one by one */

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "base/xalloc.h"
-#include "sim/autotune.h"
-#include "sim/cfg.h"
-#include "sim/sim.h"
-#include "sim/validate.h"
+#include "study/autotune.h"
+#include "config/cfg.h"
+#include "engine/sim.h"
+#include "engine/spmd.h"
+#include "engine/validate.h"
 
 #define MAXOPS 8
 
@@ -43,7 +44,7 @@ struct result {
     int auto_ntimed[MAXOPS];
     double auto_time[MAXOPS], auto_default[MAXOPS];
     struct autotune_stats auto_stats;
-    /* explanations (sim/explain.h) */
+    /* explanations (engine/explain.h) */
     char runner_up[MAXOPS][16];
     double useful[MAXOPS];     /* useful_hbm_bytes */
     struct summary_core_work core[MAXOPS][SUMMARY_MAX_CORES];
@@ -71,6 +72,7 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
     struct cfg_scenario sc;
     r->rc = 2;
     if (cfg_load_scenario(path, sets, nsets, &sc, d) == 0) {
+        spmd_fold(&sc, sc.all_chips);
         char *flags = getenv("TPUSIM_SIMFLAGS");
         char *argv[1] = {flags};
         struct autotune_cache *cache = autotune_cache_new();

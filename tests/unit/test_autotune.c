@@ -1,5 +1,5 @@
 /* tests/unit/test_autotune.c -- `block: auto`: the candidates (kernels/tune.h)
- * and the search (sim/autotune.h): the choice is the best point of a sweep
+ * and the search (study/autotune.h): the choice is the best point of a sweep
  * over the candidates it timed, run through the same engine, and never worse
  * than the default blocks; identical ops search once; no feasible blocks is
  * a precise error; the search is deterministic. */
@@ -8,8 +8,8 @@
 #include <math.h>
 
 #include "kernels/tune.h"
-#include "sim/autotune.h"
-#include "sim/op_table.h"
+#include "study/autotune.h"
+#include "config/op_table.h"
 #include "sim_fork.h"
 
 /* Loads 'yaml' and resolves its auto ops with 'cache'. */
@@ -26,7 +26,7 @@ static int resolve(const char *yaml, struct cfg_scenario *sc, struct autotune_ca
 /* The time of 'op' (a flow mapping without its closing brace) with the
  * blocks 'v' written out under 'key', run as a sweep point would be. */
 static double point(const char *chip, const char *op, const char *key,
-                    const struct autotune_choice *ch, const int64_t *v)
+                    const struct tune_choice *ch, const int64_t *v)
 {
     char yaml[1024];
     int len = snprintf(yaml, sizeof yaml, "chip: %s\nworkload:\n  - %s, %s: {", chip, op, key);
@@ -52,7 +52,7 @@ static void check_sweep(const char *chip, const char *op, const char *key)
     struct cfg_scenario sc;
     struct autotune_cache *cache = autotune_cache_new();
     assert_int_equal(resolve(yaml, &sc, cache, d), 0);
-    const struct autotune_choice *ch = &sc.tuned[0];
+    const struct tune_choice *ch = &sc.tuned[0];
     assert_true(ch->tuned && ch->ntimed >= 2);
     double best = 1e300;
     int at = -1;
@@ -64,7 +64,7 @@ static void check_sweep(const char *chip, const char *op, const char *key)
     }
     assert_time(ch->time_s, best);
     assert_memory_equal(ch->v, ch->timed[at], sizeof ch->timed[at]);
-    struct autotune_choice got = *ch;
+    struct tune_choice got = *ch;
     cfg_scenario_fini(&sc);
     assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "t.yaml", NULL, 0, &sc, d), 0);
     int64_t v[TUNE_MAX_PARAMS];
@@ -195,7 +195,7 @@ static void test_autotune_resolve_is_deterministic(void **state)
     (void)state;
     const char *yaml = "chip: v6e\nworkload:\n"
                        "  - {op: matmul, m: 2048, k: 4096, n: 2048, block: auto}\n";
-    struct autotune_choice ch[2];
+    struct tune_choice ch[2];
     for (int i = 0; i < 2; i++) {
         struct diag *d = diag_new();
         struct cfg_scenario sc;
@@ -230,7 +230,7 @@ static void test_autotune_bounds_are_below_times(void **state)
     kern_matmul_tune.set(&op, dflt);
     int n = tune_candidates(&kern_matmul_tune, &kern_matmul_kind, &op, &sc.chip, pts, 64, &tried,
                             err, sizeof err);
-    const struct autotune_choice *ch = &sc.tuned[0];
+    const struct tune_choice *ch = &sc.tuned[0];
     for (int i = 0; i < ch->ntimed; i++)
         for (int j = 0; j < n; j++)
             if (memcmp(pts[j].v, ch->timed[i], sizeof pts[j].v) == 0)
@@ -392,7 +392,7 @@ static void test_autotune_lazy_search_equals_exhaustive(void **state)
         int n = exhaustive(&sc.ops[0], &sc.chip, ref);
         cfg_scenario_fini(&sc);
         assert_int_equal(resolve(lazy_ops[c], &sc, cache, d), 0);
-        const struct autotune_choice *ch = &sc.tuned[0];
+        const struct tune_choice *ch = &sc.tuned[0];
         assert_int_equal(ch->feasible, n);
         int first = n < AUTOTUNE_N ? n : AUTOTUNE_N, at = 0;
         assert_true(ch->ntimed >= first);

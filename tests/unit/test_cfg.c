@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "base/xalloc.h"
-#include "sim/cfg.h"
-#include "sim/cfg_tree.h"
-#include "sim/cfg_walk.h"
+#include "config/cfg.h"
+#include "config/cfg_tree.h"
+#include "config/cfg_walk.h"
 
 static char path[64];
 

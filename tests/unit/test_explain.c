@@ -1,10 +1,10 @@
-/* tests/unit/test_explain.c -- the explanations of summary.json (sim/explain.h)
+/* tests/unit/test_explain.c -- the explanations of summary.json (engine/explain.h)
  * on hand-checked cases: megacore imbalance per TensorCore, sub-kernels of a
  * flash attention fwd+bwd, a collective's algbw/busbw (nccl-tests) and its
  * share of the links, the runner-up unit. */
 #include "test_util.h"
 
-#include "sim/explain.h"
+#include "engine/explain.h"
 #include "sim_fork.h"
 
 /* v5p matmul 128 x 8192 x 128 in 128^3 blocks: grid (1, 1, 64), whose

@@ -12,7 +12,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 #include "sim_fork.h"
 
 /* flash_attention with upstream's default block sizes (all 128, block_b 1). */

@@ -14,10 +14,10 @@
 
 #include "base/xalloc.h"
 #include "kernels/ops.h"
-#include "sim/cfg.h"
-#include "sim/cfg_int.h"
-#include "sim/cfg_tree.h"
-#include "sim/op_table.h"
+#include "config/cfg.h"
+#include "config/cfg_int.h"
+#include "config/cfg_tree.h"
+#include "config/op_table.h"
 
 static const char *const common[] = {CFG_OP_COMMON_KEYS, NULL};
 

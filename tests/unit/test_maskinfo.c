@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "kernels/maskinfo.h"
-#include "sim/mask_file.h"
+#include "config/mask_file.h"
 
 #define ERRN 512
 

@@ -12,9 +12,9 @@
 #include "test_util.h"
 
 #include "base/diag.h"
-#include "sim/cfg.h"
-#include "sim/cfg_tree.h"
-#include "sim/model.h"
+#include "config/cfg.h"
+#include "config/cfg_tree.h"
+#include "workload/model.h"
 #include "topology/mesh.h"
 
 #define LAYER_PARAMS 590336.0

@@ -11,7 +11,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 #include "sim_fork.h"
 
 static struct op paged_op(int64_t B, int64_t hq, int64_t hkv, const int64_t *lengths)

@@ -8,7 +8,7 @@
 
 #include "kernels/collective.h"
 #include "kernels/kernel.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 #include "kernels/pallas.h"
 #include "models/hbm.h"
 #include "models/mxu.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/progress.h"
+#include "outputs/progress.h"
 
 /* Issue 18.6: a run of many minutes showed nothing until it ended. */
 static void test_progress_lines_after_the_interval(void **state)

@@ -12,8 +12,8 @@
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 
-#include "sim/cfg.h"
-#include "sim/sim.h"
+#include "config/cfg.h"
+#include "engine/sim.h"
 #include "sim_fork.h"
 #include "topology/plat_xml.h"
 

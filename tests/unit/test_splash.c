@@ -12,7 +12,7 @@
 #include "kernels/maskinfo.h"
 #include "kernels/pallas.h"
 #include "pl_rec.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 #include "sim_fork.h"
 
 /* ---- ops ---- */

@@ -2,7 +2,7 @@
  * simulating only them gives the times of simulating every chip. */
 #include "test_util.h"
 
-#include "sim/spmd.h"
+#include "engine/spmd.h"
 #include "sim_fork.h"
 
 static void fold_of(const char *yaml, int nd, const int *want)
@@ -13,6 +13,7 @@ static void fold_of(const char *yaml, int nd, const int *want)
         print_error("%s\n", diag_count(d) ? diag_message(d, 0) : "?");
         fail();
     }
+    spmd_fold(&sc, sc.all_chips);
     assert_int_equal(sc.sim.ndims, nd);
     int chips = 1;
     for (int a = 0; a < nd; a++) {

@@ -20,10 +20,10 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "sim/cfg_tree.h"
-#include "sim/cli.h"
-#include "sim/sweep.h"
-#include "sim/sweep_int.h"
+#include "config/cfg_tree.h"
+#include "cli/cli.h"
+#include "study/sweep.h"
+#include "study/sweep_int.h"
 
 static char tmpdir[64];
 static char bin[4096];
@@ -603,11 +603,11 @@ static void test_node_text_round_trips(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct cfg_node *n = cfg_parse(cases[i][0], strlen(cases[i][0]), "t", d);
         assert_non_null(n);
-        char *t = sweep_node_text(n);
+        char *t = cfg_node_text(n);
         assert_string_equal(t, cases[i][1]);
         /* and it parses back to the same text */
         struct cfg_node *m = cfg_parse(t, strlen(t), "t", d);
-        char *t2 = sweep_node_text(m);
+        char *t2 = cfg_node_text(m);
         assert_string_equal(t2, t);
         free(t2);
         free(t);

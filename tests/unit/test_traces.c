@@ -15,12 +15,12 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "traces/compare.h"
-#include "traces/plots.h"
-#include "traces/report_md.h"
-#include "traces/summary.h"
-#include "traces/table.h"
-#include "traces/trace.h"
+#include "outputs/compare.h"
+#include "outputs/plots.h"
+#include "outputs/report_md.h"
+#include "outputs/summary.h"
+#include "outputs/table.h"
+#include "outputs/trace.h"
 
 static char tmpdir[64];
 

@@ -8,12 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/cfg.h"
-#include "sim/validate.h"
+#include "config/cfg.h"
+#include "engine/spmd.h"
+#include "engine/validate.h"
 
 static int load(const char *text, struct cfg_scenario *sc, struct diag *d)
 {
-    return cfg_load_scenario_text(text, strlen(text), "t.yaml", NULL, 0, sc, d);
+    int rc = cfg_load_scenario_text(text, strlen(text), "t.yaml", NULL, 0, sc, d);
+    if (rc == 0)
+        spmd_fold(sc, sc->all_chips);
+    return rc;
 }
 
 /* Issue 18.6: hbm_copy chunk: 1 was 0 grid steps, so no guard saw a run of
@@ -30,7 +34,7 @@ static void test_estimate_counts_copy_chunks(void **state)
     struct validate_estimate e;
     validate_estimate(&sc, &e);
     assert_int_equal(e.grid_steps, 0);
-    /* per core of the chips simulated: the 2 chips fold to 1 (sim/spmd.h) */
+    /* per core of the chips simulated: the 2 chips fold to 1 (engine/spmd.h) */
     assert_int_equal(sc.sim.nchips, 1);
     assert_int_equal(e.copy_chunks, 67108864LL);
     assert_int_equal(validate_estimate_steps(&sc), 67108864LL);

@@ -17,7 +17,7 @@
 
 #include "kernels/fusion.h"
 #include "kernels/xla.h"
-#include "sim/op_table.h"
+#include "config/op_table.h"
 #include "sim_fork.h"
 
 static const char *const TEST_CHIP[] = {"chip.hbm.bandwidth=1000TBps",

@@ -1,0 +1,746 @@
+/* config/cfg.c -- a scenario assembled from its sections: name, chip
+ * (config/cfg_chip.c), topology, options and workload (each op through its row
+ * of the op table), then the checks that need several sections. Uses base/,
+ * topology/, kernels/ops.h and the config stages. */
+#include "config/cfg.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "kernels/tune.h"
+#include "config/cfg_int.h"
+#include "config/cfg_tree.h"
+#include "kernels/collective.h"
+#include "workload/model.h"
+#include "config/op_table.h"
+
+static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
+{
+    if (wr->type == CFG_SCALAR &&
+        (strcmp(wr->value, "true") == 0 || strcmp(wr->value, "false") == 0)) {
+        for (int i = 0; i < nd; i++)
+            wrap[i] = wr->value[0] == 't';
+        return;
+    }
+    if (wr->type != CFG_SEQ || wr->n != nd) {
+        char want[96];
+        snprintf(want, sizeof want, "true, false or a list of %d booleans (one per axis)", nd);
+        walk_type_error(w, wr, "topology.wraparound", want);
+        return;
+    }
+    for (int i = 0; i < nd; i++) {
+        const struct cfg_node *x = wr->kids[i];
+        char *p = xasprintf("topology.wraparound.%d", i);
+        if (x->type == CFG_SCALAR && (!strcmp(x->value, "true") || !strcmp(x->value, "false")))
+            wrap[i] = x->value[0] == 't';
+        else if (!(x->type == CFG_SCALAR && !strcmp(x->value, "default")))
+            walk_type_error(w, x, p, "true, false or default");
+        free(p);
+    }
+}
+
+/* topology.slices and topology.dcn: N copies of the slice joined by the DCN. */
+static void load_slices(struct walk *w, const struct cfg_node *t, struct cfg_scenario *sc)
+{
+    int64_t slices = 1;
+    double bisection = 0;
+    const struct cfg_node *dn = t ? cfg_get(t, "dcn") : NULL;
+    if (t)
+        walk_int(w, t, "topology", "slices", false, 1, DCN_MAX_SLICES, &slices);
+    if (dn && walk_is_map(w, dn, "topology.dcn")) {
+        static const char *const keys[] = {"bisection", NULL};
+        walk_check_keys(w, dn, "topology.dcn", keys);
+        walk_qty(w, dn, "topology.dcn", "bisection", false, UNITS_BANDWIDTH, false, &bisection);
+    }
+    const struct chip_params *ch = &sc->chip;
+    sc->dcn.slices = (int)slices;
+    if (slices == 1 || diag_count(w->d) > 0)
+        return;
+    const struct cfg_node *sl = cfg_get(t, "slices");
+    char err[256];
+    if (ch->dcn_host_ndims == 0) {
+        walk_type_error(w, sl, "topology.slices", "1 for a chip without a dcn: section "
+                        "(host_shape, bandwidth, latency)");
+    } else if ((int64_t)sc->topo.nchips * slices > (1 << 20)) {
+        walk_type_error(w, sl, "topology.slices", "at most 1048576 chips in all slices");
+    } else if (dcn_init(&sc->dcn, &sc->topo, (int)slices, ch->dcn_host_shape, ch->dcn_host_ndims,
+                        ch->dcn_bw_Bps, ch->dcn_lat_s, bisection, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(sl, &loc);
+        diag_error(w->d, &loc, "topology.slices", "%s", err);
+    }
+}
+
+/* True when a slice of 'shape' fits the chip's pod (its axes sorted against
+ * the pod's) within its largest slice, or the chip is hypothetical. */
+static bool slice_exists(const struct chip_params *c, int nd, const int *shape)
+{
+    if (c->hypothetical || !c->slice_dims)
+        return true;
+    int s[TOPO_MAX_DIMS] = {1, 1, 1};
+    int64_t chips = 1;
+    for (int i = 0; i < nd; i++) {
+        s[i] = shape[i];
+        chips *= shape[i];
+    }
+    int used = 0;
+    for (int i = 0; i < nd; i++)
+        used += shape[i] > 1;
+    if (used > c->slice_dims || (c->slice_max_chips && chips > c->slice_max_chips))
+        return false;
+    for (int i = 1; i < TOPO_MAX_DIMS; i++) /* descending: axes of 1 fall off the end */
+        for (int j = i; j > 0 && s[j] > s[j - 1]; j--) {
+            int t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    for (int i = 0; i < c->slice_dims; i++) /* largest against largest */
+        if (c->slice_max[0] && s[i] > c->slice_max[c->slice_dims - 1 - i])
+            return false;
+    return true;
+}
+
+/* Appends to 'buf' (size 'n', NUL-terminated), cutting what does not fit. */
+static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t k = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, n - k, fmt, ap);
+    va_end(ap);
+}
+
+/* What slice_exists wants, for the message. */
+static void slice_rule(const struct chip_params *c, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    append(buf, n, "a %s slice (at most %d axes", c->name, c->slice_dims);
+    if (c->slice_max[0]) {
+        append(buf, n, ", fitting the ");
+        for (int i = c->slice_dims - 1; i >= 0; i--)
+            append(buf, n, "%d%s", c->slice_max[i], i ? "x" : "");
+        append(buf, n, " pod in any order");
+    }
+    if (c->slice_max_chips)
+        append(buf, n, ", at most %lld chips", (long long)c->slice_max_chips);
+    append(buf, n, "; chip: {base: %s, hypothetical: true} allows others)", c->name);
+}
+
+static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
+    bool wrap[TOPO_MAX_DIMS] = {false, false, false};
+    const struct cfg_node *t = walk_field(w, root, "", "topology", false);
+    const struct cfg_node *sh = NULL;
+    if (t && walk_is_map(w, t, "topology")) {
+        static const char *const keys[] = {"shape", "wraparound", "slices", "dcn", NULL};
+        walk_check_keys(w, t, "topology", keys);
+        sh = walk_field(w, t, "topology", "shape", true);
+    }
+    if (sh && (sh->type != CFG_SEQ || sh->n < 1 || sh->n > TOPO_MAX_DIMS)) {
+        walk_type_error(w, sh, "topology.shape", "a list of 1 to 3 axis lengths, like [16, 16]");
+        sh = NULL;
+    }
+    for (int i = 0; sh && i < sh->n; i++) {
+        int64_t v = 1;
+        walk_item(w, sh, "topology.shape", i, 1, 4096, &v);
+        shape[i] = (int)v;
+        nd = sh->n;
+    }
+    topo_default_wrap(sc->chip.wrap, nd, shape, wrap);
+    const struct cfg_node *wr = t ? cfg_get(t, "wraparound") : NULL;
+    if (wr)
+        load_wrap(w, wr, nd, wrap);
+    if (topo_init(&sc->topo, nd, shape, wrap) != 0 || sc->topo.nchips > 65536) {
+        if (t)
+            walk_type_error(w, t, "topology", "at most 65536 chips");
+    } else if (sh && !slice_exists(&sc->chip, nd, shape)) {
+        char want[256];
+        slice_rule(&sc->chip, want, sizeof want);
+        walk_type_error(w, sh, "topology.shape", want);
+    }
+    load_slices(w, t && t->type == CFG_MAP ? t : NULL, sc);
+}
+
+/* ---------------- options ---------------- */
+
+static void load_options(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    const struct cfg_node *o = walk_field(w, root, "", "options", false);
+    sc->fidelity = CFG_FIDELITY_FAST;
+    sc->seed = 1;
+    sc->max_steps = 2000000000;
+    sc->trace_level = 2; /* units, as --trace */
+    sc->kernel_memo = true;
+    if (!o || !walk_is_map(w, o, "options"))
+        return;
+    static const char *const keys[] = {"fidelity",  "seed",        "max_steps",
+                                       "all_chips", "kernel_memo", "trace", NULL};
+    static const char *const levels[] = {"none", "ops", "units", "steps", NULL}; /* trace.h */
+    walk_enum(w, o, "options", "trace", levels, &sc->trace_level);
+    walk_check_keys(w, o, "options", keys);
+    walk_bool(w, o, "options", "all_chips", &sc->all_chips);
+    walk_bool(w, o, "options", "kernel_memo", &sc->kernel_memo);
+    static const char *const fid[] = {"fast", "exact", NULL};
+    int f = 0;
+    walk_enum(w, o, "options", "fidelity", fid, &f);
+    sc->fidelity = (enum cfg_fidelity)f;
+    int64_t seed = 1, ms = sc->max_steps;
+    walk_int(w, o, "options", "seed", false, 0, INT64_MAX, &seed);
+    walk_int(w, o, "options", "max_steps", false, 1, INT64_MAX, &ms);
+    sc->seed = (uint64_t)seed;
+    sc->max_steps = ms;
+}
+
+/* ---------------- workload ---------------- */
+
+static void unknown_kind(struct walk *w, const struct cfg_node *k, const char *kp)
+{
+    const char *names[OP_KIND_COUNT + 1];
+    op_kind_names(names);
+    bool known;
+    const char *best = k->type == CFG_SCALAR ? walk_suggest(k->value, names, &known) : NULL;
+    if (best) {
+        struct diag_loc loc;
+        walk_loc(k, &loc);
+        diag_error(w->d, &loc, kp, "unknown op '%s' (did you mean '%s'?)", k->value, best);
+        return;
+    }
+    size_t len = sizeof "an op kind ()";
+    for (int j = 0; j < OP_KIND_COUNT; j++)
+        len += strlen(names[j]) + 2;
+    char *want = xmalloc(len);
+    strcpy(want, "an op kind (");
+    for (int j = 0; j < OP_KIND_COUNT; j++)
+        strcat(strcat(want, j ? ", " : ""), names[j]);
+    strcat(want, ")");
+    walk_type_error(w, k, kp, want);
+    free(want);
+}
+
+/* `<key>: auto` for a kind whose blocks can be searched (its row's 'tune'):
+ * marks the op and returns 'view', the map without that key, so that its
+ * blocks keep their defaults until study/autotune.h sets them; else 'm'. */
+static const struct cfg_node *auto_view(const struct cfg_node *m, const struct op_row *row,
+                                        struct op *op, struct cfg_node *view)
+{
+    const struct cfg_node *a = row->tune ? cfg_get(m, row->tune->key) : NULL;
+    if (!a || a->type != CFG_SCALAR || strcmp(a->value, "auto") != 0)
+        return m;
+    op->autotune = true;
+    *view = *m;
+    view->n = 0;
+    view->keys = xcalloc((size_t)m->n, sizeof *view->keys);
+    view->kids = xcalloc((size_t)m->n, sizeof *view->kids);
+    view->key_line = xcalloc((size_t)m->n, sizeof *view->key_line);
+    view->key_col = xcalloc((size_t)m->n, sizeof *view->key_col);
+    for (int i = 0; i < m->n; i++) {
+        if (m->kids[i] == a)
+            continue;
+        view->keys[view->n] = m->keys[i], view->kids[view->n] = m->kids[i];
+        view->key_line[view->n] = m->key_line[i], view->key_col[view->n++] = m->key_col[i];
+    }
+    return view;
+}
+
+/* The kind's own keys: its key table, then its loader. */
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, struct op *op)
+{
+    const struct op_row *row = op_row(op->kind);
+    struct cfg_node view;
+    const struct cfg_node *m = auto_view(mo, row, op, &view);
+    if (row->keys) {
+        const char *extra[32] = {CFG_OP_COMMON_KEYS};
+        int n = 0;
+        while (extra[n])
+            n++;
+        for (int i = 0; row->extra_keys && row->extra_keys[i] && n < 31; i++)
+            extra[n++] = row->extra_keys[i];
+        walk_fields(w, m, p, row->keys, extra, op);
+    }
+    if (row->load)
+        row->load(w, m, p, op);
+    if (m == &view) {
+        ((struct cfg_node *)mo)->checked = view.checked;
+        free(view.keys);
+        free(view.kids);
+        free(view.key_line);
+        free(view.key_col);
+    }
+}
+
+static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int i, struct op *op)
+{
+    if (!walk_is_map(w, m, p))
+        return;
+    const struct cfg_node *k = walk_field(w, m, p, "op", true);
+    char *kp = walk_join(p, "op");
+    if (k && (k->type != CFG_SCALAR || op_kind_parse(k->value, &op->kind) != 0)) {
+        unknown_kind(w, k, kp);
+        k = NULL;
+    }
+    free(kp);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    if (nm && (nm->type != CFG_SCALAR || !cfg_name_ok(nm->value))) {
+        char *np = walk_join(p, "name");
+        walk_type_error(w, nm, np,
+                        "a name of letters, digits, '_' and '-' (no dots: they "
+                        "separate block and op names in after:)");
+        free(np);
+        nm = NULL;
+    }
+    op->name = nm ? xstrdup(nm->value) : xasprintf("%d:%s", i, k ? op_kind_name(op->kind) : "op");
+    if (!k)
+        return;
+    walk_bool(w, m, p, "overlap", &op->overlap);
+    walk_bool(w, m, p, "functional", &op->functional);
+    walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
+              "from 64KiB to 16GiB", &op->vmem_limit_bytes);
+    cfg_load_op_kind(w, m, p, op);
+}
+
+/* What the loader keeps of each op while it reads the workload (document order). */
+struct op_load {
+    struct walk *w;
+    struct cfg_scenario *sc;
+    struct graph_draft draft;
+    struct op *ops;               /* document order */
+    const struct cfg_node **node; /* the op's mapping */
+    int cap;
+    int nblocks;
+};
+
+static void read_after(struct op_load *L, int op, const struct cfg_node *m, const char *p)
+{
+    const struct cfg_node *a = cfg_get(m, "after");
+    if (!a)
+        return;
+    char *ap = walk_join(p, "after");
+    graph_draft_has_after(&L->draft, op);
+    const struct cfg_node *one[1] = {a};
+    const struct cfg_node *const *items =
+        a->type == CFG_SEQ ? (const struct cfg_node *const *)a->kids : one;
+    int n = a->type == CFG_SEQ ? a->n : 1;
+    if (a->type == CFG_MAP)
+        walk_type_error(L->w, a, ap, "a list of op names, like [qkv, prev.wgather]");
+    for (int i = 0; a->type != CFG_MAP && i < n; i++) {
+        char *ip = a->type == CFG_SEQ ? xasprintf("%s.%d", ap, i) : xstrdup(ap);
+        struct diag_loc loc;
+        walk_loc(items[i], &loc);
+        if (items[i]->type != CFG_SCALAR || !items[i]->value[0])
+            walk_type_error(L->w, items[i], ip, "an op name");
+        else
+            graph_draft_after(&L->draft, op, items[i]->value, &loc, ip);
+        free(ip);
+    }
+    free(ap);
+}
+
+static void add_op(struct op_load *L, const struct cfg_node *m, const char *p, int block)
+{
+    int i = L->draft.nops;
+    if (i == L->cap) {
+        L->cap = L->cap ? 2 * L->cap : 16;
+        L->ops = xrealloc(L->ops, sizeof *L->ops * (size_t)L->cap);
+        L->node = xrealloc(L->node, sizeof *L->node * (size_t)L->cap);
+    }
+    struct op *op = &L->ops[i];
+    memset(op, 0, sizeof *op);
+    L->node[i] = m;
+    load_op(L->w, m, p, i, op);
+    const struct cfg_node *nm = cfg_get(m, "name");
+    struct diag_loc loc;
+    walk_loc(nm ? nm : m, &loc);
+    graph_draft_op(&L->draft, block, op->name ? op->name : "?", nm != NULL, &loc, p, op->overlap);
+    read_after(L, i, m, p);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block);
+
+static const char *const repeat_keys[] = {"count", "ops", "name", NULL};
+
+/* `- repeat: {count: N, ops: [...], name: NAME}` */
+static void load_repeat(struct op_load *L, const struct cfg_node *item, const char *p, int block)
+{
+    char *rp = walk_join(p, "repeat");
+    const struct cfg_node *r = cfg_get(item, "repeat");
+    static const char *const outer[] = {"repeat", NULL};
+    walk_check_keys(L->w, item, p, outer);
+    if (walk_is_map(L->w, r, rp)) {
+        walk_check_keys(L->w, r, rp, repeat_keys);
+        int64_t count = 1;
+        walk_int(L->w, r, rp, "count", true, 1, GRAPH_MAX_INSTANCES, &count);
+        const struct cfg_node *nm = cfg_get(r, "name"), *ops = walk_field(L->w, r, rp, "ops", true);
+        char *name =
+            nm && nm->type == CFG_SCALAR ? xstrdup(nm->value) : xasprintf("repeat%d", L->nblocks);
+        struct diag_loc loc;
+        walk_loc(nm ? nm : r, &loc);
+        L->nblocks++;
+        int b = graph_draft_block(&L->draft, block, name, count, &loc);
+        free(name);
+        char *op = walk_join(rp, "ops");
+        if (ops)
+            load_items(L, ops, op, b);
+        free(op);
+    }
+    free(rp);
+}
+
+static void load_items(struct op_load *L, const struct cfg_node *list, const char *p, int block)
+{
+    if (list->type != CFG_SEQ || list->n == 0) {
+        walk_type_error(L->w, list, p, "a non-empty list of ops");
+        return;
+    }
+    for (int i = 0; i < list->n; i++) {
+        char *ip = xasprintf("%s.%d", p, i);
+        const struct cfg_node *m = list->kids[i];
+        if (m->type == CFG_MAP && cfg_get(m, "repeat") && !cfg_get(m, "op"))
+            load_repeat(L, m, ip, block);
+        else
+            add_op(L, m, ip, block);
+        free(ip);
+    }
+}
+
+/* Puts the ops in program order, with their qualified names and sources. */
+static void install_program(struct op_load *L, const int *order)
+{
+    struct cfg_scenario *sc = L->sc;
+    int n = L->draft.nops;
+    sc->ops = xcalloc((size_t)n + 1, sizeof *sc->ops);
+    sc->src = xcalloc((size_t)n + 1, sizeof *sc->src);
+    sc->nops = n;
+    for (int p = 0; p < n; p++) {
+        int d = order[p];
+        sc->ops[p] = L->ops[d];
+        free(sc->ops[p].name);
+        sc->ops[p].name = xstrdup(sc->graph.node[p].qname);
+        walk_loc(L->node[d], &sc->src[p].loc);
+        sc->src[p].loc.file = xstrdup(sc->src[p].loc.file ? sc->src[p].loc.file : "");
+        sc->src[p].path = xstrdup(L->draft.op[d].path);
+        sc->src[p].node = L->node[d];
+    }
+    free(L->ops);
+    L->ops = NULL;
+}
+
+static void load_workload(struct walk *w, const struct cfg_node *wl, struct cfg_scenario *sc)
+{
+    struct op_load L = {.w = w, .sc = sc};
+    int before = diag_count(w->d);
+    load_items(&L, wl, "workload", -1);
+    int *order = xcalloc((size_t)L.draft.nops + 1, sizeof *order);
+    if (diag_count(w->d) == before && graph_finish(&L.draft, &sc->graph, order, w->d) == 0)
+        install_program(&L, order);
+    for (int i = 0; L.ops && i < L.draft.nops; i++)
+        op_fini(&L.ops[i]);
+    free(L.ops);
+    free(L.node);
+    free(order);
+    graph_draft_fini(&L.draft);
+}
+
+/* A mesh's devices folded into chips, its slices given to an axis, its axes
+ * laid out on the slice. */
+static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, size_t n)
+{
+    int dpc = sc->chip.megacore ? 1 : sc->chip.cores;
+    if (mesh_fold_devices(m, cfg_total_chips(sc), dpc, err, n) != 0 ||
+        mesh_place_slices(m, sc->topo.nchips, sc->dcn.slices, err, n) != 0)
+        return -1;
+    for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
+        if (m->axis[i].dcn > 1) {
+            snprintf(err, n, "expected no axis over the DCN without topology.slices, got '%s' "
+                             "with dcn: %d", m->axis[i].name, m->axis[i].dcn);
+            return -1;
+        }
+    return mesh_layout(m, &sc->topo, err, n);
+}
+
+/* The top-level mesh: its axes laid out on the topology. */
+static void load_mesh(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    const struct cfg_node *m = cfg_get(root, "mesh");
+    if (!m || cfg_load_mesh(w, m, "mesh", &sc->mesh) != 0)
+        return;
+    char err[256];
+    if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
+        struct diag_loc loc;
+        walk_loc(m, &loc);
+        diag_error(w->d, &loc, "mesh", "%s", err);
+        return;
+    }
+    sc->has_mesh = true;
+}
+
+/* A collective's groups: the mesh it uses, its axes by index, the group torus's dimensions. */
+static void resolve_groups(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    struct op_collective *c = &sc->ops[i].u.coll;
+    const struct cfg_op_src *src = &sc->src[i];
+    char err[256];
+    if (!c->own_mesh && !sc->has_mesh) {
+        diag_error(w->d, &src->loc, src->path, "groups: needs a mesh: a top-level mesh: or "
+                   "groups: {mesh: {...}, axes: [...]}");
+        return;
+    }
+    if (!c->own_mesh)
+        c->mesh = sc->mesh;
+    else if (mesh_setup(sc, &c->mesh, err, sizeof err) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups.mesh: %s", err);
+        return;
+    }
+    for (int k = 0; k < c->ngroup; k++) {
+        c->group_axes[k] = mesh_axis_index(&c->mesh, c->group_names[k]);
+        if (c->group_axes[k] < 0) {
+            diag_error(w->d, &src->loc, src->path, "groups: the mesh has no axis '%s'",
+                       c->group_names[k]);
+            return;
+        }
+    }
+    struct topo g;
+    if (mesh_group(&c->mesh, &sc->topo, c->group_axes, c->ngroup, &g) != 0) {
+        diag_error(w->d, &src->loc, src->path, "groups: the axes span more than %d physical "
+                   "factors", TOPO_MAX_DIMS);
+        return;
+    }
+    c->naxes = g.ndims;
+    for (int a = 0; a < g.ndims; a++)
+        c->axes[a] = a;
+    c->dcn = mesh_axes_dcn(&c->mesh, c->group_axes, c->ngroup);
+}
+
+/* A collective across the slices (axes: [dcn, ...] or a group axis on the
+ * DCN) needs slices, and runs hierarchically only as a reduction or a gather. */
+static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
+{
+    const struct op *op = &sc->ops[i];
+    const struct cfg_op_src *src = &sc->src[i];
+    const struct cfg_node *ax = cfg_get(src->node, "axes");
+    const struct cfg_node *at = ax ? ax : src->node;
+    char *p = walk_join(src->path, ax ? "axes" : "groups");
+    if (sc->dcn.slices <= 1 && !op->u.coll.grouped)
+        walk_type_error(w, at, p, "physical axes without dcn (dcn needs topology.slices > 1)");
+    else if (op->kind == OP_ALL_TO_ALL)
+        walk_type_error(w, at, p, "axes within a slice (an all_to_all does not run over the DCN)");
+    free(p);
+}
+
+static void check_semantics(struct walk *w, struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
+            resolve_groups(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
+            check_dcn(w, sc, i);
+    for (int i = 0; i < sc->nops; i++) {
+        const struct op *op = &sc->ops[i];
+        const struct cfg_node *m = sc->src[i].node;
+        const char *p = sc->src[i].path;
+        if (op->kind == OP_PPERMUTE && op->u.ppermute.axis >= sc->topo.ndims) {
+            char want[96];
+            snprintf(want, sizeof want, "an axis below %d (the topology has %d)", sc->topo.ndims,
+                     sc->topo.ndims);
+            const struct cfg_node *a = cfg_get(m, "axis");
+            char *ap = walk_join(p, "axis");
+            walk_type_error(w, a ? a : m, ap, want);
+            free(ap);
+        }
+        if (op->vmem_limit_bytes > sc->chip.vmem_bytes) {
+            const struct cfg_node *a = cfg_get(m, "vmem_limit_bytes");
+            char *ap = walk_join(p, "vmem_limit_bytes");
+            char want[96];
+            snprintf(want, sizeof want, "at most the chip's VMEM (%llu bytes)",
+                     (unsigned long long)sc->chip.vmem_bytes);
+            walk_type_error(w, a, ap, want);
+            free(ap);
+        }
+    }
+}
+
+/* model: -> the workload it expands into (a tree of the generated YAML),
+ * after the mesh (default: fsdp over every chip, as MaxText's -1) and the HBM
+ * are checked. */
+static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root,
+                                     struct cfg_scenario *sc)
+{
+    const struct cfg_node *mn = cfg_get(root, "model");
+    struct diag_loc loc;
+    walk_loc(mn, &loc);
+    if (cfg_get(root, "workload")) {
+        diag_error(w->d, &loc, "model", "a scenario has a model: or a workload:, not both");
+        return NULL;
+    }
+    struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
+    if (cfg_load_model(w, mn, &ms->m) != 0)
+        return NULL;
+    if (!sc->has_mesh) { /* MaxText's defaults: ici_fsdp -1, dcn_data -1 */
+        sc->mesh = (struct mesh){.naxes = 1};
+        snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "fsdp");
+        sc->mesh.axis[0].size = sc->topo.nchips;
+        if (sc->dcn.slices > 1) {
+            sc->mesh.naxes = 2;
+            sc->mesh.axis[1] = sc->mesh.axis[0];
+            sc->mesh.axis[0] = (struct mesh_axis){.size = sc->dcn.slices, .dcn = sc->dcn.slices};
+            snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "data");
+        }
+        char err[256];
+        if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0)
+            diag_error(w->d, &loc, "mesh", "%s", err);
+        sc->has_mesh = true;
+    }
+    char err[512];
+    if (model_shard(&ms->m, &sc->mesh, &sc->topo, &sc->chip, &ms->shard, err, sizeof err) != 0) {
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    model_memory(&ms->m, &ms->shard, &sc->chip, &ms->mem);
+    if (ms->mem.total > ms->mem.capacity) {
+        model_oom_message(&ms->mem, err, sizeof err);
+        diag_error(w->d, &loc, "model", "%s", err);
+        return NULL;
+    }
+    ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
+    int cores = sc->chip.megacore ? sc->chip.cores : 1;
+    ms->peak_per_device = sc->chip.peak_flops[DT_BF16] * cores;
+    char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");
+    struct cfg_node *wl = cfg_parse(yaml, strlen(yaml), file, w->d);
+    free(file);
+    free(yaml);
+    return wl;
+}
+
+static char *base_name(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return xstrdup("stdin");
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *s = xstrdup(b);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = '\0';
+    for (char *c = s; *c; c++) /* a file name may hold what a name may not */
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '=')
+            *c = '_';
+    if (!walk_name_ok(s)) {
+        free(s);
+        s = xstrdup("scenario");
+    }
+    return s;
+}
+
+#define DEFAULT_SCENARIO "configs/scenarios/default.yaml"
+
+/* Checks the tree 'root' (consumed) of the scenario at 'path' into '*sc'. */
+static int load_tree(struct cfg_node *root, const char *path, const char *const *sets, int nsets,
+                     struct cfg_scenario *sc, struct diag *d)
+{
+    cfg_normalize_chip(root);
+    for (int i = 0; i < nsets; i++)
+        cfg_apply_set(root, sets[i], d);
+    cfg_forget_reads(root);
+    struct walk w = {.d = d};
+    if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
+        static const char *const keys[] = {"name", "chip",     "topology", "options",
+                                           "mesh", "workload", "model",    NULL};
+        walk_check_keys(&w, root, "", keys);
+        const struct cfg_node *nm = cfg_get(root, "name");
+        bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
+        if (nm && !named) /* it names a directory under out/ */
+            walk_type_error(&w, nm, "name", WALK_NAME_RULE);
+        sc->name = named ? xstrdup(nm->value) : base_name(path);
+        cfg_chip_load(&w, root, &sc->chip);
+        w.chip = &sc->chip;
+        load_topology(&w, root, sc);
+        load_options(&w, root, sc);
+        load_mesh(&w, root, sc);
+        struct cfg_node *expanded = NULL;
+        const struct cfg_node *wl = NULL;
+        if (cfg_get(root, "model") && diag_count(d) == 0)
+            wl = expanded = expand_model(&w, root, sc);
+        else if (!cfg_get(root, "model"))
+            wl = walk_field(&w, root, "", "workload", true);
+        if (wl)
+            load_workload(&w, wl, sc);
+        if (diag_count(d) == 0) /* its checks point into the ops' nodes: before the free */
+            check_semantics(&w, sc);
+        cfg_node_free(expanded);
+        if (diag_count(d) == 0)
+            walk_check_unread(&w, root, "");
+        sc->sim = sc->topo; /* every chip, until the engine folds it (engine/spmd.h) */
+        sc->sim_mult = 1;
+    }
+    cfg_node_free(root);
+    if (diag_count(d) == 0)
+        return 0;
+    cfg_scenario_fini(sc);
+    return -1;
+}
+
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d)
+{
+    memset(sc, 0, sizeof *sc);
+    if (!path)
+        path = DEFAULT_SCENARIO;
+    sc->file = xstrdup(strcmp(path, "-") ? path : CFG_STDIN_NAME);
+    struct cfg_node *root = cfg_parse_file(path, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    return load_tree(root, path, sets, nsets, sc, d);
+}
+
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->file = xstrdup(file);
+    struct cfg_node *root = cfg_parse(text, len, file, d);
+    if (!root) {
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    return load_tree(root, file, sets, nsets, sc, d);
+}
+
+bool cfg_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 1 && n <= 64 &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:") == n;
+}
+
+void cfg_scenario_fini(struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++) {
+        op_fini(&sc->ops[i]);
+        free((char *)sc->src[i].loc.file);
+        free(sc->src[i].path);
+    }
+    free(sc->ops);
+    free(sc->src);
+    free(sc->tuned);
+    free(sc->model);
+    graph_fini(&sc->graph);
+    free(sc->name);
+    free(sc->file);
+    memset(sc, 0, sizeof *sc);
+}
+
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (sc->ops[i].kind == kind)
+            return true;
+    return false;
+}

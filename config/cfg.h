@@ -1,0 +1,100 @@
+/* config/cfg.h -- a scenario: YAML in, typed parameters out.
+ * The loader runs in stages: YAML -> tree (config/cfg_yaml.c, the only file that
+ * sees libyaml), --set overrides and chip presets merged into the tree
+ * (config/cfg_tree.c), then a typed walk (config/cfg_walk.h) fills the chip
+ * (config/cfg_chip.c), the topology and options (config/cfg.c) and the ops
+ * (config/cfg_ops.c, driven by the op table). A scenario names a chip preset
+ * (configs/chips/<name>.yaml, embedded in the binary) and may override any of
+ * its keys. Every error is "file:line:col: key.path: expected X, got Y", all
+ * collected. */
+#ifndef TPUSIM_CONFIG_CFG_H
+#define TPUSIM_CONFIG_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "kernels/ops.h"
+#include "models/chip.h"
+#include "workload/graph.h"
+#include "topology/dcn.h"
+#include "topology/topo.h"
+
+struct cfg_node;
+struct tune_choice;
+struct model_step;
+
+/* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
+#define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
+
+enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
+
+/* Where an op was written: for messages about it after loading. */
+struct cfg_op_src {
+    struct diag_loc loc;         /* its mapping ('file' owned) */
+    char *path;                  /* owned: its key path, "workload.2.repeat.ops.0" */
+    const struct cfg_node *node; /* the mapping; valid while loading only */
+};
+
+struct cfg_scenario {
+    char *name; /* owned */
+    char *file; /* owned; path the scenario came from */
+    struct chip_params chip;
+    struct topo topo;      /* the slice */
+    struct dcn dcn;        /* topology.slices copies of it joined by the DCN (slices 1: none) */
+    struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (engine/spmd.h) */
+    int sim_mult;          /* chips of the slice each simulated chip stands for */
+    bool all_chips;        /* options.all_chips: simulate every chip, no folding */
+    bool kernel_memo;      /* options.kernel_memo: quiet kernel replays from memos (default) */
+    bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
+    struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
+    struct mesh mesh;      /* laid out on 'topo' */
+    struct op *ops;         /* owned array of 'nops', in program order */
+    struct cfg_op_src *src; /* owned, per op */
+    int nops;
+    struct graph graph; /* the program: dependencies and repeat blocks of the ops */
+    struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
+                                    * NULL until the search ran */
+    enum cfg_fidelity fidelity;
+    int trace_level;           /* options.trace: a outputs/trace.h enum trace_level (units) */
+    uint64_t seed;
+    int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
+};
+
+/* Chips the engine simulates: every slice's simulated chips (sim.nchips each);
+ * engine chip e is chip e % sim.nchips of slice e / sim.nchips. */
+static inline int cfg_engine_chips(const struct cfg_scenario *sc)
+{
+    return sc->sim.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+}
+/* Chips of all slices. */
+static inline int cfg_total_chips(const struct cfg_scenario *sc)
+{
+    return sc->topo.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+}
+
+/* Loads the scenario at 'path' ("-": standard input; NULL: the embedded default), applies
+ * the 'nsets' overrides "key.path=value", and fills '*sc'. Returns 0, or -1
+ * with messages in 'd'. '*sc' must be released with cfg_scenario_fini(). */
+int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
+                      struct diag *d);
+void cfg_scenario_fini(struct cfg_scenario *sc);
+/* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
+int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
+                           int nsets, struct cfg_scenario *sc, struct diag *d);
+
+/* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
+int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);
+
+/* True if some op of 'sc' is of kind 'kind'. */
+bool cfg_uses_kind(const struct cfg_scenario *sc, enum op_kind kind);
+
+/* True if 'name' may name a scenario, an op or a block: 1 to 64 letters,
+ * digits, '_', '-' or ':' (no path separators, dots or blanks). */
+bool cfg_name_ok(const char *name);
+
+/* Names of the embedded chip presets (configs/chips/), NULL-terminated. Static. */
+const char *const *cfg_chip_names(void);
+
+#endif

@@ -1,0 +1,29 @@
+/* config/cfg_int.h -- the sections of the scenario loader, shared by sim/cfg*.c
+ * only: the chip section (config/cfg_chip.c) and the keys every op takes. */
+#ifndef TPUSIM_CONFIG_CFG_INT_H
+#define TPUSIM_CONFIG_CFG_INT_H
+
+#include "models/chip.h"
+#include "topology/mesh.h"
+#include "config/cfg_walk.h"
+
+/* Keys every op of a workload takes, whatever its kind. */
+#define CFG_OP_COMMON_KEYS "op", "name", "after", "overlap", "functional", "vmem_limit_bytes"
+
+/* Reads a mesh: {name: size, ...} or {name: {size: N, on: [[axis, chips], ...]}}
+ * (config/cfg_ops.c). Returns 0 or -1 after reporting. */
+int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struct mesh *mesh);
+
+/* Reads a scenario's model: section (config/cfg_model.c). Returns 0 or -1 after reporting. */
+struct model;
+int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);
+
+/* Reads the keys of op 'op' (its kind set) from map 'm' at 'p': the common
+ * keys are the caller's; this reads the kind's key table and its loader. */
+struct op;
+void cfg_load_op_kind(struct walk *w, const struct cfg_node *m, const char *p, struct op *op);
+
+/* The scenario's chip: a preset name, or {base: name, key: override...}. */
+void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
+
+#endif

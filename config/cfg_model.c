@@ -1,0 +1,179 @@
+/* config/cfg_model.c -- the model section: `model: {preset: llama3-8b, seq_len:
+ * ..., batch: ...}` (a preset from configs/models/presets/, embedded, with
+ * overrides of any key) or every dimension given; checked against the mesh
+ * and the HBM, then expanded into the scenario's workload (workload/model.h).
+ * Uses base/, the config stages and workload/model.h. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "config/cfg.h"
+#include "config/cfg_int.h"
+#include "config/embedded.h"
+#include "workload/model.h"
+
+static const char *const model_keys[] = {
+    "preset",   "arch",     "layers",       "d_model",  "heads",     "kv_heads",
+    "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
+    "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
+    "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
+    NULL};
+
+/* The preset's tree merged under the scenario's keys. */
+static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
+{
+    const struct cfg_node *p = cfg_get(m, "preset");
+    if (!p)
+        return cfg_copy(m);
+    char *path = p->type == CFG_SCALAR ? xasprintf("configs/models/presets/%s.yaml", p->value)
+                                       : NULL;
+    struct cfg_node *tree = path && embedded_find(path) ? cfg_parse_file(path, w->d) : NULL;
+    if (!tree) {
+        char want[512] = "a model preset (";
+        int k = 0;
+        for (const struct embedded_file *f = embedded_files; f->path; f++) {
+            const char *pre = "configs/models/presets/";
+            if (strncmp(f->path, pre, strlen(pre)) != 0)
+                continue;
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%.*s", k++ ? ", " : "",
+                     (int)(strlen(f->path) - strlen(pre) - 5), f->path + strlen(pre));
+        }
+        strcat(want, ")");
+        walk_type_error(w, p, "model.preset", want);
+    }
+    free(path);
+    if (!tree)
+        return NULL;
+    static const char *const skip[] = {"preset", NULL};
+    cfg_merge(tree, m, skip);
+    return tree;
+}
+
+static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    static const struct {
+        const char *key;
+        bool required;
+        int64_t max;
+        size_t off;
+    } dims[] = {
+        {"layers", true, 1 << 12, offsetof(struct model, layers)},
+        {"d_model", true, 1 << 20, offsetof(struct model, d_model)},
+        {"heads", true, 1 << 12, offsetof(struct model, heads)},
+        {"kv_heads", false, 1 << 12, offsetof(struct model, kv_heads)},
+        {"head_dim", true, 1 << 12, offsetof(struct model, head_dim)},
+        {"ffn", true, 1 << 22, offsetof(struct model, ffn)},
+        {"vocab", true, 1 << 24, offsetof(struct model, vocab)},
+        {"seq_len", false, 1 << 22, offsetof(struct model, seq_len)},
+        {"batch", true, 1 << 24, offsetof(struct model, batch)},
+        {"kv_len", false, 1 << 22, offsetof(struct model, kv_len)},
+        {"page_size", false, 1 << 12, offsetof(struct model, page_size)},
+        {"vocab_tiling", false, 1 << 10, offsetof(struct model, vocab_tiling)},
+        {"experts", false, 1 << 10, offsetof(struct model, experts)},
+        {"top_k", false, 1 << 10, offsetof(struct model, top_k)},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        walk_int(w, t, "model", dims[i].key, dims[i].required, 1, dims[i].max,
+                 (int64_t *)((char *)m + dims[i].off));
+    const struct cfg_node *ab = cfg_get(t, "attention_block");
+    if (ab && !(ab->type == CFG_SCALAR && !ab->quoted && strcmp(ab->value, "auto") == 0))
+        walk_int(w, t, "model", "attention_block", false, 128, 1 << 16, &m->attention_block);
+}
+
+/* remat: custom -- {decoder_layer_input: offload, query_proj: device, ...};
+ * a tensor not named is recomputed, except the layer input (kept). */
+static void read_custom_remat(struct walk *w, const struct cfg_node *c, struct model *m)
+{
+    static const char *const keep[] = {"remat", "device", "offload", NULL};
+    const char *keys[MT_COUNT + 1];
+    for (int t = 0; t < MT_COUNT; t++)
+        keys[t] = model_tensor_name((enum model_tensor)t);
+    keys[MT_COUNT] = NULL;
+    walk_check_keys(w, c, "model.remat", keys);
+    m->remat = (struct model_remat){.name = "custom"};
+    m->remat.t[MT_INPUT] = KEEP_DEVICE;
+    for (int t = 0; t < MT_COUNT; t++) {
+        int v = (int)m->remat.t[t];
+        walk_enum(w, c, "model.remat", keys[t], keep, &v);
+        m->remat.t[t] = (enum model_keep)v;
+    }
+}
+
+/* remat: a policy's name (MaxText's) or a custom map. */
+static void read_remat(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *r = cfg_get(t, "remat");
+    if (r && r->type == CFG_MAP) {
+        read_custom_remat(w, r, m);
+        return;
+    }
+    int v = 0;
+    walk_enum(w, t, "model", "remat", model_remat_names(), &v);
+    model_remat_policy(model_remat_names()[v], &m->remat);
+}
+
+static void read_choices(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    int v = (int)m->arch;
+    walk_enum(w, t, "model", "arch", model_arch_names(), &v);
+    m->arch = (enum model_arch)v;
+    v = (int)m->mode;
+    walk_enum(w, t, "model", "mode", model_mode_names(), &v);
+    m->mode = (enum model_mode)v;
+    read_remat(w, t, m);
+    v = (int)m->attention;
+    walk_enum(w, t, "model", "attention", model_attention_names(), &v);
+    m->attention = (enum model_attention)v;
+    static const char *const optimizers[] = {"adamw", NULL};
+    v = 0;
+    walk_enum(w, t, "model", "optimizer", optimizers, &v);
+    walk_mxu_dtype(w, t, "model", "dtype", &m->dtype);
+    walk_dtype(w, t, "model", "weight_dtype", &m->weight_dtype);
+    m->mu_dtype = m->weight_dtype;
+    walk_dtype(w, t, "model", "mu_dtype", &m->mu_dtype);
+}
+
+/* Rules the keys alone imply. */
+static void check_model(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    if (m->arch == MODEL_MIXTRAL && (m->experts < 2 || m->top_k < 1 || m->top_k > m->experts))
+        walk_type_error(w, t, "model", "a mixtral model with experts (2 or more) and top_k "
+                                       "(1 to experts)");
+    if (m->heads % m->kv_heads != 0)
+        walk_type_error(w, cfg_get(t, "kv_heads") ? cfg_get(t, "kv_heads") : t, "model.kv_heads",
+                        "a divisor of heads");
+    if (m->mode == MODEL_DECODE && m->kv_len < 1)
+        walk_type_error(w, t, "model", "kv_len (the tokens in each sequence's cache) for decode");
+    if (m->seq_len % m->vocab_tiling != 0)
+        walk_type_error(w, cfg_get(t, "vocab_tiling") ? cfg_get(t, "vocab_tiling") : t,
+                        "model.vocab_tiling", "a divisor of seq_len");
+}
+
+int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
+{
+    int before = diag_count(w->d);
+    if (!walk_is_map(w, node, "model"))
+        return -1;
+    walk_check_keys(w, node, "model", model_keys);
+    struct cfg_node *t = with_preset(w, node);
+    if (!t)
+        return -1;
+    *m = (struct model){.arch = MODEL_LLAMA, .mode = MODEL_TRAIN,
+                        .attention = MODEL_ATTN_AUTO, .dtype = DT_BF16, .weight_dtype = DT_F32,
+                        .page_size = 128, .vocab_tiling = 1, .top_k = 2};
+    read_dims(w, t, m);
+    if (m->kv_heads == 0)
+        m->kv_heads = m->heads;
+    read_choices(w, t, m);
+    if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
+        m->seq_len = 1; /* one new token per sequence and step */
+    else if (!cfg_get(t, "seq_len"))
+        walk_type_error(w, t, "model", "a model with seq_len (tokens per sequence)");
+    if (diag_count(w->d) == before)
+        check_model(w, t, m);
+    cfg_copy_reads(node, t); /* the walk read the merged copy */
+    cfg_node_free(t);
+    return diag_count(w->d) > before ? -1 : 0;
+}

@@ -1,0 +1,598 @@
+/* engine/eng_coll.c -- Pallas' distributed primitives on SimGrid, and the
+ * collectives of kernels/collective.c run with them.
+ * A semaphore of a device is a mailbox with that device's actor as its
+ * permanent receiver: a remote DMA is a transfer into it (it starts at once,
+ * push-only, and lands on the receiver's HBM), a REGULAR signal a 0-byte
+ * message (it costs the route's latency). Waiting takes messages until the
+ * count is reached. DMAs issued together share one issue latency. Core 0 of
+ * each chip runs the collective; one actor per part (one per axis) runs the
+ * parts concurrently. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fmt.h"
+#include "base/xalloc.h"
+#include "kernels/collective.h"
+#include "kernels/kernel.h"
+#include "engine/engine.h"
+
+struct sim_coll {
+    struct coll_plan plan;
+    struct topo group;     /* for a collective over mesh axes: this chip's group */
+    const struct topo *topo; /* the torus the algorithm runs on (the slice or 'group') */
+    int slice_chip;        /* this chip in the slice */
+    double *count; /* per semaphore id */
+    sg_mailbox_t *mb; /* per semaphore id: this chip's mailbox, looked up once */
+    int nsems;
+};
+
+struct sem_msg {
+    uint64_t amount; /* bytes (DMA) or increment (REGULAR) */
+};
+
+/* A remote DMA: its transfer and what the trace needs once it is done. Over
+ * the DCN the transfer starts from the sender's NIC host (the posting actor
+ * steps onto it for the post: a comm's route is fixed when it starts) to the
+ * receiver's NIC host, where an anchor actor holds the semaphore mailboxes. */
+struct remote_dma {
+    sg_comm_t comm;
+    int src, dst;
+    uint64_t bytes;
+    double t_post;
+    bool dcn;
+};
+
+struct pending {
+    int dst, sem;
+    uint64_t bytes;
+    struct remote_dma *slot;
+};
+
+/* Fixed costs (delay) are not slept at once: they add up in 'wake', and
+ * the next thing the actor does that others see (post DMAs, signal, block)
+ * happens at that time, so a ring step's handshake, the fixed costs of a
+ * coalesced pass and the DMA issue latency are one sleep instead of three
+ * (the same instants, up to the rounding of their sum). */
+struct coll_actor {
+    struct eng_task *task;
+    struct pending pend[64];
+    int npend;
+    double ready; /* when the pending DMAs may start */
+    double wake;  /* the delays taken so far end then (0: none pending) */
+    struct {      /* the last semaphore mailboxes sent to */
+        int chip, sem;
+        sg_mailbox_t mb;
+    } sent[4];
+    int nsent;
+};
+
+static sg_mailbox_t sem_mb(int chip, int opi, int sem)
+{
+    char name[64], *p = name; /* "s.CHIP.OP.SEM" */
+    *p++ = 's', *p++ = '.';
+    p = fmt_u64(p, (unsigned)chip), *p++ = '.';
+    p = fmt_u64(p, (unsigned)opi), *p++ = '.';
+    p = fmt_u64(p, (unsigned)sem), *p = '\0';
+    return sg_mailbox_by_name(name);
+}
+
+
+/* Semaphore 'sem' of chip 'dst' (cached: a ring step sends to two). */
+static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
+{
+    for (int i = 0; i < 4; i++)
+        if (a->sent[i].mb && a->sent[i].chip == dst && a->sent[i].sem == sem)
+            return a->sent[i].mb;
+    int i = a->nsent++ % 4;
+    a->sent[i].chip = dst, a->sent[i].sem = sem;
+    a->sent[i].mb = sem_mb(dst, a->task->opi, sem);
+    return a->sent[i].mb;
+}
+
+/* This chip's own semaphore 'sem'. */
+static sg_mailbox_t own_mb(struct eng_task *task, int sem)
+{
+    struct sim_coll *dev = task->coll;
+    if (!dev->mb)
+        return sem_mb(task->core->chip, task->opi, sem);
+    if (!dev->mb[sem])
+        dev->mb[sem] = sem_mb(task->core->chip, task->opi, sem);
+    return dev->mb[sem];
+}
+
+/* The time the next visible action may happen: now, or after pending delays. */
+static double start_time(const struct coll_actor *a)
+{
+    double now = simgrid_get_clock();
+    return a->wake > now ? a->wake : now;
+}
+
+/* Sleeps out the pending delays. */
+static void wake_up(struct coll_actor *a)
+{
+    if (a->wake > simgrid_get_clock())
+        sg_actor_sleep_until(a->wake);
+    a->wake = 0;
+}
+
+/* Posts the DMAs issued since the last blocking call, after their latency. */
+static void flush(struct coll_actor *a)
+{
+    if (!a->npend)
+        return;
+    if (a->ready > simgrid_get_clock())
+        sg_actor_sleep_until(a->ready);
+    a->wake = 0; /* ready was counted from it */
+    struct eng_core *core = a->task->core;
+    for (int i = 0; i < a->npend; i++) {
+        struct pending *p = &a->pend[i];
+        struct sem_msg *m = xmalloc(sizeof *m);
+        m->amount = p->bytes;
+        p->slot->t_post = simgrid_get_clock();
+        if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
+            sg_actor_set_host(sg_actor_self(), core->run->chips[core->chip].nic);
+        p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
+        if (p->slot->dcn)
+            sg_actor_set_host(sg_actor_self(), core->host);
+    }
+    a->npend = 0;
+}
+
+/* Before anything that blocks: the pending DMAs are posted, the delays over. */
+static void settle(struct coll_actor *a)
+{
+    flush(a);
+    wake_up(a);
+}
+
+/* A remote DMA to chip 'dst' of the slice, which the engine's chip
+ * eng_sim_chip(dst) plays. */
+/* The engine's chip that plays rank 'rank' of the collective's torus. */
+static int sim_chip_of(const struct eng_task *task, int rank)
+{
+    struct eng_run *r = task->core->run;
+    const struct sim_coll *dev = task->coll;
+    int me = task->core->chip;
+    if (!dev->topo) /* remote_copy and collective matmul: ranks are slice chips */
+        return eng_sim_chip(r, me, rank);
+    return eng_sim_chip(r, me, coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank));
+}
+
+/* A remote DMA to rank 'dst' of the collective's torus. */
+static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
+{
+    struct coll_actor *a = ex;
+    struct eng_task *task = a->task;
+    struct eng_run *r = task->core->run;
+    const struct chip_params *ch = &r->sc->chip;
+    int me = task->coll->topo ? coll_rank(task->op, &r->sc->topo, task->coll->slice_chip)
+                              : eng_slice_chip(r, task->core->chip);
+    bool remote = dst != me;
+    dst = sim_chip_of(task, dst);
+    if (a->npend == 64)
+        flush(a);
+    if (a->npend == 0)
+        a->ready = start_time(a) + ch->dma_issue_s;
+    struct remote_dma *slot = xcalloc(1, sizeof *slot);
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes};
+    a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
+    task->st.dmas++;
+    task->st.hbm_bytes += 2.0 * (double)bytes;
+    task->st.useful_bytes += 2.0 * (double)bytes;
+    if (remote)
+        r->res[task->opi].ici_bytes += (double)bytes;
+    return slot;
+}
+
+/* A remote DMA over the DCN to this device's place in slice 'dst_slice'. */
+static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
+{
+    struct coll_actor *a = ex;
+    struct eng_task *task = a->task;
+    struct eng_run *r = task->core->run;
+    int n = r->sc->sim.nchips, dst = dst_slice * n + task->core->chip % n;
+    if (a->npend == 64)
+        flush(a);
+    if (a->npend == 0)
+        a->ready = start_time(a) + r->sc->chip.dma_issue_s;
+    struct remote_dma *slot = xcalloc(1, sizeof *slot);
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes, .dcn = true};
+    a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
+    task->st.dmas++;
+    task->st.hbm_bytes += 2.0 * (double)bytes;
+    r->res[task->opi].dcn_bytes += (double)bytes;
+    return slot;
+}
+
+static void cx_wait_send(void *ex, void *h)
+{
+    struct coll_actor *a = ex;
+    settle(a);
+    struct remote_dma *d = h;
+    struct eng_run *r = a->task->core->run;
+    eng_wait_note(a->task, d->dcn ? "a DCN send" : "a remote DMA send");
+    sg_comm_wait(d->comm);
+    eng_wait_note(a->task, NULL);
+    double t1 = simgrid_get_clock();
+    eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
+    eng_note_hbm(r, d->src, d->t_post, t1, (double)d->bytes);
+    eng_note_hbm(r, d->dst, d->t_post, t1, (double)d->bytes);
+    free(d);
+}
+
+/* The note "WHAT SEM of op 'NAME' to reach AMOUNT (it holds COUNT)". */
+static void wait_note(struct eng_task *task, const char *what, int sem, double amount,
+                      double count)
+{
+    /* the strings are cut beyond the note's length, the numbers need 64 bytes */
+    char buf[2 * ENG_NOTE_BYTES + 64];
+    char *p = buf, *end = buf + 2 * ENG_NOTE_BYTES;
+    p = fmt_str(p, what, end);
+    *p++ = ' ';
+    p = fmt_u64(p, (unsigned)sem);
+    p = fmt_str(p, " of op '", end);
+    p = fmt_str(p, task->op->name, end);
+    p = fmt_str(p, "' to reach ", end + 16);
+    p = fmt_u64(p, (unsigned long long)amount);
+    p = fmt_str(p, " (it holds ", end + 32);
+    p = fmt_u64(p, (unsigned long long)count);
+    *p++ = ')', *p = '\0';
+    eng_wait_note(task, buf); /* as snprintf: the first ENG_NOTE_BYTES - 1 bytes */
+}
+
+static void take(struct coll_actor *a, int sem, double amount, const char *what)
+{
+    struct eng_task *task = a->task;
+    double *c = &task->coll->count[sem];
+    settle(a);
+    while (*c < amount) { /* counts are whole numbers of bytes or increments */
+        wait_note(task, what, sem, amount, *c);
+        struct sem_msg *m = sg_mailbox_get(own_mb(task, sem));
+        *c += (double)m->amount;
+        free(m);
+    }
+    eng_wait_note(task, NULL);
+    *c -= amount;
+}
+
+static void cx_wait_recv(void *ex, int sem, uint64_t bytes)
+{
+    take(ex, sem, (double)bytes, "DMA semaphore");
+}
+
+static void cx_signal(void *ex, int dst, int sem, int inc)
+{
+    struct coll_actor *a = ex;
+    wake_up(a);
+    dst = sim_chip_of(a->task, dst);
+    struct sem_msg *m = xmalloc(sizeof *m);
+    m->amount = (uint64_t)inc;
+    sg_comm_detach(sg_mailbox_put_init(dst_mb(a, dst, sem), m, 0), free);
+}
+
+static void cx_wait(void *ex, int sem, int value)
+{
+    take(ex, sem, value, "REGULAR semaphore");
+}
+
+/* The accumulate step of a reduction (kernels/collective.c builds it). */
+static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt)
+{
+    struct coll_actor *a = ex;
+    settle(a);
+    struct coll_reduce shape;
+    struct pl_call *call = xmalloc(sizeof *call); /* 4.7 KB: not on the actor's small stack */
+    coll_reduce_call(&shape, bytes, dt, call);
+    eng_run_pallas_steps(a->task, call, 0, pl_num_steps(call));
+    free(call);
+}
+
+static void cx_local_copy(void *ex, uint64_t bytes)
+{
+    struct coll_actor *a = ex;
+    settle(a);
+    eng_dma_sync(a->task, true, 2 * bytes, -1);
+}
+
+static void cx_delay(void *ex, double s)
+{
+    struct coll_actor *a = ex;
+    flush(a);
+    if (s > 0)
+        a->wake = start_time(a) + s;
+}
+
+static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
+                                              .wait_send = cx_wait_send,
+                                              .wait_recv = cx_wait_recv,
+                                              .signal = cx_signal,
+                                              .wait = cx_wait,
+                                              .reduce = cx_reduce,
+                                              .local_copy = cx_local_copy,
+                                              .delay = cx_delay,
+                                              .rdma_dcn = cx_rdma_dcn};
+
+/* One actor per part: its own DMA mailbox and statistics. */
+struct part_actor {
+    struct eng_task task;
+    int part;
+};
+
+static void run_part(struct eng_task *task, int part)
+{
+    struct coll_actor a = {.task = task};
+    const struct cfg_scenario *sc = task->core->run->sc;
+    const struct sim_coll *dev = task->coll;
+    struct coll_ctx c = {dev->topo,
+                         &sc->chip,
+                         task->op,
+                         coll_rank(task->op, &sc->topo, dev->slice_chip),
+                         part,
+                         &coll_ops,
+                         &a,
+                         sc->fidelity == CFG_FIDELITY_FAST,
+                         eng_slice_of(task->core->run, task->core->chip),
+                         sc->dcn.slices > 1 ? sc->dcn.slices : 1,
+                         sc->dcn.lat_s};
+    coll_run_part(&c, &task->coll->plan);
+    settle(&a);
+}
+
+static void part_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct part_actor *p = sg_actor_self_get_data();
+    run_part(&p->task, p->part);
+}
+
+static sg_mailbox_t part_mailbox(const struct eng_task *task, int part)
+{
+    char name[64];
+    snprintf(name, sizeof name, "dma.%d.%d.p%d", task->core->gid, task->opi, part);
+    return sg_mailbox_by_name(name);
+}
+
+static void merge_stats(struct pl_stats *into, const struct pl_stats *from)
+{
+    into->dmas += from->dmas;
+    into->hbm_bytes += from->hbm_bytes;
+    into->useful_bytes += from->useful_bytes;
+    into->vpu_s += from->vpu_s;
+    into->vpu_flops += from->vpu_flops;
+    into->overhead_s += from->overhead_s;
+    into->steps += from->steps;
+    into->compute_steps += from->compute_steps;
+    into->coalesced_runs += from->coalesced_runs;
+}
+
+/* Semaphores left non-zero at kernel exit crash a real program: report them. */
+static void check_sems(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    for (int s = 0; s < task->coll->nsems; s++) {
+        if (task->coll->count[s] != 0 && !r->error)
+            r->error = xasprintf("chip %d: semaphore %d of op '%s' is %g at kernel exit "
+                                 "(must be 0)",
+                                 task->core->chip, s, task->op->name, task->coll->count[s]);
+    }
+}
+
+/* The anchor of a collective's DCN semaphores on one chip: an actor on its
+ * NIC host that is their mailboxes' permanent receiver, so that DCN
+ * transfers run NIC to NIC and start at once; the chip's actors take the
+ * landed messages as from any semaphore. It lives until the op ends. */
+struct dcn_anchor {
+    int chip, opi;
+    const struct coll_plan *plan;
+    sg_sem_t ready, quit;
+};
+
+static void anchor_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct dcn_anchor *an = sg_actor_self_get_data();
+    for (int p = 0; p < an->plan->nparts; p++)
+        for (int q = 0; q < an->plan->parts[p].nphases; q++)
+            for (int d = 0; d < 2 && an->plan->parts[p].phases[q].axis == COLL_AXIS_DCN; d++)
+                sg_mailbox_set_receiver(
+                    sg_mailbox_get_name(sem_mb(an->chip, an->opi, coll_sem_id(p, q, d, false))));
+    sg_sem_release(an->ready);
+    sg_sem_acquire(an->quit); /* the op's end: what waits on a semaphore frees it */
+    sg_sem_destroy(an->quit);
+    free(an);
+}
+
+static struct dcn_anchor *anchor_start(struct eng_task *task, const struct coll_plan *plan)
+{
+    struct eng_core *c = task->core;
+    struct dcn_anchor *an = xmalloc(sizeof *an);
+    *an = (struct dcn_anchor){c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
+    char name[48];
+    snprintf(name, sizeof name, "dcn-anchor%d.op%d", c->chip, task->opi);
+    sg_actor_t act = sg_actor_init(name, c->run->chips[c->chip].nic);
+    sg_actor_set_data(act, an);
+    sg_actor_start(act, anchor_main, 0, NULL);
+    sg_actor_daemonize(act);
+    sg_sem_acquire(an->ready);
+    return an;
+}
+
+static void anchor_stop(struct dcn_anchor *an)
+{
+    sg_sem_destroy(an->ready);
+    sg_sem_release(an->quit); /* the anchor frees 'an' */
+}
+
+void eng_run_collective(struct eng_task *task)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    const struct cfg_scenario *sc = r->sc;
+    if (c->core != 0)
+        return;
+    struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
+    dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
+    coll_plan_slices(task->op, dev.topo, sc->dcn.slices, &dev.plan);
+    dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
+    dev.mb = xcalloc((size_t)dev.nsems, sizeof *dev.mb);
+    task->coll = &dev;
+    /* push-only DMAs need a receiver from the start: the semaphores the plan uses */
+    for (int p = 0; p < dev.plan.nparts; p++)
+        for (int q = 0; q < dev.plan.parts[p].nphases; q++)
+            for (int s = 0; s < 4; s++)
+                if (s < 2 || dev.plan.parts[p].phases[q].kind == COLL_PSUM)
+                    sg_mailbox_set_receiver(sg_mailbox_get_name(
+                        own_mb(task, coll_sem_id(p, q, s & 1, s >= 2))));
+    struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
+    r->res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
+    int n = dev.plan.nparts;
+    struct part_actor *pa = xcalloc((size_t)n, sizeof *pa);
+    sg_actor_t *act = xcalloc((size_t)n, sizeof *act);
+    for (int p = 1; p < n; p++) {
+        pa[p].task = (struct eng_task){.core = c,
+                                       .op = task->op,
+                                       .opi = task->opi,
+                                       .inst = task->inst,
+                                       .note = task->note,
+                                       .coll = &dev,
+                                       .flow_t = -1};
+        pa[p].task.done_mb = part_mailbox(task, p);
+        pa[p].part = p;
+        char name[48];
+        snprintf(name, sizeof name, "tc%d.op%d.part%d", c->gid, task->opi, p);
+        act[p] = sg_actor_init(name, c->host);
+        sg_actor_set_data(act[p], &pa[p]);
+        sg_actor_ref(act[p]);
+        sg_actor_start(act[p], part_main, 0, NULL);
+    }
+    run_part(task, 0);
+    for (int p = 1; p < n; p++) {
+        sg_actor_join(act[p], -1);
+        sg_actor_unref(act[p]);
+        merge_stats(&task->st, &pa[p].task.st);
+    }
+    check_sems(task);
+    if (anchor)
+        anchor_stop(anchor);
+    free(pa);
+    free(act);
+    free(dev.count);
+    free(dev.mb);
+}
+
+/* ---- remote_copy: one make_async_remote_copy per device ---- */
+
+void eng_run_remote_copy(struct eng_task *task)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    const struct cfg_scenario *sc = r->sc;
+    const struct op_remote_copy *rc = &task->op->u.remote_copy;
+    if (c->core != 0)
+        return;
+    struct sim_coll dev = {.nsems = 1};
+    dev.count = xcalloc(1, sizeof *dev.count);
+    task->coll = &dev;
+    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
+    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
+    struct coll_actor a = {.task = task};
+    int dst = coll_remote_target(&sc->topo, rc, eng_slice_chip(r, c->chip));
+    cx_wait_send(&a, cx_rdma(&a, dst, rc->bytes, 0));
+    if (rc->recv_bytes)
+        cx_wait_recv(&a, 0, rc->recv_bytes);
+    check_sems(task);
+    free(dev.count);
+}
+
+/* ---- collective matmul: all-gather of x along an axis feeding x @ y ----
+ * Each device holds x [m, k] (its shard of the gathered rows) and y [k, n].
+ * Overlapped (the scaling book's collective matmul): X steps; at each step the
+ * chip computes the chunk it holds while core 0 pushes that chunk to the next
+ * device of a bidirectional ring (half each way). Not overlapped: a bidirectional
+ * all-gather first, then one matmul of [X m, k] x [k, n]. The matmuls are the
+ * Pallas blocked matmul on every core of the chip (megacore split). */
+
+/* One chunk's matmul: the Pallas blocked matmul on every core of the chip. */
+static void chunk_matmul(struct eng_task *task, int64_t m)
+{
+    struct op mm;
+    coll_matmul_op(task->op, m, &mm);
+    struct kern k;
+    char err[512];
+    if (kern_init(&k, op_row(OP_MATMUL)->kern, &mm, &task->core->run->sc->chip, false, err,
+                  sizeof err) == 0)
+        for (int i = 0; i < k.ncalls; i++)
+            eng_run_pallas(task, &k.calls[i], NULL);
+    kern_fini(&k);
+}
+
+static void chip_sync(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    if (r->sc->chip.cores > 1 && r->sc->chip.megacore) {
+        eng_barrier_wait(task, r->chip_barrier[task->core->chip],
+                         "the other core of its chip in a collective matmul");
+    }
+}
+
+void eng_run_collective_matmul(struct eng_task *task)
+{
+    struct eng_core *c = task->core;
+    struct eng_run *r = c->run;
+    const struct cfg_scenario *sc = r->sc;
+    const struct op_collective_matmul *p = &task->op->u.coll_matmul;
+    if (c->core != 0 && !sc->chip.megacore)
+        return;
+    int X = sc->topo.shape[p->axis];
+    uint64_t shard = (uint64_t)(p->m * p->k * dtype_bytes(p->dt));
+    struct sim_coll dev = {.nsems = 2};
+    dev.count = xcalloc(2, sizeof *dev.count);
+    task->coll = &dev;
+    struct coll_actor a = {.task = task};
+    int co[TOPO_MAX_DIMS];
+    topo_coords(&sc->topo, eng_slice_chip(r, c->chip), co);
+    int pos = co[p->axis], nb[2];
+    co[p->axis] = (pos + 1) % X;
+    nb[0] = topo_rank(&sc->topo, co);
+    co[p->axis] = (pos + X - 1) % X;
+    nb[1] = topo_rank(&sc->topo, co);
+    if (c->core == 0) {
+        for (int s = 0; s < 2; s++)
+            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
+        eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+        sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
+    }
+    chip_sync(task);
+    if (!p->overlap) {
+        for (int s = 1; s < X && c->core == 0; s++) { /* bidirectional all-gather */
+            cx_delay(&a, sc->chip.ici_step_lat_s);
+            void *h0 = cx_rdma(&a, nb[0], shard / 2, 1), *h1 = cx_rdma(&a, nb[1], shard / 2, 0);
+            cx_wait_send(&a, h0), cx_wait_send(&a, h1);
+            cx_wait_recv(&a, 0, shard / 2), cx_wait_recv(&a, 1, shard / 2);
+        }
+        chip_sync(task);
+        chunk_matmul(task, p->m * X);
+    } else {
+        for (int s = 0; s < X; s++) {
+            void *h[2] = {NULL, NULL};
+            if (c->core == 0 && s + 1 < X) {
+                cx_delay(&a, sc->chip.ici_step_lat_s);
+                h[0] = cx_rdma(&a, nb[0], shard / 2, 1), h[1] = cx_rdma(&a, nb[1], shard / 2, 0);
+                flush(&a);
+            }
+            chunk_matmul(task, p->m);
+            if (h[0]) {
+                cx_wait_send(&a, h[0]), cx_wait_send(&a, h[1]);
+                cx_wait_recv(&a, 0, shard / 2), cx_wait_recv(&a, 1, shard / 2);
+            }
+            chip_sync(task);
+        }
+    }
+    if (c->core == 0)
+        check_sems(task);
+    free(dev.count);
+}

@@ -1,0 +1,398 @@
+/* engine/eng_memo.c -- kernel memos (see engine/engine.h): a replay of a
+ * pallas_call's script, quiet or beside the same collectives as far along
+ * (its overlap), is measured once, with the unit spans it put on the trace,
+ * and later replays of the same script in the same overlap take that time
+ * without issuing its DMAs and executions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "engine/engine.h"
+
+/* One unit span of a measured replay, times from its start. */
+struct memo_ev {
+    int tid;
+    const char *cat, *name; /* static strings or the op's name (lives as long as the run) */
+    double t0, t1, bytes; /* (no args: memos run without a trace of steps, the one that shows them) */
+};
+
+struct eng_memo {
+    bool measured;
+    bool measuring;         /* one task measures; the others replay meanwhile */
+    double dur_s;
+    uint64_t epoch0;        /* while measuring: the epoch at its start */
+    double t0;              /* while measuring: its start */
+    uint64_t ends;          /* measurements ended (their followers go on) */
+    int *fol, nfol;         /* cores that started it at that instant and wait for its end */
+    size_t capfol;
+    struct memo_ev *ev;
+    size_t nev, cap;
+    struct eng_overlap ov;  /* the overlap it is for, t0 holding the offsets (start - t0) */
+    struct eng_memo *next;  /* the script's memos of other overlaps (the slot's first: none) */
+};
+
+#define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
+
+static double now(void)
+{
+    return simgrid_get_clock();
+}
+
+static size_t slots(const struct eng_run *r, int op)
+{
+    return (size_t)(r->kern[op].ncalls * r->sc->chip.cores);
+}
+
+void eng_memo_init(struct eng_run *r, bool on)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
+    r->overlap = NULL, r->coll_running = NULL;
+    /* fast fidelity, no step-level trace (its flow arrows and HBM counter
+     * need the replay's own activities). The cores of a chip run each kernel
+     * together: a megacore pair splits it, and the two devices of a v7 chip
+     * each run all of it, starting at the same instant (they run the same
+     * program on the same resources, and meet between the calls of an op,
+     * eng_run_kernel), so a memo measured with both running stands for both
+     * again (tests/run_e2e.sh checks v7 stacks against runs without memos). */
+    if (!on || sc->fidelity != CFG_FIDELITY_FAST || trace_wants(r->trace, TRACE_STEPS))
+        return;
+    int ncores = cfg_engine_chips(sc) * sc->chip.cores;
+    r->memo_sem = xcalloc((size_t)ncores, sizeof *r->memo_sem);
+    r->asleep = xcalloc((size_t)ncores, sizeof *r->asleep);
+    r->asleep_at = xcalloc((size_t)ncores, sizeof *r->asleep_at);
+    for (int i = 0; i < ncores; i++) {
+        r->memo_sem[i] = sg_sem_init(0);
+        r->asleep_at[i] = -1;
+    }
+    r->memos = xcalloc((size_t)sc->nops, sizeof *r->memos);
+    r->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->overlap);
+    r->coll_running = xcalloc((size_t)sc->nops, sizeof *r->coll_running);
+    for (int i = 0; i < sc->nops; i++)
+        if (r->kern[i].ncalls)
+            r->memos[i] = xcalloc(slots(r, i), sizeof *r->memos[i]);
+}
+
+void eng_memo_fini(struct eng_run *r)
+{
+    for (int i = 0; r->memos && i < r->sc->nops; i++) {
+        for (size_t j = 0; r->memos[i] && j < slots(r, i); j++) {
+            free(r->memos[i][j].ev), free(r->memos[i][j].fol);
+            for (struct eng_memo *m = r->memos[i][j].next, *nx; m; m = nx) {
+                nx = m->next;
+                free(m->ev), free(m->fol), free(m);
+            }
+        }
+        free(r->memos[i]);
+    }
+    free(r->memos);
+    r->memos = NULL;
+    free(r->chip_tasks);
+    r->chip_tasks = NULL;
+    free(r->overlap), free(r->coll_running);
+    r->overlap = NULL, r->coll_running = NULL;
+    int ncores = r->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
+    for (int i = 0; i < ncores; i++)
+        sg_sem_destroy(r->memo_sem[i]);
+    free(r->memo_sem);
+    free(r->asleep);
+    free(r->asleep_at);
+    r->memo_sem = NULL, r->asleep = r->asleep_at = NULL;
+}
+
+/* A compute-stream kernel: what memos stand for, and what does not disturb
+ * another chip's memo. */
+static bool plain_kernel(const struct eng_task *task)
+{
+    const struct op_row *row = op_row(task->op->kind);
+    return row->kern && !row->async;
+}
+
+/* An async collective that runs on its chip's cores (not a second core's
+ * instance of a core-0 collective, which ends at once). */
+static bool overlaps(const struct eng_task *task)
+{
+    const struct op_row *row = op_row(task->op->kind);
+    return row->async && row->reach && (!row->core0 || task->core->core == 0);
+}
+
+static void overlap_add(struct eng_run *r, const struct eng_task *task)
+{
+    struct eng_overlap *o = &r->overlap[task->core->chip];
+    r->coll_running[task->opi]++;
+    if (o->n++ == o->nlisted && o->nlisted < ENG_OVERLAP_MAX) {
+        o->op[o->nlisted] = task->opi;
+        o->t0[o->nlisted++] = now();
+    }
+}
+
+static void overlap_drop(struct eng_run *r, const struct eng_task *task)
+{
+    struct eng_overlap *o = &r->overlap[task->core->chip];
+    r->coll_running[task->opi]--;
+    o->n--;
+    for (int i = 0; i < o->nlisted; i++)
+        if (o->op[i] == task->opi) { /* (one instance of an op at a time) */
+            for (int j = i + 1; j < o->nlisted; j++)
+                o->op[j - 1] = o->op[j], o->t0[j - 1] = o->t0[j];
+            o->nlisted--;
+            return;
+        }
+}
+
+void eng_memo_task_start(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    r->chip_tasks[task->core->chip]++;
+    if (op_row(task->op->kind)->reach)
+        r->xchip_tasks++;
+    if (r->overlap && overlaps(task))
+        overlap_add(r, task);
+    if (plain_kernel(task))
+        return;
+    r->epoch++;
+    for (int i = 0; i < r->nasleep; i++) { /* wake every memo sleep */
+        sg_sem_release(r->memo_sem[r->asleep[i]]);
+        r->asleep_at[r->asleep[i]] = -1;
+    }
+    r->nasleep = 0;
+}
+
+void eng_memo_task_end(struct eng_task *task)
+{
+    struct eng_run *r = task->core->run;
+    r->chip_tasks[task->core->chip]--;
+    if (op_row(task->op->kind)->reach)
+        r->xchip_tasks--;
+    if (r->overlap && overlaps(task))
+        overlap_drop(r, task);
+}
+
+/* The chip's overlap now, as offsets, into '*o'; false if no memo may be
+ * used: the chip runs something besides this kernel (on each of its cores:
+ * a megacore pair meets at a barrier before each call) and its collectives,
+ * or a collective runs elsewhere that does not run on it. */
+static bool overlap_now(const struct eng_task *task, struct eng_overlap *o)
+{
+    const struct eng_run *r = task->core->run;
+    int chip = task->core->chip;
+    *o = r->overlap[chip];
+    if (o->n != o->nlisted || r->chip_tasks[chip] - o->n != r->sc->chip.cores)
+        return false;
+    int xchip = 0;
+    for (int i = 0; i < o->n; i++) {
+        xchip += r->coll_running[o->op[i]];
+        o->t0[i] = now() - o->t0[i];
+    }
+    return xchip == r->xchip_tasks;
+}
+
+static bool same_overlap(const struct eng_overlap *a, const struct eng_overlap *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (int i = 0; i < a->n; i++) {
+        int j = 0;
+        while (j < b->n && (b->op[j] != a->op[i] || fabs(b->t0[j] - a->t0[i]) > ENG_OVERLAP_TOL_S))
+            j++;
+        if (j == b->n)
+            return false;
+    }
+    return true;
+}
+
+/* The memo of call x core 'slot' of 'op' for overlap 'o' (offsets), or NULL;
+ * made if 'make' (and the script has fewer than MEMO_OVERLAPS_MAX). */
+static struct eng_memo *memo_of(struct eng_run *r, int op, int slot, const struct eng_overlap *o,
+                                bool make)
+{
+    struct eng_memo *m = &r->memos[op][slot];
+    if (o->n == 0)
+        return m;
+    int k = 0;
+    for (; m->next; m = m->next, k++)
+        if (same_overlap(&m->next->ov, o))
+            return m->next;
+    if (!make || k >= MEMO_OVERLAPS_MAX)
+        return NULL;
+    m->next = xcalloc(1, sizeof *m->next);
+    m->next->ov = *o;
+    return m->next;
+}
+
+/* The memo 'task' may use for 'slot' now, or NULL (see overlap_now); the
+ * overlap into '*o'. */
+static struct eng_memo *memo_now(struct eng_task *task, int slot, bool make,
+                                 struct eng_overlap *o)
+{
+    struct eng_run *r = task->core->run;
+    if (!r->memos || !r->memos[task->opi] || !overlap_now(task, o))
+        return NULL;
+    return memo_of(r, task->opi, slot, o, make);
+}
+
+/* True when every core's memo of the call of 'slot' is measured: the cores
+ * of a chip take memos together or not at all (a core running for real
+ * beside one that sleeps would have the HBM to itself). */
+static bool call_measured(struct eng_run *r, int op, int slot, const struct eng_overlap *o)
+{
+    int cores = r->sc->chip.cores, first = slot - slot % cores;
+    for (int k = 0; k < cores; k++) {
+        const struct eng_memo *m = memo_of(r, op, first + k, o, false);
+        if (!m || !m->measured)
+            return false;
+    }
+    return true;
+}
+
+static void asleep_add(struct eng_run *r, int gid)
+{
+    r->asleep_at[gid] = r->nasleep;
+    r->asleep[r->nasleep++] = gid;
+}
+
+/* Takes 'gid' off the list of memo sleeps (if an op start has not). */
+static void asleep_drop(struct eng_run *r, int gid)
+{
+    int at = r->asleep_at[gid];
+    if (at < 0)
+        return;
+    int last = r->asleep[--r->nasleep];
+    r->asleep[at] = last, r->asleep_at[last] = at;
+    r->asleep_at[gid] = -1;
+}
+
+/* Core 'gid' sleeps until 'end' unless an op instance starts meanwhile
+ * (eng_memo_task_start wakes it); false if one started at once. */
+static bool memo_sleep(struct eng_run *r, int gid, double end)
+{
+    double t0 = now();
+    uint64_t e0 = r->epoch;
+    while (r->epoch == e0 && now() < end) {
+        asleep_add(r, gid);
+        bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - now()) != 0;
+        asleep_drop(r, gid);
+        if (timeout)
+            break;
+    }
+    if (r->epoch != e0 && now() <= t0)
+        return false;
+    if (now() < end)
+        sg_actor_sleep_until(end);
+    return true;
+}
+
+/* Core 'gid' waits for the measurement of 'm', started at this instant on
+ * another chip, to end; false if an op instance started at once (the core
+ * runs for real). An op starting later leaves it waiting: it takes the
+ * measured run's time, as a memo would. */
+static bool follow(struct eng_task *task, struct eng_memo *m)
+{
+    struct eng_run *r = task->core->run;
+    int gid = task->core->gid;
+    double t0 = now();
+    eng_wait_note(task, "the first run of its kernel, on another chip");
+    uint64_t e0 = r->epoch, ends = m->ends;
+    xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
+    m->fol[m->nfol++] = gid;
+    for (;;) {
+        if (now() <= t0) /* an op starting at this instant sends it to the real run */
+            asleep_add(r, gid);
+        sg_sem_acquire(r->memo_sem[gid]); /* (a token left by an earlier wake: loops) */
+        asleep_drop(r, gid);
+        if (m->ends != ends) {
+            eng_wait_note(task, NULL);
+            return true; /* eng_memo_end took it off the followers */
+        }
+        if (r->epoch != e0 && now() <= t0) {
+            for (int i = 0; i < m->nfol; i++)
+                if (m->fol[i] == gid)
+                    m->fol[i] = m->fol[--m->nfol];
+            eng_wait_note(task, NULL);
+            return false;
+        }
+    }
+}
+
+bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
+{
+    struct eng_core *c = task->core;
+    struct eng_overlap o;
+    struct eng_memo *m = memo_now(task, slot, false, &o);
+    if (!m)
+        return false;
+    double t0 = now();
+    if (call_measured(c->run, task->opi, slot, &o)) {
+        eng_stop_if_interrupted();
+        if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
+            return false;
+    } else if (c->run->sc->chip.cores > 1 || o.n > 0 || !m->measuring || m->t0 != t0 ||
+               !follow(task, m)) {
+        /* (a megacore pair would have to follow a pair: not done; beside
+         * collectives every chip runs it for real, so that the HBM traffic
+         * the collectives meet is the same on every chip) */
+        return false;
+    }
+    for (size_t i = 0; i < m->nev; i++) {
+        const struct memo_ev *e = &m->ev[i];
+        trace_unit(c->run->trace, c->chip, e->tid, e->cat, e->name, task->op->name, t0 + e->t0,
+                   t0 + e->t1, e->bytes, NULL);
+    }
+    int64_t steps0 = task->st.steps;
+    pl_script_stats(script, &task->st);
+    progress_add(c->run->progress, task->st.steps - steps0);
+    task->steps_shown = task->st.steps;
+    c->run->memo_hits++;
+    return true;
+}
+
+void eng_memo_begin(struct eng_task *task, int slot)
+{
+    struct eng_overlap o;
+    struct eng_memo *m = memo_now(task, slot, true, &o);
+    if (!m || m->measured || m->measuring)
+        return;
+    m->measuring = true;
+    m->nev = 0;
+    m->nfol = 0;
+    m->epoch0 = task->core->run->epoch;
+    m->t0 = now();
+    task->capture = m;
+    task->capture_t0 = m->t0;
+}
+
+void eng_memo_end(struct eng_task *task)
+{
+    struct eng_memo *m = task->capture;
+    task->capture = NULL;
+    if (!m)
+        return;
+    struct eng_run *r = task->core->run;
+    m->measuring = false;
+    m->ends++;
+    for (int i = 0; i < m->nfol; i++) { /* the cores that waited for it go on */
+        asleep_drop(r, m->fol[i]);
+        sg_sem_release(r->memo_sem[m->fol[i]]);
+    }
+    m->nfol = 0;
+    if (m->epoch0 != r->epoch)
+        return; /* something else started meanwhile: not a quiet run */
+    m->dur_s = now() - task->capture_t0;
+    m->measured = true;
+    task->core->run->memo_measured++;
+}
+
+void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,
+              double t1, double bytes, const char *args)
+{
+    struct eng_core *c = task->core;
+    trace_unit(c->run->trace, c->chip, tid, cat, name, task->op->name, t0, t1, bytes, args);
+    struct eng_memo *m = task->capture;
+    if (!m || !trace_wants(c->run->trace, TRACE_UNITS))
+        return; /* (the spans of a trace that keeps none are not kept either) */
+    xgrow(&m->ev, &m->cap, m->nev + 1, sizeof *m->ev);
+    struct memo_ev *e = &m->ev[m->nev++];
+    *e = (struct memo_ev){.tid = tid, .cat = cat, .name = name, .t0 = t0 - task->capture_t0,
+                          .t1 = t1 - task->capture_t0, .bytes = bytes};
+}

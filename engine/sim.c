@@ -1,0 +1,610 @@
+/* engine/sim.c -- the run's lifecycle: validate, write the platform, start
+ * SimGrid with exact network settings, spawn the actors, run, collect the
+ * summary, write the outputs. The four network --cfg flags make a transfer
+ * cost exactly latency + bytes / bw (docs/simgrid.md); they are passed from
+ * here, never by users. The top of the engine (see engine/engine.h). */
+#include "engine/sim.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/xalloc.h"
+#include "models/hbm.h"
+#include "models/ici.h"
+#include "engine/engine.h"
+#include "engine/explain.h"
+#include "workload/model.h"
+#include "config/op_table.h"
+#include "engine/outputs.h"
+#include "outputs/progress.h"
+#include "engine/timeline.h"
+#include "engine/validate.h"
+#include "topology/dcn.h"
+#include "topology/plat_xml.h"
+
+/* Many actors: small stacks (32 KiB: each is committed and zeroed when
+ * guard pages are off, so 256 KiB stacks were most of the memory of a
+ * 6144-chip slice) without guard pages, to stay under the process's limit
+ * of memory mappings (vm.max_map_count, 65,530). The deepest actor (an exact
+ * reduce-scatter's accumulate step, a collective matmul's chunks) needs
+ * between 12 and 16 KiB: with guard pages, every unit, e2e and bad-input
+ * case passes on 16 KiB stacks and some crash on 12 (build with
+ * CFLAGS='-O2 -DSIM_STACK_KIB=\"16\"' to check); 32 KiB keeps twice the
+ * deepest. Big structures stay off actor stacks (a pallas_call's operand
+ * states, a reduction's call). Unoptimised builds keep 64 KiB.
+ * network/optim:Full: SimGrid 3.32's default lazy max-min update let flows
+ * of a line all-gather with a non-zero link latency finish a third early
+ * (a 25 MB transfer over a 42.75 GB/s link in 392 us); Full recomputes the
+ * shares at every event and is exact (tests/unit/test_coll.c).
+ * maxmin/precision at SimGrid's default 1e-5: with 1e-9 the solver aborted
+ * ("cannot saturate more a constraint that has no active element") on
+ * all-to-alls of 5 or more chips over 86.4 GB/s links; the run times of the
+ * tests and the fidelity points are identical either way. */
+#if defined(SIM_STACK_KIB)
+/* given at build time (stack-depth experiments) */
+#elif defined(__SANITIZE_ADDRESS__)
+#define SIM_STACK_KIB "256" /* the sanitizer's frames are several times larger */
+#elif !defined(__OPTIMIZE__)
+#define SIM_STACK_KIB "64" /* -O0 frames (make valgrind) are larger */
+#else
+#define SIM_STACK_KIB "32"
+#endif
+/* Without guard pages SimGrid takes each actor's stack from calloc: from
+ * the heap that is a memset of the whole stack, all of it resident. An
+ * allocation of the stack's size or more is mapped instead (fresh zero
+ * pages, resident as they are touched: an actor uses a few KiB), for at
+ * most SIM_LAZY_STACKS live ones so that the mappings stay under
+ * vm.max_map_count (65,530; adjacent ones merge); more come from the heap
+ * as before. 1 MiB all-reduce on 6144 chips: 1.77 -> 1.21 GB, same CPU.
+ * These tune glibc's malloc, which serves the builds linked without an
+ * allocator (ALLOC_LIBS=); mimalloc (the release build's, Makefile) and the
+ * sanitizers and valgrind ignore them. */
+#define SIM_LAZY_STACKS 40000
+static void lazy_stacks(void)
+{
+    mallopt(M_MMAP_THRESHOLD, atoi(SIM_STACK_KIB) * 1024);
+    mallopt(M_MMAP_MAX, SIM_LAZY_STACKS);
+}
+
+static void init_simgrid(const struct sim_opts *o, int actors)
+{
+    static const char *const flags[] = {
+        "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
+        "--cfg=network/optim:Full",
+        "--cfg=surf/precision:1e-12",     "--cfg=maxmin/precision:1e-5",
+        "--log=root.thresh:critical",     "--log=ker_engine.app:file:/dev/null",
+        "--log=ker_engine.add:0"};
+    int n = (int)(sizeof flags / sizeof flags[0]);
+    int argc = 0;
+    char **argv = xcalloc((size_t)(n + o->sg_argc + 4), sizeof *argv);
+    argv[argc++] = xstrdup("tpusim");
+    for (int i = 0; i < n; i++)
+        argv[argc++] = xstrdup(flags[i]);
+    argv[argc++] = xstrdup("--cfg=contexts/stack-size:" SIM_STACK_KIB);
+    if (actors > 8000) {
+        argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
+        lazy_stacks();
+    }
+    for (int i = 0; i < o->sg_argc; i++)
+        argv[argc++] = xstrdup(o->sg_argv[i]);
+    /* simgrid_init consumes the flags it knows and compacts argv: free a copy */
+    int keep = argc;
+    char **owned = xcalloc((size_t)keep, sizeof *owned);
+    memcpy(owned, argv, sizeof *owned * (size_t)keep);
+    simgrid_init(&argc, argv);
+    for (int i = 0; i < keep; i++)
+        free(owned[i]);
+    free(owned);
+    free(argv);
+}
+
+static void build_kernels(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->kern = xcalloc((size_t)sc->nops, sizeof *r->kern);
+    r->kern_fn = xcalloc((size_t)sc->nops, sizeof *r->kern_fn);
+    r->scripts = xcalloc((size_t)sc->nops, sizeof *r->scripts);
+    for (int i = 0; i < sc->nops; i++) {
+        const struct kern_kind *kind = op_row(sc->ops[i].kind)->kern;
+        if (!kind)
+            continue;
+        char err[1024];
+        kern_init(&r->kern[i], kind, &sc->ops[i], &sc->chip, false, err, sizeof err);
+        if (sc->ops[i].functional) {
+            kern_init(&r->kern_fn[i], kind, &sc->ops[i], &sc->chip, true, err, sizeof err);
+            kern_data(&r->kern_fn[i], sc->seed + (uint64_t)i);
+        }
+        r->scripts[i] = xcalloc((size_t)(r->kern[i].ncalls * sc->chip.cores) + 1,
+                                sizeof *r->scripts[i]);
+    }
+}
+
+static void trace_tracks(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    trace_meta(r->trace, "scenario", sc->name);
+    trace_meta(r->trace, "chip", sc->chip.name);
+    for (int chip = 0; chip < cfg_engine_chips(sc); chip++) {
+        int c[TOPO_MAX_DIMS] = {0};
+        topo_coords(&sc->sim, chip % sc->sim.nchips, c);
+        char name[96], sl[24] = "";
+        if (sc->dcn.slices > 1)
+            snprintf(sl, sizeof sl, "slice %d ", chip / sc->sim.nchips);
+        if (sc->sim_mult > 1)
+            snprintf(name, sizeof name, "chip %d (%s%d,%d,%d), standing for %d chips", chip, sl,
+                     c[0], c[1], c[2], sc->sim_mult);
+        else
+            snprintf(name, sizeof name, "chip %d (%s%d,%d,%d)", chip, sl, c[0], c[1], c[2]);
+        trace_process(r->trace, chip, name);
+        for (int k = 0; k < sc->chip.cores; k++) {
+            /* the compute stream, then the async stream under it, then the units */
+            static const struct {
+                const char *name;
+                int tid, order;
+            } tracks[] = {{"", 0, 0}, {" async", 4, 1}, {" MXU", 1, 2}, {" VPU", 2, 3},
+                          {" DMA", 3, 4}};
+            for (int u = 0; u < 5; u++) {
+                snprintf(name, sizeof name, "TC%d%s", k, tracks[u].name);
+                trace_thread(r->trace, chip, k * 10 + tracks[u].tid, name,
+                             k * 10 + tracks[u].order);
+            }
+        }
+        for (int dir = 0; dir < 2 && cfg_uses_kind(sc, OP_HOST_COPY); dir++)
+            trace_thread(r->trace, chip, ENG_TID_PCIE(dir), dir ? "PCIe to device" : "PCIe to host",
+                         ENG_TID_PCIE(dir));
+        for (int a = 0; a < sc->sim.ndims; a++)
+            for (int dir = 1; dir >= -1; dir -= 2) {
+                snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
+                trace_thread(r->trace, chip, ENG_TID_ICI(a, dir), name, ENG_TID_ICI(a, dir));
+            }
+        if (sc->dcn.slices > 1)
+            trace_thread(r->trace, chip, ENG_TID_DCN, "DCN out", ENG_TID_DCN);
+    }
+}
+
+/* Per-chip completion state and per-instance timing of the program. */
+static void alloc_program_state(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->inst_off = xcalloc((size_t)sc->nops + 1, sizeof *r->inst_off);
+    int64_t total = 0;
+    for (int i = 0; i < sc->nops; i++) {
+        r->inst_off[i] = total;
+        total += sc->graph.node[i].instances;
+    }
+    r->inst_dur = xcalloc((size_t)total + 1, sizeof *r->inst_dur);
+    r->chip0_t0 = xcalloc((size_t)total + 1, sizeof *r->chip0_t0);
+    r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
+    for (int i = 0; i < r->ncores; i++)
+        r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
+    r->core_op = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores, sizeof *r->core_op);
+    r->core_sub = xcalloc((size_t)sc->nops * KERN_MAX_CALLS * (size_t)sc->chip.cores,
+                          sizeof *r->core_sub);
+    r->chips = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chips);
+    for (int i = 0; i < cfg_engine_chips(sc); i++) {
+        r->chips[i].mutex = sg_mutex_init();
+        r->chips[i].changed = sg_cond_init();
+    }
+}
+
+static void start_actor(const char *name, sg_host_t h, void *data, void (*code)(int, char **),
+                        bool daemon)
+{
+    sg_actor_t a = sg_actor_init(name, h);
+    sg_actor_set_data(a, data);
+    sg_actor_start(a, code, 0, NULL);
+    if (daemon)
+        sg_actor_daemonize(a);
+}
+
+/* The SimGrid host of engine chip 'chip' (engine/engine.h numbers them). */
+static char *chip_host_name(const struct cfg_scenario *sc, int chip, char *buf, size_t n)
+{
+    if (sc->dcn.slices <= 1)
+        return plat_host_name(&sc->sim, chip, buf, n);
+    return dcn_host_name(&sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips, buf, n);
+}
+
+/* Its NIC host on the DCN (topology/dcn.h), or NULL with one slice. */
+static sg_host_t nic_host(const struct cfg_scenario *sc, int chip)
+{
+    if (sc->dcn.slices <= 1)
+        return NULL;
+    char name[32];
+    int k = dcn_nic(&sc->dcn, &sc->topo, &sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips);
+    return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
+}
+
+/* True if some op runs on the compute streams (a workload of collectives
+ * alone leaves them nothing to do). */
+static bool has_compute(const struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (!op_row(sc->ops[i].kind)->async)
+            return true;
+    return false;
+}
+
+static void spawn(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    bool compute = has_compute(sc);
+    int nchips = cfg_engine_chips(sc);
+    r->ncores = nchips * sc->chip.cores;
+    r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
+    alloc_program_state(r);
+    r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
+    for (int i = 0; i < sc->nops; i++)
+        r->op_barrier[i] = sg_barrier_init((unsigned)nchips);
+    if (sc->chip.cores > 1) {
+        r->chip_barrier = xcalloc((size_t)nchips, sizeof *r->chip_barrier);
+        for (int i = 0; i < nchips; i++)
+            r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
+    }
+    for (int chip = 0; chip < nchips; chip++) {
+        char host[32], name[48];
+        sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
+        r->chips[chip].nic = nic_host(sc, chip);
+        for (int k = 0; k < sc->chip.cores; k++) {
+            struct eng_core *c = &r->cores[chip * sc->chip.cores + k];
+            uint8_t *bits = c->done_bits;
+            *c = (struct eng_core){.run = r, .chip = chip, .core = k, .host = h, .done_bits = bits};
+            c->gid = chip * sc->chip.cores + k;
+            snprintf(name, sizeof name, "eng.%d", c->gid);
+            c->engine = sg_mailbox_by_name(name);
+            snprintf(name, sizeof name, "tc%d", c->gid);
+            if (compute) /* else no actor (and no stack) for an empty walk */
+                start_actor(name, h, c, eng_core_main, false);
+            else
+                c->done = true;
+        }
+        snprintf(name, sizeof name, "async%d", chip);
+        start_actor(name, h, &r->cores[chip * sc->chip.cores], eng_async_main, false);
+    }
+}
+
+/* Streams and async ops that never finished: the ones blocked on something
+ * other than a barrier or another op are the cause, so they are listed first. */
+static void stuck_list(struct eng_run *r, const char **what, int *chip, int *core, int *n)
+{
+    int cores = r->sc->chip.cores;
+    *n = 0;
+    for (int i = 0; i < r->ncores; i++) {
+        const struct eng_core *c = &r->cores[i];
+        if (!c->done)
+            what[*n] = c->waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
+        if (c->async_running > 0)
+            what[*n] = c->async_waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
+    }
+    for (int i = 0; i < cfg_engine_chips(r->sc); i++)
+        if (!r->chips[i].async_done)
+            what[*n] = r->chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
+    (void)cores;
+}
+
+static int report_deadlock(struct eng_run *r, struct diag *d)
+{
+    int max = 2 * r->ncores + cfg_engine_chips(r->sc);
+    const char **what = xcalloc((size_t)max, sizeof *what);
+    int *chip = xcalloc((size_t)max, sizeof *chip), *core = xcalloc((size_t)max, sizeof *core);
+    int n, shown = 0;
+    stuck_list(r, what, chip, core, &n);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            bool secondary = strstr(what[i], "barrier") || strstr(what[i], "waiting for op");
+            if (secondary != (pass == 1) || shown++ >= 8)
+                continue;
+            if (core[i] < 0)
+                diag_error(d, NULL, NULL, "deadlock: chip %d async stream: %s", chip[i],
+                           what[i][0] ? what[i] : "?");
+            else
+                diag_error(d, NULL, NULL, "deadlock: chip %d core %d waits on %s", chip[i], core[i],
+                           what[i][0] ? what[i] : "?");
+        }
+    if (n > 8)
+        diag_error(d, NULL, NULL, "deadlock: ... and %d more", n - 8);
+    free(what);
+    free(chip);
+    free(core);
+    return n ? -1 : 0;
+}
+
+/* Per-op totals: busy time per unit per core, summed over the op's
+ * instances as time_s is (models/ decide the HBM and ICI figures), the bound
+ * and its share of peak. 'cores' counts the cores that ran it, summed over
+ * its instances: the units' sums divide by the cores of one instance. */
+static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const struct op *op)
+{
+    const struct chip_params *ch = &sc->chip;
+    int chips = cfg_total_chips(sc);
+    double cores = o->cores ? (double)o->cores / (double)(o->instances > 0 ? o->instances : 1) : 1;
+    double t = o->time_s;
+    o->name = xstrdup(op->name);
+    o->kind = op_kind_name(op->kind);
+    o->mxu_s /= cores;
+    o->vpu_s /= cores;
+    o->overhead_s /= cores;
+    o->latency_s /= chips;
+    o->hbm_s = hbm_busy_s(ch, o->hbm_bytes / chips);
+    o->ici_s = ici_busy_s(ch, &sc->topo, o->ici_bytes / chips);
+    o->pcie_s = pcie_busy_s(ch, o->pcie_bytes / chips);
+    if (sc->dcn.slices > 1) /* a chip's share of its host's NICs */
+        o->dcn_s = o->dcn_bytes / chips / (sc->dcn.nic_Bps / sc->dcn.chips_per_host);
+    summary_pick_bound(o);
+    double busy[BOUND_COUNT] = {o->mxu_s,      o->vpu_s,     o->hbm_s,  o->ici_s,
+                                o->overhead_s, o->latency_s, o->pcie_s, o->dcn_s};
+    if (o->bound == BOUND_MXU && t > 0) {
+        double used = ch->megacore ? chips * ch->cores : cores;
+        o->peak_frac = o->flops / (t * ch->peak_flops[op_mxu_dtype(op)] * used);
+    } else if (o->bound == BOUND_HBM) {
+        o->peak_frac = hbm_peak_fraction(ch, o->hbm_bytes / chips, t);
+    } else if (o->bound == BOUND_ICI) {
+        o->peak_frac = ici_peak_fraction(ch, &sc->topo, o->ici_bytes / chips, t);
+    } else {
+        o->peak_frac = t > 0 ? busy[o->bound] / t : 0;
+    }
+}
+
+static int cmp_rate_ev(const void *a, const void *b)
+{
+    const double *x = a, *y = b; /* {chip, t, delta} */
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    if (x[1] != y[1])
+        return x[1] < y[1] ? -1 : 1;
+    return (x[2] > y[2]) - (x[2] < y[2]);
+}
+
+/* The "HBM GB/s" counter of each chip: the sum of the average rates of the
+ * transfers in flight, sampled where it changes. */
+static void hbm_counters(struct eng_run *r)
+{
+    size_t n = r->nrates * 2;
+    double *ev = xcalloc(n ? n * 3 : 3, sizeof *ev);
+    for (size_t i = 0; i < r->nrates; i++) {
+        const struct eng_rate *q = &r->rates[i];
+        double *a = &ev[6 * i];
+        a[0] = q->chip, a[1] = q->t0, a[2] = q->Bps;
+        a[3] = q->chip, a[4] = q->t1, a[5] = -q->Bps;
+    }
+    qsort(ev, n, 3 * sizeof *ev, cmp_rate_ev);
+    double level = 0;
+    for (size_t i = 0; i < n; i++) {
+        double *e = &ev[3 * i];
+        level += e[2];
+        bool last = i + 1 == n || ev[3 * (i + 1)] != e[0] || ev[3 * (i + 1) + 1] != e[1];
+        if (last) {
+            trace_counter(r->trace, TRACE_STEPS, (int)e[0], "HBM GB/s", e[1],
+                          level > 1 ? level / 1e9 : 0);
+            if (i + 1 == n || ev[3 * (i + 1)] != e[0])
+                level = 0;
+        }
+    }
+    free(ev);
+}
+
+/* The sum over an op's instances of its longest run on any core. */
+static double instance_time(const struct eng_run *r, int op)
+{
+    double t = 0;
+    for (int64_t k = 0; k < r->sc->graph.node[op].instances; k++)
+        t += r->inst_dur[r->inst_off[op] + k];
+    return t;
+}
+
+/* A model step's throughput, MFU (MaxText's: model FLOPs per device over the
+ * step time and the device's bf16 peak) and memory. */
+static void model_summary(const struct cfg_scenario *sc, struct summary *s)
+{
+    const struct model_step *ms = sc->model;
+    struct summary_model *o = &s->model;
+    double t = s->total_time_s > 0 ? s->total_time_s : 1;
+    o->present = true;
+    snprintf(o->mode, sizeof o->mode, "%s", model_mode_names()[ms->m.mode]);
+    o->tokens = (double)ms->m.batch * (double)ms->m.seq_len;
+    o->tokens_per_s = o->tokens / t;
+    o->tokens_per_s_per_chip = o->tokens_per_s / cfg_total_chips(sc);
+    o->flops_per_device = ms->flops_per_device;
+    o->mfu = ms->flops_per_device / (t * ms->peak_per_device);
+    const struct model_memory *m = &ms->mem;
+    o->mem_params = m->params, o->mem_grads = m->grads, o->mem_optimizer = m->optimizer;
+    o->mem_activations = m->activations, o->mem_weights_gathered = m->weights_gathered;
+    o->mem_logits = m->logits, o->mem_kv_cache = m->kv_cache, o->mem_total = m->total;
+    o->mem_capacity = m->capacity;
+}
+
+static void collect(struct eng_run *r, struct summary *s)
+{
+    const struct cfg_scenario *sc = r->sc;
+    memset(s, 0, sizeof *s);
+    s->scenario = xstrdup(sc->name);
+    s->chip = xstrdup(sc->chip.name);
+    s->ndims = sc->topo.ndims;
+    memcpy(s->shape, sc->topo.shape, sizeof s->shape);
+    s->nops = sc->nops;
+    s->ops = r->res;
+    r->res = NULL;
+    s->sim_chips = cfg_engine_chips(sc);
+    s->memo_replays = r->memo_hits, s->memo_measured = r->memo_measured;
+    s->slices = sc->dcn.slices;
+    memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
+    for (int i = 0; i < sc->nops; i++) {
+        struct summary_op *o = &s->ops[i];
+        summary_op_scale(o, sc->sim_mult); /* each simulated chip stands for sim_mult chips */
+        o->category = op_row(sc->ops[i].kind)->category;
+        o->instances = sc->graph.node[i].instances;
+        o->time_s = instance_time(r, i);
+        finish_op(sc, o, &sc->ops[i]);
+        explain_op(sc, r->kern[i].kind ? &r->kern[i] : NULL, i, r->core_op, r->core_sub, o);
+        if (sc->tuned && sc->tuned[i].tuned) {
+            o->tuned = xcalloc(1, sizeof *o->tuned);
+            outputs_auto_summary(&sc->tuned[i], o->tuned);
+        }
+        s->total_steps += o->grid_steps;
+        if (o->end_s > s->total_time_s)
+            s->total_time_s = o->end_s;
+    }
+    if (sc->nops > 1) {
+        struct timeline_times tt = {r->inst_off, r->chip0_t0, r->chip0_t1};
+        timeline_fill(sc, &tt, s);
+    }
+    if (sc->model)
+        model_summary(sc, s);
+    explain_run(sc, s);
+}
+
+static int verify(struct eng_run *r, struct diag *d)
+{
+    int bad = 0;
+    for (int i = 0; i < r->sc->nops; i++) {
+        if (!r->kern_fn[i].kind)
+            continue;
+        bool ok;
+        char msg[512];
+        kern_verify(&r->kern_fn[i], &ok, msg, sizeof msg);
+        if (!ok) {
+            diag_error(d, NULL, r->sc->ops[i].name, "functional check failed: %s", msg);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+static void free_run(struct eng_run *r)
+{
+    eng_memo_fini(r); /* first: it counts its slots by the kernels' calls */
+    for (int i = 0; r->kern && i < r->sc->nops; i++) {
+        /* the scripts first: kern_fini clears ncalls, which counts them */
+        for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
+             j++)
+            pl_script_free(r->scripts[i][j]);
+        free(r->scripts ? r->scripts[i] : NULL);
+        kern_fini(&r->kern[i]);
+        kern_fini(&r->kern_fn[i]);
+    }
+    free(r->scripts);
+    free(r->kern);
+    free(r->kern_fn);
+    for (int i = 0; r->chip_barrier && i < cfg_engine_chips(r->sc); i++)
+        sg_barrier_destroy(r->chip_barrier[i]);
+    free(r->chip_barrier);
+    for (int i = 0; r->cores && i < r->ncores; i++) {
+        free(r->cores[i].done_bits);
+        /* the engines' handles: released as their wait unwound when they were killed */
+        free(r->cores[i].engine_w);
+        free(r->cores[i].engine_q); /* empty: every DMA was waited by its task */
+    }
+    free(r->cores);
+    for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
+        sg_cond_destroy(r->chips[i].changed);
+        sg_mutex_destroy(r->chips[i].mutex);
+    }
+    free(r->chips);
+    free(r->inst_off);
+    free(r->inst_dur);
+    free(r->chip0_t0);
+    free(r->chip0_t1);
+    for (int i = 0; r->op_barrier && i < r->sc->nops; i++)
+        sg_barrier_destroy(r->op_barrier[i]);
+    free(r->op_barrier);
+    free(r->res);
+    free(r->error);
+    free(r->rates);
+    free(r->core_op);
+    free(r->core_sub);
+    trace_free(r->trace);
+    progress_free(r->progress);
+}
+
+/* Starts SimGrid on the platform file 'plat' and spawns the actors. */
+static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
+{
+    const struct cfg_scenario *sc = r->sc;
+    r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
+    build_kernels(r);
+    trace_tracks(r);
+    init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
+    simgrid_load_platform(plat);
+    eng_memo_init(r, sc->kernel_memo);
+    spawn(r);
+    r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
+                               2.0);
+}
+
+/* Writes the platform into the run's stage; NULL on failure. */
+static char *platform_path(const struct cfg_scenario *sc, const struct outputs_dir *od,
+                           struct diag *d)
+{
+    char *plat = outputs_dir_staged(od, "platform.xml");
+    if (outputs_platform_file(sc, plat) != 0) {
+        struct diag_loc loc = {od->out ? od->out : plat, 0, 0};
+        diag_error(d, &loc, NULL, "cannot write the platform: %s", strerror(errno));
+        free(plat);
+        return NULL;
+    }
+    return plat;
+}
+
+/* After the run: failures, summary, functional checks, outputs. */
+static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_dir *od,
+                  struct summary *s, struct diag *d)
+{
+    int rc = report_deadlock(r, d) ? 1 : 0;
+    if (r->error) {
+        diag_error(d, NULL, NULL, "%s", r->error);
+        rc = 1;
+    }
+    hbm_counters(r);
+    collect(r, s);
+    if (rc == 0 && verify(r, d) != 0)
+        rc = 1;
+    if (rc == 0 && od->out &&
+        (outputs_run(r->trace, s, o, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
+        rc = 1;
+    return rc;
+}
+
+int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
+            struct diag *d)
+{
+    struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
+    if (validate_scenario(sc, &lim, d) != 0)
+        return 2;
+    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
+    if (!r.trace)
+        return 2;
+    struct sigaction old_sigint;
+    interrupt_catch(&old_sigint);
+    struct outputs_dir od;
+    char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
+    if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
+        free(plat);
+        outputs_dir_close(&od);
+        trace_free(r.trace);
+        interrupt_restore(&old_sigint);
+        return 1;
+    }
+    start(&r, o, plat);
+    free(plat);
+    interrupt_catch(NULL); /* simgrid_init installed its own (verbose-exit) */
+    simgrid_run();
+    interrupt_restore(&old_sigint);
+    int rc = 130;
+    if (interrupt_pending()) { /* nothing is moved in: earlier outputs stay as they were */
+        diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
+        memset(s, 0, sizeof *s);
+    } else {
+        rc = finish(&r, o, &od, s, d);
+    }
+    outputs_dir_close(&od);
+    free_run(&r);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* engine/sim.h -- runs a scenario on SimGrid.
+ * Validates it (engine/validate.h), writes the platform, starts one actor per
+ * TensorCore (run state handed over as actor data, no mutable globals), runs
+ * the workload, collects a summary and writes the outputs (engine/outputs.h).
+ * This header does not include SimGrid; engine/engine.h does. */
+#ifndef TPUSIM_ENGINE_SIM_H
+#define TPUSIM_ENGINE_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "config/cfg.h"
+#include "outputs/summary.h"
+#include "outputs/trace.h"
+
+struct sim_opts {
+    const char *out_dir;     /* where trace.json, summary.json, platform.xml go; NULL: none */
+    int sg_argc;             /* extra SimGrid flags, e.g. --cfg=contexts/factory:thread */
+    char **sg_argv;
+    size_t max_trace_events; /* 0: TRACE_DEFAULT_MAX_EVENTS */
+    bool trace_set;          /* false: TRACE_DEFAULT_LEVEL with an out_dir, else none */
+    enum trace_level trace;  /* what trace.json holds (outputs/trace.h) */
+    const char *trace_chips; /* "0,17" (slice chip numbers) or "distinct"; NULL: every simulated chip */
+    bool trace_window;       /* keep only events overlapping [trace_t0_s, trace_t1_s] */
+    double trace_t0_s, trace_t1_s;
+    const char *command;     /* the command line that reruns it (report.html), or NULL */
+    bool no_summary;         /* write trace.json and platform.xml, not summary.json (a sweep's
+                                re-run of a point for its trace keeps the point's summary) */
+    int64_t max_steps;       /* 0: the scenario's options.max_steps */
+    double max_memory_bytes; /* 0: 16 GiB */
+};
+
+/* Runs 'sc' and fills '*s' (caller frees with summary_fini()). Returns 0, 1
+ * for a runtime failure (deadlock, unwritable output), 2 for bad input or
+ * 130 when interrupted; messages go to 'd'. SimGrid can run once per process. */
+int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
+            struct diag *d);
+
+#endif

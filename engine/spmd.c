@@ -1,0 +1,38 @@
+/* engine/spmd.c -- folding a slice onto its distinct chips (see engine/spmd.h). */
+#include "engine/spmd.h"
+
+#include "config/op_table.h"
+
+/* The shortest divisor of 'len' that is a multiple of 'period' and longer
+ * than twice 'hops' ('len' if none). */
+static int fold_period(int len, int hops, int period)
+{
+    if (hops == 0)
+        return 1;
+    for (int p = 2 * hops + 1; p < len; p++)
+        if (len % p == 0 && p % period == 0)
+            return p;
+    return len;
+}
+
+void spmd_fold(struct cfg_scenario *sc, bool all)
+{
+    const struct topo *t = &sc->topo;
+    int hops[TOPO_MAX_DIMS] = {0, 0, 0}, roles[TOPO_MAX_DIMS] = {1, 1, 1}, period[TOPO_MAX_DIMS];
+    bool symmetric = !all;
+    for (int i = 0; symmetric && i < sc->nops; i++) {
+        op_reach_fn *reach = op_row(sc->ops[i].kind)->reach;
+        if (reach && reach(&sc->ops[i], t, hops, roles) != 0)
+            symmetric = false;
+    }
+    for (int a = 0; a < t->ndims; a++) {
+        period[a] = t->shape[a];
+        if (symmetric && hops[a] == 0)
+            period[a] = 1;
+        else if (symmetric && t->wrap[a])
+            period[a] = fold_period(t->shape[a], hops[a], roles[a]);
+    }
+    if (topo_fold(t, period, &sc->sim) != 0)
+        sc->sim = *t;
+    sc->sim_mult = t->nchips / sc->sim.nchips;
+}

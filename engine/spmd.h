@@ -1,0 +1,24 @@
+/* engine/spmd.h -- SPMD symmetry: which chips of a slice need simulating.
+ * Every chip runs the same program; chips that a translation along a wrapped
+ * axis maps onto each other then behave alike. The slice is folded, axis by
+ * axis, to the shortest ring that still gives every transfer the links it
+ * takes in the whole torus (more than twice the farthest hop along the axis,
+ * a divisor of its length; an axis nothing crosses folds to one chip), and
+ * only the chips of the fold are simulated. Each stands for the chips of its
+ * class: their sums (FLOPs, bytes, steps) count that many times. Axes without
+ * wraparound are kept whole (their ends differ), and a workload with absolute
+ * targets (a remote_copy to a device id) is not folded. Uses topology/ and
+ * the op table. */
+#ifndef TPUSIM_ENGINE_SPMD_H
+#define TPUSIM_ENGINE_SPMD_H
+
+#include <stdbool.h>
+
+#include "config/cfg.h"
+
+/* Sets sc->sim (the chips simulated) and sc->sim_mult (the chips each
+ * stands for): the fold of sc->topo, or the whole slice when 'all' is set or
+ * the workload is not symmetric. */
+void spmd_fold(struct cfg_scenario *sc, bool all);
+
+#endif

@@ -1,0 +1,89 @@
+/* outputs/progress.c -- a run's progress line (see outputs/progress.h). */
+#include "outputs/progress.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/xalloc.h"
+
+struct progress {
+    FILE *out;
+    int64_t total, done;
+    double t0, interval_s, next_s; /* next_s: when to draw next (relative to t0) */
+    unsigned calls;
+    bool drawn;
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct progress *progress_new(int64_t total, FILE *out, double interval_s)
+{
+    if (!out || total <= 0)
+        return NULL;
+    struct progress *p = xcalloc(1, sizeof *p);
+    *p = (struct progress){.out = out, .total = total, .t0 = mono_s(), .interval_s = interval_s,
+                           .next_s = interval_s};
+    return p;
+}
+
+static void clock_text(char *buf, size_t n, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void draw(struct progress *p, double now_s)
+{
+    int64_t done = p->done < p->total ? p->done : p->total;
+    double frac = (double)done / (double)p->total;
+    char el[32], eta[32] = "--:--";
+    clock_text(el, sizeof el, now_s);
+    if (done > 0)
+        clock_text(eta, sizeof eta, now_s / frac - now_s);
+    fprintf(p->out, "\r\033[K%5.1f%% of %lld steps, %s elapsed, ETA %s", 100.0 * frac,
+            (long long)p->total, el, eta);
+    fflush(p->out);
+    p->drawn = true;
+}
+
+void progress_add_at(struct progress *p, int64_t n, double now_s)
+{
+    if (!p)
+        return;
+    p->done += n;
+    if (now_s >= p->next_s) {
+        draw(p, now_s);
+        p->next_s = now_s + p->interval_s;
+    }
+}
+
+void progress_add(struct progress *p, int64_t n)
+{
+    if (!p)
+        return;
+    /* the clock is read once per 64 calls: steps come millions a second */
+    if (++p->calls % 64 == 0)
+        progress_add_at(p, n, mono_s() - p->t0);
+    else
+        p->done += n;
+}
+
+void progress_free(struct progress *p)
+{
+    if (!p)
+        return;
+    if (p->drawn) {
+        fputs("\r\033[K", p->out);
+        fflush(p->out);
+    }
+    free(p);
+}

@@ -1,0 +1,533 @@
+/* outputs/summary.c -- summary.json and the terminal table.
+ * May use: libc, base/ (fsutil, json, xalloc) and outputs/summary.h only. */
+#include "outputs/summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+
+const char *summary_cat_name(enum summary_cat c)
+{
+    static const char *const names[CAT_COUNT] = {
+        "matmul",           "attention",          "fusion",          "compute_other",
+        "collective_exposed", "collective_hidden", "copy_exposed",    "copy_hidden",
+        "idle"};
+    return c < CAT_COUNT ? names[c] : "?";
+}
+
+const char *bound_name(enum bound b)
+{
+    static const char *const names[BOUND_COUNT] = {"mxu", "vpu", "hbm", "ici", "overhead",
+                                                   "latency", "pcie", "dcn"};
+    return b < BOUND_COUNT ? names[b] : "?";
+}
+
+void summary_op_scale(struct summary_op *o, int mult)
+{
+    double m = mult;
+    o->flops *= m, o->vpu_flops *= m, o->transcendentals *= m;
+    o->hbm_bytes *= m, o->ici_bytes *= m, o->useful_bytes *= m, o->pcie_bytes *= m;
+    o->pcie_s *= m, o->dcn_bytes *= m;
+    o->grid_steps *= mult, o->compute_steps *= mult, o->dmas *= mult, o->coalesced_runs *= mult;
+    o->mxu_s *= m, o->vpu_s *= m, o->overhead_s *= m, o->hbm_s *= m, o->ici_s *= m;
+    o->latency_s *= m, o->dcn_s *= m;
+    o->cores *= mult;
+}
+
+void summary_rank_units(const double *t, enum bound *first, enum bound *second)
+{
+    int best = 0, next = -1;
+    for (int i = 1; i < BOUND_COUNT; i++)
+        if (t[i] > t[best])
+            best = i;
+    for (int i = 0; i < BOUND_COUNT; i++)
+        if (i != best && (next < 0 || t[i] > t[next]))
+            next = i;
+    *first = (enum bound)best;
+    *second = (enum bound)next;
+}
+
+void summary_pick_bound(struct summary_op *op)
+{
+    double t[BOUND_COUNT] = {op->mxu_s,      op->vpu_s,     op->hbm_s,  op->ici_s,
+                             op->overhead_s, op->latency_s, op->pcie_s, op->dcn_s};
+    summary_rank_units(t, &op->bound, &op->runner_up);
+}
+
+static void write_auto(FILE *f, const struct summary_auto *a)
+{
+    fputs(",\n     \"auto_blocks\": {", f);
+    for (int i = 0; i < a->n; i++) { /* 0: a block left unset (None upstream), null as in YAML */
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", a->names[i]);
+        if (a->values[i])
+            fprintf(f, "%lld", (long long)a->values[i]);
+        else
+            fputs("null", f);
+    }
+    fprintf(f, "}, \"auto_candidates\": %d, \"auto_feasible\": %d, \"auto_bound\": \"%s\", "
+               "\"auto_lower_bound_s\": %.9e,\n     \"auto_search_time_s\": %.9e, "
+               "\"auto_default_time_s\": ",
+            a->candidates, a->feasible, a->bound, a->lower_bound_s, a->time_s);
+    if (a->default_s >= 0)
+        fprintf(f, "%.9e", a->default_s);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"auto_cached\": %s", a->cached ? "true" : "false");
+}
+
+static void write_work(FILE *f, const struct summary_core_work *w, int core)
+{
+    fprintf(f, "{\"core\": %d, \"time_s\": %.9e, \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, "
+               "\"overhead\": %.9e}, \"hbm_bytes\": %.17g}",
+            core, w->time_s, w->mxu_s, w->vpu_s, w->overhead_s, w->hbm_bytes);
+}
+
+/* The explanation keys of an op (docs/reference.md, "Outputs"). */
+static void write_explain(FILE *f, const struct summary_op *o)
+{
+    fprintf(f, ",\n     \"useful_hbm_bytes\": %.17g, \"padded_hbm_bytes\": %.17g",
+            o->useful_bytes, o->hbm_bytes - o->useful_bytes);
+    fprintf(f, ",\n     \"runner_up\": \"%s\", \"bound_fraction\": %.6f, "
+               "\"runner_up_fraction\": %.6f",
+            o->runner_up_frac > 0 ? bound_name(o->runner_up) : "none", o->bound_frac,
+            o->runner_up_frac);
+    if (o->ncore) {
+        fputs(",\n     \"per_core\": [", f);
+        for (int c = 0; c < o->ncore; c++) {
+            fputs(c ? ", " : "", f);
+            write_work(f, &o->core[c], c);
+        }
+        fputc(']', f);
+    }
+    if (o->nsub) {
+        fputs(",\n     \"subkernels\": [", f);
+        for (int i = 0; i < o->nsub; i++) {
+            const struct summary_sub *s = &o->sub[i];
+            fprintf(f, "%s\n       {\"name\": ", i ? "," : "");
+            json_write_string(f, s->name);
+            fprintf(f, ", \"phase\": \"%s\", \"per_core\": [", s->phase);
+            for (int c = 0; c < o->ncore; c++) {
+                fputs(c ? ", " : "", f);
+                write_work(f, &s->core[c], c);
+            }
+            fputs("]}", f);
+        }
+        fputc(']', f);
+    }
+    if (o->coll.present)
+        fprintf(f, ",\n     \"collective\": {\"devices\": %d, \"data_bytes\": %.17g, "
+                   "\"algbw_Bps\": %.9e, \"busbw_Bps\": %.9e, \"link_peak_Bps\": %.9e, "
+                   "\"link_share\": %.6f}",
+                o->coll.n, o->coll.data_bytes, o->coll.algbw_Bps, o->coll.busbw_Bps,
+                o->coll.link_peak_Bps, o->coll.link_share);
+}
+
+static void write_op(FILE *f, const struct summary_op *o, bool dcn)
+{
+    fprintf(f, "    {\"name\": ");
+    json_write_string(f, o->name);
+    fprintf(f, ", \"kind\": \"%s\", \"start_s\": %.9e, \"end_s\": %.9e, \"time_s\": %.9e,\n",
+            o->kind, o->start_s, o->end_s, o->time_s);
+    fprintf(f, "     \"flops\": %.17g, \"hbm_bytes\": %.17g, \"ici_bytes\": %.17g, "
+               "\"vmem_peak_bytes\": %llu, \"grid_steps\": %lld, \"bound\": \"%s\",\n",
+            o->flops, o->hbm_bytes, o->ici_bytes, (unsigned long long)o->vmem_peak_bytes,
+            (long long)o->grid_steps, bound_name(o->bound));
+    if (dcn)
+        fprintf(f, "     \"dcn_bytes\": %.17g,\n", o->dcn_bytes);
+    fprintf(f, "     \"compute_steps\": %lld, \"category\": \"%s\", \"instances\": %lld,\n",
+            (long long)o->compute_steps, o->category ? o->category : "", (long long)o->instances);
+    fprintf(f, "     \"peak_fraction\": %.6f, \"cores\": %d, \"dmas\": %lld, "
+               "\"coalesced_runs\": %lld, \"vpu_flops\": %.17g, \"transcendentals\": %.17g,\n",
+            o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
+            o->transcendentals);
+    fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
+               "\"overhead\": %.9e, \"latency\": %.9e",
+            o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+    if (o->pcie_bytes > 0) /* host_copy only: other ops' rows keep their keys */
+        fprintf(f, ", \"pcie\": %.9e", o->pcie_s);
+    if (dcn)
+        fprintf(f, ", \"dcn\": %.9e", o->dcn_s);
+    fputc('}', f);
+    if (o->pcie_bytes > 0)
+        fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
+    if (o->tuned)
+        write_auto(f, o->tuned);
+    write_explain(f, o);
+    fputc('}', f);
+}
+
+static void write_model(FILE *f, const struct summary_model *m)
+{
+    fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %.17g, \"tokens_per_s\": %.9e, "
+               "\"tokens_per_s_per_chip\": %.9e, \"flops_per_device\": %.9e, \"mfu\": %.6f,\n",
+            m->mode, m->tokens, m->tokens_per_s, m->tokens_per_s_per_chip, m->flops_per_device,
+            m->mfu);
+    fprintf(f, "    \"memory_bytes\": {\"params\": %.17g, \"grads\": %.17g, \"optimizer\": %.17g, "
+               "\"activations\": %.17g, \"weights_gathered\": %.17g, \"logits\": %.17g, "
+               "\"kv_cache\": %.17g, \"total\": %.17g, \"capacity\": %.17g}}",
+            m->mem_params, m->mem_grads, m->mem_optimizer, m->mem_activations,
+            m->mem_weights_gathered, m->mem_logits, m->mem_kv_cache, m->mem_total,
+            m->mem_capacity);
+}
+
+static void write_timeline(FILE *f, const struct summary *s)
+{
+    fprintf(f, ",\n  \"time_by_category_s\": {");
+    for (int c = 0; c < CAT_COUNT; c++)
+        fprintf(f, "%s\"%s\": %.9e", c ? ", " : "", summary_cat_name((enum summary_cat)c),
+                s->cat_s[c]);
+    fprintf(f, "},\n  \"critical_path\": [");
+    for (int i = 0; i < s->npath; i++) {
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        json_write_string(f, s->path[i].name);
+        fprintf(f, ", \"instances\": %lld, \"time_s\": %.9e}", (long long)s->path[i].instances,
+                s->path[i].time_s);
+    }
+    fprintf(f, "%s],\n  \"blocks\": [", s->npath ? "\n  " : "");
+    for (int i = 0; i < s->nblocks; i++) {
+        const struct summary_block *b = &s->blocks[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        json_write_string(f, b->name);
+        fprintf(f, ", \"count\": %lld, \"iterations_s\": [", (long long)b->count);
+        for (int64_t k = 0; k < b->niter; k++)
+            fprintf(f, "%s[%.9e, %.9e]", k ? ", " : "", b->start_s[k], b->end_s[k]);
+        fputs("]}", f);
+    }
+    fprintf(f, "%s]", s->nblocks ? "\n  " : "");
+}
+
+/* Formats seconds for a --trace-window bound: "10.6ms" style, exact to 1 ns. */
+static void fmt_window(char *buf, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(buf, n, "%.9gs", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.6gms", s * 1e3);
+    else
+        snprintf(buf, n, "%.6gus", s * 1e6);
+}
+
+void summary_trace_hint(const struct summary *s, char *buf, size_t n)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    buf[0] = 0;
+    if (st->level == TRACE_NONE) {
+        snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
+    } else if (st->dropped) {
+        /* events come in the order the run records them: the cap cuts the
+         * run's tail, so windows as long as the run over the parts give it all */
+        size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
+        int parts = (int)((all + st->max_events - 1) / st->max_events);
+        size_t k = (size_t)snprintf(buf, n,
+                                    "the run has %zu events at this level; for all of them: "
+                                    "--trace-max-events %zu, or %d runs with",
+                                    all, want, parts);
+        for (int i = 0; i < parts && i < 3 && k < n; i++) {
+            char a[32], b[32];
+            fmt_window(a, sizeof a, st->last_s * i / parts);
+            fmt_window(b, sizeof b, st->last_s * (i + 1) / parts);
+            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s:%s", i ? "," : "",
+                                  i ? a : "0", i + 1 == parts ? "" : b);
+        }
+        if (parts > 3 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, " ...");
+        if (st->level > TRACE_OPS && k < n)
+            snprintf(buf + k, n - k, ", or --trace %s",
+                     st->level == TRACE_STEPS ? "units" : "ops");
+    } else if (st->filtered) {
+        snprintf(buf, n, "%zu events of other chips or outside the window were left out: widen "
+                         "--trace-chips or --trace-window for them", st->filtered);
+    } else if (st->level < TRACE_STEPS) {
+        snprintf(buf, n, "--trace steps adds every grid step, DMA and ICI hop%s",
+                 st->level == TRACE_OPS ? " (--trace units: one span per op and unit)" : "");
+    }
+}
+
+static void write_trace(FILE *f, const struct summary *s)
+{
+    const struct summary_trace *tr = &s->trace;
+    const struct trace_stats *st = &tr->st;
+    fprintf(f, ",\n  \"trace\": {\"level\": \"%s\", \"path\": %s, \"events\": %zu, "
+               "\"dropped\": %zu, \"filtered\": %zu, \"max_events\": %zu, \"bytes\": %llu,\n",
+            trace_level_name(st->level), st->level == TRACE_NONE ? "null" : "\"trace.json\"",
+            st->events, st->dropped, st->filtered, st->max_events,
+            (unsigned long long)st->bytes);
+    fputs("    \"chips\": ", f);
+    if (tr->chips)
+        json_write_string(f, tr->chips);
+    else
+        fputs("null", f);
+    if (tr->window)
+        fprintf(f, ", \"window_s\": [%.9e, %.9e]", tr->window_t0_s, tr->window_t1_s);
+    else
+        fputs(", \"window_s\": null", f);
+    fprintf(f, ", \"complete\": %s, \"complete_until_s\": ", st->dropped ? "false" : "true");
+    if (st->dropped)
+        fprintf(f, "%.9e", st->complete_until_s);
+    else
+        fputs("null", f);
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    fputs(", \"hint\": ", f);
+    json_write_string(f, hint);
+    fputc('}', f);
+}
+
+void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
+{
+    const struct trace_stats *st = &s->trace.st;
+    char hint[512];
+    summary_trace_hint(s, hint, sizeof hint);
+    if (st->level == TRACE_NONE) {
+        fprintf(out, "wrote %s/summary.json (no trace: --trace none)\n", dir);
+        return;
+    }
+    char size[32];
+    if (st->bytes >= 1000000)
+        snprintf(size, sizeof size, "%.1f MB", (double)st->bytes / 1e6);
+    else
+        snprintf(size, sizeof size, "%.1f kB", (double)st->bytes / 1e3);
+    fprintf(out, "wrote %s/trace.json (--trace %s: %zu events, %s; open in "
+                 "https://ui.perfetto.dev), %s/summary.json\n",
+            dir, trace_level_name(st->level), st->events, size, dir);
+    if (st->dropped)
+        fprintf(out, "warning: trace.json is incomplete: %zu events dropped past --trace-max-events "
+                     "%zu; %s\n", st->dropped, st->max_events, hint);
+}
+
+int summary_write_json(const struct summary *s, const char *path)
+{
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, path) != 0)
+        return -1;
+    FILE *f = a.f;
+    fprintf(f, "{\n  \"scenario\": ");
+    json_write_string(f, s->scenario);
+    fprintf(f, ",\n  \"chip\": ");
+    json_write_string(f, s->chip);
+    fprintf(f, ",\n  \"topology\": [");
+    for (int i = 0; i < s->ndims; i++)
+        fprintf(f, "%s%d", i ? ", " : "", s->shape[i]);
+    fputc(']', f);
+    if (s->slices > 1)
+        fprintf(f, ", \"slices\": %d", s->slices);
+    fprintf(f, ",\n  \"simulated_chips\": %d, \"simulated_shape\": [", s->sim_chips);
+    for (int i = 0; i < s->ndims; i++)
+        fprintf(f, "%s%d", i ? ", " : "", s->sim_shape[i]);
+    fputc(']', f);
+    if (s->memo_measured)
+        fprintf(f, ",\n  \"kernel_memo\": {\"replays\": %lld, \"measured\": %lld}",
+                (long long)s->memo_replays, (long long)s->memo_measured);
+    fprintf(f, ",\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
+    for (int i = 0; i < s->nops; i++) {
+        write_op(f, &s->ops[i], s->slices > 1);
+        fputs(i + 1 < s->nops ? ",\n" : "\n", f);
+    }
+    fprintf(f, "  ]");
+    if (s->timeline)
+        write_timeline(f, s);
+    if (s->model.present)
+        write_model(f, &s->model);
+    if (s->trace.present)
+        write_trace(f, s);
+    if (s->ntc) {
+        fputs(",\n  \"tensorcores\": [", f);
+        for (int c = 0; c < s->ntc; c++) {
+            const struct summary_tc *tc = &s->tc[c];
+            fprintf(f, "%s\n    {\"chip\": 0, \"core\": %d, \"compute_s\": %.9e, \"idle_s\": %.9e, "
+                       "\"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, "
+                       "\"overhead\": %.9e}, \"bound\": \"%s\", \"runner_up\": \"%s\"}",
+                    c ? "," : "", c, tc->compute_s, tc->idle_s, tc->mxu_s, tc->vpu_s, tc->hbm_s,
+                    tc->overhead_s, bound_name(tc->bound), bound_name(tc->runner_up));
+        }
+        fputs("\n  ]", f);
+    }
+    fprintf(f, "\n}\n");
+    return fs_atomic_commit(&a);
+}
+
+void summary_format_time(char *buf, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(buf, n, "%.3f s", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3f us", s * 1e6);
+}
+
+/* Where chip 0's time went, and the ops that set the end time. */
+static void print_timeline(const struct summary *s, FILE *out)
+{
+    fputs("time by category (chip 0):", out);
+    for (int c = 0; c < CAT_COUNT; c++) {
+        if (s->cat_s[c] <= 0)
+            continue;
+        char t[32];
+        summary_format_time(t, sizeof t, s->cat_s[c]);
+        fprintf(out, " %s %s (%.1f%%)", summary_cat_name((enum summary_cat)c), t,
+                s->total_time_s > 0 ? 100.0 * s->cat_s[c] / s->total_time_s : 0.0);
+    }
+    fputs("\ncritical path:", out);
+    for (int i = 0; i < s->npath && i < 12; i++) {
+        char t[32];
+        summary_format_time(t, sizeof t, s->path[i].time_s);
+        if (s->path[i].instances > 1)
+            fprintf(out, "%s %s x%lld (%s)", i ? " ->" : "", s->path[i].name,
+                    (long long)s->path[i].instances, t);
+        else
+            fprintf(out, "%s %s (%s)", i ? " ->" : "", s->path[i].name, t);
+    }
+    if (s->npath > 12)
+        fprintf(out, " -> ... (%d ops in all)", s->npath);
+    fputc('\n', out);
+}
+
+void summary_print_auto(const char *name, const struct summary_auto *a, FILE *out)
+{
+    char tm[32], lb[32], df[48];
+    summary_format_time(tm, sizeof tm, a->time_s);
+    summary_format_time(lb, sizeof lb, a->lower_bound_s);
+    if (a->default_s >= 0)
+        summary_format_time(df, sizeof df, a->default_s);
+    else
+        snprintf(df, sizeof df, "not timed (bound above the best)");
+    fprintf(out, "auto %s:", name);
+    for (int i = 0; i < a->n; i++)
+        fprintf(out, " %s=%lld", a->names[i], (long long)a->values[i]);
+    fprintf(out, " (fastest of %d timed, %d feasible: %s, %s-bound; lower bound %s; default "
+                 "blocks %s)%s\n",
+            a->candidates, a->feasible, tm, a->bound, lb, df, a->cached ? " [cached]" : "");
+}
+
+/* The model step's throughput, MFU and memory per chip. */
+static void print_model(const struct summary *s, FILE *out)
+{
+    const struct summary_model *m = &s->model;
+    double g = 1073741824.0;
+    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%% (%.1f TFLOP "
+                 "per device)\n",
+            m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
+            m->flops_per_device / 1e12);
+    fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
+                 "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",
+            m->mem_total / g, m->mem_capacity / g, m->mem_params / g, m->mem_grads / g,
+            m->mem_optimizer / g, m->mem_activations / g, m->mem_weights_gathered / g,
+            m->mem_logits / g, m->mem_kv_cache / g);
+}
+
+/* Why each op took its time: its bound and runner-up (share of its time),
+ * its sub-kernels' times, a collective's bandwidths; chip 0's cores. */
+static void print_why(const struct summary *s, FILE *out)
+{
+    fputs("why:\n", out);
+    for (int i = 0; i < s->nops; i++) {
+        const struct summary_op *o = &s->ops[i];
+        fprintf(out, "  %s: %s %.0f%% of its time", o->name, bound_name(o->bound),
+                100.0 * o->bound_frac);
+        if (o->runner_up_frac > 0)
+            fprintf(out, ", then %s %.0f%%", bound_name(o->runner_up), 100.0 * o->runner_up_frac);
+        for (int k = 0; k < o->nsub; k++) {
+            char t[32];
+            summary_format_time(t, sizeof t, o->sub[k].core[0].time_s);
+            fprintf(out, "%s %s %s", k ? "," : ";", o->sub[k].phase[0] ? o->sub[k].phase
+                                                                          : o->sub[k].name, t);
+            if (o->ncore > 1) {
+                summary_format_time(t, sizeof t, o->sub[k].core[1].time_s);
+                fprintf(out, " (TC1 %s)", t);
+            }
+        }
+        if (o->hbm_bytes > 0 && o->useful_bytes < 0.9 * o->hbm_bytes)
+            fprintf(out, "; HBM moved %.4g MB for %.4g MB of data (%.0f%% tile padding and "
+                         "discarded fetches)",
+                    o->hbm_bytes / 1e6, o->useful_bytes / 1e6,
+                    100.0 * (o->hbm_bytes - o->useful_bytes) / o->hbm_bytes);
+        if (o->coll.present)
+            fprintf(out, "; algbw %.1f GB/s, busbw %.1f GB/s over %d devices, %.1f%% of the "
+                         "links' %.1f GB/s",
+                    o->coll.algbw_Bps / 1e9, o->coll.busbw_Bps / 1e9, o->coll.n,
+                    100.0 * o->coll.link_share, o->coll.link_peak_Bps / 1e9);
+        fputc('\n', out);
+    }
+    for (int c = 0; c < s->ntc; c++) {
+        const struct summary_tc *tc = &s->tc[c];
+        char a[32], b[32];
+        summary_format_time(a, sizeof a, tc->compute_s);
+        summary_format_time(b, sizeof b, tc->idle_s);
+        fprintf(out, "%s TC%d %s busy, %s idle (mxu %.0f%%, vpu %.0f%%, hbm %.0f%%)%s",
+                c ? ";" : "  chip 0:", c, a, b, s->total_time_s > 0 ? 100 * tc->mxu_s / s->total_time_s : 0,
+                s->total_time_s > 0 ? 100 * tc->vpu_s / s->total_time_s : 0,
+                s->total_time_s > 0 ? 100 * tc->hbm_s / s->total_time_s : 0,
+                c + 1 == s->ntc ? "\n" : "");
+    }
+}
+
+void summary_print_table(const struct summary *s, FILE *out)
+{
+    fprintf(out, "scenario %s on %s ", s->scenario, s->chip);
+    if (s->slices > 1)
+        fprintf(out, "%d slices of ", s->slices);
+    fputc('[', out);
+    for (int i = 0; i < s->ndims; i++)
+        fprintf(out, "%s%d", i ? "x" : "", s->shape[i]);
+    int chips = s->slices > 1 ? s->slices : 1;
+    for (int i = 0; i < s->ndims; i++)
+        chips *= s->shape[i];
+    if (s->sim_chips && s->sim_chips < chips) {
+        fprintf(out, "], simulating %d of %d chips (SPMD fold [", s->sim_chips, chips);
+        for (int i = 0; i < s->ndims; i++)
+            fprintf(out, "%s%d", i ? "x" : "", s->sim_shape[i]);
+        fputs("])\n", out);
+    } else {
+        fputs("]\n", out);
+    }
+    fprintf(out, "%-20s %-22s %12s %12s %8s %-9s %10s\n", "op", "kind", "start", "time",
+            "% peak", "bound", "steps");
+    for (int i = 0; i < s->nops; i++) {
+        const struct summary_op *o = &s->ops[i];
+        char st[32], tm[32];
+        summary_format_time(st, sizeof st, o->start_s);
+        summary_format_time(tm, sizeof tm, o->time_s);
+        fprintf(out, "%-20.20s %-22s %12s %12s %7.1f%% %-9s %10lld\n", o->name, o->kind, st, tm,
+                100.0 * o->peak_frac, bound_name(o->bound), (long long)o->grid_steps);
+    }
+    char tt[32];
+    summary_format_time(tt, sizeof tt, s->total_time_s);
+    fprintf(out, "total %s\n", tt);
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].tuned)
+            summary_print_auto(s->ops[i].name, s->ops[i].tuned, out);
+    if (s->timeline)
+        print_timeline(s, out);
+    if (s->model.present)
+        print_model(s, out);
+    print_why(s, out);
+}
+
+void summary_fini(struct summary *s)
+{
+    for (int i = 0; i < s->nops; i++) {
+        free(s->ops[i].name);
+        free(s->ops[i].tuned);
+    }
+    for (int i = 0; i < s->nops; i++)
+        free(s->ops[i].sub);
+    free(s->ops);
+    for (int i = 0; i < s->npath; i++)
+        free(s->path[i].name);
+    free(s->path);
+    for (int i = 0; i < s->nblocks; i++) {
+        free(s->blocks[i].name);
+        free(s->blocks[i].start_s);
+        free(s->blocks[i].end_s);
+    }
+    free(s->blocks);
+    free(s->scenario);
+    free(s->chip);
+    free(s->trace.chips);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,135 @@
+/* workload/model.h -- model steps: a transformer and a mesh in, the per-chip
+ * program of one step out. A scenario's `model:` (a preset from
+ * configs/models/presets/ and/or dimensions) with its `mesh:` (logical axes
+ * data, fsdp, tensor, sequence, expert laid out on the slice) expands into
+ * the workload every chip runs: per layer its norms, projections, rotary
+ * embedding, attention kernel, MLP or routed experts and residuals, with
+ * shard shapes; embedding, final norm, unembedding and loss; the backward
+ * (dgrad and wgrad of every matmul, the attention backward kernels) and what
+ * the remat policy recomputes; the optimizer on the local shard; and the
+ * collectives the sharding implies (FSDP all-gather of each layer's weights
+ * one layer ahead, reduce-scatter of its gradients, tensor-parallel
+ * all-gather and reduce-scatter of activations, data-parallel all-reduce,
+ * expert all-to-all). The expansion is plain workload YAML, loaded like any
+ * other (`tpusim expand` prints it). Memory per chip and MaxText's FLOP count
+ * come with it. Uses base/, models/, topology/ and config/cfg_walk.h. */
+#ifndef TPUSIM_WORKLOAD_MODEL_H
+#define TPUSIM_WORKLOAD_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "models/chip.h"
+#include "topology/mesh.h"
+#include "topology/topo.h"
+
+enum model_arch { MODEL_LLAMA, MODEL_GPT, MODEL_MIXTRAL };
+enum model_mode { MODEL_TRAIN, MODEL_PREFILL, MODEL_DECODE };
+/* The tensors of a layer a remat policy names (MaxText's checkpoint names),
+ * and where each one is between the forward and the backward. */
+enum model_tensor {
+    MT_INPUT,    /* decoder_layer_input: the layer's input (the scan carry) */
+    MT_QUERY,    /* query_proj, after RoPE */
+    MT_KEY,      /* key_proj */
+    MT_VALUE,    /* value_proj */
+    MT_CONTEXT,  /* context: the attention output and its logsumexp */
+    MT_OUT_PROJ, /* out_proj: the attention's output projection */
+    MT_MLPWI,    /* mlpwi_0 and mlpwi_1 (gate and up), mlpwi for a plain MLP */
+    MT_MLPWO,    /* mlpwo: the MLP's output */
+    MT_COUNT
+};
+enum model_keep { KEEP_REMAT, KEEP_DEVICE, KEEP_OFFLOAD };
+
+struct model_remat {
+    const char *name;            /* a policy's name, or "custom" */
+    bool none;                   /* no policy: jax keeps every residual */
+    enum model_keep t[MT_COUNT]; /* per tensor */
+};
+enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
+
+struct model {
+    enum model_arch arch;
+    int64_t layers, d_model, heads, kv_heads, head_dim, ffn, vocab, experts, top_k;
+    int64_t seq_len;       /* tokens per sequence (decode: the new tokens per step, 1) */
+    int64_t batch;         /* global sequences per step */
+    int64_t kv_len;        /* decode: tokens already in each sequence's cache */
+    int64_t page_size;     /* decode: KV cache page */
+    enum model_mode mode;
+    enum dtype dtype;      /* activations and the weights the matmuls use */
+    enum dtype weight_dtype; /* master weights (and gradients) */
+    enum dtype mu_dtype;   /* AdamW's first moment (the second is in weight_dtype) */
+    struct model_remat remat;
+    enum model_attention attention;
+    int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
+    int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
+};
+
+/* How a model lands on the devices of a mesh: sizes and per-device shapes. */
+struct model_shard {
+    int data, fsdp, tensor, sequence, expert; /* mesh axis sizes (1 when absent) */
+    int dev_per_chip;      /* devices (TensorCores that are JAX devices) per chip */
+    int64_t devices;       /* chips x dev_per_chip */
+    int64_t b;             /* sequences per device */
+    int64_t tokens;        /* tokens per device per step: b x seq_len / sequence */
+    int64_t heads, kv_heads, ffn, experts; /* local to a device */
+    int64_t layer_params;  /* parameters of one layer (all of it, not a shard) */
+    int64_t params;        /* of the model */
+};
+
+/* Per-chip memory of a step, in bytes. */
+struct model_memory {
+    double params, grads, optimizer; /* the local shards of the state */
+    double activations;    /* saved for the backward under the remat policy */
+    double weights_gathered; /* FSDP-gathered layers alive at once (two) */
+    double logits;         /* the loss' working set */
+    double kv_cache;       /* decode */
+    double total;          /* the peak: the state, the saved activations and the KV cache,
+                              plus the larger of the layers' loops (weights_gathered) and the
+                              loss (logits, the gathered unembedding, one gathered layer) */
+    double capacity;
+};
+
+/* A scenario's model step: the model, how it lands on the mesh, what a chip holds. */
+struct model_step {
+    struct model m;
+    struct model_shard shard;
+    struct model_memory mem;
+    double flops_per_device; /* model_flops_per_device */
+    double peak_per_device;  /* bf16 FLOP/s of a device */
+};
+
+/* Checks the model against 'mesh' and 'chip' (every division must be exact)
+ * and fills 's'. Returns 0, or -1 with the reason in 'err'. */
+int model_shard(const struct model *m, const struct mesh *mesh, const struct topo *topo,
+                const struct chip_params *chip, struct model_shard *s, char *err, size_t n);
+/* The step's workload as YAML (a list of ops, to be the scenario's
+ * `workload:`); caller frees. */
+char *model_workload_yaml(const struct model *m, const struct model_shard *s,
+                          const struct chip_params *chip);
+/* Memory per chip. */
+void model_memory(const struct model *m, const struct model_shard *s,
+                  const struct chip_params *chip, struct model_memory *mem);
+/* MaxText's calculate_tflops_training_per_device (causal attention; x3 for a
+ * training step): the model FLOPs MFU counts, per device and step. */
+double model_flops_per_device(const struct model *m, const struct model_shard *s);
+/* Bytes per chip one layer's offloaded tensors take to the host in the
+ * forward (and back in the backward); 0 without offloading. */
+double model_offload_bytes_per_layer(const struct model *m, const struct model_shard *s);
+/* The XLA-style out-of-memory message: "Ran out of memory in memory space
+ * hbm. Used X of Y hbm. Exceeded hbm capacity by Z." and the breakdown. */
+void model_oom_message(const struct model_memory *mem, char *buf, size_t n);
+
+/* "llama", "train", "full", ... Static. */
+const char *const *model_arch_names(void);
+const char *const *model_mode_names(void);
+const char *const *model_remat_names(void);
+/* The policy named 'name' (MaxText's remat_policy names; "offload" is the
+ * TPU recipes' custom policy that offloads the layer input, q, k, v and
+ * out_proj). Returns 0, or -1 for an unknown name. */
+int model_remat_policy(const char *name, struct model_remat *r);
+/* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
+const char *model_tensor_name(enum model_tensor t);
+const char *const *model_attention_names(void);
+
+#endif
