@@ -1,4 +1,4 @@
-/* config/cfg_int.h -- the sections of the scenario loader, shared by sim/cfg*.c
+/* config/cfg_int.h -- the sections of the scenario loader, shared by config/cfg*.c
  * only: the chip section (config/cfg_chip.c) and the keys every op takes. */
 #ifndef TPUSIM_CONFIG_CFG_INT_H
 #define TPUSIM_CONFIG_CFG_INT_H

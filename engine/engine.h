@@ -1,12 +1,17 @@
 /* engine/engine.h -- the engine: tpusim on SimGrid. The only header that
  * includes SimGrid. One struct eng_run per process; each TensorCore actor gets
  * its struct eng_core as actor data; each op an actor runs is a struct
- * eng_task. The engine files call downward only:
- *   sim.c (lifecycle) -> eng_core.c (core actors, op dispatch through the op
- *   table) -> eng_ops.c, eng_coll.c (the runners) -> eng_pallas.c (the Pallas
- *   executor) -> eng_memo.c (kernel memos) -> eng_dma.c (DMAs, the DMA
+ * eng_task. The engine files call downward:
+ *   sim.c (lifecycle) -> eng_core.c (core actors, op dispatch through
+ *   eng_runners.c) -> eng_ops.c, eng_coll.c (the runners) -> eng_pallas.c (the
+ *   Pallas executor) -> eng_memo.c (kernel memos) -> eng_dma.c (DMAs, the DMA
  *   engine, trace helpers)
- * and every one of them may use base/interrupt.h. Time itself is decided by
+ * with one call back up: eng_dma.c hands each DMA's trace span to eng_unit
+ * (eng_memo.c), which keeps it in the memo being measured; keep it the only
+ * one. Every file
+ * may use base/interrupt.h. Around the engine: spmd.c (which chips are
+ * simulated), validate.c (what run checks first), timeline.c and explain.c
+ * (what a run's times say), outputs.c (the files a run writes). Time itself is decided by
  * models/ (the amounts) and SimGrid (the sharing). */
 #ifndef TPUSIM_ENGINE_ENGINE_H
 #define TPUSIM_ENGINE_ENGINE_H

@@ -1,7 +1,7 @@
 /* engine/sim.c -- the run's lifecycle: validate, write the platform, start
  * SimGrid with exact network settings, spawn the actors, run, collect the
  * summary, write the outputs. The four network --cfg flags make a transfer
- * cost exactly latency + bytes / bw (docs/simgrid.md); they are passed from
+ * cost exactly latency + bytes / bw (docs/reference.md, "How it models a TPU"); they are passed from
  * here, never by users. The top of the engine (see engine/engine.h). */
 #include "engine/sim.h"
 

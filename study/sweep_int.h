@@ -1,4 +1,4 @@
-/* study/sweep_int.h -- internals of sim/sweep*.c, shared with tests/unit/test_sweep.c.
+/* study/sweep_int.h -- internals of study/sweep*.c, shared with tests/unit/test_sweep.c.
  * A sweep spec (YAML) expands into points; each point is a list of --set
  * overrides "key.path=value" applied to the base scenario. */
 #ifndef TPUSIM_STUDY_SWEEP_INT_H
