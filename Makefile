@@ -22,6 +22,7 @@ ALLOC_LIBS ?= -lmimalloc
 LDLIBS  = $(ALLOC_LIBS) $(PKG_LIBS) -lm
 TEST_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 SGFLAG  ?=
+BAD_EVERY ?= 1
 SIMFLAGS = $(if $(SGFLAG),--sg=$(SGFLAG))
 VALGRIND ?=
 DEB_PKGS := libsimgrid-dev libyaml-dev libcmocka-dev libmimalloc-dev pkg-config
@@ -98,7 +99,7 @@ unit: $(TESTS)
 	done; rm -f $$log; echo "unit: $$((n - fail)) suites passed, $$fail failed"; [ $$fail -eq 0 ]
 
 bad-input: $(B)/tpusim
-	@VALGRIND="$(VALGRIND)" sh tests/run_bad.sh $(B)/tpusim
+	@VALGRIND="$(VALGRIND)" BAD_EVERY=$(BAD_EVERY) sh tests/run_bad.sh $(B)/tpusim
 
 $(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
 	@mkdir -p $(@D)
@@ -146,6 +147,18 @@ browser-test: deps $(B)/tpusim
 	fi
 	@sh tests/run_browser.sh $(B)/tpusim
 
+# Every Debian package any CI stage needs, installed once up front: apt cannot run
+# twice at once, and .ci/run runs its stages in two lanes (README.md, "Testing").
+DEB_CI := $(DEB_PKGS) $(DEB_CLUSTER) chromium chromium-driver clang libclang-rt-14-dev valgrind
+ci-deps: deps
+	@missing=; for p in $(DEB_CI); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    echo "installing Debian packages:$$missing"; \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
 # The layer rules and the no-writable-globals rule, and a test that both can fail.
 checks: $(B)/tpusim
 	@sh tools/check_layers.sh
@@ -158,9 +171,13 @@ asan: deps
 	    LDFLAGS="-fsanitize=address,undefined" ALLOC_LIBS= SGFLAG=--cfg=contexts/factory:thread \
 	    all unit bad-input e2e
 
+# Under valgrind: every unit suite, every 4th bad-input case (VALGRIND_BAD_EVERY=1: all of
+# them), the e2e and trace checks (their runs that start SimGrid go through valgrind); make
+# asan runs the whole corpus.
+VALGRIND_BAD_EVERY ?= 4
 valgrind: deps
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" ALLOC_LIBS= \
+	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" ALLOC_LIBS= BAD_EVERY=$(VALGRIND_BAD_EVERY) \
 	    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
 	    SGFLAG=--cfg=contexts/factory:thread all unit bad-input e2e
 
@@ -198,4 +215,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: all deps ci-deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

@@ -36,11 +36,7 @@ void diag_error(struct diag *d, const struct diag_loc *loc, const char *path, co
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *body = xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(body, (size_t)n + 1, fmt, ap);
+    char *body = xvasprintf(fmt, ap);
     va_end(ap);
 
     char *where;

@@ -3,7 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "base/xalloc.h"
 
 char *fmt_u64(char *p, unsigned long long v)
 {
@@ -77,4 +80,28 @@ char *fmt_fixed(char *p, double x, int decimals)
         return scaled(p, (unsigned long long)llround(m), decimals);
     int n = snprintf(p, 48, "%.*f", decimals, x);
     return p + (n < 0 ? 0 : n < 48 ? n : 47);
+}
+
+char *fmt_shell_word(const char *w)
+{
+    bool plain = *w != 0;
+    size_t quotes = 0;
+    for (const char *c = w; *c; c++) {
+        plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
+                          (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+        quotes += *c == '\'';
+    }
+    if (plain)
+        return xstrdup(w);
+    char *q = xmalloc(strlen(w) + 3 * quotes + 3), *o = q;
+    *o++ = '\'';
+    for (const char *c = w; *c; c++) {
+        if (*c == '\'')
+            memcpy(o, "'\\''", 4), o += 4;
+        else
+            *o++ = *c;
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
 }

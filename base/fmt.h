@@ -22,4 +22,9 @@ char *fmt_us(char *p, double t_s);
  * the exact binary value). */
 char *fmt_fixed(char *p, double x, int decimals);
 
+/* 'w' as one word of a POSIX shell command line: as is when it holds only
+ * letters, digits and _-./:=,+@%, else in single quotes (a quote inside as
+ * '\''). New string. */
+char *fmt_shell_word(const char *w);
+
 #endif

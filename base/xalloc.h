@@ -4,6 +4,7 @@
 #ifndef TPUSIM_BASE_XALLOC_H
 #define TPUSIM_BASE_XALLOC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 void *xmalloc(size_t size);
@@ -12,6 +13,8 @@ void *xrealloc(void *p, size_t size);
 char *xstrdup(const char *s);
 /* Returns a new string formatted like printf; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with a va_list (which it consumes). */
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Grow '*pp' (an array of '*cap' items of 'item' bytes) so it holds at least 'need' items. */
 void xgrow(void *pp, size_t *cap, size_t need, size_t item);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/fmt.h"
 #include "base/units.h"
 #include "base/xalloc.h"
 #include "study/autotune.h"
@@ -42,19 +43,9 @@ static char *command_line(int argc, char **argv)
 {
     char *s = xstrdup("tpusim");
     for (int i = 0; i < argc; i++) {
-        const char *w = argv[i];
-        bool plain = *w != 0;
-        for (const char *c = w; *c; c++)
-            plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
-                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
-        char *q = xstrdup("");
-        for (const char *c = w; !plain && *c; c++) {
-            char *n = *c == '\'' ? xasprintf("%s'\\''", q) : xasprintf("%s%c", q, *c);
-            free(q);
-            q = n;
-        }
-        char *n = plain ? xasprintf("%s %s", s, w) : xasprintf("%s '%s'", s, q);
-        free(q);
+        char *w = fmt_shell_word(argv[i]);
+        char *n = xasprintf("%s %s", s, w);
+        free(w);
         free(s);
         s = n;
     }

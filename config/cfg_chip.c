@@ -47,9 +47,11 @@ static void load_vpu(struct walk *w, const struct cfg_node *tc, const char *path
     if (v && walk_is_map(w, v, p)) {
         static const char *const keys[] = {"sublanes",        "lanes",          "alu_per_cycle",
                                            "load_per_cycle",  "store_per_cycle", "eup_per_cycle",
-                                           "xlu_per_cycle",   NULL};
+                                           "xlu_per_cycle",   "packing_below_bits", NULL};
         walk_check_keys(w, v, p, keys);
         walk_int32(w, v, p, "sublanes", true, 1, 64, &c->vpu_sublanes);
+        c->vpu_packing_below_bits = 16;
+        walk_int32(w, v, p, "packing_below_bits", false, 16, 32, &c->vpu_packing_below_bits);
         walk_int32(w, v, p, "lanes", true, 1, 1024, &c->vpu_lanes);
         struct {
             const char *key;
@@ -91,7 +93,7 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     static const char *const keys[] = {"count", "megacore", "mxu", "peak", "clock", "vpu",
                                        "vmem", "smem", "vmem_limit", "step_overhead",
                                        "dma_latency", "launch_overhead", "copy_overhead",
-                                       NULL};
+                                       "rpa_kv_pages_per_block", NULL};
     walk_check_keys(w, tc, path, keys);
     walk_int32(w, tc, path, "count", true, 1, 8, &c->cores);
     walk_bool(w, tc, path, "megacore", &c->megacore);
@@ -123,6 +125,8 @@ static void load_tc(struct walk *w, const struct cfg_node *root, const char *pre
     walk_qty(w, tc, path, "launch_overhead", false, UNITS_TIME, true, &c->launch_s);
     c->copy_s = c->launch_s;
     walk_qty(w, tc, path, "copy_overhead", false, UNITS_TIME, true, &c->copy_s);
+    c->rpa_kv_pages_per_block = 128;
+    walk_int32(w, tc, path, "rpa_kv_pages_per_block", false, 1, 4096, &c->rpa_kv_pages_per_block);
     free(path);
 }
 

@@ -104,14 +104,14 @@ static sg_mailbox_t own_mb(struct eng_task *task, int sem)
 /* The time the next visible action may happen: now, or after pending delays. */
 static double start_time(const struct coll_actor *a)
 {
-    double now = simgrid_get_clock();
+    double now = eng_now();
     return a->wake > now ? a->wake : now;
 }
 
 /* Sleeps out the pending delays. */
 static void wake_up(struct coll_actor *a)
 {
-    if (a->wake > simgrid_get_clock())
+    if (a->wake > eng_now())
         sg_actor_sleep_until(a->wake);
     a->wake = 0;
 }
@@ -121,7 +121,7 @@ static void flush(struct coll_actor *a)
 {
     if (!a->npend)
         return;
-    if (a->ready > simgrid_get_clock())
+    if (a->ready > eng_now())
         sg_actor_sleep_until(a->ready);
     a->wake = 0; /* ready was counted from it */
     struct eng_core *core = a->task->core;
@@ -129,7 +129,7 @@ static void flush(struct coll_actor *a)
         struct pending *p = &a->pend[i];
         struct sem_msg *m = xmalloc(sizeof *m);
         m->amount = p->bytes;
-        p->slot->t_post = simgrid_get_clock();
+        p->slot->t_post = eng_now();
         if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
             sg_actor_set_host(sg_actor_self(), core->run->chips[core->chip].nic);
         p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
@@ -214,7 +214,7 @@ static void cx_wait_send(void *ex, void *h)
     eng_wait_note(a->task, d->dcn ? "a DCN send" : "a remote DMA send");
     sg_comm_wait(d->comm);
     eng_wait_note(a->task, NULL);
-    double t1 = simgrid_get_clock();
+    double t1 = eng_now();
     eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
     eng_note_hbm(r, d->src, d->t_post, t1, (double)d->bytes);
     eng_note_hbm(r, d->dst, d->t_post, t1, (double)d->bytes);

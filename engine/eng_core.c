@@ -19,11 +19,6 @@
 #include "base/xalloc.h"
 #include "engine/engine.h"
 
-static double now(void)
-{
-    return simgrid_get_clock();
-}
-
 /* ---- completion of op instances ---- */
 
 static bool bit(const uint8_t *bits, int64_t i)
@@ -126,12 +121,12 @@ static void accumulate(struct eng_task *task, double t0, double t1)
 
 void eng_task_run(struct eng_task *task)
 {
-    double t0 = now();
+    double t0 = eng_now();
     const struct op_row *row = op_row(task->op->kind);
     eng_memo_task_start(task);
     eng_runner(task->op->kind)(task);
     eng_memo_task_end(task);
-    double t1 = now();
+    double t1 = eng_now();
     struct eng_core *c = task->core;
     char args[128], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "), (long long)task->st.steps);
     p = fmt_i64(fmt_lit(p, ", \"instance\": "), (long long)task->inst);
@@ -153,7 +148,7 @@ static void trace_deps(struct eng_core *c, int op, const struct graph_waits *w)
     for (int i = 0; i < w->n; i++) {
         int from = op_row(r->sc->ops[w->op[i]].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
         trace_flow(r->trace, TRACE_OPS, "after", 0, from,
-                   r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to, now());
+                   r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to, eng_now());
     }
 }
 

@@ -83,7 +83,7 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
 {
     struct eng_core *c = task->core;
     struct eng_dma *d = xcalloc(1, sizeof *d);
-    d->t_issue = simgrid_get_clock();
+    d->t_issue = eng_now();
     d->ready = d->t_issue + c->run->sc->chip.dma_issue_s;
     d->bytes = bytes;
     d->dst = task->done_mb;
@@ -126,7 +126,7 @@ struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, in
 
 void eng_dma_sync(struct eng_task *task, bool in, uint64_t bytes, int operand)
 {
-    double t = simgrid_get_clock();
+    double t = eng_now();
     struct eng_dma *d = xmalloc(sizeof *d);
     *d = (struct eng_dma){.t_issue = t, .ready = t + task->core->run->sc->chip.dma_issue_s,
                           .bytes = bytes, .dst = task->done_mb, .operand = operand, .in = in};
@@ -142,7 +142,7 @@ void eng_dma_stream_start(struct eng_task *task, double t_issue, int n, const bo
                           const uint64_t *bytes, const int *operand, struct eng_dma **h)
 {
     double ready = t_issue + task->core->run->sc->chip.dma_issue_s;
-    if (ready > simgrid_get_clock()) {
+    if (ready > eng_now()) {
         eng_wait_note(task, "a local DMA");
         sg_actor_sleep_until(ready);
         eng_wait_note(task, NULL);
@@ -177,7 +177,7 @@ static void trace_dma(struct eng_task *task, const struct eng_dma *d, double end
 
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d)
 {
-    eng_dma_wait_from(task, d, simgrid_get_clock());
+    eng_dma_wait_from(task, d, eng_now());
 }
 
 void eng_dma_wait_from(struct eng_task *task, struct eng_dma *d, double t0)
@@ -189,7 +189,7 @@ void eng_dma_wait_from(struct eng_task *task, struct eng_dma *d, double t0)
                     list, which grows with every DMA (an exact flash run: 0.7 -> 27 s) */
         sg_comm_wait(d->post);
     eng_wait_note(task, NULL);
-    double t1 = simgrid_get_clock();
+    double t1 = eng_now();
     trace_dma(task, d, t1 > t0 ? t1 : t0, t1 > t0);
     if (d->in)
         task->flow_t = d->t_issue;
@@ -211,7 +211,7 @@ void eng_dma_engine_main(int argc, char **argv)
     for (;;) {
         while (c->engine_qhead < c->engine_qn) { /* the queue, in issue order */
             struct eng_dma *d = c->engine_q[c->engine_qhead++];
-            if (d->ready > simgrid_get_clock())
+            if (d->ready > eng_now())
                 sg_actor_sleep_until(d->ready);
             xgrow(&c->engine_w, &c->engine_cap, c->engine_n + 1, sizeof *c->engine_w);
             c->engine_w[c->engine_n++] = sg_mailbox_put_async(d->dst, d, (long)d->bytes);

@@ -34,11 +34,6 @@ struct eng_memo {
 
 #define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
 
-static double now(void)
-{
-    return simgrid_get_clock();
-}
-
 static size_t slots(const struct eng_run *r, int op)
 {
     return (size_t)(r->kern[op].ncalls * r->sc->chip.cores);
@@ -123,7 +118,7 @@ static void overlap_add(struct eng_run *r, const struct eng_task *task)
     r->coll_running[task->opi]++;
     if (o->n++ == o->nlisted && o->nlisted < ENG_OVERLAP_MAX) {
         o->op[o->nlisted] = task->opi;
-        o->t0[o->nlisted++] = now();
+        o->t0[o->nlisted++] = eng_now();
     }
 }
 
@@ -183,7 +178,7 @@ static bool overlap_now(const struct eng_task *task, struct eng_overlap *o)
     int xchip = 0;
     for (int i = 0; i < o->n; i++) {
         xchip += r->coll_running[o->op[i]];
-        o->t0[i] = now() - o->t0[i];
+        o->t0[i] = eng_now() - o->t0[i];
     }
     return xchip == r->xchip_tasks;
 }
@@ -267,18 +262,18 @@ static void asleep_drop(struct eng_run *r, int gid)
  * (eng_memo_task_start wakes it); false if one started at once. */
 static bool memo_sleep(struct eng_run *r, int gid, double end)
 {
-    double t0 = now();
+    double t0 = eng_now();
     uint64_t e0 = r->epoch;
-    while (r->epoch == e0 && now() < end) {
+    while (r->epoch == e0 && eng_now() < end) {
         asleep_add(r, gid);
-        bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - now()) != 0;
+        bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - eng_now()) != 0;
         asleep_drop(r, gid);
         if (timeout)
             break;
     }
-    if (r->epoch != e0 && now() <= t0)
+    if (r->epoch != e0 && eng_now() <= t0)
         return false;
-    if (now() < end)
+    if (eng_now() < end)
         sg_actor_sleep_until(end);
     return true;
 }
@@ -291,13 +286,13 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
 {
     struct eng_run *r = task->core->run;
     int gid = task->core->gid;
-    double t0 = now();
+    double t0 = eng_now();
     eng_wait_note(task, "the first run of its kernel, on another chip");
     uint64_t e0 = r->epoch, ends = m->ends;
     xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
     m->fol[m->nfol++] = gid;
     for (;;) {
-        if (now() <= t0) /* an op starting at this instant sends it to the real run */
+        if (eng_now() <= t0) /* an op starting at this instant sends it to the real run */
             asleep_add(r, gid);
         sg_sem_acquire(r->memo_sem[gid]); /* (a token left by an earlier wake: loops) */
         asleep_drop(r, gid);
@@ -305,7 +300,7 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
             eng_wait_note(task, NULL);
             return true; /* eng_memo_end took it off the followers */
         }
-        if (r->epoch != e0 && now() <= t0) {
+        if (r->epoch != e0 && eng_now() <= t0) {
             for (int i = 0; i < m->nfol; i++)
                 if (m->fol[i] == gid)
                     m->fol[i] = m->fol[--m->nfol];
@@ -322,7 +317,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     struct eng_memo *m = memo_now(task, slot, false, &o);
     if (!m)
         return false;
-    double t0 = now();
+    double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
         if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
@@ -357,7 +352,7 @@ void eng_memo_begin(struct eng_task *task, int slot)
     m->nev = 0;
     m->nfol = 0;
     m->epoch0 = task->core->run->epoch;
-    m->t0 = now();
+    m->t0 = eng_now();
     task->capture = m;
     task->capture_t0 = m->t0;
 }
@@ -378,7 +373,7 @@ void eng_memo_end(struct eng_task *task)
     m->nfol = 0;
     if (m->epoch0 != r->epoch)
         return; /* something else started meanwhile: not a quiet run */
-    m->dur_s = now() - task->capture_t0;
+    m->dur_s = eng_now() - task->capture_t0;
     m->measured = true;
     task->core->run->memo_measured++;
 }

@@ -9,11 +9,6 @@
 #include "topology/plat_xml.h"
 #include "topology/topo.h"
 
-static double now(void)
-{
-    return simgrid_get_clock();
-}
-
 /* A sub-kernel of an op of several pallas_calls: a span on the core's
  * compute track (inside the op's) and, on chip 0, its time and work. */
 static void note_call(struct eng_task *task, int i, const struct pl_call *call, double t0,
@@ -21,14 +16,14 @@ static void note_call(struct eng_task *task, int i, const struct pl_call *call, 
 {
     struct eng_core *c = task->core;
     struct eng_run *r = c->run;
-    trace_span(r->trace, c->chip, ENG_TID_TC(c->core), "pallas_call", call->name, t0, now(),
+    trace_span(r->trace, c->chip, ENG_TID_TC(c->core), "pallas_call", call->name, t0, eng_now(),
                NULL);
     if (c->chip != 0 || i >= KERN_MAX_CALLS)
         return;
     int cores = r->sc->chip.cores;
     struct summary_core_work *w =
         &r->core_sub[((size_t)task->opi * KERN_MAX_CALLS + (size_t)i) * (size_t)cores + c->core];
-    w->time_s += now() - t0;
+    w->time_s += eng_now() - t0;
     w->mxu_s += task->st.mxu_s - st0->mxu_s, w->vpu_s += task->st.vpu_s - st0->vpu_s;
     w->overhead_s += task->st.overhead_s - st0->overhead_s;
     w->hbm_bytes += task->st.hbm_bytes - st0->hbm_bytes;
@@ -43,7 +38,7 @@ void eng_run_kernel(struct eng_task *task)
     struct kern *k = fn ? &r->kern_fn[task->opi] : &r->kern[task->opi];
     int cores = r->sc->chip.cores;
     for (int i = 0; i < k->ncalls; i++) {
-        double t0 = now();
+        double t0 = eng_now();
         struct pl_stats st0 = task->st;
         sg_actor_sleep_for(r->sc->chip.launch_s); /* every pallas_call is a kernel launch */
         /* a megacore kernel starts on both cores once the previous one ended on
@@ -106,7 +101,7 @@ void eng_run_host_copy(struct eng_task *task)
     if (c->core != 0)
         return;
     sg_actor_sleep_for(r->sc->chip.dma_issue_s);
-    double t0 = now();
+    double t0 = eng_now();
     char host[48];
     bool down = p->dir == HOST_TO_DEVICE;
     sg_exec_t link = sg_actor_exec_init((double)p->bytes);
@@ -123,8 +118,8 @@ void eng_run_host_copy(struct eng_task *task)
     char args[64];
     snprintf(args, sizeof args, "\"bytes\": %llu", (unsigned long long)p->bytes);
     trace_unit(r->trace, c->chip, ENG_TID_PCIE(down), "pcie", task->op->name, task->op->name, t0,
-               now(), (double)p->bytes, args);
-    eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
+               eng_now(), (double)p->bytes, args);
+    eng_note_hbm(r, c->chip, t0, eng_now(), (double)p->bytes);
     task->st.dmas += 1;
     task->st.hbm_bytes += (double)p->bytes;
     task->st.useful_bytes += (double)p->bytes;
@@ -158,16 +153,16 @@ void eng_run_ppermute(struct eng_task *task)
     int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
     int dst = eng_sim_chip(r, c->chip, to);
     sg_actor_sleep_for(sc->chip.dma_issue_s);
-    double t0 = now();
+    double t0 = eng_now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */
     long wire = (long)(to == me ? 2 * p->bytes : p->bytes);
     sg_comm_t put = sg_mailbox_put_async(
         sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)), task, wire);
     eng_wait_note(task, "its ppermute send");
     sg_comm_wait(put);
-    eng_trace_route(r, c->chip, dst, t0, now(), p->bytes, task->op->name);
-    eng_note_hbm(r, c->chip, t0, now(), (double)p->bytes);
-    eng_note_hbm(r, dst, t0, now(), (double)p->bytes);
+    eng_trace_route(r, c->chip, dst, t0, eng_now(), p->bytes, task->op->name);
+    eng_note_hbm(r, c->chip, t0, eng_now(), (double)p->bytes);
+    eng_note_hbm(r, dst, t0, eng_now(), (double)p->bytes);
     eng_wait_note(task, "its ppermute receive");
     sg_mailbox_get(sg_mailbox_by_name(inbox_name(c->chip, task->opi, name, sizeof name)));
     eng_wait_note(task, NULL);

@@ -9,11 +9,6 @@
 #include "base/check.h"
 #include "engine/engine.h"
 
-static double now(void)
-{
-    return simgrid_get_clock();
-}
-
 static void *ex_dma_start(void *ex, bool in, uint64_t bytes, int operand)
 {
     return eng_dma_start(ex, in, bytes, operand);
@@ -36,7 +31,7 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     double mxu = w->mxu_s * (double)n, vpu = w->vpu_s * (double)n;
     if (mxu + vpu <= 0)
         return;
-    double t0 = now();
+    double t0 = eng_now();
     if (task->flow_t >= 0) { /* an arrow from the DMA that brought the data to its consumer */
         trace_flow(c->run->trace, TRACE_STEPS, "dma->compute", c->chip, ENG_TID_DMA(c->core),
                    task->flow_t, c->chip, mxu > 0 ? ENG_TID_MXU(c->core) : ENG_TID_VPU(c->core),
@@ -54,7 +49,7 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
     if (mxu > 0)
         eng_unit(task, ENG_TID_MXU(c->core), "mxu", name, t0, t0 + mxu, 0, args);
     if (vpu > 0)
-        eng_unit(task, ENG_TID_VPU(c->core), "vpu", name, t0 + mxu, now(), 0, args);
+        eng_unit(task, ENG_TID_VPU(c->core), "vpu", name, t0 + mxu, eng_now(), 0, args);
 }
 
 /* Once per grid step (or run of steps): the progress line, an interrupt. */
@@ -83,13 +78,13 @@ static void ex_stream(void *ex, int n, const bool *in, const uint64_t *bytes, co
     struct eng_dma *d[PL_MAX_OPERANDS];
     TPU_ASSERT(n <= PL_MAX_OPERANDS, "a stream of %d DMAs", n);
     step_begins(task);
-    eng_dma_stream_start(task, now() + pre_s, n, in, bytes, operand, d);
+    eng_dma_stream_start(task, eng_now() + pre_s, n, in, bytes, operand, d);
     ex_compute(ex, w, step, nsteps);
-    double deadline = now() + mid_s;
+    double deadline = eng_now() + mid_s;
     for (int i = 0; i < n; i++)
         eng_dma_wait_from(task, d[i], deadline);
-    double end = (now() > deadline ? now() : deadline) + post_s;
-    if (end > now())
+    double end = (eng_now() > deadline ? eng_now() : deadline) + post_s;
+    if (end > eng_now())
         sg_actor_sleep_until(end);
 }
 
@@ -110,7 +105,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
                                        "VMEM TC6 (bytes)", "VMEM TC7 (bytes)"}; /* (up to 8 cores) */
     TPU_ASSERT(c->core < 8, "core %d", c->core);
     const char *name = vmem[c->core];
-    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, now(),
+    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, eng_now(),
                   (double)pl_vmem_bytes(call, &sc->chip));
     bool fast = sc->fidelity == CFG_FIDELITY_FAST;
     /* exact fidelity: a script would hold every step (and the walk is cheap
@@ -128,7 +123,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     } else {
         eng_run_pallas_steps(task, call, b, e);
     }
-    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, now(), 0);
+    trace_counter(c->run->trace, TRACE_UNITS, c->chip, name, eng_now(), 0);
 }
 
 void eng_run_pallas_steps(struct eng_task *task, const struct pl_call *call, int64_t begin,

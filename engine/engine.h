@@ -36,6 +36,12 @@
 #include "outputs/summary.h"
 #include "outputs/trace.h"
 
+/* The simulated clock, in seconds. */
+static inline double eng_now(void)
+{
+    return simgrid_get_clock();
+}
+
 /* Trace tracks (thread ids) within a chip's process. */
 #define ENG_TID_TC(c) ((c)*10 + 0)
 #define ENG_TID_MXU(c) ((c)*10 + 1)

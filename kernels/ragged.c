@@ -347,12 +347,13 @@ static void rg_pages(struct rg *g)
 }
 
 /* Block sizes: given, or get_tuned_block_sizes' defaults (untuned path):
- * (128, 32), v4 (32, 32), clipped to (pages_per_seq, T). */
-static void rg_blocks(struct rg *g, int generation)
+ * (the chip's rpa_kv_pages_per_block: 128, v4 32; 32 queries), clipped to
+ * (pages_per_seq, T). */
+static void rg_blocks(struct rg *g, const struct chip_params *chip)
 {
     g->nkvp = g->p.num_kv_pages_per_block, g->bq = g->p.num_queries_per_block;
     if (!g->nkvp || !g->bq) {
-        g->nkvp = generation == 4 ? 32 : 128, g->bq = 32;
+        g->nkvp = chip->rpa_kv_pages_per_block, g->bq = 32;
         g->nkvp = g->nkvp < g->pps ? g->nkvp : g->pps;
         g->bq = g->bq < g->T ? g->bq : g->T;
     }
@@ -434,7 +435,7 @@ static int rg_init(struct kern *k, char *err, size_t n)
                  (long long)g->cu[g->S], (long long)g->T);
         return -1;
     }
-    rg_blocks(g, k->chip->generation);
+    rg_blocks(g, k->chip);
     g->kv_scale = p->kv_dt == DT_INT8 ? RG_INT8_SCALE : 0.0f;
     int64_t page[3] = {p->page_size, g->comb_blk, p->head_dim};
     g->page_bytes = hbm_dma_bytes(k->chip, p->kv_dt, 3, page);

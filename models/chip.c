@@ -46,9 +46,7 @@ int chip_sublane_tiling(const struct chip_params *chip, enum dtype dt)
 {
     int bits = 8 * dtype_bytes(dt);
     int base = chip->vpu_sublanes;
-    if (chip->generation >= 7)
-        return base * (32 / bits);
-    return bits >= 16 ? base : base * (32 / bits);
+    return bits < chip->vpu_packing_below_bits ? base * (32 / bits) : base;
 }
 
 double chip_mxu_hz(const struct chip_params *chip)

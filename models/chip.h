@@ -25,6 +25,10 @@ struct chip_params {
     double peak_flops[DT_COUNT];  /* MXU peak per TensorCore, per input dtype */
     double clock_hz;              /* VPU/scalar clock */
     int vpu_sublanes, vpu_lanes;  /* vreg shape: 8 x 128 */
+    int vpu_packing_below_bits;   /* dtypes narrower than this pack into a vreg's sublanes
+                                     (their tiling is sublanes x 32 / bits): 16, or 32 on v7 */
+    int rpa_kv_pages_per_block;   /* ragged paged attention's untuned default KV pages per
+                                     block (jax's get_tuned_block_sizes): 128, or 32 on v4 */
     double vpu_alu_per_cycle;     /* vreg ALU ops issued per cycle */
     double vpu_load_per_cycle;    /* vreg loads from VMEM per cycle */
     double vpu_store_per_cycle;   /* vreg stores to VMEM per cycle */

@@ -15,7 +15,7 @@ struct progress {
     bool drawn;
 };
 
-static double mono_s(void)
+double progress_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -27,12 +27,12 @@ struct progress *progress_new(int64_t total, FILE *out, double interval_s)
     if (!out || total <= 0)
         return NULL;
     struct progress *p = xcalloc(1, sizeof *p);
-    *p = (struct progress){.out = out, .total = total, .t0 = mono_s(), .interval_s = interval_s,
+    *p = (struct progress){.out = out, .total = total, .t0 = progress_now_s(), .interval_s = interval_s,
                            .next_s = interval_s};
     return p;
 }
 
-static void clock_text(char *buf, size_t n, double s)
+void progress_clock_text(char *buf, size_t n, double s)
 {
     long t = (long)(s + 0.5);
     if (t >= 3600)
@@ -46,9 +46,9 @@ static void draw(struct progress *p, double now_s)
     int64_t done = p->done < p->total ? p->done : p->total;
     double frac = (double)done / (double)p->total;
     char el[32], eta[32] = "--:--";
-    clock_text(el, sizeof el, now_s);
+    progress_clock_text(el, sizeof el, now_s);
     if (done > 0)
-        clock_text(eta, sizeof eta, now_s / frac - now_s);
+        progress_clock_text(eta, sizeof eta, now_s / frac - now_s);
     fprintf(p->out, "\r\033[K%5.1f%% of %lld steps, %s elapsed, ETA %s", 100.0 * frac,
             (long long)p->total, el, eta);
     fflush(p->out);
@@ -72,7 +72,7 @@ void progress_add(struct progress *p, int64_t n)
         return;
     /* the clock is read once per 64 calls: steps come millions a second */
     if (++p->calls % 64 == 0)
-        progress_add_at(p, n, mono_s() - p->t0);
+        progress_add_at(p, n, progress_now_s() - p->t0);
     else
         p->done += n;
 }

@@ -22,4 +22,9 @@ void progress_add_at(struct progress *p, int64_t n, double now_s);
 /* Erases the line if one was drawn, and frees 'p'. */
 void progress_free(struct progress *p);
 
+/* The wall clock every progress display and timing uses: monotonic seconds. */
+double progress_now_s(void);
+/* 's' seconds as "m:ss" or "h:mm:ss" into 'buf'. */
+void progress_clock_text(char *buf, size_t n, double s);
+
 #endif

@@ -15,6 +15,7 @@
 #include "config/op_table.h"
 #include "engine/outputs.h"
 #include "engine/sim.h"
+#include "outputs/progress.h"
 
 struct entry {
     enum op_kind kind;
@@ -51,13 +52,6 @@ void autotune_cache_free(struct autotune_cache *c)
 void autotune_stats(const struct autotune_cache *c, struct autotune_stats *st)
 {
     *st = c->st;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---------------- the cache ---------------- */
@@ -363,7 +357,7 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
 {
     static const struct autotune_opts none = {0};
     o = o ? o : &none;
-    double t0 = now_s();
+    double t0 = progress_now_s();
     int rc = 0;
     for (int i = 0; i < sc->nops && rc == 0; i++) {
         struct op *op = &sc->ops[i];
@@ -398,7 +392,7 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
             c->st.ops++;
         }
     }
-    c->st.wall_s += now_s() - t0;
+    c->st.wall_s += progress_now_s() - t0;
     return rc;
 }
 

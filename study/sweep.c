@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fmt.h"
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/xalloc.h"
@@ -35,6 +36,7 @@
 #include "outputs/summary.h"
 #include "outputs/table.h"
 #include "engine/spmd.h"
+#include "outputs/progress.h"
 
 
 struct job {
@@ -69,13 +71,6 @@ struct runner {
     char *command;   /* "tpusim sweep SPEC --set ...": what reruns it (report.html) */
 };
 
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char *point_file(const struct runner *r, int i, const char *name)
 {
@@ -376,31 +371,22 @@ int sweep_row_from_point(const char *dir, const struct json *pj, struct table_ro
 
 /* ---------------- progress ---------------- */
 
-static void fmt_clock(char *buf, size_t n, double s)
-{
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-    else
-        snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
-}
-
 static void progress_bar(struct runner *r)
 {
-    if (!r->tty || (now_s() - r->drawn < 0.1 && r->ndone < r->nmine))
+    if (!r->tty || (progress_now_s() - r->drawn < 0.1 && r->ndone < r->nmine))
         return;
-    r->drawn = now_s();
+    r->drawn = progress_now_s();
     int total = r->nmine, w = 30;
     int fill = total ? (int)((double)w * r->ndone / total) : w;
     char bar[64], el[32], eta[32] = "--:--";
     for (int k = 0; k < w; k++)
         bar[k] = k < fill ? '#' : '.';
     bar[w] = '\0';
-    double e = now_s() - r->t0;
-    fmt_clock(el, sizeof el, e);
+    double e = progress_now_s() - r->t0;
+    progress_clock_text(el, sizeof el, e);
     int left = r->ntodo - r->nfinished;
     if (r->nfinished > 0)
-        fmt_clock(eta, sizeof eta, e / r->nfinished * left);
+        progress_clock_text(eta, sizeof eta, e / r->nfinished * left);
     fprintf(stderr, "\r\033[K[%s] %d/%d points, %d running, %s elapsed, ETA %s", bar, r->ndone,
             total, r->nrun, el, eta);
     fflush(stderr);
@@ -602,20 +588,9 @@ char *sweep_command(const struct sweep_spec *sp)
 {
     char *s = xstrdup("tpusim sweep");
     for (int i = -1; i < sp->nbase_sets; i++) {
-        const char *w = i < 0 ? sp->file : sp->base_sets[i];
-        bool plain = *w != 0;
-        for (const char *c = w; *c; c++)
-            plain = plain && (strchr("_-./:=,+@%", *c) || (*c >= '0' && *c <= '9') ||
-                              (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
-        char *q = xstrdup("'");
-        for (const char *c = w; !plain && *c; c++) {
-            char *n = *c == '\'' ? xasprintf("%s'\\''", q) : xasprintf("%s%c", q, *c);
-            free(q);
-            q = n;
-        }
-        char *n = plain ? xasprintf("%s%s %s", s, i < 0 ? "" : " --set", w)
-                        : xasprintf("%s%s %s'", s, i < 0 ? "" : " --set", q);
-        free(q);
+        char *w = fmt_shell_word(i < 0 ? sp->file : sp->base_sets[i]);
+        char *n = xasprintf("%s%s %s", s, i < 0 ? "" : " --set", w);
+        free(w);
         free(s);
         s = n;
     }
@@ -836,7 +811,7 @@ static int run_sweep(struct runner *r)
         r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
     r->tty = isatty(STDERR_FILENO);
     block_signals(r, true);
-    r->t0 = now_s();
+    r->t0 = progress_now_s();
     int *todo = xcalloc((size_t)n, sizeof *todo);
     r->ntodo = plan(r, todo);
     run_list(r, todo, r->ntodo, false);
@@ -845,7 +820,7 @@ static int run_sweep(struct runner *r)
     rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
     block_signals(r, false);
     sweep_dir_unlock(&r->lock);
-    print_result(r, now_s() - r->t0);
+    print_result(r, progress_now_s() - r->t0);
     for (int i = 0; i < n; i++)
         if (r->done[i])
             table_row_fini(&r->rows[i], r->sp->nkeys);

@@ -12,10 +12,14 @@
 # {file}, {out} (an empty scratch directory) and {data} (tests/data) are
 # substituted in args and cmdline. A case must never crash, hang (60 s), or
 # leave a temporary file or a lock in {out}.
+# BAD_EVERY=K runs every K-th case only (sorted by name, the first included):
+# make valgrind's subset, which spans every prefix of the corpus.
 bin=$1
-fail=0; n=0
+fail=0; n=0; i=0
 out=$(mktemp -d)
 for f in tests/data/bad/*.yaml; do
+    i=$((i + 1))
+    [ $(( (i - 1) % ${BAD_EVERY:-1} )) -eq 0 ] || continue
     n=$((n + 1))
     sub() { sed "s|{file}|$f|g; s|{out}|$out/run|g; s|{data}|tests/data|g"; }
     want=$(sed -n 's/^# exit: //p' "$f" | head -n 1); want=${want:-2}

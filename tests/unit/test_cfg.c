@@ -96,6 +96,30 @@ static void test_cfg_chip_override_and_set(void **state)
     diag_free(d);
 }
 
+/* The generation-specific rules are preset fields: v7 packs bf16 into 16
+ * sublanes (jax's get_sublane_tiling), earlier chips only narrower types;
+ * ragged attention's untuned default is 32 KV pages per block on v4, 128 on
+ * the others. */
+static void test_cfg_generation_rules_are_preset_fields(void **state)
+{
+    (void)state;
+    struct diag *d = diag_new();
+    struct chip_params c;
+    assert_int_equal(cfg_load_chip("v7", &c, d), 0);
+    assert_int_equal(chip_sublane_tiling(&c, DT_BF16), 16);
+    assert_int_equal(chip_sublane_tiling(&c, DT_F32), 8);
+    assert_int_equal(chip_sublane_tiling(&c, DT_INT8), 32);
+    assert_int_equal(c.rpa_kv_pages_per_block, 128);
+    const char *older[] = {"v4", "v5e", "v5p", "v6e"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(cfg_load_chip(older[i], &c, d), 0);
+        assert_int_equal(chip_sublane_tiling(&c, DT_BF16), 8);
+        assert_int_equal(chip_sublane_tiling(&c, DT_INT8), 32);
+        assert_int_equal(c.rpa_kv_pages_per_block, i == 0 ? 32 : 128);
+    }
+    diag_free(d);
+}
+
 /* hbm.usable, the bytes XLA may allocate (its OOM messages' "of X hbm"): the
  * presets that give it, and a scenario that overrides the capacity alone
  * dropping the preset's figure (it was for the preset's capacity). */
@@ -540,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_cfg_presets_load),
         cmocka_unit_test(test_cfg_chip_override_and_set),
         cmocka_unit_test(test_cfg_hbm_usable),
+        cmocka_unit_test(test_cfg_generation_rules_are_preset_fields),
         cmocka_unit_test(test_cfg_default_wraparound_rules),
         cmocka_unit_test(test_cfg_errors_have_positions_and_suggestions),
         cmocka_unit_test(test_cfg_set_errors),

@@ -68,12 +68,31 @@ static void test_fmt_fixed_equals_printf(void **state)
     }
 }
 
+/* A word a POSIX shell reads back as itself: plain words stay, others are
+ * single-quoted with an inner quote as '\''. */
+static void test_fmt_shell_word_quotes_what_it_must(void **state)
+{
+    (void)state;
+    const char *cases[][2] = {{"configs/a.yaml", "configs/a.yaml"},
+                              {"model.mesh.tensor=4", "model.mesh.tensor=4"},
+                              {"", "''"},
+                              {"a b", "'a b'"},
+                              {"it's", "'it'\\''s'"},
+                              {"$HOME", "'$HOME'"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *w = fmt_shell_word(cases[i][0]);
+        assert_string_equal(w, cases[i][1]);
+        free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fmt_integers_and_strings),
         cmocka_unit_test(test_fmt_us_rounds_to_the_nanosecond),
         cmocka_unit_test(test_fmt_fixed_equals_printf),
+        cmocka_unit_test(test_fmt_shell_word_quotes_what_it_must),
     };
     return cmocka_run_group_tests_name("fmt", tests, NULL, NULL);
 }

@@ -257,6 +257,7 @@ static void test_ragged_default_block_sizes(void **state)
     for (int gen = 4; gen <= 6; gen++) {
         struct chip_params ch = test_chip();
         ch.generation = gen; /* v4 defaults to 32 kv pages per block, later ones to 128 */
+        ch.rpa_kv_pages_per_block = gen == 4 ? 32 : 128; /* as configs/chips/ say */
         /* 128 pages: kv_bufs alone are 16 MiB, over the 16 MiB default limit */
         ch.vmem_limit_bytes = 32 << 20;
         struct kern k;

@@ -38,7 +38,8 @@ static inline struct chip_params test_chip(void)
     c.generation = 5, c.cores = 1, c.mxu_count = 4, c.mxu_dim = 128;
     for (int i = 0; i < DT_COUNT; i++)
         c.peak_flops[i] = 131.072e12;
-    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128;
+    c.clock_hz = 1e9, c.vpu_sublanes = 8, c.vpu_lanes = 128, c.vpu_packing_below_bits = 16;
+    c.rpa_kv_pages_per_block = 128;
     c.vpu_alu_per_cycle = 4, c.vpu_load_per_cycle = 3, c.vpu_store_per_cycle = 1;
     c.eup_per_cycle = 1, c.xlu_per_cycle = 0.5;
     c.vmem_bytes = 128 << 20, c.vmem_limit_bytes = 16 << 20, c.smem_bytes = 1 << 20;
