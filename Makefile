@@ -171,15 +171,22 @@ asan: deps
 	    LDFLAGS="-fsanitize=address,undefined" ALLOC_LIBS= SGFLAG=--cfg=contexts/factory:thread \
 	    all unit bad-input e2e
 
-# Under valgrind: every unit suite, every 4th bad-input case (VALGRIND_BAD_EVERY=1: all of
-# them), the e2e and trace checks (their runs that start SimGrid go through valgrind); make
-# asan runs the whole corpus.
+# Under valgrind: every unit suite (valgrind-unit); every 4th bad-input case
+# (VALGRIND_BAD_EVERY=1: all of them) and the e2e and trace checks, whose runs that start
+# SimGrid go through valgrind (valgrind-e2e). make asan runs the whole corpus. .ci/run runs
+# the two halves in its two lanes, each in its own build directory (VG_B).
 VALGRIND_BAD_EVERY ?= 4
-valgrind: deps
+VG_B ?= build/debug
+VG_MAKE = $(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" ALLOC_LIBS= \
+    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
+    SGFLAG=--cfg=contexts/factory:thread
+valgrind: valgrind-unit valgrind-e2e
+valgrind-unit: deps
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-	@$(MAKE) --no-print-directory B=build/debug CFLAGS="-O0 -g" ALLOC_LIBS= BAD_EVERY=$(VALGRIND_BAD_EVERY) \
-	    VALGRIND="valgrind -q --max-threads=4000 --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite" \
-	    SGFLAG=--cfg=contexts/factory:thread all unit bad-input e2e
+	@$(VG_MAKE) unit
+valgrind-e2e: deps
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	@$(VG_MAKE) BAD_EVERY=$(VALGRIND_BAD_EVERY) all bad-input e2e
 
 bench: deps $(B)/tpusim $(B)/sg_baseline
 	@sh tools/bench.sh $(B)/tpusim $(B)/sg_baseline
@@ -215,4 +222,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: all deps ci-deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
