@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/copy.h"
+#include "models/ici.h"
 #include "engine/engine.h"
 #include "topology/plat_xml.h"
 #include "topology/topo.h"
@@ -171,7 +172,5 @@ void eng_run_ppermute(struct eng_task *task)
     task->st.useful_bytes += 2.0 * (double)p->bytes;
     if (to != me)
         r->res[task->opi].ici_bytes += (double)p->bytes;
-    double lat = sc->chip.ici_collective_lat_s + sc->chip.dma_issue_s +
-                 sc->chip.ici_hop_lat_s * topo_hops(&sc->topo, me, to);
-    r->res[task->opi].latency_s += lat;
+    r->res[task->opi].latency_s += ici_transfer_latency_s(&sc->chip, topo_hops(&sc->topo, me, to));
 }

@@ -67,7 +67,7 @@ static void explain_coll(const struct cfg_scenario *sc, const struct op *op, str
     k->data_bytes = S;
     k->algbw_Bps = t > 0 ? S / t : 0;
     k->busbw_Bps = k->algbw_Bps * factor;
-    k->link_peak_Bps = sc->chip.ici_bw_Bps * 2.0 * axes; /* published, per direction */
+    k->link_peak_Bps = ici_axes_peak_Bps(&sc->chip, axes);
     k->link_share = k->link_peak_Bps > 0 ? k->busbw_Bps / k->link_peak_Bps : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/copy.h"
+#include "models/ici.h"
 
 enum { RIGHT = 0, LEFT = 1 };
 
@@ -370,7 +371,7 @@ static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
             out[d] += o[d], in[d] += i[d];
     }
     double hop = r->dcn ? c->dcn_lat_s : c->chip->ici_hop_lat_s;
-    double fixed = c->chip->ici_step_lat_s + hop + c->chip->dma_issue_s;
+    double fixed = ici_ring_step_fixed_s(c->chip, hop);
     c->ops->delay(c->ex, fixed * (r->X - 2));
     step(r, out, in, reduce);
 }

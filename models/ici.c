@@ -6,6 +6,21 @@ double ici_link_Bps(const struct chip_params *chip)
     return chip->ici_bw_Bps * chip->ici_efficiency;
 }
 
+double ici_axes_peak_Bps(const struct chip_params *chip, int axes)
+{
+    return chip->ici_bw_Bps * 2.0 * axes;
+}
+
+double ici_ring_step_fixed_s(const struct chip_params *chip, double hop_s)
+{
+    return chip->ici_step_lat_s + hop_s + chip->dma_issue_s;
+}
+
+double ici_transfer_latency_s(const struct chip_params *chip, int hops)
+{
+    return chip->ici_collective_lat_s + chip->dma_issue_s + chip->ici_hop_lat_s * hops;
+}
+
 int ici_link_dirs(const struct chip_params *chip, const struct topo *topo)
 {
     int dirs = 0;

@@ -10,6 +10,15 @@
 
 /* Bandwidth of one direction of one link. */
 double ici_link_Bps(const struct chip_params *chip);
+/* The published peak of the links a collective over 'axes' ring axes drives:
+ * both directions of each axis, at the published (not derated) bandwidth. */
+double ici_axes_peak_Bps(const struct chip_params *chip, int axes);
+/* The fixed cost of one ring step whose hop takes 'hop_s' (the ICI's hop
+ * latency, or the DCN's): the semaphore handshake, the DMA issue, the hop. */
+double ici_ring_step_fixed_s(const struct chip_params *chip, double hop_s);
+/* The latency of a one-off transfer 'hops' hops away: the collective's fixed
+ * cost, the DMA issue and the hops. */
+double ici_transfer_latency_s(const struct chip_params *chip, int hops);
 /* Link directions one chip of 'topo' can drive at once: two per axis longer
  * than 1, at most the chip's link count. */
 int ici_link_dirs(const struct chip_params *chip, const struct topo *topo);

@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include "sim_fork.h"
+#include "models/ici.h"
 
 /* Ideal links: no efficiency loss and no fixed costs, so the formulas apply. */
 static const char *const IDEAL[] = {
@@ -467,9 +468,27 @@ static void test_multislice_grad_all_reduce_overlaps_backward(void **state)
     assert_true(r.cat[CAT_COLLECTIVE_HIDDEN] > 0);
 }
 
+/* The ICI latency and peak formulas (models/ici.h), by hand: a ring step's
+ * fixed cost is handshake + hop + DMA issue; a one-off transfer 3 hops away
+ * pays the collective's fixed cost, the DMA issue and 3 hops; the published
+ * peak over 2 axes is 4 link directions at the published bandwidth. */
+static void test_ici_formulas(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.ici_step_lat_s = 0.15e-6, ch.ici_hop_lat_s = 0.2e-6, ch.dma_issue_s = 0.1e-6;
+    ch.ici_collective_lat_s = 5e-6, ch.ici_bw_Bps = 90e9, ch.ici_efficiency = 0.96;
+    assert_float_equal(ici_ring_step_fixed_s(&ch, ch.ici_hop_lat_s), 0.45e-6, 1e-15);
+    assert_float_equal(ici_ring_step_fixed_s(&ch, 10e-6), 10.25e-6, 1e-15);
+    assert_float_equal(ici_transfer_latency_s(&ch, 3), 5.7e-6, 1e-15);
+    assert_float_equal(ici_axes_peak_Bps(&ch, 2), 360e9, 1e-3);
+    assert_float_equal(ici_link_Bps(&ch), 86.4e9, 1e-3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ici_formulas),
         cmocka_unit_test(test_all_gather_bidi_ring_matches_formula),
         cmocka_unit_test(test_all_gather_line),
         cmocka_unit_test(test_all_gather_line_hand_figure),
