@@ -32,7 +32,7 @@ HAVE_PKGS = pkg-config --exists simgrid yaml-0.1 cmocka 2>/dev/null && \
 DEB_PARALLEL := parallel
 DEB_CLUSTER  := slurm-wlm munge parallel
 
-SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c sim/*.c)
+SRC     := $(wildcard base/*.c topology/*.c models/*.c kernels/*.c traces/*.c workload/*.c sim/*.c)
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out sim/main.c,$(SRC))) $(B)/gen/embedded.o
 EMBED   := $(sort $(wildcard configs/chips/*.yaml)) $(sort $(wildcard configs/models/presets/*.yaml)) \
            configs/scenarios/default.yaml

@@ -23,6 +23,7 @@
 #include "models/chip.h"
 #include "topology/mesh.h"
 #include "topology/topo.h"
+#include "workload/program.h"
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT, MODEL_MIXTRAL };
 enum model_mode { MODEL_TRAIN, MODEL_PREFILL, MODEL_DECODE };
@@ -103,6 +104,10 @@ struct model_step {
  * and fills 's'. Returns 0, or -1 with the reason in 'err'. */
 int model_shard(const struct model *m, const struct mesh *mesh, const struct topo *topo,
                 const struct chip_params *chip, struct model_shard *s, char *err, size_t n);
+/* The step's program (workload/program.h), scheduled (workload/schedule.h);
+ * caller frees (prog_free). */
+struct program *model_program(const struct model *m, const struct model_shard *s,
+                              const struct chip_params *chip);
 /* The step's workload as YAML (a list of ops, to be the scenario's
  * `workload:`); caller frees. */
 char *model_workload_yaml(const struct model *m, const struct model_shard *s,

@@ -6,7 +6,7 @@ fail=0; n=0
 ok() { n=$((n + 1)); }
 bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
 t=$(mktemp -d)
-cp -r base topology models kernels traces sim "$t/"
+cp -r base topology models kernels traces workload sim "$t/"
 sh tools/check_layers.sh "$t" >/dev/null && ok || bad "clean tree reported as violating"
 plant() { # file, line to add, expected message, what
     cp "$t/$1" "$t/$1.orig"
@@ -17,6 +17,7 @@ plant() { # file, line to add, expected message, what
     [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "$3" && ok || bad "layer check missed $4: $out"
 }
 plant kernels/copy.c '#include "sim/cfg.h"' 'kernels/copy.c:.*kernels may not include "sim/cfg.h"' "kernels -> sim"
+plant workload/schedule.c '#include "sim/cfg.h"' 'workload may not include "sim/cfg.h"' "workload -> sim"
 plant traces/trace.c '#include "models/chip.h"' 'traces may not include "models/chip.h"' "traces -> models"
 plant base/json.c '#include "topology/topo.h"' 'base may not include' "base -> topology"
 plant sim/eng_dma.c '#include <simgrid/actor.h>' 'only sim/engine.h includes SimGrid' "SimGrid outside engine.h"

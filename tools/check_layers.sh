@@ -6,6 +6,7 @@
 #   models   -> base, topology
 #   kernels  -> base, topology, models
 #   traces   -> base
+#   workload -> base, topology, models, kernels
 #   sim      -> everything
 # Only sim/engine.h includes <simgrid/...> or <xbt/...>; only sim/cfg_yaml.c
 # includes <yaml.h>; a header named *_int.h is included from its own folder
@@ -20,11 +21,12 @@ allowed() { # folder -> folders its files may include
     models) echo "base topology models" ;;
     kernels) echo "base topology models kernels" ;;
     traces) echo "base traces" ;;
-    sim) echo "base topology models kernels traces sim" ;;
+    workload) echo "base topology models kernels workload" ;;
+    sim) echo "base topology models kernels traces workload sim" ;;
     esac
 }
 bad=0
-for dir in base topology models kernels traces sim; do
+for dir in base topology models kernels traces workload sim; do
     [ -d "$dir" ] || continue
     ok=$(allowed $dir)
     for f in "$dir"/*.[ch]; do
