@@ -683,6 +683,15 @@ static struct layer_part recompute_part(const struct model *m)
         .down = false};
 }
 
+/* The sequence-parallel gather of K and V (or 'q' itself without a sequence axis). */
+static struct val gather_kv(struct out *o, const char *name, struct val q)
+{
+    const struct model_shard *s = o->sh;
+    double kv = (double)s->tokens * 2.0 * (double)s->kv_heads * o->m->head_dim *
+                bytes(o->m->dtype) * s->dev_per_chip;
+    return collective(o, "all_gather", name, "sequence", s->sequence, kv, 0, q);
+}
+
 /* norm1 (reading the layer's input, its weights and 'also'), the QKV
  * projection (gathering the residual over tensor first), RoPE, the
  * sequence-parallel gather of K and V. */
@@ -711,13 +720,8 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
         name_op(nm, sizeof nm, pre, "rope");
         l->q = wrv(o, rope(o, nm, T, l->q));
     }
-    l->kv = l->q;
-    if (s->sequence > 1) {
-        name_op(nm, sizeof nm, pre, "cp_kv");
-        double kv = (double)T * 2.0 * (double)s->kv_heads * Dh * bytes(m->dtype) *
-                    s->dev_per_chip;
-        l->kv = collective(o, "all_gather", nm, "sequence", s->sequence, kv, 0, l->q);
-    }
+    name_op(nm, sizeof nm, pre, "cp_kv");
+    l->kv = gather_kv(o, nm, l->q);
 }
 
 /* The attention's output projection, its scatter and the first residual. */
@@ -866,6 +870,22 @@ static struct val reduce_grads(struct out *o, struct layer_grads lg)
                       PROG_ASYNC, g);
 }
 
+/* What the remat policy recomputes of the layer's forward (the first op
+ * reading 'also' too), or a start for the layer's backward without one. */
+static void layer_recompute(struct out *o, struct val g, struct val also, struct layer_vals *l)
+{
+    const struct model *m = o->m;
+    if (!m->remat.none) {
+        o->flags = PROG_REMAT;
+        layer_forward(o, "re_", recompute_part(m), also, l);
+        o->flags = 0;
+        return;
+    }
+    int k = elementwise(o, "g_start", o->sh->tokens, m->d_model / o->sh->tensor, "add", 1,
+                        val2(val2(g, val1(l->w)), also));
+    o->b->op[k].flags |= PROG_DATA_WAIT;
+}
+
 /* One layer's backward from the incoming gradient 'g': recomputation per
  * the remat policy, then the gradients in reverse order, then the weight
  * gradients reduced; returns the gradient of the layer's input. */
@@ -877,15 +897,7 @@ static struct val layer_backward(struct out *o, struct val g, struct val also)
     struct layer_vals l = o->fwd;
     l.w = o->w;
     struct layer_grads lg = {none_val, none_val};
-    if (!m->remat.none) {
-        o->flags = PROG_REMAT;
-        layer_forward(o, "re_", recompute_part(m), also, &l);
-        o->flags = 0;
-    } else {
-        int k = elementwise(o, "g_start", T, D / s->tensor, "add", 1,
-                            val2(val2(g, val1(l.w)), also));
-        o->b->op[k].flags |= PROG_DATA_WAIT;
-    }
+    layer_recompute(o, g, also, &l);
     struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
     struct val gx = mlp_backward(o, &l, gg, &lg);
     gx = tp(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? 0 : PROG_ASYNC, gx);
@@ -928,13 +940,29 @@ static struct val embed(struct out *o)
     return x;
 }
 
+/* The unembedding and the loss (and their backward) on 'T' tokens of the
+ * final norm's output 'fn'; returns the gradient of 'fn'. */
+static struct val loss_tile(struct out *o, int64_t T, struct val fn, bool backward)
+{
+    int64_t V = o->m->vocab / o->sh->tensor, D = o->m->d_model;
+    struct val lg = wrv(o, matmul(o, "logits", T, D, V, fn));
+    struct val loss = wrv(o, fusion(o, "cross_entropy", "loss", T, V, lg));
+    if (!backward) {
+        prog_output(o->p, loss.t[0]);
+        return none_val;
+    }
+    struct val g = wrv(o, elementwise(o, "g_loss", T, V, "sub", 2, val2(loss, lg)));
+    struct layer_grads hg = {none_val, none_val};
+    g = matmul_backward(o, "g_logits", T, D, V, fn, g, &hg);
+    o->rest = hg.mm;
+    return g;
+}
+
 /* Final norm, unembedding and loss, in vocab_tiling chunks of tokens. */
 static void head(struct out *o, bool backward)
 {
-    const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t tiles = m->vocab_tiling > 0 ? m->vocab_tiling : 1;
-    int64_t T = s->tokens / tiles, V = m->vocab / s->tensor, D = m->d_model;
+    int64_t tiles = o->m->vocab_tiling > 0 ? o->m->vocab_tiling : 1, D = o->m->d_model;
     /* after the last layer, not after what the layers left running (a host copy) */
     int k = fusion(o, norm_kind(o), "final_norm", s->tokens, D, o->x_last);
     o->b->op[k].flags |= PROG_DATA_WAIT;
@@ -942,23 +970,13 @@ static void head(struct out *o, bool backward)
     struct prog_block *top = o->b;
     if (tiles > 1)
         o->b = prog_loop(o->b, "vocab", tiles);
-    struct val lg = wrv(o, matmul(o, "logits", T, D, V, fn));
-    struct val loss = wrv(o, fusion(o, "cross_entropy", "loss", T, V, lg));
-    struct val g = none_val;
-    if (backward) {
-        g = wrv(o, elementwise(o, "g_loss", T, V, "sub", 2, val2(loss, lg)));
-        struct layer_grads hg = {none_val, none_val};
-        g = matmul_backward(o, "g_logits", T, D, V, fn, g, &hg);
-        o->rest = hg.mm;
-    } else {
-        prog_output(o->p, loss.t[0]);
-    }
+    struct val g = loss_tile(o, s->tokens / tiles, fn, backward);
     o->b = top;
-    if (backward) {
-        k = norm_bwd(o, "g_final_norm", s->tokens, D, val2(val2(g, o->x_last), o->rest));
-        o->grad_last = wrv(o, k);
-        o->rest = wrv(o, k);
-    }
+    if (!backward)
+        return;
+    k = norm_bwd(o, "g_final_norm", s->tokens, D, val2(val2(g, o->x_last), o->rest));
+    o->grad_last = wrv(o, k);
+    o->rest = wrv(o, k);
 }
 
 /* What the remat policy offloads of a layer, as its forward leaves it. */
@@ -1087,6 +1105,26 @@ static void prefill_step(struct out *o)
     head(o, false);
 }
 
+/* Every sequence's new token against its paged KV cache. */
+static struct val ragged_attention(struct out *o, struct val in)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int k = op(o, "ragged_paged_attention", "attn", 0, in);
+    struct prog_params *ps = params(o, k);
+    prog_int(ps, "q_heads", s->heads);
+    prog_int(ps, "kv_heads", s->kv_heads);
+    prog_int(ps, "head_dim", m->head_dim);
+    prog_word(ps, "dtype", dt(m->dtype));
+    prog_int(ps, "page_size", m->page_size);
+    prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
+    prog_wrap(ps);
+    struct prog_params *dec = prog_map(ps, "decode");
+    prog_int(dec, "batch", s->b);
+    prog_int(dec, "kv_len", m->kv_len);
+    return wrv(o, k);
+}
+
 /* A decode layer: with tensor parallelism the attention output and the MLP
  * output are all-reduced (activations replicated, as vLLM TPU runs). */
 static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
@@ -1098,19 +1136,8 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
     struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
     v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
     v = wrv(o, rope(o, "rope", T, v));
-    int k = op(o, "ragged_paged_attention", "attn", 0, v);
-    struct prog_params *ps = params(o, k);
-    prog_int(ps, "q_heads", s->heads);
-    prog_int(ps, "kv_heads", s->kv_heads);
-    prog_int(ps, "head_dim", Dh);
-    prog_word(ps, "dtype", dt(m->dtype));
-    prog_int(ps, "page_size", m->page_size);
-    prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
-    prog_wrap(ps);
-    struct prog_params *dec = prog_map(ps, "decode");
-    prog_int(dec, "batch", s->b);
-    prog_int(dec, "kv_len", m->kv_len);
-    v = wrv(o, matmul(o, "out", T, s->heads * Dh, D, val2(wrv(o, k), val1(l->w))));
+    v = ragged_attention(o, v);
+    v = wrv(o, matmul(o, "out", T, s->heads * Dh, D, val2(v, val1(l->w))));
     v = collective(o, "all_reduce", "tp_ar1", "tensor", s->tensor, ar, 0, v);
     l->r1 = wrv(o, elementwise(o, "res1", T, D, "add", 1, val2(v, x)));
     l->n2g = wrv(o, fusion(o, "rmsnorm", "norm2", T, D, l->r1));
