@@ -1,5 +1,7 @@
-/* sim/model.c -- a model step expanded into per-chip work (see sim/model.h).
- * Shapes are per device; a chip runs one device's program on each of its
+/* sim/model.c -- a model step expanded into per-chip work (see sim/model.h):
+ * the builder emits the step's program, ops and the tensors they read and
+ * write (workload/program.h); the schedule derives the waits. Shapes are per
+ * device; a chip runs one device's program on each of its
  * TensorCores that is a JAX device (v7), or one program over its cores
  * (megacore). Collective byte counts are per chip: the engine's collectives
  * run once per chip. */

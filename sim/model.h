@@ -10,9 +10,12 @@
  * collectives the sharding implies (FSDP all-gather of each layer's weights
  * one layer ahead, reduce-scatter of its gradients, tensor-parallel
  * all-gather and reduce-scatter of activations, data-parallel all-reduce,
- * expert all-to-all). The expansion is plain workload YAML, loaded like any
- * other (`tpusim expand` prints it). Memory per chip and MaxText's FLOP count
- * come with it. Uses base/, models/, topology/ and sim/cfg_walk.h. */
+ * expert all-to-all). The builder emits the step as a program
+ * (workload/program.h: each op with the tensors it reads and writes) and
+ * workload/schedule.h derives what waits for what; the program's YAML is
+ * plain workload YAML, loaded like any other (`tpusim expand` prints it).
+ * Memory per chip and MaxText's FLOP count come with it. Uses base/,
+ * models/, topology/ and workload/. */
 #ifndef TPUSIM_SIM_MODEL_H
 #define TPUSIM_SIM_MODEL_H
 
