@@ -88,17 +88,29 @@ static void add_op(struct ctx *c, struct refs *rs, const struct prog_block *b, i
 
 /* ---------------- closures ---------------- */
 
-/* Whether waiting for 's' (seen from 'b') implies 'r' done, through the waits. */
-static bool reaches(const struct prog_ref *s, const struct prog_ref *r, const struct prog_block *b)
+static bool reaches_from(const struct prog_ref *s, const struct prog_ref *r,
+                         const struct prog_block *b, bool *seen)
 {
     if (ref_eq(s, r))
         return true;
-    if (s->prev || s->in != b)
+    if (s->prev || s->in != b || seen[index_of(b, s->op)])
         return false;
+    seen[index_of(b, s->op)] = true; /* each op once: a wide graph has many paths */
     for (int i = 0; i < s->op->nwait; i++)
-        if (reaches(&s->op->wait[i], r, b))
+        if (reaches_from(&s->op->wait[i], r, b, seen))
             return true;
     return false;
+}
+
+/* Whether waiting for 's' (seen from 'b') implies 'r' done, through the waits. */
+static bool reaches(const struct prog_ref *s, const struct prog_ref *r, const struct prog_block *b)
+{
+    if (ref_eq(s, r) || s->prev || s->in != b)
+        return ref_eq(s, r);
+    bool *seen = xcalloc((size_t)b->nops + 1, sizeof *seen);
+    bool found = reaches_from(s, r, b, seen);
+    free(seen);
+    return found;
 }
 
 /* The index in 'a' of the op whose loop body holds (or is) 'in', or -1. */
