@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "base/xalloc.h"
 #include "workload/schedule.h"
 
@@ -363,8 +364,10 @@ void model_oom_message(const struct model_memory *mem, char *buf, size_t n)
  * reads and writes; workload/schedule.h derives what waits for what. A value
  * is a small list of tensors: a collective skipped (its axis has one device)
  * passes its input on. */
+#define VAL_MAX 8
+
 struct val {
-    int t[4];
+    int t[VAL_MAX];
     int n;
 };
 
@@ -377,7 +380,8 @@ static struct val val1(int t)
 
 static struct val val2(struct val a, struct val b)
 {
-    for (int i = 0; i < b.n && a.n < 4; i++)
+    TPU_ASSERT(a.n + b.n <= VAL_MAX, "a value of %d tensors", a.n + b.n);
+    for (int i = 0; i < b.n; i++)
         a.t[a.n++] = b.t[i];
     return a;
 }
@@ -1183,10 +1187,8 @@ struct program *model_program(const struct model *m, const struct model_shard *s
     else
         decode_step(&o);
     char err[256];
-    if (sched_program(o.p, err, sizeof err) != 0) {
-        fprintf(stderr, "tpusim: the model's program: %s\n", err);
-        abort();
-    }
+    int rc = sched_program(o.p, err, sizeof err);
+    TPU_ASSERT(rc == 0, "the model's program: %s", err);
     return o.p;
 }
 

@@ -200,12 +200,6 @@ char *prog_ref_text(const struct prog_ref *r, const struct prog_block *from)
     return loop_path(r->in, from, r->op->name);
 }
 
-const struct prog_op *prog_writer(const struct program *p, int tensor)
-{
-    const struct prog_tensor *t = &p->t[tensor];
-    return t->by ? &t->by->op[t->op] : NULL;
-}
-
 bool prog_is_transfer(const char *kind)
 {
     static const char *const transfers[] = {"all_gather", "reduce_scatter", "all_reduce",

@@ -139,8 +139,6 @@ void prog_wrap(struct prog_params *ps);
 
 /* Marks 'tensor' an output of the program (read after the step). */
 void prog_output(struct program *p, int tensor);
-/* The op that writes 'tensor', or NULL. */
-const struct prog_op *prog_writer(const struct program *p, int tensor);
 /* Whether 'kind' moves data (a collective or a copy) rather than computes. */
 bool prog_is_transfer(const char *kind);
 
