@@ -246,7 +246,7 @@ static void candidates(struct ctx *c, const struct prog_block *b, int k, struct 
     bool loop = b->parent != NULL, async = (o->flags & PROG_ASYNC) != 0;
     int last = last_stream(b, b->nops);
     bool frame = loop && is_stream(o) && last_stream(b, k) < 0;
-    if (frame && last > k)
+    if (frame)
         add_op(c, rs, b, last, true);
     if (loop && async && writes_carry(b, o)) { /* a prefetch, one iteration ahead */
         add(c, rs, o, b, true);
