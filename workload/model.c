@@ -1,5 +1,7 @@
-/* workload/model.c -- a model step expanded into per-chip work (see workload/model.h).
- * Shapes are per device; a chip runs one device's program on each of its
+/* workload/model.c -- a model step expanded into per-chip work (see workload/model.h):
+ * the builder emits the step's program, ops and the tensors they read and
+ * write (workload/program.h); the schedule derives the waits. Shapes are per
+ * device; a chip runs one device's program on each of its
  * TensorCores that is a JAX device (v7), or one program over its cores
  * (megacore). Collective byte counts are per chip: the engine's collectives
  * run once per chip. */
@@ -11,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "base/xalloc.h"
+#include "workload/schedule.h"
 
 static const char *const arch_names[] = {"llama", "gpt", "mixtral", NULL};
 static const char *const mode_names[] = {"train", "prefill", "decode", NULL};
@@ -356,37 +360,98 @@ void model_oom_message(const struct model_memory *mem, char *buf, size_t n)
 
 /* ---------------- the workload ---------------- */
 
+/* The step's program (workload/program.h): each op with the tensors it
+ * reads and writes; workload/schedule.h derives what waits for what. A value
+ * is a small list of tensors: a collective skipped (its axis has one device)
+ * passes its input on. */
+#define VAL_MAX 8
+
+struct val {
+    int t[VAL_MAX];
+    int n;
+};
+
+static const struct val none_val = {.n = 0};
+
+static struct val val1(int t)
+{
+    return t < 0 ? none_val : (struct val){.t = {t}, .n = 1};
+}
+
+static struct val val2(struct val a, struct val b)
+{
+    TPU_ASSERT(a.n + b.n <= VAL_MAX, "a value of %d tensors", a.n + b.n);
+    for (int i = 0; i < b.n; i++)
+        a.t[a.n++] = b.t[i];
+    return a;
+}
+
+/* A layer's tensors, as its forward (or the recomputation) leaves them. */
+struct layer_vals {
+    struct val x;   /* the layer's input */
+    int w;          /* its weights (gathered over fsdp, or the local shard) */
+    struct val n1g; /* norm1's output, gathered over tensor */
+    struct val q;   /* q, k, v after RoPE */
+    struct val kv;  /* k and v gathered over sequence */
+    struct val ctx; /* the attention's output */
+    struct val r1;  /* the first residual */
+    struct val n2g; /* norm2's output, gathered over tensor */
+    struct val up;  /* the MLP's gate and up outputs (the experts' for Mixtral) */
+    struct val act; /* its activation */
+    struct val mo;  /* its output (before the scatter) */
+    struct val proj; /* the attention's output projection */
+    struct val out; /* the layer's output */
+};
+
 struct out {
-    char *s;
-    size_t n, cap;
+    struct program *p;
+    struct prog_block *b; /* where ops go */
+    unsigned flags;       /* added to each op (PROG_REMAT in the recomputation) */
     const struct model *m;
     const struct model_shard *sh;
     const struct chip_params *chip;
-    const char *indent;
-    char rope_extra[48]; /* rope_dim()'s text */
-    bool grad_gather_early; /* the backward gathers its incoming gradient beside re_qkv */
+    struct layer_vals fwd; /* the forward layer's tensors (the backward reads them) */
+    int w;                /* the weights the current layer's matmuls read */
+    int w_init;           /* the first layer's gathered weights (wg0), or -1 */
+    int w_next;           /* the forward's last gathered weights (the backward's first) */
+    int host;             /* the forward's offloaded tensors in host memory */
+    int h0;               /* the backward's first layer's, back on the device */
+    struct val x_last;    /* the last layer's output */
+    struct val grad_last; /* the first layer's input gradient */
+    struct val layer_grads; /* the layers' gradients, reduced */
+    struct val rest;      /* the other gradients (head and embedding) */
 };
-
-static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void emit(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    xgrow(&o->s, &o->cap, o->n + strlen(o->indent) + (size_t)len + 2, 1);
-    o->n += (size_t)sprintf(o->s + o->n, "%s", o->indent);
-    va_start(ap, fmt);
-    o->n += (size_t)vsnprintf(o->s + o->n, o->cap - o->n, fmt, ap);
-    va_end(ap);
-    o->s[o->n++] = '\n';
-    o->s[o->n] = '\0';
-}
 
 static const char *dt(enum dtype d)
 {
     return dtype_name(d);
+}
+
+/* A new op (with o->flags) reading 'in'; returns its index. */
+static int op(struct out *o, const char *kind, const char *name, unsigned flags, struct val in)
+{
+    int k = prog_op(o->b, kind, name, flags | o->flags);
+    for (int i = 0; i < in.n; i++)
+        prog_read(o->b, k, in.t[i]);
+    return k;
+}
+
+static struct prog_params *params(struct out *o, int k)
+{
+    return &o->b->op[k].params;
+}
+
+/* A new tensor op 'k' writes. */
+static int wr(struct out *o, int k)
+{
+    int t = prog_tensor(o->p, o->b->op[k].name);
+    prog_write(o->p, o->b, k, t);
+    return t;
+}
+
+static struct val wrv(struct out *o, int k)
+{
+    return val1(wr(o, k));
 }
 
 /* The largest power of 2 up to 'max' (and at least 'quantum') dividing 'dim', or 'dim'. */
@@ -407,149 +472,198 @@ static int64_t round_up(int64_t x, int64_t q)
  * searched (block: auto); XLA pads a dim that is not a multiple of the tile
  * (8 rows, 128 lanes: a vocabulary of 128256 split 4 ways is 32064 wide) and
  * computes the padding too. */
-static void matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
-                   const char *after)
+static int matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t n, struct val in)
 {
-    m = round_up(m, 8), k = round_up(k, 128), n = round_up(n, 128);
-    emit(o, "- {op: matmul, name: %s, m: %lld, k: %lld, n: %lld, dtype: %s, block: auto%s%s}",
-         name, (long long)m, (long long)k, (long long)n, dt(o->m->dtype), after ? ", after: " : "",
-         after ? after : "");
+    int i = op(o, "matmul", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    prog_int(ps, "m", round_up(m, 8));
+    prog_int(ps, "k", round_up(k, 128));
+    prog_int(ps, "n", round_up(n, 128));
+    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_word(ps, "block", "auto");
+    return i;
 }
 
 /* A batched matmul (the experts' weights), padded and searched as matmul. */
-static void einsum(struct out *o, const char *name, int64_t batch, int64_t m, int64_t k,
-                   int64_t n)
+static int einsum(struct out *o, const char *name, int64_t batch, int64_t m, int64_t k, int64_t n,
+                  struct val in)
 {
-    emit(o, "- {op: einsum, name: %s, batch: %lld, m: %lld, k: %lld, n: %lld, dtype: %s, "
-            "block: auto}",
-         name, (long long)batch, (long long)round_up(m, 8), (long long)round_up(k, 128),
-         (long long)round_up(n, 128), dt(o->m->dtype));
+    int i = op(o, "einsum", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    prog_int(ps, "batch", batch);
+    prog_int(ps, "m", round_up(m, 8));
+    prog_int(ps, "k", round_up(k, 128));
+    prog_int(ps, "n", round_up(n, 128));
+    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_word(ps, "block", "auto");
+    return i;
 }
 
-static void fusion(struct out *o, const char *op, const char *name, int64_t rows, int64_t cols,
-                   const char *extra)
+static int fusion(struct out *o, const char *kind, const char *name, int64_t rows, int64_t cols,
+                  struct val in)
 {
-    emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s}", op, name, (long long)rows,
-         (long long)cols, dt(o->m->dtype), extra ? extra : "");
+    int i = op(o, kind, name, 0, in);
+    prog_ints(params(o, i), "shape", rows, cols);
+    prog_word(params(o, i), "dtype", dt(o->m->dtype));
+    return i;
 }
 
-/* rope's head_dim key (the rotation pairs within each head), in o's scratch. */
-static const char *rope_dim(struct out *o, int64_t head_dim)
+/* An elementwise fusion: fn, and its inputs when more than one. */
+static int elementwise(struct out *o, const char *name, int64_t rows, int64_t cols,
+                       const char *fn, int inputs, struct val in)
 {
-    snprintf(o->rope_extra, sizeof o->rope_extra, ", head_dim: %lld", (long long)head_dim);
-    return o->rope_extra;
+    int i = fusion(o, "elementwise", name, rows, cols, in);
+    prog_word(params(o, i), "fn", fn);
+    if (inputs > 1)
+        prog_int(params(o, i), "inputs", inputs);
+    return i;
 }
 
-/* A collective over mesh axis 'axis' of 'bytes' per chip (skipped when the axis has 1 device). */
-static void collective(struct out *o, const char *op, const char *name, const char *axis,
-                       int size, double bytes_per_chip, const char *after)
+static const char *norm_kind(const struct out *o)
+{
+    return o->m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+}
+
+/* A norm's backward. */
+static int norm_bwd(struct out *o, const char *name, int64_t rows, int64_t cols, struct val in)
+{
+    int i = fusion(o, norm_kind(o), name, rows, cols, in);
+    prog_word(params(o, i), "mode", "bwd");
+    return i;
+}
+
+static int rope(struct out *o, const char *name, int64_t rows, struct val in)
+{
+    const struct model_shard *s = o->sh;
+    int64_t Dh = o->m->head_dim;
+    int i = fusion(o, "rope", name, rows, (s->heads + s->kv_heads) * Dh, in);
+    prog_int(params(o, i), "head_dim", Dh);
+    return i;
+}
+
+/* A collective over mesh axis 'axis' of 'bytes' per chip reading 'in';
+ * returns what it writes, or 'in' when skipped (the axis has 1 device). */
+static struct val collective(struct out *o, const char *kind, const char *name, const char *axis,
+                             int size, double bytes_per_chip, unsigned flags, struct val in)
 {
     if (size <= 1 || bytes_per_chip < 1)
-        return;
-    emit(o, "- {op: %s, name: %s, bytes: %.0f, groups: [%s]%s%s}", op, name, bytes_per_chip, axis,
-         after ? ", after: " : "", after ? after : "");
+        return in;
+    int i = op(o, kind, name, flags, in);
+    prog_bytes(params(o, i), "bytes", bytes_per_chip);
+    prog_axes(params(o, i), "groups", axis);
+    return wrv(o, i);
 }
 
 /* Tensor-parallel all-gather of the residual [T, D/N_t] -> [T, D], or the
  * reduce-scatter of a partial [T, D] back (both per chip). */
-static void tp_after(struct out *o, const char *op, const char *name, const char *after)
+static struct val tp(struct out *o, const char *kind, const char *name, unsigned flags,
+                     struct val in)
 {
     const struct model_shard *s = o->sh;
     double full = (double)s->tokens * (double)o->m->d_model * bytes(o->m->dtype) * s->dev_per_chip;
-    collective(o, op, name, "tensor", s->tensor,
-               strcmp(op, "all_gather") == 0 ? full / s->tensor : full, after);
+    return collective(o, kind, name, "tensor", s->tensor,
+                      strcmp(kind, "all_gather") == 0 ? full / s->tensor : full, flags, in);
 }
 
-static void tp(struct out *o, const char *op, const char *name)
+static void block_sizes(struct out *o, struct prog_params *ps, bool splash, int64_t q)
 {
-    tp_after(o, op, name, NULL);
+    const struct model *m = o->m;
+    if (m->attention_block == 0) { /* searched, as the recipes tune them */
+        prog_word(ps, "block_sizes", "auto");
+        return;
+    }
+    int64_t bq = block_for(q, m->attention_block, 128);
+    int64_t bk = block_for(m->seq_len, m->attention_block, 128);
+    static const char *const splash_keys[] = {"block_q", "block_kv", "block_kv_compute",
+        "block_q_dkv", "block_kv_dkv", "block_kv_dkv_compute", "block_q_dq", "block_kv_dq", NULL};
+    static const char *const flash_keys[] = {"block_q", "block_k_major", "block_k",
+        "block_q_major_dkv", "block_k_major_dkv", "block_k_dkv", "block_q_dkv",
+        "block_k_major_dq", "block_k_dq", "block_q_dq", NULL};
+    const char *const *keys = splash ? splash_keys : flash_keys;
+    struct prog_params *b = prog_map(ps, "block_sizes");
+    for (int i = 0; keys[i]; i++)
+        prog_int(b, keys[i], strncmp(keys[i], "block_q", 7) == 0 ? bq : bk);
 }
 
-static void attention(struct out *o, const char *name, const char *mode)
+static int attention(struct out *o, const char *name, const char *mode, struct val in)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t q = m->seq_len / s->sequence;
     bool splash = m->attention == MODEL_ATTN_SPLASH ||
                   (m->attention == MODEL_ATTN_AUTO && s->kv_heads != s->heads);
+    int i = op(o, splash ? "splash_attention" : "flash_attention", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    prog_int(ps, "batch", s->b);
+    prog_int(ps, splash ? "q_heads" : "heads", s->heads);
     if (splash)
-        emit(o, "- {op: splash_attention, name: %s, batch: %lld, q_heads: %lld, kv_heads: %lld, "
-                "q_seq_len: %lld, kv_seq_len: %lld, head_dim: %lld, dtype: %s, mode: %s,",
-             name, (long long)s->b, (long long)s->heads, (long long)s->kv_heads, (long long)q,
-             (long long)m->seq_len, (long long)m->head_dim, dt(m->dtype), mode);
-    else
-        emit(o, "- {op: flash_attention, name: %s, batch: %lld, heads: %lld, q_seq_len: %lld, "
-                "kv_seq_len: %lld, head_dim: %lld, dtype: %s, mode: %s, causal: true,",
-             name, (long long)s->b, (long long)s->heads, (long long)q, (long long)m->seq_len,
-             (long long)m->head_dim, dt(m->dtype), mode);
-    if (m->attention_block == 0) { /* searched, as the recipes tune them */
-        emit(o, "   %sblock_sizes: auto}", splash ? "mask: {type: causal}, " : "");
-        return;
-    }
-    int64_t bq = block_for(q, m->attention_block, 128);
-    int64_t bk = block_for(m->seq_len, m->attention_block, 128);
+        prog_int(ps, "kv_heads", s->kv_heads);
+    prog_int(ps, "q_seq_len", q);
+    prog_int(ps, "kv_seq_len", m->seq_len);
+    prog_int(ps, "head_dim", m->head_dim);
+    prog_word(ps, "dtype", dt(m->dtype));
+    prog_word(ps, "mode", mode);
+    if (!splash)
+        prog_word(ps, "causal", "true");
+    prog_wrap(ps);
     if (splash)
-        emit(o, "   mask: {type: causal}, block_sizes: {block_q: %lld, block_kv: %lld, "
-                "block_kv_compute: %lld, block_q_dkv: %lld, block_kv_dkv: %lld, "
-                "block_kv_dkv_compute: %lld, block_q_dq: %lld, block_kv_dq: %lld}}",
-             (long long)bq, (long long)bk, (long long)bk, (long long)bq, (long long)bk,
-             (long long)bk, (long long)bq, (long long)bk);
-    else
-        emit(o, "   block_sizes: {block_q: %lld, block_k_major: %lld, block_k: %lld, "
-                "block_q_major_dkv: %lld, block_k_major_dkv: %lld, block_k_dkv: %lld, "
-                "block_q_dkv: %lld, block_k_major_dq: %lld, block_k_dq: %lld, block_q_dq: %lld}}",
-             (long long)bq, (long long)bk, (long long)bk, (long long)bq, (long long)bk,
-             (long long)bk, (long long)bq, (long long)bk, (long long)bk, (long long)bq);
+        prog_word(prog_map(ps, "mask"), "type", "causal");
+    block_sizes(o, ps, splash, q);
+    return i;
 }
 
-static void mlp_run(struct out *o, const char *pre, bool down);
+static void name_op(char *nm, size_t n, const char *pre, const char *what)
+{
+    snprintf(nm, n, "%s%s", pre, what);
+}
+
+/* Mixtral's routed experts between two all-to-alls (up to the activation
+ * when not 'down'). */
+static void experts_run(struct out *o, const char *pre, bool down, struct layer_vals *l)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = m->d_model, F = s->ffn;
+    int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
+    double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
+    char nm[64];
+    name_op(nm, sizeof nm, pre, "router");
+    struct val rt = wrv(o, matmul(o, nm, T, D, m->experts, val2(l->n2g, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "dispatch");
+    struct val ds = collective(o, "all_to_all", nm, "expert", s->expert, a2a, 0, val2(rt, l->n2g));
+    name_op(nm, sizeof nm, pre, "experts_up");
+    l->up = wrv(o, einsum(o, nm, E, per ? per : 1, D, 2 * F, val2(ds, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "experts_act");
+    l->act = wrv(o, elementwise(o, nm, routed, F, "silu", 2, l->up));
+    if (!down)
+        return;
+    name_op(nm, sizeof nm, pre, "experts_down");
+    struct val ed = wrv(o, einsum(o, nm, E, per ? per : 1, F, D, val2(l->act, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "combine");
+    l->mo = collective(o, "all_to_all", nm, "expert", s->expert, a2a, 0, ed);
+}
 
 /* The MLP of a layer: gated (gate and up fused, SiLU x mul, down) or GPT's
- * GeLU; or Mixtral's routed experts between two all-to-alls. */
-static void mlp_forward(struct out *o, const char *pre)
-{
-    mlp_run(o, pre, true);
-}
-
-/* Its first half: what the backward needs recomputed (the gate and up outputs). */
-static void mlp_up(struct out *o, const char *pre)
-{
-    mlp_run(o, pre, false);
-}
-
-static void mlp_run(struct out *o, const char *pre, bool down)
+ * GeLU; or Mixtral's routed experts. Up to the activation when not 'down'
+ * (what the backward needs recomputed). */
+static void mlp_run(struct out *o, const char *pre, bool down, struct layer_vals *l)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, F = s->ffn;
     char nm[64];
-    if (m->arch != MODEL_MIXTRAL) {
-        snprintf(nm, sizeof nm, "%sup", pre);
-        matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, NULL);
-        snprintf(nm, sizeof nm, "%sact", pre);
-        fusion(o, "elementwise", nm, T, F, gated(m) ? ", fn: silu, inputs: 2" : ", fn: gelu");
-        if (!down)
-            return;
-        snprintf(nm, sizeof nm, "%sdown", pre);
-        matmul(o, nm, T, F, D, NULL);
+    if (m->arch == MODEL_MIXTRAL) {
+        experts_run(o, pre, down, l);
         return;
     }
-    int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
-    double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
-    snprintf(nm, sizeof nm, "%srouter", pre);
-    matmul(o, nm, T, D, m->experts, NULL);
-    snprintf(nm, sizeof nm, "%sdispatch", pre);
-    collective(o, "all_to_all", nm, "expert", s->expert, a2a, NULL);
-    snprintf(nm, sizeof nm, "%sexperts_up", pre);
-    einsum(o, nm, E, per ? per : 1, D, 2 * F);
-    snprintf(nm, sizeof nm, "%sexperts_act", pre);
-    fusion(o, "elementwise", nm, routed, F, ", fn: silu, inputs: 2");
+    name_op(nm, sizeof nm, pre, "up");
+    l->up = wrv(o, matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "act");
+    l->act = wrv(o, elementwise(o, nm, T, F, gated(m) ? "silu" : "gelu", gated(m) ? 2 : 1, l->up));
     if (!down)
         return;
-    snprintf(nm, sizeof nm, "%sexperts_down", pre);
-    einsum(o, nm, E, per ? per : 1, F, D);
-    snprintf(nm, sizeof nm, "%scombine", pre);
-    collective(o, "all_to_all", nm, "expert", s->expert, a2a, NULL);
+    name_op(nm, sizeof nm, pre, "down");
+    l->mo = wrv(o, matmul(o, nm, T, F, D, val2(l->act, val1(l->w))));
 }
 
 /* What a layer's forward runs: all of it, or in the backward what the remat
@@ -575,95 +689,91 @@ static struct layer_part recompute_part(const struct model *m)
         .down = false};
 }
 
-static void name_op(char *nm, size_t n, const char *pre, const char *what)
+/* The sequence-parallel gather of K and V (or 'q' itself without a sequence axis). */
+static struct val gather_kv(struct out *o, const char *name, struct val q)
 {
-    snprintf(nm, n, "%s%s", pre, what);
+    const struct model_shard *s = o->sh;
+    double kv = (double)s->tokens * 2.0 * (double)s->kv_heads * o->m->head_dim *
+                bytes(o->m->dtype) * s->dev_per_chip;
+    return collective(o, "all_gather", name, "sequence", s->sequence, kv, 0, q);
 }
 
-/* norm1, the QKV projection (gathering the residual over tensor first),
- * RoPE, the sequence-parallel gather of K and V. */
-static void attn_inputs(struct out *o, const char *pre, const char *first_after, bool qkv)
+/* norm1 (reading the layer's input, its weights and 'also'), the QKV
+ * projection (gathering the residual over tensor first), RoPE, the
+ * sequence-parallel gather of K and V. */
+static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val also,
+                        struct layer_vals *l)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     char nm[64];
-    const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
     /* the norms run on the residual as it is sharded, [T, D / N_t] (MaxText
      * constrains their input and output to activation_embed, over tensor; the
      * partitioner sums the statistics across the shards: [T] floats, a few
      * microseconds, left out), the gather feeds the matmul after them */
     name_op(nm, sizeof nm, pre, "norm1");
-    emit(o, "- {op: %s, name: %s, shape: [%lld, %lld], dtype: %s%s%s}", norm, nm, (long long)T,
-         (long long)(D / s->tensor), dt(m->dtype), first_after ? ", after: " : "",
-         first_after ? first_after : "");
+    int k = fusion(o, norm_kind(o), nm, T, D / s->tensor, val2(val2(l->x, val1(l->w)), also));
+    o->b->op[k].flags |= PROG_DATA_WAIT; /* the layer's first op names what it waits for */
+    struct val n1 = wrv(o, k);
     if (!qkv)
         return;
     name_op(nm, sizeof nm, pre, "tp_ag1");
-    tp(o, "all_gather", nm);
-    bool early = o->grad_gather_early && s->tensor > 1;
-    if (early) /* the next gather once this one is done, beside the qkv matmul */
-        tp_after(o, "all_gather", "g_tp_ag2", "[re_tp_ag1]");
+    l->n1g = tp(o, "all_gather", nm, 0, n1);
     name_op(nm, sizeof nm, pre, "qkv");
-    matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, early ? "[re_tp_ag1]" : NULL);
+    l->q = wrv(o, matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(l->n1g, val1(l->w))));
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
-        fusion(o, "rope", nm, T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
+        l->q = wrv(o, rope(o, nm, T, l->q));
     }
-    if (s->sequence > 1) {
-        name_op(nm, sizeof nm, pre, "cp_kv");
-        double kv = (double)T * 2.0 * (double)s->kv_heads * Dh * bytes(m->dtype) *
-                    s->dev_per_chip;
-        collective(o, "all_gather", nm, "sequence", s->sequence, kv, NULL);
-    }
+    name_op(nm, sizeof nm, pre, "cp_kv");
+    l->kv = gather_kv(o, nm, l->q);
+}
+
+/* The attention's output projection, its scatter and the first residual. */
+static void attn_out(struct out *o, const char *pre, struct layer_vals *l)
+{
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = o->m->d_model;
+    char nm[64];
+    name_op(nm, sizeof nm, pre, "out");
+    l->proj = wrv(o, matmul(o, nm, T, s->heads * o->m->head_dim, D,
+                                  val2(l->ctx, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "tp_rs1");
+    struct val pr = tp(o, "reduce_scatter", nm, 0, l->proj);
+    name_op(nm, sizeof nm, pre, "res1");
+    l->r1 = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(pr, l->x)));
 }
 
 /* One layer's forward (or the part of it 'p' names), ops named with 'pre'
- * (the recomputation in the backward uses "re_"). */
-static void layer_forward(struct out *o, const char *pre, const char *first_after,
-                          struct layer_part p)
+ * (the recomputation in the backward uses "re_"); norm1 reads 'also' too. */
+static void layer_forward(struct out *o, const char *pre, struct layer_part p, struct val also,
+                          struct layer_vals *l)
 {
-    const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
+    int64_t T = s->tokens, D = o->m->d_model;
     char nm[64];
-    const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
-    attn_inputs(o, pre, first_after, p.qkv);
+    attn_inputs(o, pre, p.qkv, also, l);
     if (p.attn) {
         name_op(nm, sizeof nm, pre, "attn");
-        attention(o, nm, "fwd");
+        l->ctx = wrv(o, attention(o, nm, "fwd", val2(l->q, l->kv)));
     }
-    if (p.out) {
-        name_op(nm, sizeof nm, pre, "out");
-        matmul(o, nm, T, s->heads * Dh, D, NULL);
-        name_op(nm, sizeof nm, pre, "tp_rs1");
-        tp(o, "reduce_scatter", nm);
-        name_op(nm, sizeof nm, pre, "res1");
-        if (o->grad_gather_early && p.up) {
-            /* in the backward: the MLP's first gradient matmul (it needs only
-             * the gathered gradient) beside this scatter, as XLA schedules
-             * independent work between an async collective's start and done */
-            matmul(o, "g_down_dgrad", T, D, s->ffn, "[g_tp_ag2]");
-            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add, after: [re_tp_rs1]");
-        } else {
-            fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
-        }
-    }
+    if (p.out)
+        attn_out(o, pre, l);
     name_op(nm, sizeof nm, pre, "norm2");
-    fusion(o, norm, nm, T, D / s->tensor, NULL);
+    struct val n2 = wrv(o, fusion(o, norm_kind(o), nm, T, D / s->tensor, l->r1));
     if (p.up || p.down) {
         name_op(nm, sizeof nm, pre, "tp_ag2");
-        tp(o, "all_gather", nm);
+        l->n2g = tp(o, "all_gather", nm, 0, n2);
     }
-    if (p.down) {
-        mlp_forward(o, pre);
-        name_op(nm, sizeof nm, pre, "tp_rs2");
-        tp(o, "reduce_scatter", nm);
-        name_op(nm, sizeof nm, pre, "res2");
-        fusion(o, "elementwise", nm, T, D / s->tensor, ", fn: add");
-    } else if (p.up) {
-        mlp_up(o, pre);
-    }
+    if (p.up || p.down)
+        mlp_run(o, pre, p.down, l);
+    if (!p.down)
+        return;
+    name_op(nm, sizeof nm, pre, "tp_rs2");
+    struct val r2 = tp(o, "reduce_scatter", nm, 0, l->mo);
+    name_op(nm, sizeof nm, pre, "res2");
+    l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->r1)));
 }
 
 /* Per chip bytes of one layer's weights gathered (bf16) or its gradients
@@ -680,270 +790,413 @@ static double layer_grad_bytes(const struct out *o)
     return (double)s->layer_params / s->tensor * bytes(o->m->weight_dtype);
 }
 
-/* dgrad and wgrad of a forward matmul [m, k] x [k, n] (the dgrad 'after'
- * those ops, or the op before). */
-static void matmul_backward_after(struct out *o, const char *name, int64_t m, int64_t k,
-                                  int64_t n, const char *after)
+/* The gradients a layer's backward writes as it goes: the matmuls' weights
+ * (accumulated in one buffer, wgrad after wgrad) and the norms'. */
+struct layer_grads {
+    struct val mm, norms;
+};
+
+/* dgrad and wgrad of a forward matmul [m, k] x [k, n] with input 'x' and
+ * output gradient 'g'; returns the input's gradient. */
+static struct val matmul_backward(struct out *o, const char *name, int64_t m, int64_t k,
+                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
 {
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
-    matmul(o, nm, m, n, k, after);
+    struct val dx = wrv(o, matmul(o, nm, m, n, k, val2(g, val1(o->w))));
     snprintf(nm, sizeof nm, "%s_wgrad", name);
-    matmul(o, nm, k, m, n, NULL);
+    lg->mm = wrv(o, matmul(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
+    return dx;
 }
 
-static void matmul_backward(struct out *o, const char *name, int64_t m, int64_t k, int64_t n)
-{
-    matmul_backward_after(o, name, m, k, n, NULL);
-}
-
-/* The MLP's backward; g_down_dgrad waits for 'after' (or the op before), or
- * ran already ('dgrad_done'). */
-static void mlp_backward(struct out *o, const char *after, bool dgrad_done)
+/* Mixtral's experts' backward; returns the gradient of the MLP's input. */
+static struct val experts_backward(struct out *o, const struct layer_vals *l, struct val g,
+                                   struct layer_grads *lg)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, F = s->ffn;
-    if (m->arch == MODEL_MIXTRAL) {
-        int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
-        double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
-        collective(o, "all_to_all", "g_dispatch", "expert", s->expert, a2a, NULL);
-        einsum(o, "g_experts_dgrad", E, per ? per : 1, 3 * F, D);
-        einsum(o, "g_experts_wgrad", E, per ? per : 1, 3 * F, D);
-        fusion(o, "elementwise", "g_experts_act", routed, F, ", fn: mul, inputs: 3");
-        collective(o, "all_to_all", "g_combine", "expert", s->expert, a2a, NULL);
-        matmul_backward(o, "g_router", T, D, m->experts);
-        return;
-    }
-    if (dgrad_done) /* g_down_dgrad ran beside the recomputation's scatter */
-        matmul(o, "g_down_wgrad", F, T, D, "[re_act, g_tp_ag2]");
-    else
-        matmul_backward_after(o, "g_down", T, F, D, after);
-    fusion(o, "elementwise", "g_act", T, F, gated(m) ? ", fn: mul, inputs: 3" : ", fn: gelu");
-    matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F);
+    int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
+    double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
+    struct val gd = collective(o, "all_to_all", "g_dispatch", "expert", s->expert, a2a, 0, g);
+    struct val ged = wrv(o, einsum(o, "g_experts_dgrad", E, per ? per : 1, 3 * F, D,
+                                   val2(gd, val1(l->w))));
+    lg->mm = wrv(o, einsum(o, "g_experts_wgrad", E, per ? per : 1, 3 * F, D,
+                           val2(val2(l->act, gd), lg->mm)));
+    struct val ga = wrv(o, elementwise(o, "g_experts_act", routed, F, "mul", 3, val2(ged, l->up)));
+    struct val gc = collective(o, "all_to_all", "g_combine", "expert", s->expert, a2a, 0, ga);
+    return matmul_backward(o, "g_router", T, D, m->experts, l->n2g, gc, lg);
 }
 
-/* One layer's backward: recomputation per the remat policy, then the
- * gradients in reverse order, then the weight gradients reduce-scattered. */
-static void layer_backward(struct out *o, const char *first_after)
+/* The MLP's backward from the gathered gradient 'g'; returns the gradient
+ * of its input. */
+static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct val g,
+                               struct layer_grads *lg)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = m->d_model, F = s->ffn;
+    if (m->arch == MODEL_MIXTRAL)
+        return experts_backward(o, l, g, lg);
+    struct val gact = matmul_backward(o, "g_down", T, F, D, l->act, g, lg);
+    gact = wrv(o, elementwise(o, "g_act", T, F, gated(m) ? "mul" : "gelu", gated(m) ? 3 : 1,
+                              val2(gact, l->up)));
+    return matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
+}
+
+/* The attention's backward from the output's gradient 'g' (gathered over
+ * tensor); returns the gradient of the residual, scattered back. */
+static struct val attn_backward(struct out *o, const struct layer_vals *l, struct val g,
+                                struct layer_grads *lg)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
-    const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
-    /* with qkv recomputed (and gathered over tensor first), the incoming
-     * gradient is gathered once that gather is done, beside the qkv matmul:
-     * it needs only the layer above's gradient (XLA's async all-gather), not
-     * the recomputation it used to wait behind */
-    struct layer_part re = recompute_part(m);
-    bool early = !m->remat.none && re.qkv && m->arch != MODEL_MIXTRAL && s->tensor > 1;
-    o->grad_gather_early = early;
-    if (!m->remat.none)
-        layer_forward(o, "re_", first_after, re);
-    else
-        emit(o, "- {op: elementwise, name: g_start, shape: [%lld, %lld], dtype: %s, fn: add%s%s}",
-             (long long)T, (long long)(D / s->tensor), dt(m->dtype),
-             first_after ? ", after: " : "", first_after ? first_after : "");
-    o->grad_gather_early = false;
-    if (!early)
-        tp(o, "all_gather", "g_tp_ag2");
-    mlp_backward(o, early ? "[g_tp_ag2]" : NULL, early && re.out && re.up);
+    struct val gc = matmul_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
+    struct val gq = wrv(o, attention(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx)));
+    if (m->arch != MODEL_GPT)
+        gq = wrv(o, rope(o, "g_rope", T, gq));
+    struct val gx = matmul_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter */
-    tp_after(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? NULL : "[g_up_dgrad]");
-    fusion(o, norm, "g_norm2", T, D / s->tensor, ", mode: bwd");
-    tp(o, "all_gather", "g_tp_ag1");
-    matmul_backward(o, "g_out", T, s->heads * Dh, D);
-    attention(o, "g_attn", "bwd");
-    if (m->arch != MODEL_GPT)
-        fusion(o, "rope", "g_rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
-    matmul_backward(o, "g_qkv", T, D, qkv);
-    tp_after(o, "reduce_scatter", "g_tp_rs1", "[g_qkv_dgrad]");
-    fusion(o, norm, "g_norm1", T, D / s->tensor, ", mode: bwd");
-    collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp, layer_grad_bytes(o),
-               "[g_norm1, g_qkv_wgrad]");
-    /* the data-parallel sum of this layer's gradient shard, as soon as it is
-     * reduced: it runs beside the backward of the layers below (over the DCN
-     * when data spans the slices) */
-    collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
-               s->fsdp > 1 ? "[grad_rs]" : "[g_norm1, g_qkv_wgrad]");
+    return tp(o, "reduce_scatter", "g_tp_rs1", PROG_ASYNC, gx);
+}
+
+/* The layer's gradients reduce-scattered over fsdp as the layer's backward
+ * ends, then summed over data as soon as they are reduced: beside the
+ * backward of the layers below (over the DCN when data spans the slices). */
+static struct val reduce_grads(struct out *o, struct layer_grads lg)
+{
+    const struct model_shard *s = o->sh;
+    struct val g = collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp,
+                              layer_grad_bytes(o), PROG_ASYNC, val2(lg.norms, lg.mm));
+    return collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
+                      PROG_ASYNC, g);
+}
+
+/* What the remat policy recomputes of the layer's forward (the first op
+ * reading 'also' too), or a start for the layer's backward without one. */
+static void layer_recompute(struct out *o, struct val g, struct val also, struct layer_vals *l)
+{
+    const struct model *m = o->m;
+    if (!m->remat.none) {
+        o->flags = PROG_REMAT;
+        layer_forward(o, "re_", recompute_part(m), also, l);
+        o->flags = 0;
+        return;
+    }
+    int k = elementwise(o, "g_start", o->sh->tokens, m->d_model / o->sh->tensor, "add", 1,
+                        val2(val2(g, val1(l->w)), also));
+    o->b->op[k].flags |= PROG_DATA_WAIT;
+}
+
+/* One layer's backward from the incoming gradient 'g': recomputation per
+ * the remat policy, then the gradients in reverse order, then the weight
+ * gradients reduced; returns the gradient of the layer's input. */
+static struct val layer_backward(struct out *o, struct val g, struct val also)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = m->d_model;
+    struct layer_vals l = o->fwd;
+    l.w = o->w;
+    struct layer_grads lg = {none_val, none_val};
+    layer_recompute(o, g, also, &l);
+    struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
+    struct val gx = mlp_backward(o, &l, gg, &lg);
+    gx = tp(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? 0 : PROG_ASYNC, gx);
+    int k = norm_bwd(o, "g_norm2", T, D / s->tensor, val2(gx, l.r1));
+    struct val gn = wrv(o, k);
+    lg.norms = wrv(o, k);
+    gx = tp(o, "all_gather", "g_tp_ag1", 0, gn);
+    gx = attn_backward(o, &l, gx, &lg);
+    k = norm_bwd(o, "g_norm1", T, D / s->tensor, val2(val2(gx, gn), lg.norms));
+    gx = wrv(o, k);
+    lg.norms = wrv(o, k);
+    o->layer_grads = reduce_grads(o, lg);
+    return gx;
 }
 
 /* A copy between HBM and host memory over the chip's PCIe link. */
-static void host_copy(struct out *o, const char *name, double bytes, const char *direction,
-                      const char *after)
+static int host_copy(struct out *o, const char *name, double bytes, const char *direction,
+                     struct val in)
 {
-    emit(o, "- {op: host_copy, name: %s, bytes: %.0f, direction: %s, after: %s}", name, bytes,
-         direction, after);
+    int k = op(o, "host_copy", name, PROG_ASYNC, in);
+    prog_bytes(params(o, k), "bytes", bytes);
+    prog_word(params(o, k), "direction", direction);
+    return wr(o, k);
 }
 
 /* The token embedding (a gather of rows); GPT adds its learned positions. */
-static void embed(struct out *o)
+static struct val embed(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     bool gpt = m->arch == MODEL_GPT;
-    emit(o, "- {op: embedding, name: %s, rows: %lld, vocab: %lld, d: %lld, dtype: %s}",
-         gpt ? "tokens" : "embed", (long long)s->tokens, (long long)m->vocab,
-         (long long)m->d_model, dt(m->dtype));
+    int k = op(o, "embedding", gpt ? "tokens" : "embed", 0, none_val);
+    prog_int(params(o, k), "rows", s->tokens);
+    prog_int(params(o, k), "vocab", m->vocab);
+    prog_int(params(o, k), "d", m->d_model);
+    prog_word(params(o, k), "dtype", dt(m->dtype));
+    struct val x = wrv(o, k);
     if (gpt) /* the op the first layer waits for is named 'embed' either way */
-        fusion(o, "elementwise", "embed", s->tokens, m->d_model, ", fn: add");
+        x = wrv(o, elementwise(o, "embed", s->tokens, m->d_model, "add", 1, x));
+    return x;
+}
+
+/* The unembedding and the loss (and their backward) on 'T' tokens of the
+ * final norm's output 'fn'; returns the gradient of 'fn'. */
+static struct val loss_tile(struct out *o, int64_t T, struct val fn, bool backward)
+{
+    int64_t V = o->m->vocab / o->sh->tensor, D = o->m->d_model;
+    struct val lg = wrv(o, matmul(o, "logits", T, D, V, fn));
+    struct val loss = wrv(o, fusion(o, "cross_entropy", "loss", T, V, lg));
+    if (!backward) {
+        prog_output(o->p, loss.t[0]);
+        return none_val;
+    }
+    struct val g = wrv(o, elementwise(o, "g_loss", T, V, "sub", 2, val2(loss, lg)));
+    struct layer_grads hg = {none_val, none_val};
+    g = matmul_backward(o, "g_logits", T, D, V, fn, g, &hg);
+    o->rest = hg.mm;
+    return g;
 }
 
 /* Final norm, unembedding and loss, in vocab_tiling chunks of tokens. */
 static void head(struct out *o, bool backward)
 {
-    const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t tiles = m->vocab_tiling > 0 ? m->vocab_tiling : 1;
-    int64_t T = s->tokens / tiles, V = m->vocab / s->tensor, D = m->d_model;
-    const char *norm = m->arch == MODEL_GPT ? "layernorm" : "rmsnorm";
+    int64_t tiles = o->m->vocab_tiling > 0 ? o->m->vocab_tiling : 1, D = o->m->d_model;
     /* after the last layer, not after what the layers left running (a host copy) */
-    fusion(o, norm, "final_norm", s->tokens, D, ", after: [fwd.res2]");
-    if (tiles > 1) {
-        emit(o, "- repeat:");
-        emit(o, "    name: vocab");
-        emit(o, "    count: %lld", (long long)tiles);
-        emit(o, "    ops:");
-        o->indent = "      ";
-    }
-    matmul(o, "logits", T, D, V, NULL);
-    fusion(o, "cross_entropy", "loss", T, V, NULL);
-    if (backward) {
-        fusion(o, "elementwise", "g_loss", T, V, ", fn: sub, inputs: 2");
-        matmul_backward(o, "g_logits", T, D, V);
-    }
-    o->indent = "  ";
-    if (backward)
-        fusion(o, norm, "g_final_norm", s->tokens, D, ", mode: bwd");
+    int k = fusion(o, norm_kind(o), "final_norm", s->tokens, D, o->x_last);
+    o->b->op[k].flags |= PROG_DATA_WAIT;
+    struct val fn = wrv(o, k);
+    struct prog_block *top = o->b;
+    if (tiles > 1)
+        o->b = prog_loop(o->b, "vocab", tiles);
+    struct val g = loss_tile(o, s->tokens / tiles, fn, backward);
+    o->b = top;
+    if (!backward)
+        return;
+    k = norm_bwd(o, "g_final_norm", s->tokens, D, val2(val2(g, o->x_last), o->rest));
+    o->grad_last = wrv(o, k);
+    o->rest = wrv(o, k);
 }
 
-/* What the first op of a layer waits for: the previous layer, and this
- * layer's weights (FSDP) and offloaded tensors (backward), fetched one layer
- * ahead -- by the op before the block for the first layer. */
-static void layer_first_after(const struct out *o, bool backward, bool fsdp, bool offload,
-                              char *buf, size_t n)
+/* What the remat policy offloads of a layer, as its forward leaves it. */
+static struct val offloaded(const struct out *o, const struct layer_vals *l)
 {
-    const char *last = backward ? "prev.g_norm1" : "prev.res2";
-    snprintf(buf, n, "[%s", last);
-    if (fsdp)
-        snprintf(buf + strlen(buf), n - strlen(buf), ", prev.wgather, %s",
-                 backward ? "fwd.wgather" : "wg0");
-    if (offload && backward)
-        snprintf(buf + strlen(buf), n - strlen(buf), ", prev.h2d, h2d0");
-    snprintf(buf + strlen(buf), n - strlen(buf), ", %s]", backward ? "g_final_norm" : "embed");
-    (void)o;
+    const enum model_keep *t = o->m->remat.t;
+    const struct val *v[MT_COUNT] = {[MT_INPUT] = &l->x, [MT_QUERY] = &l->q, [MT_KEY] = &l->q,
+                                     [MT_VALUE] = &l->kv, [MT_CONTEXT] = &l->ctx,
+                                     [MT_OUT_PROJ] = &l->proj, [MT_MLPWI] = &l->up,
+                                     [MT_MLPWO] = &l->mo};
+    struct val in = none_val;
+    for (int i = 0; i < MT_COUNT; i++)
+        if (t[i] == KEEP_OFFLOAD)
+            in = val2(in, *v[i]);
+    return in;
 }
 
+/* The forward layer: the residual carried from layer to layer; what the
+ * policy offloads goes to the host as the layer ends. */
+static void forward_layer(struct out *o, struct prog_block *body, int x)
+{
+    struct layer_vals l = {.x = val1(x), .w = o->w};
+    layer_forward(o, "", (struct layer_part){true, true, true, true, true}, none_val, &l);
+    prog_carry_next(body, x, l.out.t[0]);
+    o->fwd = l;
+    o->x_last = l.out;
+    double off = model_offload_bytes_per_layer(o->m, o->sh);
+    if (off > 0)
+        o->host = host_copy(o, "d2h", off, "to_host", offloaded(o, &l));
+}
+
+/* The backward layer: the gradient carried from layer to layer, the
+ * offloaded tensors fetched one layer ahead. */
+static void backward_layer(struct out *o, struct prog_block *body, int g)
+{
+    double off = model_offload_bytes_per_layer(o->m, o->sh);
+    struct val also = none_val;
+    if (off > 0) {
+        int h = prog_tensor(o->p, "offloaded");
+        prog_carry(body, h, o->h0);
+        prog_carry_next(body, h, host_copy(o, "h2d", off, "to_device", none_val));
+        also = val1(h);
+    }
+    struct val gx = layer_backward(o, val1(g), also);
+    prog_carry_next(body, g, gx.t[0]);
+    o->grad_last = gx;
+}
+
+/* The layers' loop; with FSDP each layer gathers the next one's weights,
+ * carried to it. */
 static void layer_block(struct out *o, const char *name, bool backward)
 {
-    const struct model *m = o->m;
-    emit(o, "- repeat:");
-    emit(o, "    name: %s", name);
-    emit(o, "    count: %lld", (long long)m->layers);
-    emit(o, "    ops:");
-    o->indent = "      ";
-    bool fsdp = o->sh->fsdp > 1;
-    double off = model_offload_bytes_per_layer(m, o->sh);
-    /* the next layer's weights (and offloaded tensors), one layer ahead: once
-     * this layer has started */
-    if (fsdp)
-        collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp, layer_gather_bytes(o),
-                   backward ? "[prev.wgather, prev.g_norm1]" : "[prev.wgather, prev.res2]");
-    if (off > 0 && backward)
-        host_copy(o, "h2d", off, "to_device", "[prev.h2d, prev.g_norm1]");
-    char first[160];
-    layer_first_after(o, backward, fsdp, off > 0, first, sizeof first);
+    struct prog_block *top = o->b;
+    struct prog_block *body = o->b = prog_loop(o->b, name, o->m->layers);
+    int x = prog_tensor(o->p, backward ? "grad" : "x");
+    prog_carry(body, x, backward ? o->grad_last.t[0] : o->x_last.t[0]);
+    int sharded = o->w;
+    if (o->sh->fsdp > 1) {
+        o->w = prog_tensor(o->p, "weights");
+        prog_carry(body, o->w, backward ? o->w_next : o->w_init);
+        struct val wn = collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp,
+                                   layer_gather_bytes(o), PROG_ASYNC, none_val);
+        prog_carry_next(body, o->w, wn.t[0]);
+        if (!backward)
+            o->w_next = wn.t[0];
+    }
     if (backward)
-        layer_backward(o, first);
+        backward_layer(o, body, x);
     else
-        layer_forward(o, "", first, (struct layer_part){true, true, true, true, true});
-    if (off > 0 && !backward) /* what the policy offloads goes to the host as the layer ends */
-        host_copy(o, "d2h", off, "to_host", "[res2]");
-    o->indent = "  ";
+        forward_layer(o, body, x);
+    o->w = sharded;
+    o->b = top;
+}
+
+/* The embedding and the first layer's weights, gathered before the loop. */
+static void step_start(struct out *o)
+{
+    o->x_last = embed(o);
+    struct val w0 = collective(o, "all_gather", "wg0", "fsdp", o->sh->fsdp,
+                               layer_gather_bytes(o), PROG_ASYNC, none_val);
+    o->w_init = w0.n ? w0.t[0] : -1;
+}
+
+/* The update waits for every layer's gradients and their data-parallel sums
+ * (each layer's in the backward, then the rest: embedding, head). */
+static void optimizer(struct out *o)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    double local = chip_params(m, s);
+    double rest = local * bytes(m->weight_dtype) - (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+    struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
+                              o->rest);
+    if (s->data > 1 && rest < 1) /* no other gradients to wait for */
+        r = none_val;
+    int k = op(o, "optimizer", "adamw", PROG_DATA_WAIT, val2(o->layer_grads, r));
+    struct prog_params *ps = params(o, k);
+    prog_word(ps, "algorithm", "adamw");
+    prog_bytes(ps, "params", local);
+    prog_word(ps, "param_dtype", dt(m->weight_dtype));
+    prog_word(ps, "grad_dtype", dt(m->weight_dtype));
+    prog_word(ps, "state_dtype", dt(m->mu_dtype));
+    prog_output(o->p, wr(o, k));
 }
 
 static void train_step(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    embed(o);
-    if (s->fsdp > 1)
-        collective(o, "all_gather", "wg0", "fsdp", s->fsdp, layer_gather_bytes(o), "[]");
+    step_start(o);
     layer_block(o, "fwd", false);
     head(o, true);
     double off = model_offload_bytes_per_layer(m, s);
     if (off > 0) /* the last layer's tensors come back first */
-        host_copy(o, "h2d0", off, "to_device", "[fwd.d2h]");
+        o->h0 = host_copy(o, "h2d0", off, "to_device", val1(o->host));
     layer_block(o, "bwd", true);
-    fusion(o, "elementwise", "g_embed", s->tokens, m->d_model, ", fn: add");
-    /* the update waits for every layer's gradients and their data-parallel
-     * sums (each layer's in the backward, then the rest: embedding, head) */
-    double local = chip_params(m, s);
-    const char *grads = s->fsdp > 1 ? "[bwd.grad_rs, g_embed]" : "[g_embed]";
-    double rest = local * bytes(m->weight_dtype) - (double)m->layers * layer_grad_bytes(o) / s->fsdp;
-    collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, "[g_embed]");
-    emit(o, "- {op: optimizer, name: adamw, algorithm: adamw, params: %.0f, param_dtype: %s, "
-            "grad_dtype: %s, state_dtype: %s, after: %s}",
-         local, dt(m->weight_dtype), dt(m->weight_dtype), dt(m->mu_dtype),
-         s->data <= 1 ? grads : rest >= 1 ? "[bwd.grad_ar, grad_ar_rest]" : "[bwd.grad_ar]");
+    o->rest = wrv(o, elementwise(o, "g_embed", s->tokens, m->d_model, "add", 1,
+                                 val2(o->grad_last, o->rest)));
+    optimizer(o);
 }
 
 static void prefill_step(struct out *o)
 {
-    embed(o);
-    if (o->sh->fsdp > 1)
-        collective(o, "all_gather", "wg0", "fsdp", o->sh->fsdp, layer_gather_bytes(o), "[]");
+    step_start(o);
     layer_block(o, "fwd", false);
     head(o, false);
 }
 
-/* A decode step: every sequence adds one token against its paged KV cache
- * (ragged paged attention); with tensor parallelism the attention output and
- * the MLP output are all-reduced (activations replicated, as vLLM TPU runs). */
-static void decode_step(struct out *o)
+/* Every sequence's new token against its paged KV cache. */
+static struct val ragged_attention(struct out *o, struct val in)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int k = op(o, "ragged_paged_attention", "attn", 0, in);
+    struct prog_params *ps = params(o, k);
+    prog_int(ps, "q_heads", s->heads);
+    prog_int(ps, "kv_heads", s->kv_heads);
+    prog_int(ps, "head_dim", m->head_dim);
+    prog_word(ps, "dtype", dt(m->dtype));
+    prog_int(ps, "page_size", m->page_size);
+    prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
+    prog_wrap(ps);
+    struct prog_params *dec = prog_map(ps, "decode");
+    prog_int(dec, "batch", s->b);
+    prog_int(dec, "kv_len", m->kv_len);
+    return wrv(o, k);
+}
+
+/* A decode layer: with tensor parallelism the attention output and the MLP
+ * output are all-reduced (activations replicated, as vLLM TPU runs). */
+static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->b, D = m->d_model, Dh = m->head_dim;
     double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip;
-    emit(o, "- repeat:");
-    emit(o, "    name: layer");
-    emit(o, "    count: %lld", (long long)m->layers);
-    emit(o, "    ops:");
-    o->indent = "      ";
-    fusion(o, "rmsnorm", "norm1", T, D, NULL);
-    matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, NULL);
-    fusion(o, "rope", "rope", T, (s->heads + s->kv_heads) * Dh, rope_dim(o, Dh));
-    emit(o, "- {op: ragged_paged_attention, name: attn, q_heads: %lld, kv_heads: %lld, "
-            "head_dim: %lld, dtype: %s, page_size: %lld, max_model_len: %lld,",
-         (long long)s->heads, (long long)s->kv_heads, (long long)Dh, dt(m->dtype),
-         (long long)m->page_size, (long long)(m->kv_len + m->seq_len));
-    emit(o, "   decode: {batch: %lld, kv_len: %lld}}", (long long)s->b, (long long)m->kv_len);
-    matmul(o, "out", T, s->heads * Dh, D, NULL);
-    collective(o, "all_reduce", "tp_ar1", "tensor", s->tensor, ar, NULL);
-    fusion(o, "elementwise", "res1", T, D, ", fn: add");
-    fusion(o, "rmsnorm", "norm2", T, D, NULL);
-    mlp_forward(o, "");
-    collective(o, "all_reduce", "tp_ar2", "tensor", s->tensor, ar, NULL);
-    fusion(o, "elementwise", "res2", T, D, ", fn: add");
-    o->indent = "  ";
-    fusion(o, "rmsnorm", "final_norm", T, D, NULL);
-    matmul(o, "logits", T, D, m->vocab / s->tensor, NULL);
+    struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
+    v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
+    v = wrv(o, rope(o, "rope", T, v));
+    v = ragged_attention(o, v);
+    v = wrv(o, matmul(o, "out", T, s->heads * Dh, D, val2(v, val1(l->w))));
+    v = collective(o, "all_reduce", "tp_ar1", "tensor", s->tensor, ar, 0, v);
+    l->r1 = wrv(o, elementwise(o, "res1", T, D, "add", 1, val2(v, x)));
+    l->n2g = wrv(o, fusion(o, "rmsnorm", "norm2", T, D, l->r1));
+    mlp_run(o, "", true, l);
+    v = collective(o, "all_reduce", "tp_ar2", "tensor", s->tensor, ar, 0, l->mo);
+    l->out = wrv(o, elementwise(o, "res2", T, D, "add", 1, val2(v, l->r1)));
 }
 
-char *model_workload_yaml(const struct model *m, const struct model_shard *s,
-                          const struct chip_params *chip)
+/* A decode step: every sequence adds one token against its paged KV cache
+ * (ragged paged attention). */
+static void decode_step(struct out *o)
 {
-    struct out o = {.m = m, .sh = s, .chip = chip, .indent = "  "};
-    emit(&o, "# one %s step, per chip", mode_names[m->mode]);
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t T = s->b, D = m->d_model;
+    struct prog_block *top = o->b;
+    struct prog_block *body = o->b = prog_loop(o->b, "layer", m->layers);
+    int x = prog_tensor(o->p, "x");
+    prog_carry(body, x, -1);
+    struct layer_vals l = {.w = o->w};
+    decode_layer(o, &l, val1(x));
+    prog_carry_next(body, x, l.out.t[0]);
+    o->b = top;
+    struct val v = wrv(o, fusion(o, "rmsnorm", "final_norm", T, D, l.out));
+    prog_output(o->p, wr(o, matmul(o, "logits", T, D, m->vocab / s->tensor, v)));
+}
+
+struct program *model_program(const struct model *m, const struct model_shard *s,
+                              const struct chip_params *chip)
+{
+    char comment[64];
+    snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
+    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
+                    .w_next = -1, .host = -1, .h0 = -1};
+    o.b = &o.p->top;
+    o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)
         train_step(&o);
     else if (m->mode == MODEL_PREFILL)
         prefill_step(&o);
     else
         decode_step(&o);
-    return o.s;
+    char err[256];
+    int rc = sched_program(o.p, err, sizeof err);
+    TPU_ASSERT(rc == 0, "the model's program: %s", err);
+    return o.p;
+}
+
+char *model_workload_yaml(const struct model *m, const struct model_shard *s,
+                          const struct chip_params *chip)
+{
+    struct program *p = model_program(m, s, chip);
+    char *yaml = prog_yaml(p);
+    prog_free(p);
+    return yaml;
 }

@@ -10,9 +10,12 @@
  * collectives the sharding implies (FSDP all-gather of each layer's weights
  * one layer ahead, reduce-scatter of its gradients, tensor-parallel
  * all-gather and reduce-scatter of activations, data-parallel all-reduce,
- * expert all-to-all). The expansion is plain workload YAML, loaded like any
- * other (`tpusim expand` prints it). Memory per chip and MaxText's FLOP count
- * come with it. Uses base/, models/, topology/ and config/cfg_walk.h. */
+ * expert all-to-all). The builder emits the step as a program
+ * (workload/program.h: each op with the tensors it reads and writes) and
+ * workload/schedule.h derives what waits for what; the program's YAML is
+ * plain workload YAML, loaded like any other (`tpusim expand` prints it).
+ * Memory per chip and MaxText's FLOP count come with it. Uses base/,
+ * models/, topology/ and workload/. */
 #ifndef TPUSIM_WORKLOAD_MODEL_H
 #define TPUSIM_WORKLOAD_MODEL_H
 
@@ -23,6 +26,7 @@
 #include "models/chip.h"
 #include "topology/mesh.h"
 #include "topology/topo.h"
+#include "workload/program.h"
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT, MODEL_MIXTRAL };
 enum model_mode { MODEL_TRAIN, MODEL_PREFILL, MODEL_DECODE };
@@ -103,6 +107,10 @@ struct model_step {
  * and fills 's'. Returns 0, or -1 with the reason in 'err'. */
 int model_shard(const struct model *m, const struct mesh *mesh, const struct topo *topo,
                 const struct chip_params *chip, struct model_shard *s, char *err, size_t n);
+/* The step's program (workload/program.h), scheduled (workload/schedule.h);
+ * caller frees (prog_free). */
+struct program *model_program(const struct model *m, const struct model_shard *s,
+                              const struct chip_params *chip);
 /* The step's workload as YAML (a list of ops, to be the scenario's
  * `workload:`); caller frees. */
 char *model_workload_yaml(const struct model *m, const struct model_shard *s,

@@ -16,6 +16,7 @@
 #include "config/cfg_tree.h"
 #include "workload/model.h"
 #include "topology/mesh.h"
+#include "workload/schedule.h"
 
 #define LAYER_PARAMS 590336.0
 #define MODEL_PARAMS 1705216.0
@@ -416,6 +417,32 @@ static void test_expansion_offload(void **state)
     assert_non_null(strstr(t.names, "re_up "));
 }
 
+/* The step's program reads every tensor it writes (the loss, the logits and
+ * the updated parameters are its outputs), under each policy but those that
+ * keep or offload q, k and v: they recompute norm1 for nothing (its output
+ * fed the qkv matmul they do not recompute) -- the expansion has always done
+ * so. */
+static void test_program_reads_what_it_writes(void **state)
+{
+    (void)state;
+    static const char *const policies[] = {"full", "none", "offload", "save_dot_except_mlpwi",
+                                           NULL};
+    for (int i = 0; policies[i]; i++) {
+        struct model m = small_model();
+        assert_int_equal(model_remat_policy(policies[i], &m.remat), 0);
+        struct fixture f;
+        setup_shard(&f, &m, 4, 2);
+        struct program *p = model_program(&m, &f.sh, &f.chip);
+        char buf[256];
+        int n = sched_unread(p, buf, sizeof buf);
+        bool keeps_qkv = strcmp(policies[i], "offload") == 0 ||
+                         strcmp(policies[i], "save_dot_except_mlpwi") == 0;
+        assert_int_equal(n, keeps_qkv ? 1 : 0);
+        assert_string_equal(buf, keeps_qkv ? "re_norm1" : "");
+        prog_free(p);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -544,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
+        cmocka_unit_test(test_program_reads_what_it_writes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_mesh_devices),
         cmocka_unit_test(test_expansion_loads),
