@@ -131,7 +131,7 @@ static void flush(struct coll_actor *a)
         m->amount = p->bytes;
         p->slot->t_post = eng_now();
         if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
-            sg_actor_set_host(sg_actor_self(), core->run->chips[core->chip].nic);
+            sg_actor_set_host(sg_actor_self(), core->run->hw.chips[core->chip].nic);
         p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
         if (p->slot->dcn)
             sg_actor_set_host(sg_actor_self(), core->host);
@@ -181,7 +181,7 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     task->st.hbm_bytes += 2.0 * (double)bytes;
     task->st.useful_bytes += 2.0 * (double)bytes;
     if (remote)
-        r->res[task->opi].ici_bytes += (double)bytes;
+        r->stats.res[task->opi].ici_bytes += (double)bytes;
     return slot;
 }
 
@@ -201,7 +201,7 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
-    r->res[task->opi].dcn_bytes += (double)bytes;
+    r->stats.res[task->opi].dcn_bytes += (double)bytes;
     return slot;
 }
 
@@ -410,7 +410,7 @@ static struct dcn_anchor *anchor_start(struct eng_task *task, const struct coll_
     *an = (struct dcn_anchor){c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
     char name[48];
     snprintf(name, sizeof name, "dcn-anchor%d.op%d", c->chip, task->opi);
-    sg_actor_t act = sg_actor_init(name, c->run->chips[c->chip].nic);
+    sg_actor_t act = sg_actor_init(name, c->run->hw.chips[c->chip].nic);
     sg_actor_set_data(act, an);
     sg_actor_start(act, anchor_main, 0, NULL);
     sg_actor_daemonize(act);
@@ -445,9 +445,9 @@ void eng_run_collective(struct eng_task *task)
                     sg_mailbox_set_receiver(sg_mailbox_get_name(
                         own_mb(task, coll_sem_id(p, q, s & 1, s >= 2))));
     struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
-    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
-    r->res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
+    r->stats.res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
     int n = dev.plan.nparts;
     struct part_actor *pa = xcalloc((size_t)n, sizeof *pa);
     sg_actor_t *act = xcalloc((size_t)n, sizeof *act);
@@ -497,7 +497,7 @@ void eng_run_remote_copy(struct eng_task *task)
     dev.count = xcalloc(1, sizeof *dev.count);
     task->coll = &dev;
     sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
-    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
     int dst = coll_remote_target(&sc->topo, rc, eng_slice_chip(r, c->chip));
@@ -534,7 +534,7 @@ static void chip_sync(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
     if (r->sc->chip.cores > 1 && r->sc->chip.megacore) {
-        eng_barrier_wait(task, r->chip_barrier[task->core->chip],
+        eng_barrier_wait(task, r->hw.chip_barrier[task->core->chip],
                          "the other core of its chip in a collective matmul");
     }
 }
@@ -563,7 +563,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
             sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
-        eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+        eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
         sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     }
     chip_sync(task);

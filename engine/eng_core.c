@@ -30,9 +30,9 @@ static bool bit(const uint8_t *bits, int64_t i)
 static bool done_on_chip(const struct eng_run *r, int chip, int op, int64_t inst)
 {
     int cores = r->sc->chip.cores;
-    int64_t b = r->inst_off[op] + inst;
+    int64_t b = r->prog.inst_off[op] + inst;
     for (int k = 0; k < cores; k++)
-        if (!bit(r->cores[chip * cores + k].done_bits, b))
+        if (!bit(r->hw.cores[chip * cores + k].done_bits, b))
             return false;
     return true;
 }
@@ -50,7 +50,7 @@ static int pending(const struct eng_run *r, int chip, const struct graph_waits *
 static void wait_for(struct eng_run *r, int chip, const struct graph_waits *w, char *note,
                      const char *who)
 {
-    struct eng_chip *ch = &r->chips[chip];
+    struct eng_chip *ch = &r->hw.chips[chip];
     sg_mutex_lock(ch->mutex);
     for (int i; (i = pending(r, chip, w)) >= 0;) {
         /* "WHO waiting for op 'NAME' (instance N) to finish", cut to the note */
@@ -70,8 +70,8 @@ static void wait_for(struct eng_run *r, int chip, const struct graph_waits *w, c
 static void mark_done(struct eng_core *c, int op, int64_t inst)
 {
     struct eng_run *r = c->run;
-    struct eng_chip *ch = &r->chips[c->chip];
-    int64_t b = r->inst_off[op] + inst;
+    struct eng_chip *ch = &r->hw.chips[c->chip];
+    int64_t b = r->prog.inst_off[op] + inst;
     sg_mutex_lock(ch->mutex);
     c->done_bits[b >> 3] |= (uint8_t)(1u << (b & 7));
     sg_cond_notify_all(ch->changed);
@@ -83,24 +83,24 @@ static void mark_done(struct eng_core *c, int op, int64_t inst)
 static void accumulate(struct eng_task *task, double t0, double t1)
 {
     struct eng_run *r = task->core->run;
-    struct summary_op *o = &r->res[task->opi];
+    struct summary_op *o = &r->stats.res[task->opi];
     if (o->cores == 0 || t0 < o->start_s)
         o->start_s = t0;
     if (t1 > o->end_s)
         o->end_s = t1;
-    int64_t b = r->inst_off[task->opi] + task->inst;
-    if (t1 - t0 > r->inst_dur[b])
-        r->inst_dur[b] = t1 - t0;
+    int64_t b = r->prog.inst_off[task->opi] + task->inst;
+    if (t1 - t0 > r->stats.inst_dur[b])
+        r->stats.inst_dur[b] = t1 - t0;
     if (task->core->chip == 0) {
         int cores = r->sc->chip.cores;
-        struct summary_core_work *w = &r->core_op[task->opi * cores + task->core->core];
+        struct summary_core_work *w = &r->stats.core_op[task->opi * cores + task->core->core];
         w->time_s += t1 - t0;
         w->mxu_s += task->st.mxu_s, w->vpu_s += task->st.vpu_s;
         w->overhead_s += task->st.overhead_s, w->hbm_bytes += task->st.hbm_bytes;
-        if (r->chip0_t1[b] == 0 || t0 < r->chip0_t0[b])
-            r->chip0_t0[b] = t0;
-        if (t1 > r->chip0_t1[b])
-            r->chip0_t1[b] = t1;
+        if (r->stats.chip0_t1[b] == 0 || t0 < r->stats.chip0_t0[b])
+            r->stats.chip0_t0[b] = t0;
+        if (t1 > r->stats.chip0_t1[b])
+            r->stats.chip0_t1[b] = t1;
     }
     o->cores++;
     o->flops += task->st.flops;
@@ -148,7 +148,7 @@ static void trace_deps(struct eng_core *c, int op, const struct graph_waits *w)
     for (int i = 0; i < w->n; i++) {
         int from = op_row(r->sc->ops[w->op[i]].kind)->async ? ENG_TID_ASYNC(0) : ENG_TID_TC(0);
         trace_flow(r->trace, TRACE_OPS, "after", 0, from,
-                   r->chip0_t1[r->inst_off[w->op[i]] + w->inst[i]], 0, to, eng_now());
+                   r->stats.chip0_t1[r->prog.inst_off[w->op[i]] + w->inst[i]], 0, to, eng_now());
     }
 }
 
@@ -208,12 +208,12 @@ static void visit_async(void *ctx, int op, int64_t inst, const struct graph_wait
         s.op[s.n] = op;
         s.inst[s.n++] = inst - 1;
     }
-    wait_for(r, c0->chip, &s, r->chips[c0->chip].waiting, "its async stream");
+    wait_for(r, c0->chip, &s, r->hw.chips[c0->chip].waiting, "its async stream");
     trace_deps(c0, op, waits);
     int cores = r->sc->chip.cores;
     const struct op_row *row = op_row(r->sc->ops[op].kind);
     for (int k = 0; k < cores; k++) {
-        struct eng_core *c = &r->cores[c0->chip * cores + k];
+        struct eng_core *c = &r->hw.cores[c0->chip * cores + k];
         if (k > 0 && row->core0) { /* its runner returns at once: no actor for it */
             struct eng_task task;
             task_init(&task, c, op, inst);
@@ -238,5 +238,5 @@ void eng_async_main(int argc, char **argv)
     (void)argc, (void)argv;
     struct eng_core *c = sg_actor_self_get_data();
     graph_walk(&c->run->sc->graph, visit_async, c);
-    c->run->chips[c->chip].async_done = true;
+    c->run->hw.chips[c->chip].async_done = true;
 }

@@ -32,8 +32,8 @@ void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double byte
 {
     if (t1 <= t0 || bytes <= 0 || !trace_wants(r->trace, TRACE_STEPS))
         return; /* the rates feed only the "HBM GB/s" counter, a steps-level event */
-    xgrow(&r->rates, &r->caprates, r->nrates + 1, sizeof *r->rates);
-    r->rates[r->nrates++] = (struct eng_rate){chip, t0, t1, bytes / (t1 - t0)};
+    xgrow(&r->stats.rates, &r->stats.caprates, r->stats.nrates + 1, sizeof *r->stats.rates);
+    r->stats.rates[r->stats.nrates++] = (struct eng_rate){chip, t0, t1, bytes / (t1 - t0)};
 }
 
 void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,

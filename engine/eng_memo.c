@@ -10,6 +10,30 @@
 #include "base/xalloc.h"
 #include "engine/engine.h"
 
+#define ENG_OVERLAP_MAX 4        /* collectives an overlap lists (more: no memo) */
+#define ENG_OVERLAP_TOL_S 1e-9   /* start offsets that match: the time error it allows */
+
+/* The async collectives running on a chip (engine/engine.h: a memo's "overlap"). */
+struct eng_overlap {
+    int n, nlisted;              /* running, and listed below (fewer: no memo until none runs) */
+    int op[ENG_OVERLAP_MAX];
+    double t0[ENG_OVERLAP_MAX];  /* when each started */
+};
+
+struct eng_memo_state {
+    struct eng_memo **memos;     /* per op, per call x core (as eng_program.scripts), or NULL
+                                    when off */
+    int *chip_tasks;             /* per chip: op instances running on it */
+    int xchip_tasks;             /* op instances running that move data between chips */
+    struct eng_overlap *overlap; /* per chip: the async collectives running on it */
+    int *coll_running;           /* per op: its async collective instances running, all chips */
+    uint64_t epoch;              /* counts starts of op instances other than compute-stream
+                                    kernels */
+    sg_sem_t *memo_sem;          /* per core: released to wake its memo sleep */
+    int *asleep, nasleep;        /* the cores in a memo sleep, woken at each such start */
+    int *asleep_at;              /* per core: its place in 'asleep', or -1 */
+};
+
 /* One unit span of a measured replay, times from its start. */
 struct memo_ev {
     int tid;
@@ -36,14 +60,35 @@ struct eng_memo {
 
 static size_t slots(const struct eng_run *r, int op)
 {
-    return (size_t)(r->kern[op].ncalls * r->sc->chip.cores);
+    return (size_t)(r->prog.kern[op].ncalls * r->sc->chip.cores);
+}
+
+/* The memos, their overlaps and the sleeping cores' semaphores. */
+static void memo_alloc(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    struct eng_memo_state *ms = r->memo;
+    int ncores = cfg_engine_chips(sc) * sc->chip.cores;
+    ms->memo_sem = xcalloc((size_t)ncores, sizeof *ms->memo_sem);
+    ms->asleep = xcalloc((size_t)ncores, sizeof *ms->asleep);
+    ms->asleep_at = xcalloc((size_t)ncores, sizeof *ms->asleep_at);
+    for (int i = 0; i < ncores; i++) {
+        ms->memo_sem[i] = sg_sem_init(0);
+        ms->asleep_at[i] = -1;
+    }
+    ms->memos = xcalloc((size_t)sc->nops, sizeof *ms->memos);
+    ms->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->overlap);
+    ms->coll_running = xcalloc((size_t)sc->nops, sizeof *ms->coll_running);
+    for (int i = 0; i < sc->nops; i++)
+        if (r->prog.kern[i].ncalls)
+            ms->memos[i] = xcalloc(slots(r, i), sizeof *ms->memos[i]);
 }
 
 void eng_memo_init(struct eng_run *r, bool on)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chip_tasks);
-    r->overlap = NULL, r->coll_running = NULL;
+    r->memo = xcalloc(1, sizeof *r->memo);
+    r->memo->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->memo->chip_tasks);
     /* fast fidelity, no step-level trace (its flow arrows and HBM counter
      * need the replay's own activities). The cores of a chip run each kernel
      * together: a megacore pair splits it, and the two devices of a v7 chip
@@ -51,49 +96,42 @@ void eng_memo_init(struct eng_run *r, bool on)
      * program on the same resources, and meet between the calls of an op,
      * eng_run_kernel), so a memo measured with both running stands for both
      * again (tests/run_e2e.sh checks v7 stacks against runs without memos). */
-    if (!on || sc->fidelity != CFG_FIDELITY_FAST || trace_wants(r->trace, TRACE_STEPS))
-        return;
-    int ncores = cfg_engine_chips(sc) * sc->chip.cores;
-    r->memo_sem = xcalloc((size_t)ncores, sizeof *r->memo_sem);
-    r->asleep = xcalloc((size_t)ncores, sizeof *r->asleep);
-    r->asleep_at = xcalloc((size_t)ncores, sizeof *r->asleep_at);
-    for (int i = 0; i < ncores; i++) {
-        r->memo_sem[i] = sg_sem_init(0);
-        r->asleep_at[i] = -1;
-    }
-    r->memos = xcalloc((size_t)sc->nops, sizeof *r->memos);
-    r->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->overlap);
-    r->coll_running = xcalloc((size_t)sc->nops, sizeof *r->coll_running);
-    for (int i = 0; i < sc->nops; i++)
-        if (r->kern[i].ncalls)
-            r->memos[i] = xcalloc(slots(r, i), sizeof *r->memos[i]);
+    if (on && sc->fidelity == CFG_FIDELITY_FAST && !trace_wants(r->trace, TRACE_STEPS))
+        memo_alloc(r);
 }
 
-void eng_memo_fini(struct eng_run *r)
+static void memos_free(struct eng_run *r)
 {
-    for (int i = 0; r->memos && i < r->sc->nops; i++) {
-        for (size_t j = 0; r->memos[i] && j < slots(r, i); j++) {
-            free(r->memos[i][j].ev), free(r->memos[i][j].fol);
-            for (struct eng_memo *m = r->memos[i][j].next, *nx; m; m = nx) {
+    struct eng_memo **memos = r->memo->memos;
+    for (int i = 0; memos && i < r->sc->nops; i++) {
+        for (size_t j = 0; memos[i] && j < slots(r, i); j++) {
+            free(memos[i][j].ev), free(memos[i][j].fol);
+            for (struct eng_memo *m = memos[i][j].next, *nx; m; m = nx) {
                 nx = m->next;
                 free(m->ev), free(m->fol), free(m);
             }
         }
-        free(r->memos[i]);
+        free(memos[i]);
     }
-    free(r->memos);
-    r->memos = NULL;
-    free(r->chip_tasks);
-    r->chip_tasks = NULL;
-    free(r->overlap), free(r->coll_running);
-    r->overlap = NULL, r->coll_running = NULL;
-    int ncores = r->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
+    free(memos);
+}
+
+void eng_memo_fini(struct eng_run *r)
+{
+    struct eng_memo_state *ms = r->memo;
+    if (!ms)
+        return;
+    memos_free(r);
+    free(ms->chip_tasks);
+    free(ms->overlap), free(ms->coll_running);
+    int ncores = ms->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
-        sg_sem_destroy(r->memo_sem[i]);
-    free(r->memo_sem);
-    free(r->asleep);
-    free(r->asleep_at);
-    r->memo_sem = NULL, r->asleep = r->asleep_at = NULL;
+        sg_sem_destroy(ms->memo_sem[i]);
+    free(ms->memo_sem);
+    free(ms->asleep);
+    free(ms->asleep_at);
+    free(ms);
+    r->memo = NULL;
 }
 
 /* A compute-stream kernel: what memos stand for, and what does not disturb
@@ -112,20 +150,20 @@ static bool overlaps(const struct eng_task *task)
     return row->async && row->reach && (!row->core0 || task->core->core == 0);
 }
 
-static void overlap_add(struct eng_run *r, const struct eng_task *task)
+static void overlap_add(struct eng_memo_state *ms, const struct eng_task *task)
 {
-    struct eng_overlap *o = &r->overlap[task->core->chip];
-    r->coll_running[task->opi]++;
+    struct eng_overlap *o = &ms->overlap[task->core->chip];
+    ms->coll_running[task->opi]++;
     if (o->n++ == o->nlisted && o->nlisted < ENG_OVERLAP_MAX) {
         o->op[o->nlisted] = task->opi;
         o->t0[o->nlisted++] = eng_now();
     }
 }
 
-static void overlap_drop(struct eng_run *r, const struct eng_task *task)
+static void overlap_drop(struct eng_memo_state *ms, const struct eng_task *task)
 {
-    struct eng_overlap *o = &r->overlap[task->core->chip];
-    r->coll_running[task->opi]--;
+    struct eng_overlap *o = &ms->overlap[task->core->chip];
+    ms->coll_running[task->opi]--;
     o->n--;
     for (int i = 0; i < o->nlisted; i++)
         if (o->op[i] == task->opi) { /* (one instance of an op at a time) */
@@ -138,30 +176,30 @@ static void overlap_drop(struct eng_run *r, const struct eng_task *task)
 
 void eng_memo_task_start(struct eng_task *task)
 {
-    struct eng_run *r = task->core->run;
-    r->chip_tasks[task->core->chip]++;
+    struct eng_memo_state *ms = task->core->run->memo;
+    ms->chip_tasks[task->core->chip]++;
     if (op_row(task->op->kind)->reach)
-        r->xchip_tasks++;
-    if (r->overlap && overlaps(task))
-        overlap_add(r, task);
+        ms->xchip_tasks++;
+    if (ms->overlap && overlaps(task))
+        overlap_add(ms, task);
     if (plain_kernel(task))
         return;
-    r->epoch++;
-    for (int i = 0; i < r->nasleep; i++) { /* wake every memo sleep */
-        sg_sem_release(r->memo_sem[r->asleep[i]]);
-        r->asleep_at[r->asleep[i]] = -1;
+    ms->epoch++;
+    for (int i = 0; i < ms->nasleep; i++) { /* wake every memo sleep */
+        sg_sem_release(ms->memo_sem[ms->asleep[i]]);
+        ms->asleep_at[ms->asleep[i]] = -1;
     }
-    r->nasleep = 0;
+    ms->nasleep = 0;
 }
 
 void eng_memo_task_end(struct eng_task *task)
 {
-    struct eng_run *r = task->core->run;
-    r->chip_tasks[task->core->chip]--;
+    struct eng_memo_state *ms = task->core->run->memo;
+    ms->chip_tasks[task->core->chip]--;
     if (op_row(task->op->kind)->reach)
-        r->xchip_tasks--;
-    if (r->overlap && overlaps(task))
-        overlap_drop(r, task);
+        ms->xchip_tasks--;
+    if (ms->overlap && overlaps(task))
+        overlap_drop(ms, task);
 }
 
 /* The chip's overlap now, as offsets, into '*o'; false if no memo may be
@@ -172,15 +210,15 @@ static bool overlap_now(const struct eng_task *task, struct eng_overlap *o)
 {
     const struct eng_run *r = task->core->run;
     int chip = task->core->chip;
-    *o = r->overlap[chip];
-    if (o->n != o->nlisted || r->chip_tasks[chip] - o->n != r->sc->chip.cores)
+    *o = r->memo->overlap[chip];
+    if (o->n != o->nlisted || r->memo->chip_tasks[chip] - o->n != r->sc->chip.cores)
         return false;
     int xchip = 0;
     for (int i = 0; i < o->n; i++) {
-        xchip += r->coll_running[o->op[i]];
+        xchip += r->memo->coll_running[o->op[i]];
         o->t0[i] = eng_now() - o->t0[i];
     }
-    return xchip == r->xchip_tasks;
+    return xchip == r->memo->xchip_tasks;
 }
 
 static bool same_overlap(const struct eng_overlap *a, const struct eng_overlap *b)
@@ -202,7 +240,7 @@ static bool same_overlap(const struct eng_overlap *a, const struct eng_overlap *
 static struct eng_memo *memo_of(struct eng_run *r, int op, int slot, const struct eng_overlap *o,
                                 bool make)
 {
-    struct eng_memo *m = &r->memos[op][slot];
+    struct eng_memo *m = &r->memo->memos[op][slot];
     if (o->n == 0)
         return m;
     int k = 0;
@@ -222,7 +260,7 @@ static struct eng_memo *memo_now(struct eng_task *task, int slot, bool make,
                                  struct eng_overlap *o)
 {
     struct eng_run *r = task->core->run;
-    if (!r->memos || !r->memos[task->opi] || !overlap_now(task, o))
+    if (!r->memo->memos || !r->memo->memos[task->opi] || !overlap_now(task, o))
         return NULL;
     return memo_of(r, task->opi, slot, o, make);
 }
@@ -241,37 +279,37 @@ static bool call_measured(struct eng_run *r, int op, int slot, const struct eng_
     return true;
 }
 
-static void asleep_add(struct eng_run *r, int gid)
+static void asleep_add(struct eng_memo_state *ms, int gid)
 {
-    r->asleep_at[gid] = r->nasleep;
-    r->asleep[r->nasleep++] = gid;
+    ms->asleep_at[gid] = ms->nasleep;
+    ms->asleep[ms->nasleep++] = gid;
 }
 
 /* Takes 'gid' off the list of memo sleeps (if an op start has not). */
-static void asleep_drop(struct eng_run *r, int gid)
+static void asleep_drop(struct eng_memo_state *ms, int gid)
 {
-    int at = r->asleep_at[gid];
+    int at = ms->asleep_at[gid];
     if (at < 0)
         return;
-    int last = r->asleep[--r->nasleep];
-    r->asleep[at] = last, r->asleep_at[last] = at;
-    r->asleep_at[gid] = -1;
+    int last = ms->asleep[--ms->nasleep];
+    ms->asleep[at] = last, ms->asleep_at[last] = at;
+    ms->asleep_at[gid] = -1;
 }
 
 /* Core 'gid' sleeps until 'end' unless an op instance starts meanwhile
  * (eng_memo_task_start wakes it); false if one started at once. */
-static bool memo_sleep(struct eng_run *r, int gid, double end)
+static bool memo_sleep(struct eng_memo_state *ms, int gid, double end)
 {
     double t0 = eng_now();
-    uint64_t e0 = r->epoch;
-    while (r->epoch == e0 && eng_now() < end) {
-        asleep_add(r, gid);
-        bool timeout = sg_sem_acquire_timeout(r->memo_sem[gid], end - eng_now()) != 0;
-        asleep_drop(r, gid);
+    uint64_t e0 = ms->epoch;
+    while (ms->epoch == e0 && eng_now() < end) {
+        asleep_add(ms, gid);
+        bool timeout = sg_sem_acquire_timeout(ms->memo_sem[gid], end - eng_now()) != 0;
+        asleep_drop(ms, gid);
         if (timeout)
             break;
     }
-    if (r->epoch != e0 && eng_now() <= t0)
+    if (ms->epoch != e0 && eng_now() <= t0)
         return false;
     if (eng_now() < end)
         sg_actor_sleep_until(end);
@@ -284,23 +322,23 @@ static bool memo_sleep(struct eng_run *r, int gid, double end)
  * measured run's time, as a memo would. */
 static bool follow(struct eng_task *task, struct eng_memo *m)
 {
-    struct eng_run *r = task->core->run;
+    struct eng_memo_state *ms = task->core->run->memo;
     int gid = task->core->gid;
     double t0 = eng_now();
     eng_wait_note(task, "the first run of its kernel, on another chip");
-    uint64_t e0 = r->epoch, ends = m->ends;
+    uint64_t e0 = ms->epoch, ends = m->ends;
     xgrow(&m->fol, &m->capfol, (size_t)m->nfol + 1, sizeof *m->fol);
     m->fol[m->nfol++] = gid;
     for (;;) {
         if (eng_now() <= t0) /* an op starting at this instant sends it to the real run */
-            asleep_add(r, gid);
-        sg_sem_acquire(r->memo_sem[gid]); /* (a token left by an earlier wake: loops) */
-        asleep_drop(r, gid);
+            asleep_add(ms, gid);
+        sg_sem_acquire(ms->memo_sem[gid]); /* (a token left by an earlier wake: loops) */
+        asleep_drop(ms, gid);
         if (m->ends != ends) {
             eng_wait_note(task, NULL);
             return true; /* eng_memo_end took it off the followers */
         }
-        if (r->epoch != e0 && eng_now() <= t0) {
+        if (ms->epoch != e0 && eng_now() <= t0) {
             for (int i = 0; i < m->nfol; i++)
                 if (m->fol[i] == gid)
                     m->fol[i] = m->fol[--m->nfol];
@@ -320,7 +358,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
-        if (!memo_sleep(c->run, c->gid, t0 + m->dur_s))
+        if (!memo_sleep(c->run->memo, c->gid, t0 + m->dur_s))
             return false;
     } else if (c->run->sc->chip.cores > 1 || o.n > 0 || !m->measuring || m->t0 != t0 ||
                !follow(task, m)) {
@@ -338,7 +376,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     pl_script_stats(script, &task->st);
     progress_add(c->run->progress, task->st.steps - steps0);
     task->steps_shown = task->st.steps;
-    c->run->memo_hits++;
+    c->run->stats.memo_hits++;
     return true;
 }
 
@@ -351,7 +389,7 @@ void eng_memo_begin(struct eng_task *task, int slot)
     m->measuring = true;
     m->nev = 0;
     m->nfol = 0;
-    m->epoch0 = task->core->run->epoch;
+    m->epoch0 = task->core->run->memo->epoch;
     m->t0 = eng_now();
     task->capture = m;
     task->capture_t0 = m->t0;
@@ -363,19 +401,19 @@ void eng_memo_end(struct eng_task *task)
     task->capture = NULL;
     if (!m)
         return;
-    struct eng_run *r = task->core->run;
+    struct eng_memo_state *ms = task->core->run->memo;
     m->measuring = false;
     m->ends++;
     for (int i = 0; i < m->nfol; i++) { /* the cores that waited for it go on */
-        asleep_drop(r, m->fol[i]);
-        sg_sem_release(r->memo_sem[m->fol[i]]);
+        asleep_drop(ms, m->fol[i]);
+        sg_sem_release(ms->memo_sem[m->fol[i]]);
     }
     m->nfol = 0;
-    if (m->epoch0 != r->epoch)
+    if (m->epoch0 != ms->epoch)
         return; /* something else started meanwhile: not a quiet run */
     m->dur_s = eng_now() - task->capture_t0;
     m->measured = true;
-    task->core->run->memo_measured++;
+    task->core->run->stats.memo_measured++;
 }
 
 void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,

@@ -22,8 +22,8 @@ static void note_call(struct eng_task *task, int i, const struct pl_call *call, 
     if (c->chip != 0 || i >= KERN_MAX_CALLS)
         return;
     int cores = r->sc->chip.cores;
-    struct summary_core_work *w =
-        &r->core_sub[((size_t)task->opi * KERN_MAX_CALLS + (size_t)i) * (size_t)cores + c->core];
+    size_t sub = ((size_t)task->opi * KERN_MAX_CALLS + (size_t)i) * (size_t)cores + c->core;
+    struct summary_core_work *w = &r->stats.core_sub[sub];
     w->time_s += eng_now() - t0;
     w->mxu_s += task->st.mxu_s - st0->mxu_s, w->vpu_s += task->st.vpu_s - st0->vpu_s;
     w->overhead_s += task->st.overhead_s - st0->overhead_s;
@@ -35,8 +35,8 @@ static void note_call(struct eng_task *task, int i, const struct pl_call *call, 
 void eng_run_kernel(struct eng_task *task)
 {
     struct eng_run *r = task->core->run;
-    bool fn = r->kern_fn[task->opi].kind && task->core->chip == 0;
-    struct kern *k = fn ? &r->kern_fn[task->opi] : &r->kern[task->opi];
+    bool fn = r->prog.kern_fn[task->opi].kind && task->core->chip == 0;
+    struct kern *k = fn ? &r->prog.kern_fn[task->opi] : &r->prog.kern[task->opi];
     int cores = r->sc->chip.cores;
     for (int i = 0; i < k->ncalls; i++) {
         double t0 = eng_now();
@@ -46,10 +46,10 @@ void eng_run_kernel(struct eng_task *task)
          * both (the compute streams already wait for that; the barrier puts both
          * in the call before either looks for a kernel memo, engine/eng_memo.c) */
         if ((i > 0 || r->sc->chip.megacore) && r->sc->chip.cores > 1)
-            eng_barrier_wait(task, r->chip_barrier[task->core->chip],
+            eng_barrier_wait(task, r->hw.chip_barrier[task->core->chip],
                              "the other core of its chip between two kernels");
         eng_run_pallas(task, &k->calls[i],
-                       fn ? NULL : &r->scripts[task->opi][i * cores + task->core->core]);
+                       fn ? NULL : &r->prog.scripts[task->opi][i * cores + task->core->core]);
         if (k->ncalls > 1)
             note_call(task, i, &k->calls[i], t0, &st0);
     }
@@ -124,8 +124,8 @@ void eng_run_host_copy(struct eng_task *task)
     task->st.dmas += 1;
     task->st.hbm_bytes += (double)p->bytes;
     task->st.useful_bytes += (double)p->bytes;
-    r->res[task->opi].latency_s += r->sc->chip.dma_issue_s;
-    r->res[task->opi].pcie_bytes += (double)p->bytes;
+    r->stats.res[task->opi].latency_s += r->sc->chip.dma_issue_s;
+    r->stats.res[task->opi].pcie_bytes += (double)p->bytes;
 }
 
 /* ---- ppermute: each chip pushes its buffer to the chip 'shift' away along
@@ -148,7 +148,7 @@ void eng_run_ppermute(struct eng_task *task)
         return;
     char name[48];
     sg_mailbox_set_receiver(inbox_name(c->chip, task->opi, name, sizeof name));
-    eng_barrier_wait(task, r->op_barrier[task->opi], "the device barrier at kernel start");
+    eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     int me = eng_slice_chip(r, c->chip);
     int to = copy_ppermute_target(&sc->topo, me, p->axis, p->shift);
@@ -171,6 +171,7 @@ void eng_run_ppermute(struct eng_task *task)
     task->st.hbm_bytes += 2.0 * (double)p->bytes;
     task->st.useful_bytes += 2.0 * (double)p->bytes;
     if (to != me)
-        r->res[task->opi].ici_bytes += (double)p->bytes;
-    r->res[task->opi].latency_s += ici_transfer_latency_s(&sc->chip, topo_hops(&sc->topo, me, to));
+        r->stats.res[task->opi].ici_bytes += (double)p->bytes;
+    r->stats.res[task->opi].latency_s +=
+        ici_transfer_latency_s(&sc->chip, topo_hops(&sc->topo, me, to));
 }

@@ -113,7 +113,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     if (script && fast && pl_scriptable(call)) {
         if (!*script)
             *script = pl_record(call, &sc->chip, b, e, fast);
-        int slot = (int)(script - c->run->scripts[task->opi]);
+        int slot = (int)(script - c->run->prog.scripts[task->opi]);
         if (!eng_memo_run(task, slot, *script)) {
             struct pl_exec ex = {&eng_pallas_ops, task, fast};
             eng_memo_begin(task, slot);

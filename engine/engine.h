@@ -72,7 +72,7 @@ struct eng_core {
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
     int async_running;                  /* async op instances running on it */
-    uint8_t *done_bits; /* per op instance (eng_run.inst_off): finished on this core */
+    uint8_t *done_bits; /* per op instance (eng_program.inst_off): finished on this core */
 };
 
 /* What the cores of one chip share: the completion of op instances. */
@@ -106,38 +106,49 @@ struct eng_rate {
     double t0, t1, Bps;
 };
 
-struct eng_run {
-    const struct cfg_scenario *sc;
-    struct trace *trace;
+/* The simulated machine: built by sim.c before the actors start. */
+struct eng_machine {
     struct eng_core *cores;
     int ncores;                /* all TensorCores of the slice */
     struct eng_chip *chips;    /* per chip */
-    int64_t *inst_off;         /* per op: its first instance's bit in eng_core.done_bits */
-    double *inst_dur;      /* per op instance: its longest run on any core */
-    double *chip0_t0, *chip0_t1; /* per op instance: the same on chip 0 (its timeline) */
-    sg_bar_t *op_barrier;      /* per op, for ops that start with a device barrier */
-    struct summary_op *res;    /* per op */
-    struct kern *kern;         /* per op: timing-only kernels (zeroed for other kinds) */
-    struct kern *kern_fn;      /* per op: functional kernel run by chip 0 (zeroed if none) */
-    struct pl_script ***scripts; /* per op, per call x core: its recorded run, or NULL */
     sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
-    char *error;               /* first runtime failure; owned */
-    struct eng_rate *rates;    /* HBM traffic spans, turned into counters after the run */
-    size_t nrates, caprates;
-    struct progress *progress; /* the terminal's progress line (outputs/progress.h), or NULL */
+};
+
+/* What the cores run, per op: built by sim.c from the scenario. */
+struct eng_program {
+    int64_t *inst_off;           /* per op: its first instance's bit in eng_core.done_bits */
+    sg_bar_t *op_barrier;        /* per op, for ops that start with a device barrier */
+    struct kern *kern;           /* per op: timing-only kernels (zeroed for other kinds) */
+    struct kern *kern_fn;        /* per op: functional kernel run by chip 0 (zeroed if none) */
+    struct pl_script ***scripts; /* per op, per call x core: its recorded run, or NULL
+                                    (eng_pallas.c records it) */
+};
+
+/* What the run measures for the summary: written as ops end (eng_core.c,
+ * eng_ops.c, eng_coll.c), as DMAs move (eng_dma.c) and as memos are taken
+ * (eng_memo.c); read by sim.c's collect. */
+struct eng_run_stats {
+    struct summary_op *res;      /* per op */
+    double *inst_dur;            /* per op instance: its longest run on any core */
+    double *chip0_t0, *chip0_t1; /* per op instance: the same on chip 0 (its timeline) */
     struct summary_core_work *core_op;  /* per op and core of chip 0 */
-    struct summary_core_work *core_sub; /* per op, pallas_call (KERN_MAX_CALLS) and core of chip 0 */
-    /* kernel memos (engine/eng_memo.c) */
-    struct eng_memo **memos;   /* per op, per call x core (as 'scripts'), or NULL when off */
-    int *chip_tasks;           /* per chip: op instances running on it */
-    int xchip_tasks;           /* op instances running that move data between chips */
-    struct eng_overlap *overlap; /* per chip: the async collectives running on it */
-    int *coll_running;         /* per op: its async collective instances running, all chips */
-    uint64_t epoch;            /* counts starts of op instances other than compute-stream kernels */
-    sg_sem_t *memo_sem;        /* per core: released to wake its memo sleep */
-    int *asleep, nasleep;      /* the cores in a memo sleep, woken at each such start */
-    int *asleep_at;            /* per core: its place in 'asleep', or -1 */
-    int64_t memo_hits, memo_measured;
+    struct summary_core_work *core_sub; /* per op, pallas_call (KERN_MAX_CALLS), core of chip 0 */
+    struct eng_rate *rates;      /* HBM traffic spans, turned into counters after the run */
+    size_t nrates, caprates;
+    int64_t memo_hits, memo_measured; /* replays a memo stood for; memos measured */
+};
+
+/* One run: what it simulates and where it reports (given by sim_run), and
+ * its parts by owner. */
+struct eng_run {
+    const struct cfg_scenario *sc;
+    struct trace *trace;
+    struct progress *progress;   /* the terminal's progress line (outputs/progress.h), or NULL */
+    char *error;                 /* first runtime failure; owned */
+    struct eng_machine hw;       /* sim.c builds it */
+    struct eng_program prog;     /* sim.c builds it */
+    struct eng_run_stats stats;  /* the runners fill it, sim.c reads it */
+    struct eng_memo_state *memo; /* eng_memo.c's alone (declared with its functions below) */
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */
@@ -209,7 +220,7 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * Beside async collectives it shares the chip's HBM (and a reduction's
  * cores) with them, and its time depends on which collectives run on its
  * chip and how far along they are: its "overlap", the running collective
- * ops with the time since each started (to ENG_OVERLAP_TOL_S), which the
+ * ops with the time since each started (to a nanosecond), which the
  * layers of a model step repeat. A replay whose overlap matches a measured
  * one (and no other collective runs anywhere) takes its time. The first
  * replay of each script and overlap is measured, with its unit spans; later
@@ -222,14 +233,10 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * is that a memo issues no HBM traffic, so collectives beside it do not
  * share the HBM with it (they are bound by ICI links of a few percent of
  * the HBM's bandwidth each). */
-#define ENG_OVERLAP_MAX 4        /* collectives an overlap lists (more: no memo) */
-#define ENG_OVERLAP_TOL_S 1e-9   /* start offsets that match: the time error it allows */
-struct eng_overlap {
-    int n, nlisted;              /* running, and listed below (fewer: no memo until none runs) */
-    int op[ENG_OVERLAP_MAX];
-    double t0[ENG_OVERLAP_MAX];  /* when each started */
-};
-/* Allocates r->memos and the counters (none when 'on' is false). */
+/* What the memos follow (which ops run where, the overlaps, the cores asleep)
+ * and the memos themselves; defined in eng_memo.c, the only file that uses it. */
+struct eng_memo_state;
+/* Allocates r->memo: the counters, and the memos unless 'on' is false. */
 void eng_memo_init(struct eng_run *r, bool on);
 void eng_memo_fini(struct eng_run *r);
 /* Around every op instance's run (eng_task_run). */

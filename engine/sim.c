@@ -109,21 +109,22 @@ static void init_simgrid(const struct sim_opts *o, int actors)
 static void build_kernels(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->kern = xcalloc((size_t)sc->nops, sizeof *r->kern);
-    r->kern_fn = xcalloc((size_t)sc->nops, sizeof *r->kern_fn);
-    r->scripts = xcalloc((size_t)sc->nops, sizeof *r->scripts);
+    struct eng_program *p = &r->prog;
+    p->kern = xcalloc((size_t)sc->nops, sizeof *p->kern);
+    p->kern_fn = xcalloc((size_t)sc->nops, sizeof *p->kern_fn);
+    p->scripts = xcalloc((size_t)sc->nops, sizeof *p->scripts);
     for (int i = 0; i < sc->nops; i++) {
         const struct kern_kind *kind = op_row(sc->ops[i].kind)->kern;
         if (!kind)
             continue;
         char err[1024];
-        kern_init(&r->kern[i], kind, &sc->ops[i], &sc->chip, false, err, sizeof err);
+        kern_init(&p->kern[i], kind, &sc->ops[i], &sc->chip, false, err, sizeof err);
         if (sc->ops[i].functional) {
-            kern_init(&r->kern_fn[i], kind, &sc->ops[i], &sc->chip, true, err, sizeof err);
-            kern_data(&r->kern_fn[i], sc->seed + (uint64_t)i);
+            kern_init(&p->kern_fn[i], kind, &sc->ops[i], &sc->chip, true, err, sizeof err);
+            kern_data(&p->kern_fn[i], sc->seed + (uint64_t)i);
         }
-        r->scripts[i] = xcalloc((size_t)(r->kern[i].ncalls * sc->chip.cores) + 1,
-                                sizeof *r->scripts[i]);
+        p->scripts[i] = xcalloc((size_t)(p->kern[i].ncalls * sc->chip.cores) + 1,
+                                sizeof *p->scripts[i]);
     }
 }
 
@@ -174,24 +175,25 @@ static void trace_tracks(struct eng_run *r)
 static void alloc_program_state(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->inst_off = xcalloc((size_t)sc->nops + 1, sizeof *r->inst_off);
+    struct eng_run_stats *st = &r->stats;
+    r->prog.inst_off = xcalloc((size_t)sc->nops + 1, sizeof *r->prog.inst_off);
     int64_t total = 0;
     for (int i = 0; i < sc->nops; i++) {
-        r->inst_off[i] = total;
+        r->prog.inst_off[i] = total;
         total += sc->graph.node[i].instances;
     }
-    r->inst_dur = xcalloc((size_t)total + 1, sizeof *r->inst_dur);
-    r->chip0_t0 = xcalloc((size_t)total + 1, sizeof *r->chip0_t0);
-    r->chip0_t1 = xcalloc((size_t)total + 1, sizeof *r->chip0_t1);
-    for (int i = 0; i < r->ncores; i++)
-        r->cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
-    r->core_op = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores, sizeof *r->core_op);
-    r->core_sub = xcalloc((size_t)sc->nops * KERN_MAX_CALLS * (size_t)sc->chip.cores,
-                          sizeof *r->core_sub);
-    r->chips = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->chips);
+    st->inst_dur = xcalloc((size_t)total + 1, sizeof *st->inst_dur);
+    st->chip0_t0 = xcalloc((size_t)total + 1, sizeof *st->chip0_t0);
+    st->chip0_t1 = xcalloc((size_t)total + 1, sizeof *st->chip0_t1);
+    for (int i = 0; i < r->hw.ncores; i++)
+        r->hw.cores[i].done_bits = xcalloc((size_t)total / 8 + 1, 1);
+    st->core_op = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores, sizeof *st->core_op);
+    st->core_sub = xcalloc((size_t)sc->nops * KERN_MAX_CALLS * (size_t)sc->chip.cores,
+                           sizeof *st->core_sub);
+    r->hw.chips = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->hw.chips);
     for (int i = 0; i < cfg_engine_chips(sc); i++) {
-        r->chips[i].mutex = sg_mutex_init();
-        r->chips[i].changed = sg_cond_init();
+        r->hw.chips[i].mutex = sg_mutex_init();
+        r->hw.chips[i].changed = sg_cond_init();
     }
 }
 
@@ -238,23 +240,23 @@ static void spawn(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     bool compute = has_compute(sc);
     int nchips = cfg_engine_chips(sc);
-    r->ncores = nchips * sc->chip.cores;
-    r->cores = xcalloc((size_t)r->ncores, sizeof *r->cores);
+    r->hw.ncores = nchips * sc->chip.cores;
+    r->hw.cores = xcalloc((size_t)r->hw.ncores, sizeof *r->hw.cores);
     alloc_program_state(r);
-    r->op_barrier = xcalloc((size_t)sc->nops, sizeof *r->op_barrier);
+    r->prog.op_barrier = xcalloc((size_t)sc->nops, sizeof *r->prog.op_barrier);
     for (int i = 0; i < sc->nops; i++)
-        r->op_barrier[i] = sg_barrier_init((unsigned)nchips);
+        r->prog.op_barrier[i] = sg_barrier_init((unsigned)nchips);
     if (sc->chip.cores > 1) {
-        r->chip_barrier = xcalloc((size_t)nchips, sizeof *r->chip_barrier);
+        r->hw.chip_barrier = xcalloc((size_t)nchips, sizeof *r->hw.chip_barrier);
         for (int i = 0; i < nchips; i++)
-            r->chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
+            r->hw.chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
     for (int chip = 0; chip < nchips; chip++) {
         char host[32], name[48];
         sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
-        r->chips[chip].nic = nic_host(sc, chip);
+        r->hw.chips[chip].nic = nic_host(sc, chip);
         for (int k = 0; k < sc->chip.cores; k++) {
-            struct eng_core *c = &r->cores[chip * sc->chip.cores + k];
+            struct eng_core *c = &r->hw.cores[chip * sc->chip.cores + k];
             uint8_t *bits = c->done_bits;
             *c = (struct eng_core){.run = r, .chip = chip, .core = k, .host = h, .done_bits = bits};
             c->gid = chip * sc->chip.cores + k;
@@ -267,7 +269,7 @@ static void spawn(struct eng_run *r)
                 c->done = true;
         }
         snprintf(name, sizeof name, "async%d", chip);
-        start_actor(name, h, &r->cores[chip * sc->chip.cores], eng_async_main, false);
+        start_actor(name, h, &r->hw.cores[chip * sc->chip.cores], eng_async_main, false);
     }
 }
 
@@ -277,22 +279,22 @@ static void stuck_list(struct eng_run *r, const char **what, int *chip, int *cor
 {
     int cores = r->sc->chip.cores;
     *n = 0;
-    for (int i = 0; i < r->ncores; i++) {
-        const struct eng_core *c = &r->cores[i];
+    for (int i = 0; i < r->hw.ncores; i++) {
+        const struct eng_core *c = &r->hw.cores[i];
         if (!c->done)
             what[*n] = c->waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
         if (c->async_running > 0)
             what[*n] = c->async_waiting, chip[*n] = c->chip, core[(*n)++] = c->core;
     }
     for (int i = 0; i < cfg_engine_chips(r->sc); i++)
-        if (!r->chips[i].async_done)
-            what[*n] = r->chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
+        if (!r->hw.chips[i].async_done)
+            what[*n] = r->hw.chips[i].waiting, chip[*n] = i, core[(*n)++] = -1;
     (void)cores;
 }
 
 static int report_deadlock(struct eng_run *r, struct diag *d)
 {
-    int max = 2 * r->ncores + cfg_engine_chips(r->sc);
+    int max = 2 * r->hw.ncores + cfg_engine_chips(r->sc);
     const char **what = xcalloc((size_t)max, sizeof *what);
     int *chip = xcalloc((size_t)max, sizeof *chip), *core = xcalloc((size_t)max, sizeof *core);
     int n, shown = 0;
@@ -367,10 +369,10 @@ static int cmp_rate_ev(const void *a, const void *b)
  * transfers in flight, sampled where it changes. */
 static void hbm_counters(struct eng_run *r)
 {
-    size_t n = r->nrates * 2;
+    size_t n = r->stats.nrates * 2;
     double *ev = xcalloc(n ? n * 3 : 3, sizeof *ev);
-    for (size_t i = 0; i < r->nrates; i++) {
-        const struct eng_rate *q = &r->rates[i];
+    for (size_t i = 0; i < r->stats.nrates; i++) {
+        const struct eng_rate *q = &r->stats.rates[i];
         double *a = &ev[6 * i];
         a[0] = q->chip, a[1] = q->t0, a[2] = q->Bps;
         a[3] = q->chip, a[4] = q->t1, a[5] = -q->Bps;
@@ -396,7 +398,7 @@ static double instance_time(const struct eng_run *r, int op)
 {
     double t = 0;
     for (int64_t k = 0; k < r->sc->graph.node[op].instances; k++)
-        t += r->inst_dur[r->inst_off[op] + k];
+        t += r->stats.inst_dur[r->prog.inst_off[op] + k];
     return t;
 }
 
@@ -430,10 +432,10 @@ static void collect(struct eng_run *r, struct summary *s)
     s->ndims = sc->topo.ndims;
     memcpy(s->shape, sc->topo.shape, sizeof s->shape);
     s->nops = sc->nops;
-    s->ops = r->res;
-    r->res = NULL;
+    s->ops = r->stats.res;
+    r->stats.res = NULL;
     s->sim_chips = cfg_engine_chips(sc);
-    s->memo_replays = r->memo_hits, s->memo_measured = r->memo_measured;
+    s->memo_replays = r->stats.memo_hits, s->memo_measured = r->stats.memo_measured;
     s->slices = sc->dcn.slices;
     memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
@@ -443,7 +445,8 @@ static void collect(struct eng_run *r, struct summary *s)
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
         finish_op(sc, o, &sc->ops[i]);
-        explain_op(sc, r->kern[i].kind ? &r->kern[i] : NULL, i, r->core_op, r->core_sub, o);
+        const struct kern *k = r->prog.kern[i].kind ? &r->prog.kern[i] : NULL;
+        explain_op(sc, k, i, r->stats.core_op, r->stats.core_sub, o);
         if (sc->tuned && sc->tuned[i].tuned) {
             o->tuned = xcalloc(1, sizeof *o->tuned);
             outputs_auto_summary(&sc->tuned[i], o->tuned);
@@ -453,7 +456,7 @@ static void collect(struct eng_run *r, struct summary *s)
             s->total_time_s = o->end_s;
     }
     if (sc->nops > 1) {
-        struct timeline_times tt = {r->inst_off, r->chip0_t0, r->chip0_t1};
+        struct timeline_times tt = {r->prog.inst_off, r->stats.chip0_t0, r->stats.chip0_t1};
         timeline_fill(sc, &tt, s);
     }
     if (sc->model)
@@ -465,11 +468,11 @@ static int verify(struct eng_run *r, struct diag *d)
 {
     int bad = 0;
     for (int i = 0; i < r->sc->nops; i++) {
-        if (!r->kern_fn[i].kind)
+        if (!r->prog.kern_fn[i].kind)
             continue;
         bool ok;
         char msg[512];
-        kern_verify(&r->kern_fn[i], &ok, msg, sizeof msg);
+        kern_verify(&r->prog.kern_fn[i], &ok, msg, sizeof msg);
         if (!ok) {
             diag_error(d, NULL, r->sc->ops[i].name, "functional check failed: %s", msg);
             bad = 1;
@@ -478,48 +481,63 @@ static int verify(struct eng_run *r, struct diag *d)
     return bad ? -1 : 0;
 }
 
+static void free_program(const struct cfg_scenario *sc, struct eng_program *p)
+{
+    for (int i = 0; p->kern && i < sc->nops; i++) {
+        /* the scripts first: kern_fini clears ncalls, which counts them */
+        int n = p->scripts && p->scripts[i] ? p->kern[i].ncalls * sc->chip.cores : 0;
+        for (int j = 0; j < n; j++)
+            pl_script_free(p->scripts[i][j]);
+        free(p->scripts ? p->scripts[i] : NULL);
+        kern_fini(&p->kern[i]);
+        kern_fini(&p->kern_fn[i]);
+    }
+    free(p->scripts);
+    free(p->kern);
+    free(p->kern_fn);
+    free(p->inst_off);
+    for (int i = 0; p->op_barrier && i < sc->nops; i++)
+        sg_barrier_destroy(p->op_barrier[i]);
+    free(p->op_barrier);
+}
+
+static void free_machine(const struct cfg_scenario *sc, struct eng_machine *hw)
+{
+    for (int i = 0; hw->chip_barrier && i < cfg_engine_chips(sc); i++)
+        sg_barrier_destroy(hw->chip_barrier[i]);
+    free(hw->chip_barrier);
+    for (int i = 0; hw->cores && i < hw->ncores; i++) {
+        free(hw->cores[i].done_bits);
+        /* the engines' handles: released as their wait unwound when they were killed */
+        free(hw->cores[i].engine_w);
+        free(hw->cores[i].engine_q); /* empty: every DMA was waited by its task */
+    }
+    free(hw->cores);
+    for (int i = 0; hw->chips && i < cfg_engine_chips(sc); i++) {
+        sg_cond_destroy(hw->chips[i].changed);
+        sg_mutex_destroy(hw->chips[i].mutex);
+    }
+    free(hw->chips);
+}
+
+static void free_stats(struct eng_run_stats *st)
+{
+    free(st->inst_dur);
+    free(st->chip0_t0);
+    free(st->chip0_t1);
+    free(st->res);
+    free(st->rates);
+    free(st->core_op);
+    free(st->core_sub);
+}
+
 static void free_run(struct eng_run *r)
 {
     eng_memo_fini(r); /* first: it counts its slots by the kernels' calls */
-    for (int i = 0; r->kern && i < r->sc->nops; i++) {
-        /* the scripts first: kern_fini clears ncalls, which counts them */
-        for (int j = 0; r->scripts && r->scripts[i] && j < r->kern[i].ncalls * r->sc->chip.cores;
-             j++)
-            pl_script_free(r->scripts[i][j]);
-        free(r->scripts ? r->scripts[i] : NULL);
-        kern_fini(&r->kern[i]);
-        kern_fini(&r->kern_fn[i]);
-    }
-    free(r->scripts);
-    free(r->kern);
-    free(r->kern_fn);
-    for (int i = 0; r->chip_barrier && i < cfg_engine_chips(r->sc); i++)
-        sg_barrier_destroy(r->chip_barrier[i]);
-    free(r->chip_barrier);
-    for (int i = 0; r->cores && i < r->ncores; i++) {
-        free(r->cores[i].done_bits);
-        /* the engines' handles: released as their wait unwound when they were killed */
-        free(r->cores[i].engine_w);
-        free(r->cores[i].engine_q); /* empty: every DMA was waited by its task */
-    }
-    free(r->cores);
-    for (int i = 0; r->chips && i < cfg_engine_chips(r->sc); i++) {
-        sg_cond_destroy(r->chips[i].changed);
-        sg_mutex_destroy(r->chips[i].mutex);
-    }
-    free(r->chips);
-    free(r->inst_off);
-    free(r->inst_dur);
-    free(r->chip0_t0);
-    free(r->chip0_t1);
-    for (int i = 0; r->op_barrier && i < r->sc->nops; i++)
-        sg_barrier_destroy(r->op_barrier[i]);
-    free(r->op_barrier);
-    free(r->res);
+    free_program(r->sc, &r->prog);
+    free_machine(r->sc, &r->hw);
+    free_stats(&r->stats);
     free(r->error);
-    free(r->rates);
-    free(r->core_op);
-    free(r->core_sub);
     trace_free(r->trace);
     progress_free(r->progress);
 }
@@ -528,7 +546,7 @@ static void free_run(struct eng_run *r)
 static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
 {
     const struct cfg_scenario *sc = r->sc;
-    r->res = xcalloc((size_t)sc->nops, sizeof *r->res);
+    r->stats.res = xcalloc((size_t)sc->nops, sizeof *r->stats.res);
     build_kernels(r);
     trace_tracks(r);
     init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));

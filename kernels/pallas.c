@@ -7,6 +7,7 @@
  * Buffered(1) operands fetch at the step that needs them and wait at once.
  * Trivial windows (block = array, index map all zeros) move once. */
 #include "kernels/pallas.h"
+#include "kernels/pallas_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,41 +17,6 @@
 #include "models/mxu.h"
 #include "base/check.h"
 #include "base/xalloc.h"
-
-struct pl_ctx {
-    const struct pl_call *call;
-    const struct chip_params *chip;
-    const struct pl_exec *x;
-    struct pl_stats *st;
-    bool live; /* the body runs at its place in simulated time (manual DMAs) */
-    bool mm_open; /* work.mm_s holds a matmul (pl_mxu_drain may follow) */
-    struct pl_work work;
-    int64_t step;
-    float *bufs[PL_MAX_OPERANDS][2];
-    int slot[PL_MAX_OPERANDS];
-    float *scratch[PL_MAX_OPERANDS];
-    void *state;
-    int64_t begin; /* first step of this core's range */
-};
-
-/* One operand's pipeline state on this core. */
-struct opstate {
-    int64_t idx_prev[PL_MAX_RANK], idx_cur[PL_MAX_RANK], idx_next[PL_MAX_RANK];
-    void *cur;      /* DMA handle of the current block (inputs) */
-    void *pending;  /* write-back awaiting its wait (outputs) */
-    uint64_t bytes; /* DMA bytes of one block */
-    uint64_t raw;   /* of which data: the block's elements x dtype size (no tile padding) */
-    bool trivial, single, piped;
-};
-
-/* The decisions of one step, compared to coalesce runs. */
-struct plan {
-    int64_t s; /* flat step index */
-    uint32_t fetch, wait, out_start, out_wait;
-    uint64_t fetch_bytes, out_bytes;
-    uint64_t fetch_raw, out_raw; /* of which data (opstate.raw) */
-    struct pl_work w;
-};
 
 int64_t pl_num_steps(const struct pl_call *call)
 {
@@ -319,13 +285,13 @@ static void ctx_free(struct pl_ctx *c)
 
 /* ---- the schedule ---- */
 
-static bool same_idx(const int64_t *a, const int64_t *b)
+bool pl_same_idx(const int64_t *a, const int64_t *b)
 {
     return memcmp(a, b, sizeof(int64_t) * PL_MAX_RANK) == 0;
 }
 
-static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
-                       uint64_t raw, int op)
+void *pl_start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
+                   uint64_t raw, int op)
 {
     st->dmas++;
     st->hbm_bytes += (double)bytes;
@@ -334,11 +300,11 @@ static void *start_dma(const struct pl_exec *x, struct pl_stats *st, bool in, ui
 }
 
 /* A DMA waited on at once. */
-static void sync_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
-                     uint64_t raw, int op)
+void pl_sync_dma(const struct pl_exec *x, struct pl_stats *st, bool in, uint64_t bytes,
+                 uint64_t raw, int op)
 {
     if (!x->ops->dma_sync) {
-        x->ops->dma_wait(x->ex, start_dma(x, st, in, bytes, raw, op));
+        x->ops->dma_wait(x->ex, pl_start_dma(x, st, in, bytes, raw, op));
         return;
     }
     st->dmas++;
@@ -382,15 +348,15 @@ static void prologue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
         const struct pl_operand *op = &call->operands[i];
         if (!os[i].piped || op->dir != PL_IN || os[i].single || os[i].trivial)
             continue;
-        os[i].cur = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
+        os[i].cur = pl_start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         if (op->data)
             copy_block(op, os[i].idx_cur, c->bufs[i][0], true);
     }
 }
 
 /* Decides what step 's' of [b, e) does; fills 'p' (without the body's work). */
-static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b, int64_t e,
-                      struct plan *p)
+void pl_plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b, int64_t e,
+                  struct plan *p)
 {
     const struct pl_call *call = c->call;
     memset(p, 0, sizeof *p);
@@ -398,8 +364,8 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
         struct opstate *o = &os[i];
         if (!o->piped || o->trivial)
             continue;
-        bool changed_prev = s == b || !same_idx(o->idx_cur, o->idx_prev);
-        bool changes_next = s + 1 >= e || !same_idx(o->idx_next, o->idx_cur);
+        bool changed_prev = s == b || !pl_same_idx(o->idx_cur, o->idx_prev);
+        bool changes_next = s + 1 >= e || !pl_same_idx(o->idx_next, o->idx_cur);
         if (call->operands[i].dir == PL_IN) {
             if (o->single) {
                 if (changed_prev)
@@ -425,7 +391,7 @@ static void plan_step(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t b
 
 static void close_work(struct pl_ctx *ctx);
 
-static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
+void pl_run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
 {
     int64_t g[PL_MAX_GRID];
     unflatten(c->call, s, g);
@@ -437,7 +403,7 @@ static void run_body(struct pl_ctx *c, int64_t s, struct pl_work *w)
 }
 
 /* Waits each input DMA named in 'mask' once (operands may share a handle). */
-static void wait_inputs(struct opstate *os, int noperands, uint32_t mask, const struct pl_exec *x)
+void pl_wait_inputs(struct opstate *os, int noperands, uint32_t mask, const struct pl_exec *x)
 {
     void *done[PL_MAX_OPERANDS];
     int nd = 0;
@@ -462,7 +428,7 @@ static void fetch_single(struct pl_ctx *c, struct opstate *os, const struct plan
     for (int i = 0; i < c->call->noperands; i++) {
         if (!os[i].single || !(p->fetch & (1u << i)) || c->call->operands[i].dir != PL_IN)
             continue;
-        void *h = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
+        void *h = pl_start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         x->ops->dma_wait(x->ex, h);
         if (c->call->operands[i].data)
             copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
@@ -476,7 +442,7 @@ static void fetch_next(struct pl_ctx *c, struct opstate *os, const struct plan *
     for (int i = 0; i < call->noperands; i++) {
         if (os[i].single || !(p->fetch & (1u << i)))
             continue;
-        os[i].pending = start_dma(x, st, true, os[i].bytes, os[i].raw, i);
+        os[i].pending = pl_start_dma(x, st, true, os[i].bytes, os[i].raw, i);
         if (call->operands[i].data)
             copy_block(&call->operands[i], os[i].idx_next, c->bufs[i][1 - c->slot[i]], true);
     }
@@ -493,7 +459,7 @@ static void outputs(struct pl_ctx *c, struct opstate *os, const struct plan *p,
         if (call->operands[i].data)
             copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][c->slot[i]], false);
         prev[i] = os[i].pending;
-        os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
+        os[i].pending = pl_start_dma(x, st, false, os[i].bytes, os[i].raw, i);
     }
     for (int i = 0; i < call->noperands; i++) {
         void *h = (p->out_start & (1u << i)) ? prev[i] : os[i].pending;
@@ -525,7 +491,7 @@ static void advance_bufs(struct pl_ctx *c, struct opstate *os, const struct plan
 }
 
 /* Moves every operand's block indices one step on. */
-static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t e)
+void pl_advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t e)
 {
     const struct pl_call *call = c->call;
     for (int i = 0; i < call->noperands; i++) {
@@ -539,7 +505,7 @@ static void advance_idx(struct pl_ctx *c, struct opstate *os, int64_t s, int64_t
     }
 }
 
-static void account(struct pl_stats *st, const struct pl_work *w, double n, double o_s)
+void pl_account(struct pl_stats *st, const struct pl_work *w, double n, double o_s)
 {
     if (w->flops > 0)
         st->compute_steps += (int64_t)n;
@@ -556,10 +522,17 @@ static void exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *
 {
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, st);
-    wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
+    pl_wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, st);
     x->ops->compute(x->ex, &p->w, s, 1);
-    account(st, &p->w, 1, c->chip->step_overhead_s);
+    pl_account(st, &p->w, 1, c->chip->step_overhead_s);
+}
+
+void pl_exact_step(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s)
+{
+    exact_step(c, os, p, s, c->x, c->st);
+    outputs(c, os, p, c->x, c->st);
+    advance_bufs(c, os, p);
 }
 
 /* A step whose body issues DMAs itself: the body runs after the pipeline's
@@ -569,7 +542,7 @@ static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p
     const struct pl_exec *x = c->x;
     x->ops->delay(x->ex, c->chip->step_overhead_s);
     fetch_next(c, os, p, x, c->st);
-    wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
+    pl_wait_inputs(os, c->call->noperands, p->wait, x); /* one call: operands may share a handle */
     fetch_single(c, os, p, x, c->st);
     int64_t g[PL_MAX_GRID];
     unflatten(c->call, s, g);
@@ -583,98 +556,6 @@ static void live_step(struct pl_ctx *c, struct opstate *os, const struct plan *p
     if (c->st->compute_steps > before + 1) /* several flushes in one step count once */
         c->st->compute_steps = before + 1;
     c->st->overhead_s += c->chip->step_overhead_s;
-}
-
-static bool work_equal(const struct pl_work *a, const struct pl_work *b)
-{
-    return a->mxu_s == b->mxu_s && a->vpu_s == b->vpu_s && a->flops == b->flops &&
-           a->vpu_flops == b->vpu_flops && a->transcendentals == b->transcendentals;
-}
-
-/* A steady-state step: it fetches exactly what it waits on, writes nothing. */
-static bool steady(const struct plan *p, const struct opstate *os, int noperands)
-{
-    for (int i = 0; i < noperands; i++)
-        if (os[i].single && (p->wait & (1u << i)))
-            return false;
-    return p->out_start == p->out_wait && p->fetch == p->wait;
-}
-
-static bool same_plan(const struct plan *a, const struct plan *b)
-{
-    return a->fetch == b->fetch && a->wait == b->wait && a->fetch_bytes == b->fetch_bytes &&
-           a->out_start == b->out_start && a->out_bytes == b->out_bytes &&
-           work_equal(&a->w, &b->w);
-}
-
-/* Runs steps [s0, s0+n) of identical plan 'p' as one input DMA, one compute
- * and, when every step writes its output back, one write-back DMA for the
- * first n-1 write-backs; the last one is started as the exact step would, and
- * waited on by the next step. */
-/* What a run of n steps of plan 'p' takes step by step beyond the one-step
- * version, at the HBM's own rate. Step by step, with two buffers, step s
- * issues the fetch of step s + 1 after its overhead o and computes (c) once
- * the fetch issued a step earlier has landed (DMA latency l, transfer d): the
- * period P obeys P = max(o, o + l + d - P) + c, so P = max(o + c,
- * (o + c + l + d) / 2), and at least d. The run's one DMA pays l once:
- * max(n (o + c), o + l + n d). Latency-bound steps (paged decode's small DMAs,
- * a causal backward's) so come out early; the difference delays the run's
- * DMAs. */
-static double lost_latency_s(const struct pl_ctx *c, const struct plan *p, int64_t n)
-{
-    const struct chip_params *chip = c->chip;
-    double work = chip->step_overhead_s + p->w.mxu_s + p->w.vpu_s;
-    double d = hbm_busy_s(chip, (double)(p->fetch_bytes + p->out_bytes));
-    double lat = chip->dma_issue_s, steps = (double)n;
-    double period = fmax(fmax(work, (work + lat + d) / 2), d);
-    double one = fmax(steps * work, chip->step_overhead_s + lat + steps * d);
-    return fmax(steps * period - one, 0);
-}
-
-static void bulk_steps(struct pl_ctx *c, struct opstate *os, const struct plan *p, int64_t s0,
-                       int64_t n, const struct pl_exec *x, struct pl_stats *st)
-{
-    double o = c->chip->step_overhead_s;
-    int noperands = c->call->noperands;
-    x->ops->delay(x->ex, o + lost_latency_s(c, p, n));
-    /* one DMA per operand, as the steps issue them: SimGrid shares HBM per
-     * transfer, so one merged DMA would get one share where the steps' DMAs
-     * get one each beside concurrent write-backs */
-    void *h[PL_MAX_OPERANDS] = {0}, *hw[PL_MAX_OPERANDS] = {0};
-    int64_t started = st->dmas;
-    for (int i = 0; i < noperands; i++) {
-        if (p->fetch & (1u << i))
-            h[i] = start_dma(x, st, true, os[i].bytes * (uint64_t)n, os[i].raw * (uint64_t)n, i);
-        if ((p->out_start & (1u << i)) && n > 1)
-            hw[i] = start_dma(x, st, false, os[i].bytes * (uint64_t)(n - 1),
-                               os[i].raw * (uint64_t)(n - 1), i);
-    }
-    started = st->dmas - started;
-    int per_step = __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
-    st->dmas += (int64_t)per_step * n - started - __builtin_popcount(p->out_start);
-    wait_inputs(os, noperands, p->wait, x);
-    x->ops->compute(x->ex, &p->w, s0, n);
-    if (n > 1)
-        x->ops->delay(x->ex, o * (double)(n - 1));
-    /* as outputs(): the last step starts its write-back, then waits for the
-     * one before it (the run's, or the write-back started before the run) */
-    void *prev[PL_MAX_OPERANDS] = {0};
-    for (int i = 0; i < noperands; i++) {
-        if (p->fetch & (1u << i))
-            os[i].cur = h[i];
-        if ((p->out_wait & (1u << i)) && os[i].pending)
-            prev[i] = os[i].pending, os[i].pending = NULL;
-        if (p->out_start & (1u << i))
-            os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
-    }
-    for (int i = 0; i < noperands; i++) {
-        if (prev[i])
-            x->ops->dma_wait(x->ex, prev[i]);
-        if (hw[i])
-            x->ops->dma_wait(x->ex, hw[i]);
-    }
-    account(st, &p->w, (double)n, o);
-    st->coalesced_runs++;
 }
 
 static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec *x,
@@ -695,10 +576,10 @@ static void epilogue(struct pl_ctx *c, struct opstate *os, const struct pl_exec 
             if (call->operands[i].data)
                 copy_block(&call->operands[i], os[i].idx_cur, c->bufs[i][0], false);
             if (starts == 1 && !pending && !os[i].pending) {
-                sync_dma(x, st, false, os[i].bytes, os[i].raw, i);
+                pl_sync_dma(x, st, false, os[i].bytes, os[i].raw, i);
                 return;
             }
-            os[i].pending = start_dma(x, st, false, os[i].bytes, os[i].raw, i);
+            os[i].pending = pl_start_dma(x, st, false, os[i].bytes, os[i].raw, i);
         }
     }
     for (int i = 0; i < call->noperands; i++)
@@ -715,259 +596,40 @@ static void trivial_inputs(struct pl_ctx *c, struct opstate *os, const struct pl
             continue;
         if (c->call->operands[i].data)
             copy_block(&c->call->operands[i], os[i].idx_cur, c->bufs[i][0], true);
-        sync_dma(x, st, true, os[i].bytes, os[i].raw, i);
+        pl_sync_dma(x, st, true, os[i].bytes, os[i].raw, i);
     }
-}
-
-/* ---- step execution, with runs of identical steady steps coalesced ---- */
-
-struct stepper {
-    struct plan run;
-    int64_t run_start, run_len;
-    bool coalesce; /* runs may be coalesced (fast fidelity, not functional or manual) */
-};
-
-/* Steps of a run that are bandwidth-bound (compute shorter than a DMA's latency
- * and transfer) and few are executed one by one: such a run sits between
- * compute-bound steps (a causal backward's masked blocks), and how its DMAs
- * share the HBM with their neighbours' is not the one merged DMA's. */
-#define PL_SHORT_RUN 16
-
-static void flush_run(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
-{
-    const struct plan *p = &sp->run;
-    const struct chip_params *chip = c->chip;
-    double work = chip->step_overhead_s + p->w.mxu_s + p->w.vpu_s;
-    double dma = chip->dma_issue_s + hbm_busy_s(chip, (double)(p->fetch_bytes + p->out_bytes));
-    if (sp->run_len > PL_SHORT_RUN || work >= dma) {
-        bulk_steps(c, os, p, sp->run_start, sp->run_len, c->x, c->st);
-    } else {
-        for (int64_t k = 0; k < sp->run_len; k++) {
-            exact_step(c, os, p, sp->run_start + k, c->x, c->st);
-            outputs(c, os, p, c->x, c->st);
-            advance_bufs(c, os, p);
-        }
-    }
-    sp->run_len = 0;
-}
-
-/* Executes step 'p' (of index 'p->s'), or adds it to the current run. */
-static void feed(struct pl_ctx *c, struct opstate *os, struct stepper *sp, const struct plan *p)
-{
-    const struct pl_exec *x = c->x;
-    bool ok = sp->coalesce && p->s > c->begin && steady(p, os, c->call->noperands);
-    if (sp->run_len > 0 && !(ok && same_plan(p, &sp->run)))
-        flush_run(c, os, sp);
-    if (ok) {
-        if (sp->run_len++ == 0) {
-            sp->run = *p;
-            sp->run_start = p->s;
-        }
-    } else {
-        exact_step(c, os, p, p->s, x, c->st);
-        outputs(c, os, p, x, c->st);
-        advance_bufs(c, os, p);
-    }
-}
-
-static void feed_end(struct pl_ctx *c, struct opstate *os, struct stepper *sp)
-{
-    if (sp->run_len > 0)
-        flush_run(c, os, sp);
 }
 
 /* Every step planned and executed in turn (exact fidelity, functional and
  * manual calls). */
 static void run_steps(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
 {
-    struct stepper sp = {0};
     struct plan p;
     for (int64_t s = b; s < e; s++) {
-        plan_step(c, os, s, b, e, &p);
+        pl_plan_step(c, os, s, b, e, &p);
         p.s = s;
         if (c->call->manual) {
             live_step(c, os, &p, s);
             outputs(c, os, &p, c->x, c->st);
             advance_bufs(c, os, &p);
         } else {
-            run_body(c, s, &p.w);
-            feed(c, os, &sp, &p);
+            pl_run_body(c, s, &p.w);
+            pl_exact_step(c, os, &p, s);
         }
-        advance_idx(c, os, s, e);
+        pl_advance_idx(c, os, s, e);
         c->st->steps++;
     }
-    feed_end(c, os, &sp);
 }
 
-/* A group: the steps from one output write-back to the next. */
-struct group {
-    struct plan *p;
-    size_t n, cap;
-};
-
-static bool same_group(const struct group *a, const struct group *b)
+void pl_sums_take(struct pl_stats *st, struct pl_sums *saved)
 {
-    if (a->n != b->n)
-        return false;
-    for (size_t i = 0; i < a->n; i++)
-        if (!same_plan(&a->p[i], &b->p[i]) || a->p[i].out_wait != b->p[i].out_wait)
-            return false;
-    return true;
-}
-
-/* Runs 'r' more repeats of group 'g' (just executed) as one input DMA and
- * one write-back DMA per operand and one execution: exact when the repeats
- * are compute-bound or bandwidth-bound throughout, as for runs of steps. */
-static void bulk_groups(struct pl_ctx *c, struct opstate *os, const struct group *g, int64_t r)
-{
-    const struct pl_exec *x = c->x;
-    int noperands = c->call->noperands;
-    const struct plan *first = &g->p[0], *last = &g->p[g->n - 1];
-    uint64_t in[PL_MAX_OPERANDS] = {0}, out[PL_MAX_OPERANDS] = {0};
-    uint64_t in_raw[PL_MAX_OPERANDS] = {0}, out_raw[PL_MAX_OPERANDS] = {0};
-    int64_t per = 0, busy = 0;
-    struct pl_work w = {0};
-    for (size_t i = 0; i < g->n; i++) {
-        const struct plan *p = &g->p[i];
-        for (int k = 0; k < noperands; k++) {
-            in[k] += (p->fetch & (1u << k)) ? os[k].bytes : 0;
-            out[k] += (p->out_start & (1u << k)) ? os[k].bytes : 0;
-            in_raw[k] += (p->fetch & (1u << k)) ? os[k].raw : 0;
-            out_raw[k] += (p->out_start & (1u << k)) ? os[k].raw : 0;
-        }
-        per += __builtin_popcount(p->fetch) + __builtin_popcount(p->out_start);
-        busy += p->w.flops > 0;
-        w.mxu_s += p->w.mxu_s, w.vpu_s += p->w.vpu_s, w.flops += p->w.flops;
-        w.vpu_flops += p->w.vpu_flops, w.transcendentals += p->w.transcendentals;
-    }
-    double o = c->chip->step_overhead_s;
-    int64_t steps = r * (int64_t)g->n;
-    x->ops->delay(x->ex, o);
-    void *h[PL_MAX_OPERANDS] = {0}, *hw[PL_MAX_OPERANDS] = {0}; /* per operand: see bulk_steps */
-    int64_t started = c->st->dmas;
-    for (int k = 0; k < noperands; k++) {
-        bool lw = last->out_start & (1u << k);
-        uint64_t lastw = lw ? os[k].bytes : 0, lastw_raw = lw ? os[k].raw : 0;
-        if (in[k])
-            h[k] = start_dma(x, c->st, true, in[k] * (uint64_t)r, in_raw[k] * (uint64_t)r, k);
-        if (out[k] * (uint64_t)r > lastw)
-            hw[k] = start_dma(x, c->st, false, out[k] * (uint64_t)r - lastw,
-                              out_raw[k] * (uint64_t)r - lastw_raw, k);
-    }
-    started = c->st->dmas - started;
-    wait_inputs(os, noperands, first->wait, x);
-    x->ops->compute(x->ex, &w, first->s + (int64_t)g->n, r);
-    x->ops->delay(x->ex, o * (double)(steps - 1));
-    for (int i = 0; i < noperands; i++)
-        if ((first->out_wait & (1u << i)) && os[i].pending) {
-            x->ops->dma_wait(x->ex, os[i].pending);
-            os[i].pending = NULL;
-        }
-    for (int i = 0; i < noperands; i++) { /* the last write-back, then the one before it */
-        if (last->fetch & (1u << i))
-            os[i].cur = h[i];
-        if (last->out_start & (1u << i))
-            os[i].pending = start_dma(x, c->st, false, os[i].bytes, os[i].raw, i);
-    }
-    for (int i = 0; i < noperands; i++) {
-        if (hw[i])
-            x->ops->dma_wait(x->ex, hw[i]);
-        if (h[i] && !(last->fetch & (1u << i))) /* fetched and used within the group */
-            x->ops->dma_wait(x->ex, h[i]);
-    }
-    struct pl_stats *st = c->st;
-    st->dmas += per * r - started - __builtin_popcount(last->out_start);
-    account(st, &w, (double)r, o * (double)g->n);
-    st->compute_steps += busy * r - (w.flops > 0 ? r : 0);
-    st->coalesced_runs++;
-}
-
-/* Whether every step of 'g' is on one side: compute at least its DMAs' time
- * at the HBM's rate, or at most. A folded group overlaps all its DMAs with all
- * its compute, which is the steps' time only then: where compute-bound and
- * bandwidth-bound steps alternate, each pays its own larger part. */
-static bool one_sided(const struct pl_ctx *c, const struct group *g)
-{
-    int side = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const struct plan *p = &g->p[i];
-        double dma = hbm_busy_s(c->chip, (double)(p->fetch_bytes + p->out_bytes));
-        double work = p->w.mxu_s + p->w.vpu_s;
-        int s = work > dma ? 1 : work < dma ? -1 : 0;
-        if (s && side && s != side)
-            return false;
-        side = s ? s : side;
-    }
-    return true;
-}
-
-static void group_push(struct group *g, const struct plan *p)
-{
-    xgrow(&g->p, &g->cap, g->n + 1, sizeof *g->p);
-    g->p[g->n++] = *p;
-}
-
-static void feed_group(struct pl_ctx *c, struct opstate *os, struct stepper *sp,
-                       const struct group *g)
-{
-    for (size_t i = 0; i < g->n; i++)
-        feed(c, os, sp, &g->p[i]);
-    feed_end(c, os, sp);
-}
-
-/* Fidelity fast: steps are planned a group at a time; a group identical to
- * the one before is not executed but counted, and a series of them runs as
- * one (bulk_groups). Other groups run step by step, runs coalesced. */
-static void run_grouped(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)
-{
-    struct group cur = {0}, prev = {0};
-    struct stepper sp = {.coalesce = true};
-    int64_t repeats = 0;
-    struct plan p;
-    for (int64_t s = b; s < e; s++) {
-        plan_step(c, os, s, b, e, &p);
-        p.s = s;
-        run_body(c, s, &p.w);
-        advance_idx(c, os, s, e);
-        c->st->steps++;
-        group_push(&cur, &p);
-        if (!p.out_start && s + 1 < e)
-            continue;
-        if (prev.n && same_group(&cur, &prev) && one_sided(c, &prev)) {
-            repeats++;
-        } else {
-            if (repeats)
-                bulk_groups(c, os, &prev, repeats);
-            repeats = 0;
-            feed_group(c, os, &sp, &cur);
-            struct group t = prev;
-            prev = cur;
-            cur = t;
-        }
-        cur.n = 0;
-    }
-    if (repeats)
-        bulk_groups(c, os, &prev, repeats);
-    free(cur.p);
-    free(prev.p);
-}
-
-/* The sums of a run are taken from zero and added to the caller's at its end,
- * so a replayed script (pl_replay) adds exactly what the run would have. */
-struct sums {
-    double hbm_bytes, flops, vpu_flops, transcendentals, mxu_s, vpu_s, overhead_s;
-    double useful_bytes;
-};
-
-static void sums_take(struct pl_stats *st, struct sums *saved)
-{
-    *saved = (struct sums){st->hbm_bytes, st->flops, st->vpu_flops, st->transcendentals,
-                           st->mxu_s, st->vpu_s, st->overhead_s, st->useful_bytes};
+    *saved = (struct pl_sums){st->hbm_bytes, st->flops, st->vpu_flops, st->transcendentals,
+                              st->mxu_s, st->vpu_s, st->overhead_s, st->useful_bytes};
     st->hbm_bytes = st->flops = st->vpu_flops = st->transcendentals = st->useful_bytes = 0;
     st->mxu_s = st->vpu_s = st->overhead_s = 0;
 }
 
-static void sums_add(struct pl_stats *st, const struct sums *to)
+void pl_sums_add(struct pl_stats *st, const struct pl_sums *to)
 {
     st->hbm_bytes = to->hbm_bytes + st->hbm_bytes, st->flops = to->flops + st->flops;
     st->vpu_flops = to->vpu_flops + st->vpu_flops;
@@ -977,114 +639,20 @@ static void sums_add(struct pl_stats *st, const struct sums *to)
     st->useful_bytes = to->useful_bytes + st->useful_bytes;
 }
 
-static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
-                const struct pl_exec *x, struct pl_stats *st);
-
-void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
-            const struct pl_exec *x, struct pl_stats *st)
-{
-    if (b >= e)
-        return;
-    struct sums saved;
-    sums_take(st, &saved);
-    run(call, chip, b, e, x, st);
-    sums_add(st, &saved);
-}
-
-/* ---- a bandwidth-bound stream as a whole (fast fidelity) ---- */
-
-/* A stream call whose steps are bandwidth-bound, with every operand
- * double-buffered in VMEM and moving every step. */
-static bool streamable(const struct pl_ctx *c, const struct opstate *os, int64_t n,
-                       const struct pl_work *w)
+/* The pipeline over [b, e): scalar prefetch, the first blocks, the steps
+ * (coalesced in fast fidelity), the last write-backs. */
+static void walk(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e, bool coalesce)
 {
     const struct pl_call *call = c->call;
-    if (!call->stream || call->ngrid != 1 || n < 2 || call->smem_prefetch_bytes)
-        return false;
-    uint64_t bytes = 0;
-    for (int i = 0; i < call->noperands; i++) {
-        if (!os[i].piped || os[i].trivial || os[i].single || same_idx(os[i].idx_cur, os[i].idx_next))
-            return false;
-        bytes += os[i].bytes;
-    }
-    double work = c->chip->step_overhead_s + w->mxu_s + w->vpu_s;
-    return work < hbm_busy_s(c->chip, (double)bytes);
-}
-
-/* A one-step stream whose operands all move once (a small reduction): its
- * inputs arrive one after the other, then the step's overhead o and compute c,
- * then the write-back, each DMA l + b_i/B: sum(l + b_i/B) + o + c. Fast
- * fidelity runs it as the overhead, the other DMAs' latencies, the compute
- * and one DMA of all the bytes: the same sum. */
-static bool single_stream(const struct pl_ctx *c, const struct opstate *os, int64_t n)
-{
-    const struct pl_call *call = c->call;
-    if (!call->stream || n != 1 || call->smem_prefetch_bytes || call->noperands < 1)
-        return false;
-    for (int i = 0; i < call->noperands; i++)
-        if (!os[i].piped || !os[i].trivial)
-            return false;
-    return true;
-}
-
-static void run_single_stream(struct pl_ctx *c, const struct opstate *os, int64_t b,
-                              const struct pl_work *w)
-{
-    const struct pl_exec *x = c->x;
-    int n = c->call->noperands;
-    uint64_t bytes = 0, raw = 0;
-    for (int i = 0; i < n; i++)
-        bytes += os[i].bytes, raw += os[i].raw;
-    x->ops->delay(x->ex, c->chip->step_overhead_s + (n - 1) * c->chip->dma_issue_s);
-    x->ops->compute(x->ex, w, b, 1);
-    sync_dma(x, c->st, true, bytes, raw, -1);
-    c->st->dmas += n - 1;
-    account(c->st, w, 1, c->chip->step_overhead_s);
-    c->st->steps++;
-}
-
-/* Steps [b, b+n) of a bandwidth-bound stream, whole. Step by step, the HBM
- * never idles once the first blocks are in: the pipeline takes the first
- * step's overhead, the DMA latency, the n steps' transfers (d each: every
- * block in and out), then the last block's compute and its write-back's
- * latency: o + l + n d + c + l. Here: o, one DMA per operand for all its
- * blocks (l + n d together, each its share of the HBM as the steps' DMAs
- * are) beside the steps' compute and overheads, then c + l. */
-static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t n,
-                       const struct pl_work *w)
-{
-    const struct pl_exec *x = c->x;
-    const struct pl_call *call = c->call;
-    double o = c->chip->step_overhead_s;
-    double mid = o * (double)(n - 1), post = w->mxu_s + w->vpu_s + c->chip->dma_issue_s;
-    if (x->ops->stream) {
-        bool in[PL_MAX_OPERANDS];
-        uint64_t bytes[PL_MAX_OPERANDS];
-        int opi[PL_MAX_OPERANDS];
-        for (int i = 0; i < call->noperands; i++) {
-            in[i] = call->operands[i].dir == PL_IN, bytes[i] = os[i].bytes * (uint64_t)n;
-            opi[i] = i;
-            c->st->hbm_bytes += (double)bytes[i];
-            c->st->useful_bytes += (double)(os[i].raw * (uint64_t)n);
-        }
-        x->ops->stream(x->ex, call->noperands, in, bytes, opi, w, b, n, o, mid, post);
-    } else {
-        void *h[PL_MAX_OPERANDS];
-        x->ops->delay(x->ex, o);
-        for (int i = 0; i < call->noperands; i++)
-            h[i] = start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
-                             os[i].raw * (uint64_t)n, i);
-        c->st->dmas -= call->noperands;
-        x->ops->compute(x->ex, w, b, n);
-        x->ops->delay(x->ex, mid);
-        for (int i = 0; i < call->noperands; i++)
-            x->ops->dma_wait(x->ex, h[i]);
-        x->ops->delay(x->ex, post);
-    }
-    c->st->dmas += (int64_t)call->noperands * n;
-    account(c->st, w, (double)n, o);
-    c->st->steps += n;
-    c->st->coalesced_runs++;
+    if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
+        pl_sync_dma(c->x, c->st, true, call->smem_prefetch_bytes, call->smem_prefetch_bytes, -1);
+    trivial_inputs(c, os, c->x, c->st);
+    prologue(c, os, c->x, c->st);
+    if (coalesce)
+        pl_run_grouped(c, os, b, e);
+    else
+        run_steps(c, os, b, e);
+    epilogue(c, os, c->x, c->st);
 }
 
 static void run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
@@ -1098,33 +666,23 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
-    if (x->coalesce && call->stream && !call->functional && !call->manual) {
-        struct pl_work w;
-        run_body(&c, b, &w);
-        bool whole = streamable(&c, os, e - b, &w), single = single_stream(&c, os, e - b);
-        if (whole)
-            run_stream(&c, os, b, e - b, &w);
-        else if (single)
-            run_single_stream(&c, os, b, &w);
-        if (whole || single) {
-            free(c.state);
-            free(os);
-            return;
-        }
-    }
-    if (call->smem_prefetch_bytes) /* scalar prefetch: copied whole to SMEM first */
-        sync_dma(x, st, true, call->smem_prefetch_bytes, call->smem_prefetch_bytes, -1);
-    trivial_inputs(&c, os, x, st);
-    prologue(&c, os, x, st);
-    bool may_coalesce = x->coalesce && !call->functional && !call->manual;
-    if (may_coalesce)
-        run_grouped(&c, os, b, e);
-    else
-        run_steps(&c, os, b, e);
-    epilogue(&c, os, x, st);
+    bool fast = x->coalesce && !call->functional && !call->manual;
+    if (!(fast && call->stream && pl_run_stream(&c, os, b, e)))
+        walk(&c, os, b, e, fast);
     ctx_free(&c);
     free(c.state);
     free(os);
+}
+
+void pl_run(const struct pl_call *call, const struct chip_params *chip, int64_t b, int64_t e,
+            const struct pl_exec *x, struct pl_stats *st)
+{
+    if (b >= e)
+        return;
+    struct pl_sums saved;
+    pl_sums_take(st, &saved);
+    run(call, chip, b, e, x, st);
+    pl_sums_add(st, &saved);
 }
 
 void pl_step_work(const struct pl_call *call, const struct chip_params *chip, int64_t step,
@@ -1134,7 +692,7 @@ void pl_step_work(const struct pl_call *call, const struct chip_params *chip, in
                "or functional call", call->name);
     struct pl_ctx c = {.call = call, .chip = chip};
     c.state = call->state_bytes ? xcalloc(1, call->state_bytes) : NULL;
-    run_body(&c, step, w);
+    pl_run_body(&c, step, w);
     free(c.state);
 }
 
@@ -1244,7 +802,7 @@ void pl_flush(struct pl_ctx *ctx)
     close_work(ctx);
     if (ctx->work.mxu_s + ctx->work.vpu_s > 0)
         ctx->x->ops->compute(ctx->x->ex, &ctx->work, ctx->step, 1);
-    account(ctx->st, &ctx->work, 1, 0);
+    pl_account(ctx->st, &ctx->work, 1, 0);
     memset(&ctx->work, 0, sizeof ctx->work);
 }
 
@@ -1258,7 +816,7 @@ void *pl_dma_start_useful(struct pl_ctx *ctx, bool in, uint64_t bytes, uint64_t 
     TPU_ASSERT(ctx->live, "pallas_call '%s': manual DMA from a body not marked manual",
                ctx->call->name);
     pl_flush(ctx);
-    return start_dma(ctx->x, ctx->st, in, bytes, useful, -1);
+    return pl_start_dma(ctx->x, ctx->st, in, bytes, useful, -1);
 }
 
 void pl_dma_wait(struct pl_ctx *ctx, void *handle)
@@ -1326,148 +884,4 @@ float pl_round(float x, enum dtype dt)
         break;
     }
     return x;
-}
-
-/* ---- scripts: record an executor's calls, replay them ---- */
-
-enum rec_kind { REC_DMA_START, REC_DMA_WAIT, REC_COMPUTE, REC_DELAY };
-
-struct rec {
-    uint8_t kind;
-    bool in;
-    int operand;
-    int64_t handle;   /* DMA_START: the handle it makes; DMA_WAIT: the one it waits */
-    int64_t steps;    /* st->steps before the call (the progress line reads it) */
-    uint64_t bytes;
-    int64_t step, n;  /* COMPUTE */
-    double seconds;   /* DELAY */
-    struct pl_work w; /* COMPUTE */
-};
-
-struct pl_script {
-    struct rec *r;
-    size_t n, cap;
-    int64_t nhandles;
-    struct pl_stats st; /* what the run adds */
-};
-
-struct recorder {
-    struct pl_script *s;
-    const struct pl_stats *st;
-};
-
-static struct rec *rec_push(struct recorder *rc, enum rec_kind kind)
-{
-    struct pl_script *s = rc->s;
-    xgrow(&s->r, &s->cap, s->n + 1, sizeof *s->r);
-    struct rec *r = &s->r[s->n++];
-    memset(r, 0, sizeof *r);
-    r->kind = (uint8_t)kind;
-    r->steps = rc->st->steps;
-    return r;
-}
-
-static void *rec_dma_start(void *ex, bool in, uint64_t bytes, int operand)
-{
-    struct recorder *rc = ex;
-    struct rec *r = rec_push(rc, REC_DMA_START);
-    r->in = in, r->bytes = bytes, r->operand = operand;
-    r->handle = rc->s->nhandles++;
-    return (void *)(intptr_t)(r->handle + 1); /* never NULL */
-}
-
-static void rec_dma_wait(void *ex, void *h)
-{
-    rec_push(ex, REC_DMA_WAIT)->handle = (int64_t)(intptr_t)h - 1;
-}
-
-static void rec_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
-{
-    struct rec *r = rec_push(ex, REC_COMPUTE);
-    r->w = *w, r->step = step, r->n = n;
-}
-
-static void rec_delay(void *ex, double s)
-{
-    rec_push(ex, REC_DELAY)->seconds = s;
-}
-
-bool pl_scriptable(const struct pl_call *call)
-{
-    return !call->functional && !call->manual;
-}
-
-struct pl_script *pl_record(const struct pl_call *call, const struct chip_params *chip,
-                            int64_t begin, int64_t end, bool coalesce)
-{
-    TPU_ASSERT(pl_scriptable(call), "pallas_call '%s': a functional or manual call cannot be "
-               "recorded", call->name);
-    static const struct pl_exec_ops ops = {.dma_start = rec_dma_start, .dma_wait = rec_dma_wait,
-                                           .compute = rec_compute, .delay = rec_delay};
-    struct pl_script *s = xcalloc(1, sizeof *s);
-    struct recorder rc = {s, &s->st};
-    struct pl_exec x = {&ops, &rc, coalesce};
-    pl_run(call, chip, begin, end, &x, &s->st);
-    return s;
-}
-
-static void add_stats(struct pl_stats *to, const struct pl_stats *d)
-{
-    to->compute_steps += d->compute_steps;
-    to->dmas += d->dmas;
-    to->coalesced_runs += d->coalesced_runs;
-    struct sums saved;
-    sums_take(to, &saved);
-    to->hbm_bytes = d->hbm_bytes, to->flops = d->flops, to->vpu_flops = d->vpu_flops;
-    to->transcendentals = d->transcendentals;
-    to->mxu_s = d->mxu_s, to->vpu_s = d->vpu_s, to->overhead_s = d->overhead_s;
-    to->useful_bytes = d->useful_bytes;
-    sums_add(to, &saved);
-}
-
-void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_stats *st)
-{
-    if (!s->n && !s->st.steps)
-        return;
-    void **h = xcalloc((size_t)s->nhandles + 1, sizeof *h);
-    int64_t steps0 = st->steps;
-    st->vmem_bytes = s->st.vmem_bytes;
-    for (size_t i = 0; i < s->n; i++) {
-        const struct rec *r = &s->r[i];
-        st->steps = steps0 + r->steps;
-        switch ((enum rec_kind)r->kind) {
-        case REC_DMA_START:
-            h[r->handle] = x->ops->dma_start(x->ex, r->in, r->bytes, r->operand);
-            break;
-        case REC_DMA_WAIT:
-            x->ops->dma_wait(x->ex, h[r->handle]);
-            break;
-        case REC_COMPUTE:
-            x->ops->compute(x->ex, &r->w, r->step, r->n);
-            break;
-        case REC_DELAY:
-            x->ops->delay(x->ex, r->seconds);
-            break;
-        }
-    }
-    st->steps = steps0 + s->st.steps;
-    add_stats(st, &s->st);
-    free(h);
-}
-
-void pl_script_stats(const struct pl_script *s, struct pl_stats *st)
-{
-    if (!s->n && !s->st.steps)
-        return;
-    st->vmem_bytes = s->st.vmem_bytes;
-    st->steps += s->st.steps;
-    add_stats(st, &s->st);
-}
-
-void pl_script_free(struct pl_script *s)
-{
-    if (s) {
-        free(s->r);
-        free(s);
-    }
 }

@@ -84,7 +84,7 @@ struct pl_call {
     bool manual;             /* the body issues DMAs itself (pl_dma_start): no coalescing */
     bool stream;             /* every step reads fresh blocks of each input, writes one block of
                                 each output and does the same work (an elementwise pass):
-                                fast fidelity may run it whole (pallas.c, run_stream) */
+                                fast fidelity may run it whole (pallas_fast.c, run_stream) */
     size_t state_bytes;      /* per-core mutable state for the body (pl_state), zeroed */
 };
 

@@ -225,7 +225,7 @@ static void test_all_reduce_scaling_with_ring_length_and_axes(void **state)
     assert_true(op_time(&b, 0) > op_time(&a, 0));
 }
 
-/* Fast fidelity runs a reduction's accumulate step whole (kernels/pallas.c,
+/* Fast fidelity runs a reduction's accumulate step whole (kernels/pallas_fast.c,
  * run_stream): a bandwidth-bound stream takes, step by step, the first
  * step's overhead o, the DMA latency l, n blocks' transfers d (two blocks in,
  * one out) and the last block's adds c and write-back latency l. A v5p line
@@ -256,7 +256,7 @@ static void test_reduce_scatter_accumulate_runs_whole(void **state)
     assert_int_equal(e.rc, 0);
     assert_within(op_time(&f, 0), op_time(&e, 0), 0.005);
     /* 1 MiB: the 768 KiB received is one block of 384 rows, whose acc, recv
-     * and out move one after the other (kernels/pallas.c, run_single_stream):
+     * and out move one after the other (kernels/pallas_fast.c, run_single_stream):
      * the ring (the push's issue latency l and, for the X - 2 = 2 steps the
      * coalesced pass stands for, theirs: 0.3 us; then 3 x 256 KiB / 90e9 =
      * 8.738 us), then o + 3 l + c + 3 x 768 KiB / 2765e9 (0.8533 us): 10.349 us */

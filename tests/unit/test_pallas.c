@@ -111,7 +111,7 @@ static void test_pl_coalesces_steady_steps(void **state)
 }
 
 /* A run of at most 16 bandwidth-bound steps is executed step by step (kernels/
- * pallas.c flush_run): 6 steady steps here, so no run, one compute per step. */
+ * pallas_fast.c flush_run): 6 steady steps here, so no run, one compute per step. */
 static void test_pl_short_bandwidth_bound_run_runs_step_by_step(void **state)
 {
     (void)state;
@@ -225,7 +225,7 @@ static void test_pl_sync_dmas(void **state)
     assert_true(sts.hbm_bytes == 3.0 * (1 << 20) && st.hbm_bytes == sts.hbm_bytes);
     assert_true(sts.useful_bytes == st.useful_bytes);
     /* fast fidelity: a one-step stream is its latencies, its compute and one
-     * DMA of all its bytes (kernels/pallas.c, run_single_stream), same stats */
+     * DMA of all its bytes (kernels/pallas_fast.c, run_single_stream), same stats */
     struct rec rf = {0};
     struct pl_stats sf = {0};
     struct pl_exec exf = {&sync_ops, &rf, true};

@@ -240,7 +240,7 @@ static void test_latency_bound_run_fast_agrees_with_exact(void **state)
 /* A group of steps (one write-back to the next) that repeats is folded into
  * one DMA per operand and one execution, which overlaps all its DMAs with all
  * its compute: the steps' own time only when every step is compute-bound or
- * every step bandwidth-bound (kernels/pallas.c one_sided). A causal splash
+ * every step bandwidth-bound (kernels/pallas_fast.c one_sided). A causal splash
  * forward+backward has repeated groups mixing both: folded anyway, fast came out
  * 0.55 % below exact; kept step by step, within 0.2 %. */
 static void test_mixed_groups_are_not_folded(void **state)
