@@ -112,20 +112,96 @@ static char *read_stream(FILE *f, size_t max_bytes, size_t *len)
     return buf;
 }
 
-char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+/* Opens 'path' for reading and fills '*st'; NULL with errno, EISDIR for a
+ * directory, ENODEV for a device (/dev/zero, a disk, a terminal: never an
+ * input file). Every file tpusim reads is opened here. */
+static FILE *open_input(const char *path, struct stat *st)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    struct stat st;
     int e = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
-        e = EISDIR;
-    else if (fstat(fileno(f), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
-        e = ENODEV; /* /dev/zero, a disk, a terminal: never a config file */
-    char *buf = e ? NULL : read_stream(f, max_bytes, len);
-    if (!buf && !e)
+    if (fstat(fileno(f), st) != 0)
         e = errno;
+    else if (S_ISDIR(st->st_mode))
+        e = EISDIR;
+    else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+        e = ENODEV;
+    if (e) {
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
+    return f;
+}
+
+/* ---- inputs read once: pipes, FIFOs, sockets, standard input ---- */
+
+struct once {
+    dev_t dev;
+    ino_t ino;
+    char *data; /* owned, NUL-terminated */
+    size_t len;
+};
+static struct once *once_list; /* kept for the process: a few inputs at most */
+static int once_n;
+
+static const struct once *once_find(const struct stat *st)
+{
+    for (int i = 0; i < once_n; i++)
+        if (once_list[i].dev == st->st_dev && once_list[i].ino == st->st_ino)
+            return &once_list[i];
+    return NULL;
+}
+
+/* A copy of what an earlier read of the same input got, or NULL. */
+static char *once_copy(const struct stat *st, size_t max_bytes, size_t *len)
+{
+    const struct once *o = once_find(st);
+    if (!o)
+        return NULL;
+    if (o->len > max_bytes) {
+        errno = EFBIG;
+        return NULL;
+    }
+    char *buf = xmalloc(o->len + 1);
+    memcpy(buf, o->data, o->len + 1);
+    *len = o->len;
+    return buf;
+}
+
+static void once_keep(const struct stat *st, const char *buf, size_t len)
+{
+    once_list = xrealloc(once_list, sizeof *once_list * (size_t)(once_n + 1));
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, buf, len + 1);
+    once_list[once_n++] = (struct once){st->st_dev, st->st_ino, copy, len};
+}
+
+/* Reads 'f' (whose status is 'st') whole; an input that cannot be read
+ * twice ('once': anything but a regular file, or a descriptor) is read once
+ * and its bytes kept for the next read. */
+static char *read_input(FILE *f, const struct stat *st, bool once, size_t max_bytes,
+                        size_t *len)
+{
+    if (!once)
+        return read_stream(f, max_bytes, len);
+    if (once_find(st))
+        return once_copy(st, max_bytes, len);
+    char *buf = read_stream(f, max_bytes, len);
+    if (buf)
+        once_keep(st, buf, *len);
+    return buf;
+}
+
+char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+{
+    struct stat st;
+    FILE *f = open_input(path, &st);
+    if (!f)
+        return NULL;
+    char *buf = read_input(f, &st, !S_ISREG(st.st_mode), max_bytes, len);
+    int e = errno;
     fclose(f);
     errno = e;
     return buf;
@@ -133,6 +209,13 @@ char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
 
 char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return NULL;
+    if (S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return NULL;
+    }
     int dup_fd = dup(fd);
     FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "rb") : NULL;
     if (!f) {
@@ -142,11 +225,46 @@ char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
         errno = e;
         return NULL;
     }
-    char *buf = read_stream(f, max_bytes, len);
+    /* a descriptor is read from where it stands: even a regular file is read once */
+    char *buf = read_input(f, &st, true, max_bytes, len);
     int e = errno;
     fclose(f);
     errno = e;
     return buf;
+}
+
+int fs_copy_file(const char *src, const char *dst, size_t max_bytes)
+{
+    struct stat st;
+    FILE *in = open_input(src, &st);
+    if (!in)
+        return -1;
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, dst) != 0) {
+        int e = errno;
+        fclose(in);
+        errno = e;
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t k, total = 0;
+    int e = 0;
+    while (!e && (k = fread(buf, 1, sizeof buf, in)) > 0) {
+        total += k;
+        if (total > max_bytes)
+            e = EFBIG;
+        else if (fwrite(buf, 1, k, a.f) != k)
+            e = errno ? errno : EIO;
+    }
+    if (!e && ferror(in))
+        e = errno ? errno : EIO;
+    fclose(in);
+    if (e) {
+        fs_atomic_abort(&a);
+        errno = e;
+        return -1;
+    }
+    return fs_atomic_commit(&a);
 }
 
 void fs_read_error(int err, size_t max_bytes, char *msg, size_t n)
@@ -315,3 +433,4 @@ void fs_dir_unlock(const char *dir, int fd)
     close(fd);
     free(path);
 }
+

@@ -35,6 +35,14 @@ int fs_write_all(const char *path, const void *data, size_t len);
 char *fs_read_all(const char *path, size_t max_bytes, size_t *len);
 /* The same from the open descriptor 'fd' (left open), e.g. standard input. */
 char *fs_read_fd(int fd, size_t max_bytes, size_t *len);
+/* A pipe, a FIFO, a socket or standard input is read once: a later read of
+ * the same one (by descriptor or by a path such as /dev/fd/63, which
+ * `<(...)` gives) returns a copy of the same bytes. */
+
+/* Copies the file 'src' to 'dst' atomically (fs_atomic_open), refusing what
+ * fs_read_all refuses. Returns 0, or -1 with errno (EFBIG past 'max_bytes'),
+ * leaving 'dst' as it was. */
+int fs_copy_file(const char *src, const char *dst, size_t max_bytes);
 /* Writes what a failed read's 'err' means to 'msg' (size 'n'): "file is
  * larger than the limit of 16 MiB" ('max_bytes'), "expected a file, got a
  * directory", "expected a regular file, got a device", or strerror. */

@@ -173,6 +173,14 @@ $VALGRIND "$bin" run "$t/msm.yaml" -o "$t/msm" -q $SIMFLAGS 2>/dev/null && "$bin
     && grep -q '"dcn_bytes": [1-9]' "$t/msm/summary.json" \
     && [ "$(grep '"total_time_s"' "$t/msm/summary.json")" = "$(grep '"total_time_s"' "$t/msxo/summary.json")" ] \
     && ok || bad "multislice model and its expansion"
+# issue 32.15: a pipe is read once and its bytes reused: `expand -` kept its chip and topology
+# (the second read of stdin was empty), and `check <(...)` (a /dev/fd path, as /dev/stdin is)
+# found its chip (the spec-or-scenario sniff had read the pipe first)
+cat "$t/msm.yaml" | "$bin" expand - >"$t/msx2.yaml" && sed 1d "$t/msx.yaml" >"$t/msx1" \
+    && sed 1d "$t/msx2.yaml" | cmp -s "$t/msx1" - && grep -q '^chip: ' "$t/msx2.yaml" \
+    && grep -q '^topology: ' "$t/msx2.yaml" && ok || bad "expand - differs from expand FILE"
+cat "$t/msm.yaml" | "$bin" check /dev/stdin >"$t/chk" 2>&1 && grep -q '^/dev/stdin: ok' "$t/chk" \
+    && ok || bad "check of a pipe by its path: $(head -n 2 "$t/chk")"
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done

@@ -196,10 +196,65 @@ static void test_fs_remove_tree(void **state)
     free(link);
 }
 
+/* Issue 32.15: `expand -` and `check <(...)` read their input twice (the
+ * second read of a pipe found it empty). A pipe, by descriptor or by its
+ * /dev/fd path, is read once; later reads get the same bytes. */
+static void test_fs_read_pipe_once(void **state)
+{
+    (void)state;
+    for (int by_path = 0; by_path < 2; by_path++) {
+        int fd[2];
+        assert_int_equal(pipe(fd), 0);
+        assert_int_equal(write(fd[1], "chip: v5e\n", 10), 10);
+        close(fd[1]);
+        char *path = xasprintf("/dev/fd/%d", fd[0]);
+        for (int k = 0; k < 2; k++) {
+            size_t n = 0;
+            char *s = by_path ? fs_read_all(path, 1024, &n) : fs_read_fd(fd[0], 1024, &n);
+            assert_non_null(s);
+            assert_int_equal(n, 10);
+            assert_string_equal(s, "chip: v5e\n");
+            free(s);
+        }
+        free(path);
+        close(fd[0]);
+    }
+}
+
+/* Issue 32.7: every input goes through the one opener that refuses devices
+ * and directories: a copy from /dev/zero is refused at once, never copied
+ * until the disk is full. */
+static void test_fs_copy_file(void **state)
+{
+    (void)state;
+    char *src = xasprintf("%s/copy.src", dir), *dst = xasprintf("%s/copy.dst", dir);
+    assert_int_equal(fs_write_all(src, "abc", 3), 0);
+    assert_int_equal(fs_copy_file(src, dst, 1024), 0);
+    size_t n;
+    char *s = fs_read_all(dst, 1024, &n);
+    assert_non_null(s);
+    assert_string_equal(s, "abc");
+    free(s);
+    errno = 0;
+    assert_int_equal(fs_copy_file("/dev/zero", dst, 1024), -1);
+    assert_int_equal(errno, ENODEV);
+    assert_int_equal(fs_copy_file(dir, dst, 1024), -1);
+    assert_int_equal(errno, EISDIR);
+    assert_int_equal(fs_copy_file(src, dst, 2), -1); /* past the limit */
+    assert_int_equal(errno, EFBIG);
+    s = fs_read_all(dst, 1024, &n); /* a refused copy leaves the target as it was */
+    assert_string_equal(s, "abc");
+    free(s);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_read_all_refuses_devices),
+        cmocka_unit_test(test_fs_read_pipe_once),
+        cmocka_unit_test(test_fs_copy_file),
         cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
         cmocka_unit_test(test_fs_write_all_ignores_planted_links),
         cmocka_unit_test(test_fs_dir_lock),
