@@ -1,6 +1,7 @@
 /* base/json.h -- the one JSON string writer and a small RFC 8259 reader.
  * Every JSON file tpusim writes escapes strings with json_write_string (one
- * rule: \" \\ \n \t, other control characters as \u00XX); summary.json and
+ * rule: \" \\ \n \t, other control characters as \u00XX, a byte that is not
+ * UTF-8 as \ufffd; the reader refuses text that is not UTF-8); summary.json and
  * sweep.json are read back with json_parse (compare, --resume, sweep merge). */
 #ifndef TPUSIM_BASE_JSON_H
 #define TPUSIM_BASE_JSON_H

@@ -181,6 +181,19 @@ cat "$t/msm.yaml" | "$bin" expand - >"$t/msx2.yaml" && sed 1d "$t/msx.yaml" >"$t
     && grep -q '^topology: ' "$t/msx2.yaml" && ok || bad "expand - differs from expand FILE"
 cat "$t/msm.yaml" | "$bin" check /dev/stdin >"$t/chk" 2>&1 && grep -q '^/dev/stdin: ok' "$t/chk" \
     && ok || bad "check of a pipe by its path: $(head -n 2 "$t/chk")"
+# issue 32.14: a file name with a byte that is not UTF-8 (\377) gives valid JSON (U+FFFD in its
+# place); tests/jsoncheck refuses text that is not UTF-8
+u8="$t/u8$(printf '\377').yaml"
+printf 'chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n' >"$u8"
+$VALGRIND "$bin" run "$u8" -o "$t/u8run" -q $SIMFLAGS 2>/dev/null \
+    && "$t/jsoncheck" "$t/u8run/summary.json" "$t/u8run/trace.json" \
+    && grep -q '"scenario": "u8\\ufffd"' "$t/u8run/summary.json" && ok || bad "a non-UTF-8 file name"
+u8s="$t/u8$(printf '\376')sweep.yaml"
+printf 'name: u8\nbase: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\nsweep:\n  workload.0.bytes: [1MiB, 2MiB]\n' >"$u8s"
+$VALGRIND "$bin" sweep "$u8s" -o "$t/u8sw" -j 1 >/dev/null 2>&1 \
+    && "$t/jsoncheck" "$t/u8sw/sweep.json" "$t/u8sw/points/0000/point.json" && ok || bad "a non-UTF-8 spec name"
+printf '"a\377"' >"$t/notu8.json"
+"$t/jsoncheck" "$t/notu8.json" 2>/dev/null && bad "jsoncheck took text that is not UTF-8" || ok
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done

@@ -59,6 +59,64 @@ static struct json *read_json(const char *path)
     return j;
 }
 
+/* ---------------- base/json ---------------- */
+
+static char *written(const char *s)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    json_write_string(f, s);
+    fclose(f);
+    return buf;
+}
+
+/* Issue 32.14: a file name with a byte that is not UTF-8 made summary.json,
+ * trace.json and sweep.json invalid. The writer replaces each invalid byte
+ * by U+FFFD (escaped) and keeps valid UTF-8; the reader (tests/jsoncheck)
+ * refuses what is not UTF-8. And a backslash is escaped (a mutant that did
+ * not escape it survived: a sweep value x\y made sweep.json invalid). */
+static void test_json_strings_are_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } w[] = {
+        {"plain", "\"plain\""},
+        {"x\\y \"q\"", "\"x\\\\y \\\"q\\\"\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"a\xff" "b", "\"a\\ufffdb\""},                   /* a byte never in UTF-8 */
+        {"\xc3(", "\"\\ufffd(\""},                          /* a lead byte without its tail */
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                 /* overlong '/' */
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},      /* a UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* past U+10FFFF */
+        {"\xe2\x82", "\"\\ufffd\\ufffd\""},                 /* cut at the end */
+    };
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+        char *got = written(w[i].in);
+        assert_string_equal(got, w[i].out);
+        char err[128];
+        struct json *j = json_parse(got, strlen(got), err, sizeof err);
+        if (!j)
+            fail_msg("case %zu: %s", i, err);
+        json_free(j);
+        free(got);
+    }
+    static const char *const bad[] = {"\"a\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+                                      "\"\xe2\x82\"", "\"\\udc00\"", "{\"\xfe\": 1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char err[128];
+        struct json *j = json_parse(bad[i], strlen(bad[i]), err, sizeof err);
+        if (j)
+            fail_msg("case %zu was read as JSON", i);
+    }
+    char err[128];
+    struct json *j = json_parse("\"\\u00e9\\ud83d\\ude00\"", 20, err, sizeof err);
+    assert_non_null(j);
+    assert_string_equal(j->str, "\xc3\xa9\xf0\x9f\x98\x80");
+    json_free(j);
+}
+
 /* ---------------- trace.json ---------------- */
 
 static struct trace *trace_at(enum trace_level l, size_t max)
@@ -727,6 +785,7 @@ static void test_compare_summaries_and_kinds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_strings_are_utf8),
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
         cmocka_unit_test(test_trace_write_streams_valid_json),
         cmocka_unit_test(test_trace_units_merges_an_ops_activity),
