@@ -781,8 +781,13 @@ static int prepare_dir(struct runner *r)
     enum sweep_reuse reuse = r->resume  ? SWEEP_REUSE_RESUME
                              : r->force ? SWEEP_REUSE_FORCE
                                         : SWEEP_REUSE_NONE;
-    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep",
+    const char **keys = xcalloc((size_t)r->sp->nkeys + 1, sizeof *keys);
+    for (int k = 0; k < r->sp->nkeys; k++)
+        keys[k] = r->sp->keys[k].path;
+    struct sweep_ident id = {r->sp->name, r->sp->nkeys, keys, r->shard, r->nshards};
+    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep", &id,
                              &r->lock);
+    free(keys);
     if (rc != 0)
         return rc;
     if (r->resume)

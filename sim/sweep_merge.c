@@ -294,6 +294,21 @@ static int write_merged(struct merge *m)
     return rc;
 }
 
+/* Claims OUT for the whole sweep, as `tpusim sweep SPEC -o OUT` would (the
+ * same record: a merged directory resumes as the sweep's own). Returns 0 or the exit status. */
+static int claim_out(const struct merge *m, bool force, struct sweep_lock *lk)
+{
+    const struct json *keys = json_get(m->head, "keys");
+    const char **k = xcalloc((size_t)m->nkeys + 1, sizeof *k);
+    for (int i = 0; i < m->nkeys; i++)
+        k[i] = keys->kids[i]->type == JSON_STR ? keys->kids[i]->str : "?";
+    struct sweep_ident id = {json_str(m->head, "sweep", ""), m->nkeys, k, 0, 0};
+    int rc = sweep_dir_claim(m->out, force ? SWEEP_REUSE_FORCE : SWEEP_REUSE_NONE,
+                             "merge into an empty directory", &id, lk);
+    free(k);
+    return rc;
+}
+
 /* 1 when OUT is one of the shard directories (a merge must never write there). */
 static int out_is_a_shard(const struct merge *m)
 {
@@ -325,8 +340,7 @@ int sweep_merge(const char *out, char *const *dirs, int ndirs, bool force)
     if (rc == 0)
         rc = out_is_a_shard(&m) ? 2 : 0;
     if (rc == 0)
-        rc = sweep_dir_claim(out, force ? SWEEP_REUSE_FORCE : SWEEP_REUSE_NONE,
-                             "merge into an empty directory", &lk);
+        rc = claim_out(&m, force, &lk);
     if (rc == 0) {
         rc = copy_points(&m);
         if (rc == 0)

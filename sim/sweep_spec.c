@@ -518,10 +518,10 @@ static void check_key_paths(struct parse *p)
 
 /* ---------------- the base scenario ---------------- */
 
-static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+uint64_t sweep_fnv1a(const void *s, size_t n, uint64_t h)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+        h = (h ^ ((const unsigned char *)s)[i]) * 1099511628211ull;
     return h;
 }
 
@@ -534,7 +534,7 @@ static int hash_file(const char *path, uint64_t *h)
     char *text = fs_read_all(path, CFG_MAX_FILE_BYTES, &n);
     if (!text)
         return -1;
-    *h = fnv1a(text, n, 14695981039346656037ull);
+    *h = sweep_fnv1a(text, n, SWEEP_FNV_BASIS);
     free(text);
     return 0;
 }
@@ -998,15 +998,15 @@ bool sweep_spec_detect(const char *path)
 
 uint64_t sweep_spec_hash(const struct sweep_spec *sp)
 {
-    uint64_t h = fnv1a(sp->name, strlen(sp->name) + 1, 14695981039346656037ull);
+    uint64_t h = sweep_fnv1a(sp->name, strlen(sp->name) + 1, SWEEP_FNV_BASIS);
     for (int k = 0; k < sp->nkeys; k++)
-        h = fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
+        h = sweep_fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
     for (int i = 0; i < sp->npoints; i++) {
         int n;
         char **sets = sweep_point_sets(sp, i, &n);
         for (int j = 0; j < n; j++)
-            h = fnv1a(sets[j], strlen(sets[j]) + 1, h);
-        h = fnv1a("\n", 1, h);
+            h = sweep_fnv1a(sets[j], strlen(sets[j]) + 1, h);
+        h = sweep_fnv1a("\n", 1, h);
         sweep_sets_free(sets);
     }
     return h;

@@ -798,10 +798,13 @@ static void test_sweep_failed_point_is_a_row(void **state)
 {
     (void)state;
     need_bin();
-    /* a directory where point 0's summary.json goes: its run exits 1 */
+    /* a directory where point 0's summary.json goes: its run (again, by --resume) exits 1 */
     char *dir = path_in("failed"), *out = path_in("failed.out"), *err = path_in("failed.err");
+    const char *first[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(first, out, err, false), 0);
     char *blocker = xasprintf("%s/points/0000/summary.json", dir);
-    char *cmd = xasprintf("mkdir -p '%s'", blocker);
+    char *cmd = xasprintf("rm -f '%s' '%s/points/0000/point.json' && mkdir -p '%s'", blocker, dir,
+                          blocker);
     assert_int_equal(system(cmd), 0);
     const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
                           NULL};
@@ -816,6 +819,114 @@ static void test_sweep_failed_point_is_a_row(void **state)
     free(csvp);
     free(cmd);
     free(blocker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Issue 32.3 (data loss): `--resume` into another sweep's directory deleted
+ * its points (those past its own count), traces and the user's files under
+ * points/NNNN, then exited 0. A sweep records who it is (.sweep-id.json:
+ * its name, keys and shard) when it first writes a directory; a resume
+ * proves it is the same sweep or is refused (exit 2) before anything is
+ * touched, and removes only files a sweep writes. */
+static void test_sweep_resume_refuses_another_sweep(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("other"), *out = path_in("other.out"), *err = path_in("other.err");
+    const char *a[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(a, out, err, false), 0);
+    char *csvp = xasprintf("%s/sweep.csv", dir);
+    char *csv1 = read_all(csvp);
+    char *notes3 = xasprintf("%s/points/0003/notes.txt", dir);
+    char *point5 = xasprintf("%s/points/0005/point.json", dir);
+    char *cmd = xasprintf("echo mine > '%s'", notes3);
+    assert_int_equal(system(cmd), 0);
+    /* a 2-point sweep: its resume pruned points 2..5 and rewrote 0 and 1 */
+    char *spec = write_file("other_spec.yaml",
+                            "name: other\n"
+                            "base: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\n"
+                            "sweep:\n  workload.0.bytes: [1MiB, 2MiB]\n");
+    const char *b[] = {"sweep", spec, "-o", dir, "--resume", NULL};
+    assert_int_equal(run_bin(b, out, err, false), 2);
+    char *text = read_all(err);
+    char *want = xasprintf("tpusim sweep: %s holds sweep 'matmul_blocks' (keys workload.0.block.bm, "
+                           "workload.0.block.bn), not sweep 'other' (keys workload.0.bytes): "
+                           "--resume continues only the sweep that wrote it",
+                           dir);
+    if (!strstr(text, want))
+        fail_msg("stderr: %s", text);
+    free(want);
+    free(text);
+    assert_true(exists(notes3) && exists(point5));
+    char *csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+    /* another shard of the same sweep is another sweep too */
+    char *sdir = path_in("other_shard");
+    const char *s0[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "--shard", "0/2",
+                        "-o",    sdir, NULL};
+    assert_int_equal(run_bin(s0, out, err, false), 0);
+    const char *s1[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "--shard", "1/2",
+                        "-o",    sdir, "--resume", NULL};
+    assert_int_equal(run_bin(s1, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds sweep 'matmul_blocks' shard 0/2 (keys"));
+    free(text);
+    /* a directory without the record is not resumed either */
+    char *bare = path_in("other_bare");
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s/points/0000' && echo mine > '%s/points/0000/notes.txt'", bare,
+                    bare);
+    assert_int_equal(system(cmd), 0);
+    const char *c[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", bare, "--resume",
+                       NULL};
+    assert_int_equal(run_bin(c, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds no record of the sweep that wrote it (.sweep-id.json)"));
+    free(text);
+    /* the same sweep resumes, and leaves the user's files where they are: a point run
+     * again keeps notes.txt, a point past the sweep's count loses only what a sweep wrote */
+    char *m3 = xasprintf("%s/points/0003/point.json", dir);
+    unlink(m3);
+    char *p42 = xasprintf("%s/points/0042", dir);
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s/summary.json' '%s/mine.txt'", p42,
+                    p42, p42, p42);
+    assert_int_equal(system(cmd), 0);
+    const char *again[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                           NULL};
+    assert_int_equal(run_bin(again, out, err, false), 0);
+    assert_true(exists(notes3) && exists(m3));
+    char *mine42 = xasprintf("%s/mine.txt", p42), *pj42 = xasprintf("%s/point.json", p42);
+    assert_true(exists(mine42));
+    assert_false(exists(pj42));
+    csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+    /* --force refuses a directory whose points hold a file a sweep does not write */
+    unlink(mine42);
+    rmdir(p42);
+    const char *force[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--force",
+                           NULL};
+    assert_int_equal(run_bin(force, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds 'points/0003/notes.txt', which a sweep does not write"));
+    free(text);
+    assert_true(exists(notes3) && exists(point5));
+    free(mine42);
+    free(pj42);
+    free(p42);
+    free(m3);
+    free(bare);
+    free(sdir);
+    free(spec);
+    free(cmd);
+    free(point5);
+    free(notes3);
+    free(csv1);
+    free(csvp);
     free(err);
     free(out);
     free(dir);
@@ -1381,6 +1492,7 @@ int main(void)
         cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
+        cmocka_unit_test(test_sweep_resume_refuses_another_sweep),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
         cmocka_unit_test(test_sweep_jobs_give_identical_tables),
         cmocka_unit_test(test_sweep_refuses_a_used_directory),
