@@ -1,4 +1,5 @@
 /* base/fsutil.c -- atomic writes, whole-file reads, mkdir -p. */
+#define _GNU_SOURCE /* fopencookie: a stream that keeps the errno of a failed write */
 #include "base/fsutil.h"
 
 #include <dirent.h>
@@ -22,6 +23,40 @@ static mode_t file_mode(void)
     return 0666 & ~m;
 }
 
+/* Under an atomic write's stream: write() in full, and the errno of the
+ * first one that failed (a stream's error flag keeps none). */
+struct fs_sink {
+    int fd;
+    int err;
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    struct fs_sink *s = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(s->fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (!s->err)
+                s->err = k < 0 ? errno : ENOSPC;
+            break; /* a short count sets the stream's error flag */
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie)
+{
+    struct fs_sink *s = cookie;
+    if (close(s->fd) != 0 && !s->err)
+        s->err = errno;
+    s->fd = -1;
+    return s->err ? -1 : 0;
+}
+
 int fs_atomic_open(struct fs_atomic *a, const char *path)
 {
     memset(a, 0, sizeof *a);
@@ -34,15 +69,21 @@ int fs_atomic_open(struct fs_atomic *a, const char *path)
         return -1;
     }
     fchmod(fd, file_mode());
-    a->f = fdopen(fd, "w");
+    struct fs_sink *sink = xcalloc(1, sizeof *sink);
+    sink->fd = fd;
+    cookie_io_functions_t io = {.write = sink_write, .close = sink_close};
+    a->f = fopencookie(sink, "w", io);
     if (!a->f) {
         int e = errno;
         close(fd);
         unlink(tmp);
         free(tmp);
+        free(sink);
         errno = e;
         return -1;
     }
+    setvbuf(a->f, NULL, _IOFBF, (size_t)1 << 16);
+    a->sink = sink;
     a->tmp = tmp;
     a->path = xstrdup(path);
     return 0;
@@ -52,22 +93,23 @@ static void release(struct fs_atomic *a)
 {
     free(a->tmp);
     free(a->path);
+    free(a->sink);
     memset(a, 0, sizeof *a);
 }
 
 int fs_atomic_commit(struct fs_atomic *a)
 {
-    int bad = ferror(a->f);
-    int e = bad ? EIO : 0;
-    if (fclose(a->f) != 0 && !bad)
-        bad = 1, e = errno;
-    if (!bad && rename(a->tmp, a->path) != 0)
-        bad = 1, e = errno;
-    if (bad)
+    int bad = ferror(a->f) != 0;
+    if (fclose(a->f) != 0)
+        bad = 1;
+    int e = a->sink->err ? a->sink->err : bad ? EIO : 0;
+    if (!e && rename(a->tmp, a->path) != 0)
+        e = errno;
+    if (e)
         unlink(a->tmp);
     release(a);
     errno = e;
-    return bad ? -1 : 0;
+    return e ? -1 : 0;
 }
 
 void fs_atomic_abort(struct fs_atomic *a)

@@ -10,16 +10,21 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct fs_sink;
+
 struct fs_atomic {
-    FILE *f;    /* write here */
-    char *tmp;  /* owned: the temporary file ("<path>.tmp.XXXXXX") */
-    char *path; /* owned: the target */
+    FILE *f;              /* write here */
+    char *tmp;            /* owned: the temporary file ("<path>.tmp.XXXXXX") */
+    char *path;           /* owned: the target */
+    struct fs_sink *sink; /* owned: under 'f', keeps the errno of the first failed write */
 };
 
 /* Opens a new temporary file for 'path'. Returns 0, or -1 with errno. */
 int fs_atomic_open(struct fs_atomic *a, const char *path);
 /* Closes the temporary file and renames it onto the target. On a write,
- * close or rename error removes the temporary and returns -1 with errno.
+ * close or rename error removes the temporary and returns -1 with errno:
+ * that of the first write that failed (ENOSPC on a full disk, EFBIG past a
+ * file size limit), never a generic EIO.
  * Either way 'a' is released. */
 int fs_atomic_commit(struct fs_atomic *a);
 /* Closes and removes the temporary file; releases 'a'. */

@@ -64,6 +64,7 @@ struct runner {
     int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
     int default_point;
+    bool wrote;      /* the tables (a shard's shard.json) were written */
     char *base_desc; /* the base scenario, as the report names it */
     char *command;   /* "tpusim sweep SPEC --set ...": what reruns it (report.html) */
 };
@@ -676,13 +677,15 @@ static int write_shard_json(struct runner *r)
     return rc;
 }
 
-/* Writes the tables (a shard: shard.json) and checks every promised output; returns 0 or 1. */
+/* Writes the tables (a shard: shard.json; r->wrote says whether they all
+ * were) and checks every promised output; returns 0 or 1. */
 static int write_outputs(struct runner *r)
 {
     struct table t;
     struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
     int rc = (r->nshards ? write_shard_json(r) : sweep_write_tables(&t, r->dir)) != 0;
+    r->wrote = rc == 0;
     if (sweep_missing_outputs(&t, r->dir, !r->stop && !r->broken) > 0)
         rc = 1;
     free(t.keys);
@@ -761,14 +764,17 @@ static void print_result(struct runner *r, double wall_s)
         printf("\n");
     }
     char shard[64] = "";
-    if (r->nshards) {
+    if (r->nshards)
         snprintf(shard, sizeof shard, " --shard %d/%d", r->shard, r->nshards);
+    if (!r->wrote) /* never claim a write that failed (a full disk): the messages said which */
+        fprintf(stderr, "tpusim sweep: the outputs in %s are incomplete: see the messages above\n",
+                r->dir);
+    else if (r->nshards)
         printf("wrote %s/shard.json and %s/points: join the %d shards with `tpusim sweep merge "
                "OUT DIR...`\n",
                r->dir, r->dir, r->nshards);
-    } else {
+    else
         printf("wrote %s/report.html, report.md, sweep.csv, sweep.json and the plots\n", r->dir);
-    }
     if (r->stop)
         printf("interrupted: run `tpusim sweep %s%s -o %s --resume` to finish\n", r->sp->file,
                shard, r->dir);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -249,12 +251,45 @@ static void test_fs_copy_file(void **state)
     free(dst);
 }
 
+/* Issue 32.20: a write that failed part way (the disk full) was reported as
+ * "Input/output error": the stream's error flag kept no errno. The real one
+ * is reported. The seam: a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored)
+ * makes write() fail with EFBIG in a child, past the stream's buffer. */
+static void test_fs_atomic_commit_reports_the_write_errno(void **state)
+{
+    (void)state;
+    char *path = xasprintf("%s/limited", dir);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {100000, 100000};
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &rl);
+        struct fs_atomic a;
+        if (fs_atomic_open(&a, path) != 0)
+            _exit(10);
+        for (int i = 0; i < 20000; i++) /* 20 x 10000 bytes: fails at 100000, then goes on */
+            fputs("0123456789", a.f);
+        errno = 0;
+        int rc = fs_atomic_commit(&a);
+        _exit(rc == 0 ? 11 : errno == EFBIG ? 0 : errno == EIO ? 12 : 13);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* 12: EIO instead of EFBIG */
+    assert_false(fs_exists(path));
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_read_all_refuses_devices),
         cmocka_unit_test(test_fs_read_pipe_once),
         cmocka_unit_test(test_fs_copy_file),
+        cmocka_unit_test(test_fs_atomic_commit_reports_the_write_errno),
         cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
         cmocka_unit_test(test_fs_write_all_ignores_planted_links),
         cmocka_unit_test(test_fs_dir_lock),

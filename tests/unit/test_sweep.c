@@ -6,13 +6,16 @@
 #include "test_util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1353,6 +1356,76 @@ static void test_sweep_missing_output_fails(void **state)
     free(dir);
 }
 
+/* Pages (4 KiB, tmpfs's unit) used in the file system of 'path'. */
+static long used_pages(const char *path)
+{
+    struct statvfs v;
+    if (statvfs(path, &v) != 0)
+        return -1;
+    return (long)((v.f_blocks - v.f_bfree) * v.f_frsize / 4096);
+}
+
+static long pages_of(const char *path)
+{
+    long n = file_size(path);
+    return n < 0 ? 0 : (n + 4095) / 4096;
+}
+
+/* Issue 32.20: on a full disk a sweep exited 1 but still printed "wrote
+ * report.html, ... sweep.json", and a write that failed part way was reported
+ * as "Input/output error". A tmpfs (when this test may mount one: root)
+ * sized to hold the points and one page more: the tables do not fit. */
+static void test_sweep_full_disk_claims_no_write(void **state)
+{
+    (void)state;
+    need_bin();
+    char *mnt = path_in("tmpfs"), *out = path_in("tmpfs.out"), *err = path_in("tmpfs.err");
+    mkdir(mnt, 0755);
+    if (mount("tpusim-test", mnt, "tmpfs", 0, "size=16m") != 0) {
+        print_message("skipped: cannot mount a tmpfs here (%s)\n", strerror(errno));
+        free(mnt), free(out), free(err);
+        skip();
+    }
+    /* the 64-point example: sweep.csv is about 6 KB, more than one write() */
+    char *dir = xasprintf("%s/s", mnt);
+    const char *args[] = {"sweep", "configs/sweeps/flash_v5e_blocks.yaml", "-o", dir, "-j", "2",
+                          NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    long total = used_pages(mnt), tables = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, "points") && e->d_name[0] != '.')
+            tables += pages_of(p);
+        free(p);
+    }
+    closedir(d);
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    long csv_bytes = file_size(csv);
+    assert_int_equal(umount(mnt), 0);
+    assert_true(csv_bytes > 4096); /* more than one stdio buffer of 4 KiB */
+    char *opts = xasprintf("size=%ld", (total - tables + 1) * 4096);
+    assert_int_equal(mount("tpusim-test", mnt, "tmpfs", 0, opts), 0);
+    int rc = run_bin(args, out, err, false);
+    char *so = read_all(out), *se = read_all(err);
+    umount(mnt);
+    assert_int_equal(rc, 1);
+    if (!strstr(se, "No space left on device") || strstr(se, "Input/output error"))
+        fail_msg("stderr: %s", se);
+    if (strstr(so, "wrote "))
+        fail_msg("claims a write that failed: %s", so);
+    assert_non_null(strstr(se, "tpusim sweep: the outputs in "));
+    free(so);
+    free(se);
+    free(opts);
+    free(csv);
+    free(dir);
+    free(err);
+    free(out);
+    free(mnt);
+}
+
 /* Issue 17.3: shards of a sweep, merged, give the bytes of one run: tables, report, plots,
  * every point and the best and default points' traces. */
 static void test_sweep_shards_merge_to_the_same_bytes(void **state)
@@ -1499,6 +1572,7 @@ int main(void)
         cmocka_unit_test(test_sweep_two_sweeps_one_directory),
         cmocka_unit_test(test_sweep_sigkill_takes_its_points),
         cmocka_unit_test(test_sweep_missing_output_fails),
+        cmocka_unit_test(test_sweep_full_disk_claims_no_write),
         cmocka_unit_test(test_sweep_shards_merge_to_the_same_bytes),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
     };
