@@ -877,11 +877,24 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     r.nshards = o->nshards;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
+    /* the lock of a directory given with -o comes first: a second sweep or run into it is
+     * refused from the start, not once the spec and its base are read */
+    r.lock = (struct sweep_lock){-1, NULL};
+    bool made = o->out_dir && !fs_exists(o->out_dir);
+    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
+        fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", o->out_dir, strerror(errno));
+        return 1;
+    }
+    if (o->out_dir && sweep_dir_lock(o->out_dir, &r.lock) != 0)
+        return 1;
     struct sweep_spec sp;
     struct diag *d = diag_new();
     int rc;
     if (sweep_spec_load(spec, o->sets, o->nsets, &sp, d) != 0) {
         diag_print(d, stderr);
+        sweep_dir_unlock(&r.lock);
+        if (made)
+            rmdir(o->out_dir); /* only if empty */
         rc = 2;
     } else {
         r.sp = &sp;

@@ -306,7 +306,7 @@ int sweep_dir_claim(const char *dir, enum sweep_reuse reuse, const char *how,
         fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    if (sweep_dir_lock(dir, lk) != 0)
+    if (lk->fd < 0 && sweep_dir_lock(dir, lk) != 0) /* held already: taken before any work */
         return 1;
     char *first = first_entry(dir);
     int rc = 0;

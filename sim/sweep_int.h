@@ -172,7 +172,8 @@ struct sweep_ident {
  * the directory is refused). --resume is refused when the directory holds
  * files but no record of sweep 'id', or the record of another sweep. 'how'
  * names the way to continue in the message ("use --resume to finish it").
- * Records 'id' in a directory it starts. Returns 0 with the lock held, or the
+ * Records 'id' in a directory it starts. 'lk' may hold the lock already
+ * (sweep_dir_lock; fd -1: not yet). Returns 0 with the lock held, or the
  * exit status (1: cannot create or busy, 2: refused) after printing why. */
 int sweep_dir_claim(const char *dir, enum sweep_reuse reuse, const char *how,
                     const struct sweep_ident *id, struct sweep_lock *lk);

@@ -90,12 +90,26 @@ exec 9>"$t/busy/.tpusim-lock"
 printf '%s run\n' $$ >&9
 flock -n 9
 "$bin" run "$small" -o "$t/busy" -q >/dev/null 2>"$t/busy.err"; rc=$?
+# issue 32.23: a sweep takes the lock before it reads its spec (a bad one here): refused as busy
+printf 'base: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\nsweep: {workload.0.byts: [1, 2]}\n' >"$t/busy_spec.yaml"
+"$bin" sweep "$t/busy_spec.yaml" -o "$t/busy" >/dev/null 2>"$t/busy_sweep.err"; rcs=$?
 exec 9>&-
+[ $rcs = 1 ] && grep -qF "tpusim sweep: $t/busy is in use by another run (pid $$)" "$t/busy_sweep.err" \
+    && ok || bad "a sweep into a busy directory: exit $rcs, $(head -c 300 "$t/busy_sweep.err")"
 [ $rc = 1 ] && grep -qF "$t/busy: in use by another run (pid $$): wait for it to finish" \
     "$t/busy.err" && [ ! -e "$t/busy/summary.json" ] && ok || bad "busy directory: exit $rc"
 # ... and once it is free, the run goes, leaving no lock and no stage behind
 "$bin" run "$small" -o "$t/busy" -q 2>/dev/null && [ "$(ls -A "$t/busy")" = \
     "$(printf 'platform.xml\nreport.html\nsummary.json\ntrace.json')" ] && ok || bad "run after the lock: $(ls -A "$t/busy")"
+# issue 32.23: the lock is taken before any work. A run whose loading and block search take
+# seconds (the 256-chip 8B training step: about 3 s before it simulates anything) holds the
+# directory from its start: a second run into it half a second later is refused at once.
+"$bin" run configs/models/llama3-8b-train-v5e-256.yaml -o "$t/early" -q >/dev/null 2>&1 & pl=$!
+sleep 0.5
+"$bin" run "$small" -o "$t/early" -q >/dev/null 2>"$t/early.err"; rc=$?
+kill -TERM $pl 2>/dev/null; wait $pl 2>/dev/null
+[ $rc = 1 ] && grep -qF "$t/early: in use by another run (pid $pl)" "$t/early.err" && ok \
+    || bad "a run 0.5 s after another into its directory: exit $rc, $(head -c 300 "$t/early.err")"
 # two runs of different scenarios started together into one directory, three times: each
 # exits 0 or is refused as busy, and the directory always holds one run's three files
 printf 'name: small-b\nchip: v6e\ntopology: {shape: [2, 2]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 1MiB, axes: [0]}\n' >"$t/small_b.yaml"
