@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -782,10 +783,96 @@ static void test_compare_summaries_and_kinds(void **state)
     free(a), free(b), free(sw), free(missing);
 }
 
+/* Writes a summary.json of 'n' ops "opNNNNN" (reversed when 'rev'), op i
+ * taking (i % 7 + 1) us times 'scale', without op 'skip' (-1: none) and with
+ * an extra op 'extra' (NULL: none). */
+static void write_many_ops(const char *path, int n, bool rev, double scale, int skip,
+                           const char *extra)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"scenario\": \"many\", \"chip\": \"v5e\", \"total_time_s\": 1, \"ops\": [\n", f);
+    bool comma = false;
+    for (int k = 0; k < n; k++) {
+        int i = rev ? n - 1 - k : k;
+        if (i == skip)
+            continue;
+        fprintf(f, "%s{\"name\": \"op%05d\", \"kind\": \"matmul\", \"time_s\": %.9e, "
+                   "\"bound\": \"mxu\"}\n",
+                comma ? "," : "", i, (i % 7 + 1) * 1e-6 * scale);
+        comma = true;
+    }
+    if (extra)
+        fprintf(f, ",{\"name\": \"%s\", \"kind\": \"matmul\", \"time_s\": 1e-6, "
+                   "\"bound\": \"hbm\"}\n", extra);
+    fputs("]}\n", f);
+    fclose(f);
+}
+
+/* Issue 32.12: compare paired ops by scanning the other summary for each
+ * name: two summaries of 50k ops took over 120 s (after: under 2 s, most of
+ * it reading 230 MB of JSON). Pairing is by a sorted index now. 40000 ops,
+ * B in reverse order and twice as slow, less op 5, plus one op of its own:
+ * every op pairs with its namesake (+100.0%). The quadratic pairing took
+ * 9 s of CPU for 20000 ops (so about 36 s for these); it takes 0.1 s now, and the
+ * limit of 10 s leaves a slow machine room. */
+static void test_compare_pairs_many_ops_by_name(void **state)
+{
+    (void)state;
+    enum { N = 40000 };
+    char *a = path_in("many_a.json"), *b = path_in("many_b.json");
+    write_many_ops(a, N, false, 1, -1, NULL);
+    write_many_ops(b, N, true, 2, 5, "zz-new");
+    char *text = NULL;
+    size_t n = 0;
+    FILE *out = open_memstream(&text, &n);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(compare_outputs(a, b, NULL, out, stderr), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fclose(out);
+    double wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (wall_s > 10)
+        fail_msg("compare of %d ops took %.1f s", N, wall_s);
+    const char *op5 = strstr(text, "\nop00005 "), *zz = strstr(text, "\nzz-new ");
+    assert_non_null(op5);
+    assert_non_null(zz);
+    assert_true(strstr(op5, "(only in A)\nop00006 ") == strchr(op5 + 1, '\n') - 11);
+    assert_true(strstr(zz, "(only in B)\ntotal ") == strchr(zz + 1, '\n') - 11);
+    /* op 3 takes 4 us in A and 8 us in B */
+    assert_non_null(strstr(text, "\nop00003                  matmul                   4 us         8 us"
+                                 "         +4 us   +100.0%  mxu -> mxu\n"));
+    int paired = 0, lines = 0;
+    for (char *l = text; *l; lines++) {
+        char *e = strchr(l, '\n');
+        *e = '\0';
+        if (!strncmp(l, "op", 2) && strstr(l, " +100.0%  mxu -> mxu"))
+            paired++;
+        l = e + 1;
+    }
+    assert_int_equal(paired, N - 1);
+    assert_int_equal(lines, 2 + 1 + N + 1 + 1); /* A, B, header, ops, zz-new, total */
+    free(text);
+    /* a name twice: the first repeat and its first namesake are named */
+    FILE *f = fopen(a, "w");
+    fputs("{\"ops\": [{\"name\": \"x\"}, {\"name\": \"y\"}, {\"name\": \"y\"}, {\"name\": \"x\"}]}",
+          f);
+    fclose(f);
+    text = NULL;
+    FILE *err = open_memstream(&text, &n);
+    assert_int_equal(compare_outputs(a, b, NULL, stdout, err), 2);
+    fclose(err);
+    assert_non_null(strstr(text, "op name 'y' appears twice (ops 1 and 2)"));
+    free(text);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_strings_are_utf8),
+        cmocka_unit_test(test_compare_pairs_many_ops_by_name),
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
         cmocka_unit_test(test_trace_write_streams_valid_json),
         cmocka_unit_test(test_trace_units_merges_an_ops_activity),
