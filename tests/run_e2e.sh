@@ -28,6 +28,11 @@ grep -q '<table id="ops">' "$t/a/report.html" && grep -q '<svg id="timeline"' "$
     && grep -q '<ol id="critical-path">' "$t/a/report.html" \
     && grep -q "id=\"command\">tpusim run -o $t/a" "$t/a/report.html" \
     && ! grep -qi '<script\|<link \|src="http' "$t/a/report.html" && ok || bad "report.html"
+# issue 32.13: the console keeps its lines in report.html (it was one run-on line): the
+# <pre id="console"> block holds the console table, line for line (stdout less the trace line)
+pre_lines() { awk -v id="$2" 'index($0, "<pre id=\"" id "\">") { on = 1 } on { n++ } on && /<\/pre>/ { exit } END { print n + 0 }' "$1"; }
+[ "$(pre_lines "$t/a/report.html" console)" = "$(grep -vc '^wrote ' "$t/stdout")" ] && ok \
+    || bad "report.html console: $(pre_lines "$t/a/report.html" console) lines, stdout $(grep -vc '^wrote ' "$t/stdout")"
 $VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run"
 cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
     && ok || bad "two runs differ"
@@ -173,6 +178,8 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
     && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] \
     && grep -q '<table id="points">' "$t/sw/report.html" && ok \
     || bad "sweep example"
+[ "$(pre_lines "$t/sw/report.html" report-md)" = "$(wc -l <"$t/sw/report.md")" ] && ok \
+    || bad "report.html's report.md: $(pre_lines "$t/sw/report.html" report-md) lines, report.md $(wc -l <"$t/sw/report.md")"
 # multislice: the platform has a slice cluster each and the DCN; a model step
 # with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time

@@ -18,27 +18,37 @@ static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 #define NPALETTE (sizeof palette / sizeof palette[0])
 
+/* The one escaping rule, for the 'n' bytes of 's': '<', '>', '&' and '"'
+ * as entities, other control characters dropped but a tab (and, for
+ * 'lines', a newline). */
+static void escape(FILE *f, const char *s, size_t n, bool lines)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '<')
+            fputs("&lt;", f);
+        else if (c == '>')
+            fputs("&gt;", f);
+        else if (c == '&')
+            fputs("&amp;", f);
+        else if (c == '"')
+            fputs("&quot;", f);
+        else if ((unsigned char)c >= 0x20 || c == '\t' || (lines && c == '\n'))
+            fputc(c, f);
+    }
+}
+
 void svg_escape(FILE *f, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                fputc(*s, f);
-        }
-    }
+    escape(f, s ? s : "", s ? strlen(s) : 0, false);
+}
+
+void svg_escape_lines(FILE *f, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n && s[n - 1] == '\n')
+        n--; /* the closing tag ends the last line */
+    escape(f, s ? s : "", n, true);
 }
 
 static void text_at(FILE *f, double x, double y, const char *anchor, const char *style,

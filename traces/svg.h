@@ -33,6 +33,9 @@ void svg_write_plot(FILE *f, const struct svg_plot *p);
 /* Writes 's' as XML/HTML text or attribute value: <, >, & and " escaped,
  * control characters other than tab dropped (NULL writes nothing). */
 void svg_escape(FILE *f, const char *s);
+/* The same for the text of a <pre> block: its lines kept, but a last newline
+ * (the closing tag ends the last line). */
+void svg_escape_lines(FILE *f, const char *s);
 
 enum svg_cell { SVG_CELL_EMPTY, SVG_CELL_VALUE, SVG_CELL_INFEASIBLE, SVG_CELL_FAILED };
 
