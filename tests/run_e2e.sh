@@ -42,6 +42,12 @@ cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b
 "$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
 "$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
 "$bin" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok || bad "unknown command must exit 2"
+# issue 32.20's class: output lost to a full disk is a failure, with the system's reason
+if [ -w /dev/full ]; then
+    "$bin" chips >/dev/full 2>"$t/full.err"; rc=$?
+    [ $rc = 1 ] && grep -q 'cannot write the standard output: No space left on device' "$t/full.err" \
+        && ok || bad "chips >/dev/full: exit $rc"
+fi
 # the worked example of docs/pallas-semantics.md section 4 (upstream tpu_splash_attention_mask_test.py)
 want='{"block_mask":[[[1,1,0],[1,1,1],[1,1,1],[1,1,0]]],"data_next":[[[0,1,0],[0,1,2],[1,2,3],[2,3,0]]],"mask_next":[[[0,1,0],[2,0,1],[2,0,1],[2,0,0]]],"num_partial_blocks":3,"grid_width":3,"skipped_fraction":0.375}'
 got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --json)
