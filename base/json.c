@@ -54,6 +54,8 @@ static void jadd(struct json *j, char *key, struct json *kid)
  * a UTF-16 surrogate or a code point past U+10FFFF. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
+    if (!n)
+        return 0;
     if (s[0] < 0x80)
         return 1;
     size_t len = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
@@ -75,6 +77,11 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     else if (s[0] == 0xf4)
         hi = 0x8f; /* past U+10FFFF */
     return s[1] >= lo && s[1] <= hi ? len : 0;
+}
+
+size_t json_utf8_seq(const char *s, size_t n)
+{
+    return utf8_seq((const unsigned char *)s, n);
 }
 
 static void put_utf8(char *out, size_t *o, unsigned long c)

@@ -37,6 +37,12 @@ const struct json *json_get(const struct json *o, const char *key);
 double json_num(const struct json *o, const char *key, double dflt);
 const char *json_str(const struct json *o, const char *key, const char *dflt);
 
+/* The length (1-4) of the valid UTF-8 sequence at 's' (at most 'n' bytes),
+ * or 0 for a byte that starts none (a stray tail byte, a lead byte without
+ * its tail, an overlong form, a surrogate, past U+10FFFF). Every text output
+ * writes U+FFFD in place of such a byte. */
+size_t json_utf8_seq(const char *s, size_t n);
+
 /* Writes 's' (NULL: "") as a JSON string literal to 'f'. */
 void json_write_string(FILE *f, const char *s);
 

@@ -215,10 +215,21 @@ printf 'chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n' >"$u8"
 $VALGRIND "$bin" run "$u8" -o "$t/u8run" -q $SIMFLAGS 2>/dev/null \
     && "$t/jsoncheck" "$t/u8run/summary.json" "$t/u8run/trace.json" \
     && grep -q '"scenario": "u8\\ufffd"' "$t/u8run/summary.json" && ok || bad "a non-UTF-8 file name"
+# ... and every text output is UTF-8 (report.html and its SVG too: U+FFFD in its place)
+if command -v iconv >/dev/null; then
+    for f in "$t/u8run"/*; do
+        iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 && ok || bad "$(basename "$f") is not UTF-8"
+    done
+fi
 u8s="$t/u8$(printf '\376')sweep.yaml"
 printf 'name: u8\nbase: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\nsweep:\n  workload.0.bytes: [1MiB, 2MiB]\n' >"$u8s"
 $VALGRIND "$bin" sweep "$u8s" -o "$t/u8sw" -j 1 >/dev/null 2>&1 \
     && "$t/jsoncheck" "$t/u8sw/sweep.json" "$t/u8sw/points/0000/point.json" && ok || bad "a non-UTF-8 spec name"
+if command -v iconv >/dev/null; then
+    for f in "$t/u8sw"/*.*; do
+        iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 && ok || bad "sweep's $(basename "$f") is not UTF-8"
+    done
+fi
 printf '"a\377"' >"$t/notu8.json"
 "$t/jsoncheck" "$t/notu8.json" 2>/dev/null && bad "jsoncheck took text that is not UTF-8" || ok
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do

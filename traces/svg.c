@@ -2,11 +2,13 @@
  * Hand-written SVG 1.1: axes, ticks (linear 1-2-5 steps or decades), a legend,
  * markers for infeasible categories. Coordinates are printed with one decimal
  * so the same input gives the same bytes.
- * May use: libc and traces/svg.h only. */
+ * May use: libc, traces/svg.h and base/json.h (its UTF-8 rule). */
 #include "traces/svg.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "base/json.h"
 
 #define PLOT_W 760
 #define PLOT_H 460
@@ -17,6 +19,19 @@
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                       "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 #define NPALETTE (sizeof palette / sizeof palette[0])
+
+/* Writes the UTF-8 sequence at 's' (at most 'n' bytes), or U+FFFD for a
+ * byte that starts none (a file name's); returns the bytes it took. */
+static size_t utf8(FILE *f, const char *s, size_t n)
+{
+    size_t len = json_utf8_seq(s, n);
+    if (!len) {
+        fputs("&#xFFFD;", f);
+        return 1;
+    }
+    fwrite(s, 1, len, f);
+    return len;
+}
 
 /* The one escaping rule, for the 'n' bytes of 's': '<', '>', '&' and '"'
  * as entities, other control characters dropped but a tab (and, for
@@ -33,6 +48,8 @@ static void escape(FILE *f, const char *s, size_t n, bool lines)
             fputs("&amp;", f);
         else if (c == '"')
             fputs("&quot;", f);
+        else if ((unsigned char)c >= 0x80)
+            i += utf8(f, s + i, n - i) - 1;
         else if ((unsigned char)c >= 0x20 || c == '\t' || (lines && c == '\n'))
             fputc(c, f);
     }
