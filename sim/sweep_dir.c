@@ -84,6 +84,14 @@ static bool point_dir_name(const char *name)
     return n > 0 && !name[n];
 }
 
+/* True when 'path' is a directory itself, not a link to one (a planted
+ * points/NNNN link is never followed into, nor removed). */
+static bool real_dir(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* The first entry of 'dir' other than the lock, as a new string, or NULL. */
 static char *first_entry(const char *dir)
 {
@@ -123,6 +131,8 @@ static char *first_foreign(const char *dir)
 {
     char *found = first_unknown(dir, "", sweep_output_name);
     char *pd = xasprintf("%s/points", dir);
+    if (!found && fs_exists(pd) && !real_dir(pd))
+        found = xstrdup("points"); /* a link: not followed */
     if (!found)
         found = first_unknown(pd, "points/", point_dir_name);
     DIR *d = found ? NULL : opendir(pd);
@@ -131,7 +141,8 @@ static char *first_foreign(const char *dir)
         if (!point_dir_name(e->d_name))
             continue;
         char *p = xasprintf("%s/%s", pd, e->d_name), *top = xasprintf("points/%s/", e->d_name);
-        found = first_unknown(p, top, sweep_point_file_name);
+        found = real_dir(p) ? first_unknown(p, top, sweep_point_file_name)
+                            : xasprintf("points/%s", e->d_name);
         free(top);
         free(p);
     }
@@ -168,14 +179,15 @@ static int remove_point_dir(const char *pdir)
 static int remove_points(const char *dir, int from, bool and_top)
 {
     char *pd = xasprintf("%s/points", dir);
-    DIR *d = opendir(pd);
+    DIR *d = real_dir(pd) ? opendir(pd) : NULL;
     struct dirent *e;
     int rc = 0;
     while (d && (e = readdir(d)) != NULL) {
         if (!point_dir_name(e->d_name) || strtol(e->d_name, NULL, 10) < from)
             continue;
         char *p = xasprintf("%s/%s", pd, e->d_name);
-        rc |= remove_point_dir(p);
+        if (real_dir(p))
+            rc |= remove_point_dir(p);
         free(p);
     }
     if (d)

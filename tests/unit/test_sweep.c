@@ -898,6 +898,13 @@ static void test_sweep_resume_refuses_another_sweep(void **state)
     cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s/summary.json' '%s/mine.txt'", p42,
                     p42, p42, p42);
     assert_int_equal(system(cmd), 0);
+    /* and a planted link points/0050 -> a directory of the user's is not followed */
+    char *elsewhere = path_in("other_elsewhere"), *p50 = xasprintf("%s/points/0050", dir);
+    char *their = xasprintf("%s/point.json", elsewhere);
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s' && touch '%s' && ln -s '%s' '%s'", elsewhere, their, elsewhere,
+                    p50);
+    assert_int_equal(system(cmd), 0);
     const char *again[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
                            NULL};
     assert_int_equal(run_bin(again, out, err, false), 0);
@@ -905,6 +912,11 @@ static void test_sweep_resume_refuses_another_sweep(void **state)
     char *mine42 = xasprintf("%s/mine.txt", p42), *pj42 = xasprintf("%s/point.json", p42);
     assert_true(exists(mine42));
     assert_false(exists(pj42));
+    assert_true(exists(their));
+    unlink(p50);
+    free(their);
+    free(p50);
+    free(elsewhere);
     csv2 = read_all(csvp);
     assert_string_equal(csv1, csv2);
     free(csv2);
