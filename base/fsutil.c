@@ -177,63 +177,34 @@ static FILE *open_input(const char *path, struct stat *st)
     return f;
 }
 
-/* ---- inputs read once: pipes, FIFOs, sockets, standard input ---- */
+/* ---- inputs read once: pipes, sockets, standard input ---- */
 
-struct once {
-    dev_t dev;
-    ino_t ino;
-    char *data; /* owned, NUL-terminated */
-    size_t len;
-};
-static struct once *once_list; /* kept for the process: a few inputs at most */
-static int once_n;
-
-static const struct once *once_find(const struct stat *st)
+/* The descriptor 'path' names ("/dev/stdin": 0, "/dev/fd/N", "/proc/self/fd/N":
+ * N, as `<(...)` gives), or -1. */
+static int path_fd(const char *path)
 {
-    for (int i = 0; i < once_n; i++)
-        if (once_list[i].dev == st->st_dev && once_list[i].ino == st->st_ino)
-            return &once_list[i];
-    return NULL;
+    if (!strcmp(path, "/dev/stdin"))
+        return 0;
+    const char *n = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                    : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                           : NULL;
+    char *end;
+    long fd = n && *n >= '0' && *n <= '9' ? strtol(n, &end, 10) : -1;
+    return fd >= 0 && fd < 1 << 20 && !*end ? (int)fd : -1;
 }
 
-/* A copy of what an earlier read of the same input got, or NULL. */
-static char *once_copy(const struct stat *st, size_t max_bytes, size_t *len)
+/* Puts the 'len' bytes read from the pipe under descriptor 'fd' into a
+ * temporary file that takes the pipe's place at 'fd': the next read of 'fd'
+ * (or of its /dev/fd path) reads the same bytes again. The state lives in the
+ * descriptor table, not in a global. Without a temporary file, nothing. */
+static void keep_bytes(int fd, const char *buf, size_t len)
 {
-    const struct once *o = once_find(st);
-    if (!o)
-        return NULL;
-    if (o->len > max_bytes) {
-        errno = EFBIG;
-        return NULL;
-    }
-    char *buf = xmalloc(o->len + 1);
-    memcpy(buf, o->data, o->len + 1);
-    *len = o->len;
-    return buf;
-}
-
-static void once_keep(const struct stat *st, const char *buf, size_t len)
-{
-    once_list = xrealloc(once_list, sizeof *once_list * (size_t)(once_n + 1));
-    char *copy = xmalloc(len + 1);
-    memcpy(copy, buf, len + 1);
-    once_list[once_n++] = (struct once){st->st_dev, st->st_ino, copy, len};
-}
-
-/* Reads 'f' (whose status is 'st') whole; an input that cannot be read
- * twice ('once': anything but a regular file, or a descriptor) is read once
- * and its bytes kept for the next read. */
-static char *read_input(FILE *f, const struct stat *st, bool once, size_t max_bytes,
-                        size_t *len)
-{
-    if (!once)
-        return read_stream(f, max_bytes, len);
-    if (once_find(st))
-        return once_copy(st, max_bytes, len);
-    char *buf = read_stream(f, max_bytes, len);
-    if (buf)
-        once_keep(st, buf, *len);
-    return buf;
+    FILE *t = tmpfile();
+    if (!t)
+        return;
+    if (fwrite(buf, 1, len, t) == len && fflush(t) == 0)
+        dup2(fileno(t), fd);
+    fclose(t);
 }
 
 char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
@@ -242,9 +213,11 @@ char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
     FILE *f = open_input(path, &st);
     if (!f)
         return NULL;
-    char *buf = read_input(f, &st, !S_ISREG(st.st_mode), max_bytes, len);
-    int e = errno;
+    char *buf = read_stream(f, max_bytes, len);
+    int e = errno, fd = path_fd(path);
     fclose(f);
+    if (buf && !S_ISREG(st.st_mode) && fd >= 0)
+        keep_bytes(fd, buf, *len);
     errno = e;
     return buf;
 }
@@ -267,10 +240,13 @@ char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
         errno = e;
         return NULL;
     }
-    /* a descriptor is read from where it stands: even a regular file is read once */
-    char *buf = read_input(f, &st, true, max_bytes, len);
+    if (S_ISREG(st.st_mode))
+        rewind(f); /* the whole file, however often it is read */
+    char *buf = read_stream(f, max_bytes, len);
     int e = errno;
     fclose(f);
+    if (buf && !S_ISREG(st.st_mode))
+        keep_bytes(fd, buf, *len);
     errno = e;
     return buf;
 }

@@ -40,9 +40,10 @@ int fs_write_all(const char *path, const void *data, size_t len);
 char *fs_read_all(const char *path, size_t max_bytes, size_t *len);
 /* The same from the open descriptor 'fd' (left open), e.g. standard input. */
 char *fs_read_fd(int fd, size_t max_bytes, size_t *len);
-/* A pipe, a FIFO, a socket or standard input is read once: a later read of
- * the same one (by descriptor or by a path such as /dev/fd/63, which
- * `<(...)` gives) returns a copy of the same bytes. */
+/* A pipe (standard input, or /dev/fd/63 as `<(...)` gives) is read once: its
+ * bytes go to a temporary file put in its place at the same descriptor, so a
+ * later read of the descriptor or of that path gets the same bytes (a named
+ * FIFO elsewhere is read as it comes). A regular file is read whole each time. */
 
 /* Copies the file 'src' to 'dst' atomically (fs_atomic_open), refusing what
  * fs_read_all refuses. Returns 0, or -1 with errno (EFBIG past 'max_bytes'),

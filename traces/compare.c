@@ -210,11 +210,17 @@ static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, 
 }
 
 /* The rows of a sweep sorted for pairing: by their values when the two
- * sweeps have the same keys, else by point (then position). */
+ * sweeps have the same keys, else by point (then position). Each row gets
+ * its key: the values joined by a unit separator, or the point. */
+struct keyed_row {
+    char *key; /* owned; NULL: by point */
+    int point, at;
+    const struct table_row *row;
+};
+
 struct row_index {
-    const struct table *t;
-    bool by_values;
-    const struct table_row **row; /* sorted */
+    int n;
+    struct keyed_row *r; /* sorted */
 };
 
 static bool same_keys(const struct table *ta, const struct table *tb)
@@ -225,54 +231,65 @@ static bool same_keys(const struct table *ta, const struct table *tb)
     return same;
 }
 
-static int row_key_cmp(const struct table *t, bool by_values, const struct table_row *a,
-                       const struct table_row *b)
+static struct keyed_row keyed(const struct table *t, const struct table_row *r, int at,
+                              bool by_values)
 {
-    if (!by_values)
-        return (a->point > b->point) - (a->point < b->point);
-    for (int k = 0; k < t->nkeys; k++) {
-        int c = strcmp(a->values[k], b->values[k]);
-        if (c)
-            return c;
+    struct keyed_row k = {NULL, r->point, at, r};
+    for (int i = 0; by_values && i < t->nkeys; i++) {
+        char *n = xasprintf("%s%s%s", k.key ? k.key : "", i ? "\x1f" : "", r->values[i]);
+        free(k.key);
+        k.key = n;
     }
-    return 0;
+    if (by_values && !k.key)
+        k.key = xstrdup("");
+    return k;
 }
 
-static const struct row_index *sort_ix; /* qsort's comparator has no context argument */
-
-static int row_ptr_cmp(const void *x, const void *y)
+static int key_cmp(const struct keyed_row *a, const struct keyed_row *b)
 {
-    const struct table_row *a = *(const struct table_row *const *)x;
-    const struct table_row *b = *(const struct table_row *const *)y;
-    int c = row_key_cmp(sort_ix->t, sort_ix->by_values, a, b);
-    return c ? c : (a > b) - (a < b); /* then the first in the file */
+    return a->key ? strcmp(a->key, b->key) : (a->point > b->point) - (a->point < b->point);
+}
+
+static int keyed_cmp(const void *x, const void *y)
+{
+    const struct keyed_row *a = x, *b = y;
+    int c = key_cmp(a, b);
+    return c ? c : (a->at > b->at) - (a->at < b->at); /* then the first in the file */
 }
 
 static void row_index_init(struct row_index *ix, const struct table *t, bool by_values)
 {
-    ix->t = t;
-    ix->by_values = by_values;
-    ix->row = xcalloc((size_t)t->nrows + 1, sizeof *ix->row);
+    ix->n = t->nrows;
+    ix->r = xcalloc((size_t)t->nrows + 1, sizeof *ix->r);
     for (int i = 0; i < t->nrows; i++)
-        ix->row[i] = &t->rows[i];
-    sort_ix = ix;
-    qsort(ix->row, (size_t)t->nrows, sizeof *ix->row, row_ptr_cmp);
-    sort_ix = NULL;
+        ix->r[i] = keyed(t, &t->rows[i], i, by_values);
+    qsort(ix->r, (size_t)ix->n, sizeof *ix->r, keyed_cmp);
 }
 
-/* The first row of the index that pairs with 'r' (of a table with the same keys), or NULL. */
-static const struct table_row *match_row(const struct row_index *ix, const struct table_row *r)
+static void row_index_fini(struct row_index *ix)
 {
-    int lo = 0, hi = ix->t->nrows;
+    for (int i = 0; i < ix->n; i++)
+        free(ix->r[i].key);
+    free(ix->r);
+}
+
+/* The first row of the index that pairs with row 'r' of table 't', or NULL. */
+static const struct table_row *match_row(const struct row_index *ix, const struct table *t,
+                                         const struct table_row *r, bool by_values)
+{
+    struct keyed_row want = keyed(t, r, 0, by_values);
+    int lo = 0, hi = ix->n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (row_key_cmp(ix->t, ix->by_values, ix->row[mid], r) < 0)
+        if (key_cmp(&ix->r[mid], &want) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < ix->t->nrows && !row_key_cmp(ix->t, ix->by_values, ix->row[lo], r) ? ix->row[lo]
-                                                                                    : NULL;
+    const struct table_row *found = lo < ix->n && !key_cmp(&ix->r[lo], &want) ? ix->r[lo].row
+                                                                              : NULL;
+    free(want.key);
+    return found;
 }
 
 static void row_label(char *buf, size_t n, const struct table *t, const struct table_row *r)
@@ -305,7 +322,7 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
     row_index_init(&ia, &ta, by_values);
     row_index_init(&ib, &tb, by_values);
     for (int i = 0; i < ta.nrows; i++) {
-        const struct table_row *r = &ta.rows[i], *s = match_row(&ib, r);
+        const struct table_row *r = &ta.rows[i], *s = match_row(&ib, &ta, r, by_values);
         row_label(label, sizeof label, &ta, r);
         fprintf(out, "%-*.*s", w, w, label);
         if (s && r->status == TABLE_OK && s->status == TABLE_OK)
@@ -316,7 +333,7 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
                 s ? table_status_name(s->status) : "(missing)");
     }
     for (int i = 0; i < tb.nrows; i++) {
-        if (match_row(&ia, &tb.rows[i]))
+        if (match_row(&ia, &tb, &tb.rows[i], by_values))
             continue;
         row_label(label, sizeof label, &tb, &tb.rows[i]);
         fprintf(out, "%-*.*s  (only in %s: %s)\n", w, w, label, lb,
@@ -328,8 +345,8 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
         delta_cols(out, la, lb, ta.rows[ba].time_s, tb.rows[bb].time_s);
         fprintf(out, "  point %d -> point %d\n", ta.rows[ba].point, tb.rows[bb].point);
     }
-    free(ia.row);
-    free(ib.row);
+    row_index_fini(&ia);
+    row_index_fini(&ib);
     table_fini(&ta);
     table_fini(&tb);
 }
