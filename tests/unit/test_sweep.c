@@ -1500,6 +1500,19 @@ static void test_sweep_shards_merge_to_the_same_bytes(void **state)
     assert_non_null(strstr(text, "is a shard of another sweep than"));
     assert_non_null(strstr(text, "(spec_hash differs)"));
     free(text);
+    /* issue 32.7's class: a point's log.txt planted as a link to /dev/zero is refused at
+     * once (every input is read by the one opener), not copied until the disk is full */
+    char *log0 = xasprintf("%s/points/0000/log.txt", s0), *mg2 = path_in("sh_merged2");
+    unlink(log0);
+    assert_int_equal(symlink("/dev/zero", log0), 0);
+    const char *m5[] = {"sweep", "merge", mg2, s0, s1, s2, NULL};
+    assert_int_equal(run_bin(m5, out, err, false), 1);
+    text = read_all(err);
+    assert_non_null(strstr(text, "/points/0000/log.txt: expected a regular file, got a device"));
+    free(text);
+    unlink(log0);
+    free(mg2);
+    free(log0);
     free(other);
     free(tr);
     free(cmd);
