@@ -21,6 +21,7 @@ struct json {
     double num;
     char *str;          /* JSON_STR, owned, UTF-8 */
     int n;              /* JSON_ARR items or JSON_OBJ members */
+    size_t cap;         /* room in 'kids' (and 'keys'): grown by doubling */
     char **keys;        /* JSON_OBJ, owned */
     struct json **kids; /* owned */
 };
