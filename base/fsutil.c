@@ -1,4 +1,5 @@
 /* base/fsutil.c -- atomic writes, whole-file reads, mkdir -p. */
+#define _GNU_SOURCE /* fopencookie: a stream that keeps the errno of a failed write */
 #include "base/fsutil.h"
 
 #include <dirent.h>
@@ -22,6 +23,40 @@ static mode_t file_mode(void)
     return 0666 & ~m;
 }
 
+/* Under an atomic write's stream: write() in full, and the errno of the
+ * first one that failed (a stream's error flag keeps none). */
+struct fs_sink {
+    int fd;
+    int err;
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    struct fs_sink *s = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(s->fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (!s->err)
+                s->err = k < 0 ? errno : ENOSPC;
+            break; /* a short count sets the stream's error flag */
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie)
+{
+    struct fs_sink *s = cookie;
+    if (close(s->fd) != 0 && !s->err)
+        s->err = errno;
+    s->fd = -1;
+    return s->err ? -1 : 0;
+}
+
 int fs_atomic_open(struct fs_atomic *a, const char *path)
 {
     memset(a, 0, sizeof *a);
@@ -34,15 +69,21 @@ int fs_atomic_open(struct fs_atomic *a, const char *path)
         return -1;
     }
     fchmod(fd, file_mode());
-    a->f = fdopen(fd, "w");
+    struct fs_sink *sink = xcalloc(1, sizeof *sink);
+    sink->fd = fd;
+    cookie_io_functions_t io = {.write = sink_write, .close = sink_close};
+    a->f = fopencookie(sink, "w", io);
     if (!a->f) {
         int e = errno;
         close(fd);
         unlink(tmp);
         free(tmp);
+        free(sink);
         errno = e;
         return -1;
     }
+    setvbuf(a->f, NULL, _IOFBF, (size_t)1 << 16);
+    a->sink = sink;
     a->tmp = tmp;
     a->path = xstrdup(path);
     return 0;
@@ -52,22 +93,23 @@ static void release(struct fs_atomic *a)
 {
     free(a->tmp);
     free(a->path);
+    free(a->sink);
     memset(a, 0, sizeof *a);
 }
 
 int fs_atomic_commit(struct fs_atomic *a)
 {
-    int bad = ferror(a->f);
-    int e = bad ? EIO : 0;
-    if (fclose(a->f) != 0 && !bad)
-        bad = 1, e = errno;
-    if (!bad && rename(a->tmp, a->path) != 0)
-        bad = 1, e = errno;
-    if (bad)
+    int bad = ferror(a->f) != 0;
+    if (fclose(a->f) != 0)
+        bad = 1;
+    int e = a->sink->err ? a->sink->err : bad ? EIO : 0;
+    if (!e && rename(a->tmp, a->path) != 0)
+        e = errno;
+    if (e)
         unlink(a->tmp);
     release(a);
     errno = e;
-    return bad ? -1 : 0;
+    return e ? -1 : 0;
 }
 
 void fs_atomic_abort(struct fs_atomic *a)
@@ -112,27 +154,83 @@ static char *read_stream(FILE *f, size_t max_bytes, size_t *len)
     return buf;
 }
 
-char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+/* Opens 'path' for reading and fills '*st'; NULL with errno, EISDIR for a
+ * directory, ENODEV for a device (/dev/zero, a disk, a terminal: never an
+ * input file). Every file tpusim reads is opened here. */
+static FILE *open_input(const char *path, struct stat *st)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    struct stat st;
     int e = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
-        e = EISDIR;
-    else if (fstat(fileno(f), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
-        e = ENODEV; /* /dev/zero, a disk, a terminal: never a config file */
-    char *buf = e ? NULL : read_stream(f, max_bytes, len);
-    if (!buf && !e)
+    if (fstat(fileno(f), st) != 0)
         e = errno;
+    else if (S_ISDIR(st->st_mode))
+        e = EISDIR;
+    else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+        e = ENODEV;
+    if (e) {
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
+    return f;
+}
+
+/* ---- inputs read once: pipes, sockets, standard input ---- */
+
+/* The descriptor 'path' names ("/dev/stdin": 0, "/dev/fd/N", "/proc/self/fd/N":
+ * N, as `<(...)` gives), or -1. */
+static int path_fd(const char *path)
+{
+    if (!strcmp(path, "/dev/stdin"))
+        return 0;
+    const char *n = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                    : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                           : NULL;
+    char *end;
+    long fd = n && *n >= '0' && *n <= '9' ? strtol(n, &end, 10) : -1;
+    return fd >= 0 && fd < 1 << 20 && !*end ? (int)fd : -1;
+}
+
+/* Puts the 'len' bytes read from the pipe under descriptor 'fd' into a
+ * temporary file that takes the pipe's place at 'fd': the next read of 'fd'
+ * (or of its /dev/fd path) reads the same bytes again. The state lives in the
+ * descriptor table, not in a global. Without a temporary file, nothing. */
+static void keep_bytes(int fd, const char *buf, size_t len)
+{
+    FILE *t = tmpfile();
+    if (!t)
+        return;
+    if (fwrite(buf, 1, len, t) == len && fflush(t) == 0)
+        dup2(fileno(t), fd);
+    fclose(t);
+}
+
+char *fs_read_all(const char *path, size_t max_bytes, size_t *len)
+{
+    struct stat st;
+    FILE *f = open_input(path, &st);
+    if (!f)
+        return NULL;
+    char *buf = read_stream(f, max_bytes, len);
+    int e = errno, fd = path_fd(path);
     fclose(f);
+    if (buf && !S_ISREG(st.st_mode) && fd >= 0)
+        keep_bytes(fd, buf, *len);
     errno = e;
     return buf;
 }
 
 char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return NULL;
+    if (S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return NULL;
+    }
     int dup_fd = dup(fd);
     FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "rb") : NULL;
     if (!f) {
@@ -142,11 +240,49 @@ char *fs_read_fd(int fd, size_t max_bytes, size_t *len)
         errno = e;
         return NULL;
     }
+    if (S_ISREG(st.st_mode))
+        rewind(f); /* the whole file, however often it is read */
     char *buf = read_stream(f, max_bytes, len);
     int e = errno;
     fclose(f);
+    if (buf && !S_ISREG(st.st_mode))
+        keep_bytes(fd, buf, *len);
     errno = e;
     return buf;
+}
+
+int fs_copy_file(const char *src, const char *dst, size_t max_bytes)
+{
+    struct stat st;
+    FILE *in = open_input(src, &st);
+    if (!in)
+        return -1;
+    struct fs_atomic a;
+    if (fs_atomic_open(&a, dst) != 0) {
+        int e = errno;
+        fclose(in);
+        errno = e;
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t k, total = 0;
+    int e = 0;
+    while (!e && (k = fread(buf, 1, sizeof buf, in)) > 0) {
+        total += k;
+        if (total > max_bytes)
+            e = EFBIG;
+        else if (fwrite(buf, 1, k, a.f) != k)
+            e = errno ? errno : EIO;
+    }
+    if (!e && ferror(in))
+        e = errno ? errno : EIO;
+    fclose(in);
+    if (e) {
+        fs_atomic_abort(&a);
+        errno = e;
+        return -1;
+    }
+    return fs_atomic_commit(&a);
 }
 
 void fs_read_error(int err, size_t max_bytes, char *msg, size_t n)
@@ -315,3 +451,4 @@ void fs_dir_unlock(const char *dir, int fd)
     close(fd);
     free(path);
 }
+

@@ -10,16 +10,21 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct fs_sink;
+
 struct fs_atomic {
-    FILE *f;    /* write here */
-    char *tmp;  /* owned: the temporary file ("<path>.tmp.XXXXXX") */
-    char *path; /* owned: the target */
+    FILE *f;              /* write here */
+    char *tmp;            /* owned: the temporary file ("<path>.tmp.XXXXXX") */
+    char *path;           /* owned: the target */
+    struct fs_sink *sink; /* owned: under 'f', keeps the errno of the first failed write */
 };
 
 /* Opens a new temporary file for 'path'. Returns 0, or -1 with errno. */
 int fs_atomic_open(struct fs_atomic *a, const char *path);
 /* Closes the temporary file and renames it onto the target. On a write,
- * close or rename error removes the temporary and returns -1 with errno.
+ * close or rename error removes the temporary and returns -1 with errno:
+ * that of the first write that failed (ENOSPC on a full disk, EFBIG past a
+ * file size limit), never a generic EIO.
  * Either way 'a' is released. */
 int fs_atomic_commit(struct fs_atomic *a);
 /* Closes and removes the temporary file; releases 'a'. */
@@ -35,6 +40,15 @@ int fs_write_all(const char *path, const void *data, size_t len);
 char *fs_read_all(const char *path, size_t max_bytes, size_t *len);
 /* The same from the open descriptor 'fd' (left open), e.g. standard input. */
 char *fs_read_fd(int fd, size_t max_bytes, size_t *len);
+/* A pipe (standard input, or /dev/fd/63 as `<(...)` gives) is read once: its
+ * bytes go to a temporary file put in its place at the same descriptor, so a
+ * later read of the descriptor or of that path gets the same bytes (a named
+ * FIFO elsewhere is read as it comes). A regular file is read whole each time. */
+
+/* Copies the file 'src' to 'dst' atomically (fs_atomic_open), refusing what
+ * fs_read_all refuses. Returns 0, or -1 with errno (EFBIG past 'max_bytes'),
+ * leaving 'dst' as it was. */
+int fs_copy_file(const char *src, const char *dst, size_t max_bytes);
 /* Writes what a failed read's 'err' means to 'msg' (size 'n'): "file is
  * larger than the limit of 16 MiB" ('max_bytes'), "expected a file, got a
  * directory", "expected a regular file, got a device", or strerror. */

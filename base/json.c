@@ -41,12 +41,52 @@ static struct json *jnew(enum json_type t)
     return j;
 }
 
+/* Appends 'kid' (and its member name 'key'): the arrays double, so a summary
+ * of 50k ops is read in linear time whatever the allocator's realloc does. */
 static void jadd(struct json *j, char *key, struct json *kid)
 {
-    j->kids = xrealloc(j->kids, sizeof *j->kids * (size_t)(j->n + 1));
-    if (j->type == JSON_OBJ)
-        j->keys = xrealloc(j->keys, sizeof *j->keys * (size_t)(j->n + 1)), j->keys[j->n] = key;
+    size_t cap = j->cap;
+    xgrow(&j->kids, &j->cap, (size_t)j->n + 1, sizeof *j->kids);
+    if (j->type == JSON_OBJ) {
+        xgrow(&j->keys, &cap, (size_t)j->n + 1, sizeof *j->keys);
+        j->keys[j->n] = key;
+    }
     j->kids[j->n++] = kid;
+}
+
+/* The length (1-4) of the valid UTF-8 sequence at 's' (at most 'n' bytes),
+ * or 0: a stray tail byte, a lead byte without its tail, an overlong form,
+ * a UTF-16 surrogate or a code point past U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    if (!n)
+        return 0;
+    if (s[0] < 0x80)
+        return 1;
+    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+                 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (s[0] == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (s[0] == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (s[0] == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (s[0] == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
+    return s[1] >= lo && s[1] <= hi ? len : 0;
+}
+
+size_t json_utf8_seq(const char *s, size_t n)
+{
+    return utf8_seq((const unsigned char *)s, n);
 }
 
 static void put_utf8(char *out, size_t *o, unsigned long c)
@@ -99,6 +139,8 @@ static int jp_escape(struct jp *p, char *out, size_t *o)
         if (hex4(p, &lo) || lo < 0xdc00 || lo > 0xdfff)
             return -1;
         c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+    } else if (c >= 0xdc00 && c <= 0xdfff) {
+        return -1; /* a low surrogate alone */
     }
     put_utf8(out, o, c);
     return 0;
@@ -116,7 +158,18 @@ static char *jp_string(struct jp *p)
             jp_fail(p, "control character in a string");
             break;
         }
-        if (c != '\\')
+        size_t len = (unsigned char)c < 0x80 ? 1 : utf8_seq((const unsigned char *)p->s + p->i - 1,
+                                                            p->n - p->i + 1);
+        if (!len) {
+            jp_fail(p, "a string that is not UTF-8");
+            break;
+        }
+        if (len > 1) {
+            xgrow(&out, &cap, o + len + 8, 1);
+            memcpy(out + o, p->s + p->i - 1, len);
+            o += len;
+            p->i += len - 1;
+        } else if (c != '\\')
             out[o++] = c;
         else if (p->i >= p->n || jp_escape(p, out, &o) != 0) {
             jp_fail(p, "bad escape in a string");
@@ -302,7 +355,8 @@ void json_write_string(FILE *f, const char *s)
 {
     s = s ? s : "";
     size_t plain = 0; /* the common case, nothing to escape: one write */
-    while (s[plain] && s[plain] != '"' && s[plain] != '\\' && (unsigned char)s[plain] >= 0x20)
+    while (s[plain] && s[plain] != '"' && s[plain] != '\\' && (unsigned char)s[plain] >= 0x20 &&
+           (unsigned char)s[plain] < 0x80)
         plain++;
     if (!s[plain]) {
         fputc('"', f);
@@ -311,8 +365,15 @@ void json_write_string(FILE *f, const char *s)
         return;
     }
     fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
+    const unsigned char *c = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (*c) {
+        size_t len = utf8_seq(c, left);
+        if (len > 1)
+            fwrite(c, 1, len, f);
+        else if (!len)
+            fputs("\\ufffd", f); /* a byte that is not UTF-8 (a file name's): U+FFFD */
+        else if (*c == '"' || *c == '\\')
             fprintf(f, "\\%c", *c);
         else if (*c == '\n')
             fputs("\\n", f);
@@ -322,7 +383,9 @@ void json_write_string(FILE *f, const char *s)
             fprintf(f, "\\u%04x", *c);
         else
             fputc(*c, f);
+        len = len ? len : 1;
+        c += len;
+        left -= len;
     }
     fputc('"', f);
 }
-

@@ -1,6 +1,7 @@
 /* base/json.h -- the one JSON string writer and a small RFC 8259 reader.
  * Every JSON file tpusim writes escapes strings with json_write_string (one
- * rule: \" \\ \n \t, other control characters as \u00XX); summary.json and
+ * rule: \" \\ \n \t, other control characters as \u00XX, a byte that is not
+ * UTF-8 as \ufffd; the reader refuses text that is not UTF-8); summary.json and
  * sweep.json are read back with json_parse (compare, --resume, sweep merge). */
 #ifndef TPUSIM_BASE_JSON_H
 #define TPUSIM_BASE_JSON_H
@@ -20,6 +21,7 @@ struct json {
     double num;
     char *str;          /* JSON_STR, owned, UTF-8 */
     int n;              /* JSON_ARR items or JSON_OBJ members */
+    size_t cap;         /* room in 'kids' (and 'keys'): grown by doubling */
     char **keys;        /* JSON_OBJ, owned */
     struct json **kids; /* owned */
 };
@@ -35,6 +37,12 @@ const struct json *json_get(const struct json *o, const char *key);
 /* The number / string member 'key' of 'o', or 'dflt' when absent or of another type. */
 double json_num(const struct json *o, const char *key, double dflt);
 const char *json_str(const struct json *o, const char *key, const char *dflt);
+
+/* The length (1-4) of the valid UTF-8 sequence at 's' (at most 'n' bytes),
+ * or 0 for a byte that starts none (a stray tail byte, a lead byte without
+ * its tail, an overlong form, a surrogate, past U+10FFFF). Every text output
+ * writes U+FFFD in place of such a byte. */
+size_t json_utf8_seq(const char *s, size_t n);
 
 /* Writes 's' (NULL: "") as a JSON string literal to 'f'. */
 void json_write_string(FILE *f, const char *s);

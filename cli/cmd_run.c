@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "base/fmt.h"
+#include "base/fsutil.h"
 #include "base/units.h"
 #include "base/xalloc.h"
 #include "study/autotune.h"
@@ -184,14 +186,11 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
     return 0;
 }
 
-/* Loads the scenario and gives its `block: auto` ops their blocks; '*st'
- * (may be NULL) gets what the search took. */
-static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct autotune_stats *st)
+/* Gives the `block: auto` ops of the loaded scenario their blocks; '*st'
+ * (may be NULL) gets what the search took. Frees 'sc' on failure. */
+static int resolve_blocks(struct cli *c, struct cfg_scenario *sc, struct diag *d,
+                          struct autotune_stats *st)
 {
-    if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
-        diag_print(d, stderr);
-        return 2;
-    }
     spmd_fold(sc, sc->all_chips);
     struct autotune_cache *cache = autotune_cache_new();
     struct autotune_opts ao = {.sg_argc = c->sg_argc, .sg_argv = c->sg_argv};
@@ -206,15 +205,71 @@ static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct a
     return rc;
 }
 
+/* Loads the scenario and gives its `block: auto` ops their blocks. */
+static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct autotune_stats *st)
+{
+    if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
+        diag_print(d, stderr);
+        return 2;
+    }
+    return resolve_blocks(c, sc, d, st);
+}
+
+/* A run's output directory, locked before any work. */
+struct out_lock {
+    char *dir; /* owned */
+    int fd;    /* -1: not held */
+    bool made; /* the run made the directory */
+};
+
+/* Makes and locks 'dir'. Returns 0, or 1 after printing why not (busy). */
+static int lock_out(struct out_lock *lk, const char *dir, struct diag *d)
+{
+    lk->dir = xstrdup(dir);
+    lk->made = !fs_exists(dir);
+    lk->fd = outputs_dir_lock(dir, d);
+    if (lk->fd >= 0)
+        return 0;
+    diag_print(d, stderr);
+    return 1;
+}
+
+/* Drops the lock; a directory the run made stays only when it wrote to it ('rc' 0). */
+static void unlock_out(struct out_lock *lk, int rc)
+{
+    if (!lk->dir)
+        return;
+    fs_dir_unlock(lk->dir, lk->fd);
+    if (rc != 0 && lk->made)
+        rmdir(lk->dir); /* only if empty */
+    free(lk->dir);
+    lk->dir = NULL;
+}
+
 static int run_scenario(struct cli *c)
 {
     struct diag *d = diag_new();
     struct cfg_scenario sc;
-    int rc = load(c, &sc, d, NULL);
+    struct out_lock lk = {NULL, -1, false};
+    /* the lock comes first: a second run into the directory is refused from the start; the
+     * default directory (out/NAME) is known once the scenario is read, before the block search */
+    int rc = c->out_dir ? lock_out(&lk, c->out_dir, d) : 0;
+    if (rc == 0 && cfg_load_scenario(c->scenario, c->sets, c->nsets, &sc, d) != 0) {
+        diag_print(d, stderr);
+        rc = 2;
+    }
+    if (rc == 0 && !c->out_dir) {
+        char *def = xasprintf("out/%s", sc.name);
+        if ((rc = lock_out(&lk, def, d)) != 0)
+            cfg_scenario_fini(&sc);
+        free(def);
+    }
+    if (rc == 0)
+        rc = resolve_blocks(c, &sc, d, NULL);
     if (rc == 0) {
-        char *dir = c->out_dir ? xstrdup(c->out_dir) : xasprintf("out/%s", sc.name);
+        char *dir = xstrdup(lk.dir);
         struct sim_opts o = c->trace;
-        o.out_dir = dir, o.sg_argc = c->sg_argc, o.sg_argv = c->sg_argv;
+        o.out_dir = dir, o.out_locked = true, o.sg_argc = c->sg_argc, o.sg_argv = c->sg_argv;
         o.max_steps = c->max_steps, o.max_memory_bytes = c->max_memory;
         o.command = c->command;
         struct summary s = {0};
@@ -230,6 +285,7 @@ static int run_scenario(struct cli *c)
         free(dir);
         cfg_scenario_fini(&sc);
     }
+    unlock_out(&lk, rc);
     diag_free(d);
     return rc;
 }

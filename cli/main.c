@@ -1,6 +1,7 @@
 /* cli/main.c -- the tpusim command line: dispatch only (cli/cli.h).
  * Exit codes: 0 ok, 1 runtime failure, 2 bad input (usage, YAML, rules),
  * 130 interrupted. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,18 @@ static const struct {
     {"compare", cmd_compare},   {"expand", cmd_expand},
 };
 
+/* A command's exit status once its standard output is flushed: output lost
+ * to a full disk (`> /dev/full`) is a failure, with the system's reason. */
+static int flush_stdout(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "tpusim: cannot write the standard output: %s\n",
+            errno ? strerror(errno) : "write error");
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -69,11 +82,11 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
-        return 0;
+        return flush_stdout(0);
     }
     if (!strcmp(cmd, "--version")) {
         printf("tpusim %s\n", TPUSIM_VERSION);
-        return 0;
+        return flush_stdout(0);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name) != 0)
@@ -83,7 +96,7 @@ int main(int argc, char **argv)
             fflush(NULL);
             _exit(rc);
         }
-        return rc;
+        return flush_stdout(rc);
     }
     return cli_usage_error("unknown command");
 }

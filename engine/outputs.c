@@ -161,32 +161,32 @@ static int dir_error(struct diag *d, const char *dir, const char *what)
     return -1;
 }
 
-static int lock_out(struct outputs_dir *od, struct diag *d)
+int outputs_dir_lock(const char *out, struct diag *d)
 {
-    if (fs_mkdirs(od->out) != 0)
-        return dir_error(d, od->out, "cannot create output directory");
+    if (fs_mkdirs(out) != 0)
+        return dir_error(d, out, "cannot create output directory");
     char holder[96];
-    od->lock_fd = fs_dir_lock(od->out, "run", holder, sizeof holder);
-    if (od->lock_fd < 0 && errno == EWOULDBLOCK) {
-        struct diag_loc loc = {od->out, 0, 0};
+    int fd = fs_dir_lock(out, "run", holder, sizeof holder);
+    if (fd < 0 && errno == EWOULDBLOCK) {
+        struct diag_loc loc = {out, 0, 0};
         diag_error(d, &loc, NULL,
                    "in use by another %s: wait for it to finish, or write to another "
                    "directory with -o",
                    holder);
         return -1;
     }
-    if (od->lock_fd < 0)
-        return dir_error(d, od->out, "cannot create the lock file " FS_LOCK_NAME);
-    fs_remove_stages(od->out); /* a killed run's: the lock is ours */
-    return 0;
+    if (fd < 0)
+        return dir_error(d, out, "cannot create the lock file " FS_LOCK_NAME);
+    fs_remove_stages(out); /* a killed run's: the lock is ours */
+    return fd;
 }
 
-int outputs_dir_open(struct outputs_dir *od, const char *out, struct diag *d)
+static int open_dir(struct outputs_dir *od, const char *out, bool locked, struct diag *d)
 {
     od->out = out ? xstrdup(out) : NULL;
     od->stage = NULL;
     od->lock_fd = -1;
-    if (out && lock_out(od, d) != 0) {
+    if (out && !locked && (od->lock_fd = outputs_dir_lock(out, d)) < 0) {
         outputs_dir_close(od);
         return -1;
     }
@@ -201,6 +201,16 @@ int outputs_dir_open(struct outputs_dir *od, const char *out, struct diag *d)
     }
     od->stage = tmpl;
     return 0;
+}
+
+int outputs_dir_open(struct outputs_dir *od, const char *out, struct diag *d)
+{
+    return open_dir(od, out, false, d);
+}
+
+int outputs_dir_open_locked(struct outputs_dir *od, const char *out, struct diag *d)
+{
+    return open_dir(od, out, true, d);
 }
 
 char *outputs_dir_staged(const struct outputs_dir *od, const char *name)

@@ -35,6 +35,13 @@ struct outputs_dir {
  * Returns 0, or -1 with a message in 'd' (busy: "DIR: in use by another run
  * (pid N)"). */
 int outputs_dir_open(struct outputs_dir *od, const char *out, struct diag *d);
+/* The same when the caller holds the lock of 'out' already (outputs_dir_lock):
+ * it stays the caller's to drop. */
+int outputs_dir_open_locked(struct outputs_dir *od, const char *out, struct diag *d);
+/* Makes and locks 'out' before any work (a run into it is refused from the
+ * start, not once the scenario is loaded), removing stages killed runs left.
+ * Returns the lock's descriptor, or -1 with a message in 'd'. */
+int outputs_dir_lock(const char *out, struct diag *d);
 /* The path of file 'name' in the stage. New string. */
 char *outputs_dir_staged(const struct outputs_dir *od, const char *name);
 /* Moves the staged files into the output directory: the previous

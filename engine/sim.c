@@ -602,7 +602,9 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     struct outputs_dir od;
-    char *plat = outputs_dir_open(&od, o->out_dir, d) == 0 ? platform_path(sc, &od, d) : NULL;
+    int opened = o->out_locked ? outputs_dir_open_locked(&od, o->out_dir, d)
+                               : outputs_dir_open(&od, o->out_dir, d);
+    char *plat = opened == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
         free(plat);
         outputs_dir_close(&od);

@@ -16,6 +16,8 @@
 
 struct sim_opts {
     const char *out_dir;     /* where trace.json, summary.json, platform.xml go; NULL: none */
+    bool out_locked;         /* the caller holds out_dir's lock (outputs_dir_lock, taken
+                                before loading: a second run is refused from the start) */
     int sg_argc;             /* extra SimGrid flags, e.g. --cfg=contexts/factory:thread */
     char **sg_argv;
     size_t max_trace_events; /* 0: TRACE_DEFAULT_MAX_EVENTS */

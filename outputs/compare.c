@@ -100,12 +100,71 @@ static void delta_cols(FILE *out, const char *la, const char *lb, double a, doub
         fprintf(out, " %9s", "-");
 }
 
-static const struct json *find_op(const struct json *ops, const char *name, int i)
+/* ---------------- indexes: pairing in n log n ---------------- */
+
+/* The ops of a summary sorted by name (then position): pairing two
+ * summaries of 50k ops compared every name with every other (minutes). */
+struct op_index {
+    const struct json *ops;
+    int n;
+    const char **name; /* per sorted entry */
+    int *at;           /* its position in 'ops' */
+};
+
+struct named {
+    const char *name;
+    int at;
+};
+
+static int named_cmp(const void *x, const void *y)
 {
-    for (int k = 0; k < ops->n; k++)
-        if (!strcmp(json_str(ops->kids[k], "name", ""), name))
-            return ops->kids[k];
-    return i < ops->n && !json_get(ops->kids[i], "name") ? ops->kids[i] : NULL;
+    const struct named *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+static void op_index_init(struct op_index *ix, const struct json *ops)
+{
+    ix->ops = ops;
+    ix->n = ops && ops->type == JSON_ARR ? ops->n : 0;
+    struct named *v = xcalloc((size_t)ix->n + 1, sizeof *v);
+    for (int i = 0; i < ix->n; i++)
+        v[i] = (struct named){json_str(ops->kids[i], "name", ""), i};
+    qsort(v, (size_t)ix->n, sizeof *v, named_cmp);
+    ix->name = xcalloc((size_t)ix->n + 1, sizeof *ix->name);
+    ix->at = xcalloc((size_t)ix->n + 1, sizeof *ix->at);
+    for (int i = 0; i < ix->n; i++)
+        ix->name[i] = v[i].name, ix->at[i] = v[i].at;
+    free(v);
+}
+
+static void op_index_fini(struct op_index *ix)
+{
+    free(ix->name);
+    free(ix->at);
+}
+
+/* The first sorted entry named 'name' (the first in the file), or -1. */
+static int op_index_find(const struct op_index *ix, const char *name)
+{
+    int lo = 0, hi = ix->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->name[mid], name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && !strcmp(ix->name[lo], name) ? lo : -1;
+}
+
+/* The op named 'name', else op 'i' when it has no name. */
+static const struct json *find_op(const struct op_index *ix, const char *name, int i)
+{
+    int k = op_index_find(ix, name);
+    if (k >= 0)
+        return ix->ops->kids[ix->at[k]];
+    return i < ix->n && !json_get(ix->ops->kids[i], "name") ? ix->ops->kids[i] : NULL;
 }
 
 static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, FILE *out)
@@ -117,10 +176,13 @@ static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, 
             json_str(b->j, "scenario", "?"), json_str(b->j, "chip", "?"));
     fprintf(out, "%-24s %-16s", "op", "kind");
     delta_head(out, la, lb, "bound");
+    struct op_index ia, ib;
+    op_index_init(&ia, oa);
+    op_index_init(&ib, ob);
     for (int i = 0; oa && i < oa->n; i++) {
         const struct json *x = oa->kids[i];
         const char *name = json_str(x, "name", "?");
-        const struct json *y = ob ? find_op(ob, name, i) : NULL;
+        const struct json *y = ob ? find_op(&ib, name, i) : NULL;
         fprintf(out, "%-24.24s %-16.16s", name, json_str(x, "kind", ""));
         if (y) {
             delta_cols(out, la, lb, json_num(x, "time_s", 0), json_num(y, "time_s", 0));
@@ -133,34 +195,101 @@ static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, 
     }
     for (int i = 0; ob && i < ob->n; i++) {
         const char *name = json_str(ob->kids[i], "name", "?");
-        if (oa && find_op(oa, name, i))
+        if (oa && find_op(&ia, name, i))
             continue;
         char tb[32];
         table_format_time(tb, sizeof tb, json_num(ob->kids[i], "time_s", 0));
         fprintf(out, "%-24.24s %-16.16s %*s %*s  (only in %s)\n", name,
                 json_str(ob->kids[i], "kind", ""), col_w(la), "-", col_w(lb), tb, lb);
     }
+    op_index_fini(&ia);
+    op_index_fini(&ib);
     fprintf(out, "%-24s %-16s", "total", "");
     delta_cols(out, la, lb, json_num(a->j, "total_time_s", 0), json_num(b->j, "total_time_s", 0));
     fputc('\n', out);
 }
 
-/* Row of 'tb' matching row 'r' of 'ta': same values when the keys agree, else the same point. */
-static const struct table_row *match_row(const struct table *ta, const struct table_row *r,
-                                         const struct table *tb)
+/* The rows of a sweep sorted for pairing: by their values when the two
+ * sweeps have the same keys, else by point (then position). Each row gets
+ * its key: the values joined by a unit separator, or the point. */
+struct keyed_row {
+    char *key; /* owned; NULL: by point */
+    int point, at;
+    const struct table_row *row;
+};
+
+struct row_index {
+    int n;
+    struct keyed_row *r; /* sorted */
+};
+
+static bool same_keys(const struct table *ta, const struct table *tb)
 {
-    bool same_keys = ta->nkeys == tb->nkeys;
-    for (int k = 0; same_keys && k < ta->nkeys; k++)
-        same_keys = !strcmp(ta->keys[k], tb->keys[k]);
-    for (int i = 0; i < tb->nrows; i++) {
-        const struct table_row *s = &tb->rows[i];
-        bool eq = true;
-        for (int k = 0; same_keys && eq && k < ta->nkeys; k++)
-            eq = !strcmp(r->values[k], s->values[k]);
-        if (same_keys ? eq : s->point == r->point)
-            return s;
+    bool same = ta->nkeys == tb->nkeys;
+    for (int k = 0; same && k < ta->nkeys; k++)
+        same = !strcmp(ta->keys[k], tb->keys[k]);
+    return same;
+}
+
+static struct keyed_row keyed(const struct table *t, const struct table_row *r, int at,
+                              bool by_values)
+{
+    struct keyed_row k = {NULL, r->point, at, r};
+    for (int i = 0; by_values && i < t->nkeys; i++) {
+        char *n = xasprintf("%s%s%s", k.key ? k.key : "", i ? "\x1f" : "", r->values[i]);
+        free(k.key);
+        k.key = n;
     }
-    return NULL;
+    if (by_values && !k.key)
+        k.key = xstrdup("");
+    return k;
+}
+
+static int key_cmp(const struct keyed_row *a, const struct keyed_row *b)
+{
+    return a->key ? strcmp(a->key, b->key) : (a->point > b->point) - (a->point < b->point);
+}
+
+static int keyed_cmp(const void *x, const void *y)
+{
+    const struct keyed_row *a = x, *b = y;
+    int c = key_cmp(a, b);
+    return c ? c : (a->at > b->at) - (a->at < b->at); /* then the first in the file */
+}
+
+static void row_index_init(struct row_index *ix, const struct table *t, bool by_values)
+{
+    ix->n = t->nrows;
+    ix->r = xcalloc((size_t)t->nrows + 1, sizeof *ix->r);
+    for (int i = 0; i < t->nrows; i++)
+        ix->r[i] = keyed(t, &t->rows[i], i, by_values);
+    qsort(ix->r, (size_t)ix->n, sizeof *ix->r, keyed_cmp);
+}
+
+static void row_index_fini(struct row_index *ix)
+{
+    for (int i = 0; i < ix->n; i++)
+        free(ix->r[i].key);
+    free(ix->r);
+}
+
+/* The first row of the index that pairs with row 'r' of table 't', or NULL. */
+static const struct table_row *match_row(const struct row_index *ix, const struct table *t,
+                                         const struct table_row *r, bool by_values)
+{
+    struct keyed_row want = keyed(t, r, 0, by_values);
+    int lo = 0, hi = ix->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (key_cmp(&ix->r[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct table_row *found = lo < ix->n && !key_cmp(&ix->r[lo], &want) ? ix->r[lo].row
+                                                                              : NULL;
+    free(want.key);
+    return found;
 }
 
 static void row_label(char *buf, size_t n, const struct table *t, const struct table_row *r)
@@ -188,8 +317,12 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
             a->path, ta.name, ta.nrows, lb, b->path, tb.name, tb.nrows);
     fprintf(out, "%-*s", w, "point");
     delta_head(out, la, lb, "status");
+    struct row_index ia, ib;
+    bool by_values = same_keys(&ta, &tb);
+    row_index_init(&ia, &ta, by_values);
+    row_index_init(&ib, &tb, by_values);
     for (int i = 0; i < ta.nrows; i++) {
-        const struct table_row *r = &ta.rows[i], *s = match_row(&ta, r, &tb);
+        const struct table_row *r = &ta.rows[i], *s = match_row(&ib, &ta, r, by_values);
         row_label(label, sizeof label, &ta, r);
         fprintf(out, "%-*.*s", w, w, label);
         if (s && r->status == TABLE_OK && s->status == TABLE_OK)
@@ -200,7 +333,7 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
                 s ? table_status_name(s->status) : "(missing)");
     }
     for (int i = 0; i < tb.nrows; i++) {
-        if (match_row(&tb, &tb.rows[i], &ta))
+        if (match_row(&ia, &tb, &tb.rows[i], by_values))
             continue;
         row_label(label, sizeof label, &tb, &tb.rows[i]);
         fprintf(out, "%-*.*s  (only in %s: %s)\n", w, w, label, lb,
@@ -212,27 +345,37 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
         delta_cols(out, la, lb, ta.rows[ba].time_s, tb.rows[bb].time_s);
         fprintf(out, "  point %d -> point %d\n", ta.rows[ba].point, tb.rows[bb].point);
     }
+    row_index_fini(&ia);
+    row_index_fini(&ib);
     table_fini(&ta);
     table_fini(&tb);
 }
 
 /* Ops are paired by name (names are unique in a scenario, issue 18.17): a
- * summary with a name twice (edited by hand, or older) is refused. */
+ * summary with a name twice (edited by hand, or older) is refused, naming
+ * the first op whose name an earlier op has, and that earlier op. */
 static int unique_op_names(const struct cmp_input *in, FILE *err)
 {
-    const struct json *ops = json_get(in->j, "ops");
-    for (int i = 0; ops && i < ops->n; i++)
-        for (int k = 0; k < i; k++) {
-            const char *n = json_str(ops->kids[i], "name", NULL);
-            if (n && !strcmp(n, json_str(ops->kids[k], "name", ""))) {
-                fprintf(err,
-                        "tpusim compare: %s: op name '%s' appears twice (ops %d and %d); ops are "
-                        "paired by name\n",
-                        in->path, n, k, i);
-                return -1;
-            }
+    struct op_index ix;
+    op_index_init(&ix, json_get(in->j, "ops"));
+    int first = -1, earlier = -1, start = 0; /* sorted by name then position */
+    for (int s = 1; s < ix.n; s++) {
+        if (strcmp(ix.name[s], ix.name[s - 1])) {
+            start = s; /* a name's first op */
+            continue;
         }
-    return 0;
+        if (json_get(ix.ops->kids[ix.at[s]], "name") && (first < 0 || ix.at[s] < first)) {
+            first = ix.at[s];
+            earlier = ix.at[start];
+        }
+    }
+    if (first >= 0)
+        fprintf(err,
+                "tpusim compare: %s: op name '%s' appears twice (ops %d and %d); ops are "
+                "paired by name\n",
+                in->path, json_str(ix.ops->kids[first], "name", ""), earlier, first);
+    op_index_fini(&ix);
+    return first >= 0 ? -1 : 0;
 }
 
 int compare_outputs(const char *a, const char *b, const char *const labels[2], FILE *out,

@@ -30,6 +30,12 @@ static void esc(FILE *f, const char *s)
     svg_escape(f, s); /* one escaping rule for the page and its plots */
 }
 
+/* The text of a <pre> block: the console's and report.md's lines kept. */
+static void esc_lines(FILE *f, const char *s)
+{
+    svg_escape_lines(f, s);
+}
+
 
 static void head(FILE *f, const char *title)
 {
@@ -177,7 +183,7 @@ int report_html_run(const struct summary *s, const char *cmd, const char *path)
     if (m) {
         summary_print_table(s, m);
         fclose(m);
-        esc(f, text);
+        esc_lines(f, text);
         free(text);
     }
     fputs("</pre>\n<h2>Timeline of chip 0</h2>\n", f);
@@ -309,7 +315,7 @@ int report_html_sweep(const struct table *t, const char *cmd, const char *dir)
     free(md);
     if (text) {
         fputs("<h2>report.md</h2>\n<pre id=\"report-md\">", f);
-        esc(f, text);
+        esc_lines(f, text);
         fputs("</pre>\n", f);
         free(text);
     }

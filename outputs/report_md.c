@@ -1,6 +1,6 @@
 /* outputs/report_md.c -- report.md: the result, the ranked points, the
  * infeasible ones, links to the plots and traces.
- * May use: libc, base/ (fsutil, xalloc), outputs/table.h, outputs/plots.h. */
+ * May use: libc, base/ (fsutil, json: its UTF-8 rule, xalloc), outputs/table.h, outputs/plots.h. */
 #include "outputs/report_md.h"
 
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fsutil.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "outputs/plots.h"
 #include "outputs/table.h"
@@ -24,15 +25,23 @@ static void format_bytes(char *buf, size_t n, uint64_t b)
         snprintf(buf, n, "%llu B", (unsigned long long)b);
 }
 
+/* Writes 's' in a table cell or code span: '|' escaped, newlines as <br>, a
+ * byte that is not UTF-8 (a file name's) as U+FFFD. */
 static void md_cell(FILE *f, const char *s)
 {
-    for (s = s ? s : ""; *s; s++) {
-        if (*s == '|')
+    s = s ? s : "";
+    for (size_t left = strlen(s); *s; s++, left--) {
+        size_t len = (unsigned char)*s < 0x80 ? 1 : json_utf8_seq(s, left);
+        if (*s == '|') {
             fputs("\\|", f);
-        else if (*s == '\n')
+        } else if (*s == '\n') {
             fputs(s[1] ? "<br>" : "", f);
-        else
-            fputc(*s, f);
+        } else if (!len) {
+            fputs("\xef\xbf\xbd", f);
+        } else {
+            fwrite(s, 1, len, f);
+            s += len - 1, left -= len - 1;
+        }
     }
 }
 

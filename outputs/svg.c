@@ -2,11 +2,13 @@
  * Hand-written SVG 1.1: axes, ticks (linear 1-2-5 steps or decades), a legend,
  * markers for infeasible categories. Coordinates are printed with one decimal
  * so the same input gives the same bytes.
- * May use: libc and outputs/svg.h only. */
+ * May use: libc, outputs/svg.h and base/json.h (its UTF-8 rule). */
 #include "outputs/svg.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "base/json.h"
 
 #define PLOT_W 760
 #define PLOT_H 460
@@ -18,27 +20,52 @@ static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 #define NPALETTE (sizeof palette / sizeof palette[0])
 
+/* Writes the UTF-8 sequence at 's' (at most 'n' bytes), or U+FFFD for a
+ * byte that starts none (a file name's); returns the bytes it took. */
+static size_t utf8(FILE *f, const char *s, size_t n)
+{
+    size_t len = json_utf8_seq(s, n);
+    if (!len) {
+        fputs("&#xFFFD;", f);
+        return 1;
+    }
+    fwrite(s, 1, len, f);
+    return len;
+}
+
+/* The one escaping rule, for the 'n' bytes of 's': '<', '>', '&' and '"'
+ * as entities, other control characters dropped but a tab (and, for
+ * 'lines', a newline). */
+static void escape(FILE *f, const char *s, size_t n, bool lines)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '<')
+            fputs("&lt;", f);
+        else if (c == '>')
+            fputs("&gt;", f);
+        else if (c == '&')
+            fputs("&amp;", f);
+        else if (c == '"')
+            fputs("&quot;", f);
+        else if ((unsigned char)c >= 0x80)
+            i += utf8(f, s + i, n - i) - 1;
+        else if ((unsigned char)c >= 0x20 || c == '\t' || (lines && c == '\n'))
+            fputc(c, f);
+    }
+}
+
 void svg_escape(FILE *f, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                fputc(*s, f);
-        }
-    }
+    escape(f, s ? s : "", s ? strlen(s) : 0, false);
+}
+
+void svg_escape_lines(FILE *f, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n && s[n - 1] == '\n')
+        n--; /* the closing tag ends the last line */
+    escape(f, s ? s : "", n, true);
 }
 
 static void text_at(FILE *f, double x, double y, const char *anchor, const char *style,

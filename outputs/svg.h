@@ -31,8 +31,12 @@ struct svg_plot {
 void svg_write_plot(FILE *f, const struct svg_plot *p);
 
 /* Writes 's' as XML/HTML text or attribute value: <, >, & and " escaped,
- * control characters other than tab dropped (NULL writes nothing). */
+ * control characters other than tab dropped, a byte that is not UTF-8 written
+ * as &#xFFFD; (NULL writes nothing). */
 void svg_escape(FILE *f, const char *s);
+/* The same for the text of a <pre> block: its lines kept, but a last newline
+ * (the closing tag ends the last line). */
+void svg_escape_lines(FILE *f, const char *s);
 
 enum svg_cell { SVG_CELL_EMPTY, SVG_CELL_VALUE, SVG_CELL_INFEASIBLE, SVG_CELL_FAILED };
 

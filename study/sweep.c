@@ -67,6 +67,7 @@ struct runner {
     int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
     int default_point;
+    bool wrote;      /* the tables (a shard's shard.json) were written */
     char *base_desc; /* the base scenario, as the report names it */
     char *command;   /* "tpusim sweep SPEC --set ...": what reruns it (report.html) */
 };
@@ -653,13 +654,15 @@ static int write_shard_json(struct runner *r)
     return rc;
 }
 
-/* Writes the tables (a shard: shard.json) and checks every promised output; returns 0 or 1. */
+/* Writes the tables (a shard: shard.json; r->wrote says whether they all
+ * were) and checks every promised output; returns 0 or 1. */
 static int write_outputs(struct runner *r)
 {
     struct table t;
     struct table_row *rows = xcalloc((size_t)r->sp->npoints + 1, sizeof *rows);
     build_table(r, &t, rows);
     int rc = (r->nshards ? write_shard_json(r) : sweep_write_tables(&t, r->dir)) != 0;
+    r->wrote = rc == 0;
     if (sweep_missing_outputs(&t, r->dir, !r->stop && !r->broken) > 0)
         rc = 1;
     free(t.keys);
@@ -738,14 +741,17 @@ static void print_result(struct runner *r, double wall_s)
         printf("\n");
     }
     char shard[64] = "";
-    if (r->nshards) {
+    if (r->nshards)
         snprintf(shard, sizeof shard, " --shard %d/%d", r->shard, r->nshards);
+    if (!r->wrote) /* never claim a write that failed (a full disk): the messages said which */
+        fprintf(stderr, "tpusim sweep: the outputs in %s are incomplete: see the messages above\n",
+                r->dir);
+    else if (r->nshards)
         printf("wrote %s/shard.json and %s/points: join the %d shards with `tpusim sweep merge "
                "OUT DIR...`\n",
                r->dir, r->dir, r->nshards);
-    } else {
+    else
         printf("wrote %s/report.html, report.md, sweep.csv, sweep.json and the plots\n", r->dir);
-    }
     if (r->stop)
         printf("interrupted: run `tpusim sweep %s%s -o %s --resume` to finish\n", r->sp->file,
                shard, r->dir);
@@ -758,8 +764,13 @@ static int prepare_dir(struct runner *r)
     enum sweep_reuse reuse = r->resume  ? SWEEP_REUSE_RESUME
                              : r->force ? SWEEP_REUSE_FORCE
                                         : SWEEP_REUSE_NONE;
-    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep",
+    const char **keys = xcalloc((size_t)r->sp->nkeys + 1, sizeof *keys);
+    for (int k = 0; k < r->sp->nkeys; k++)
+        keys[k] = r->sp->keys[k].path;
+    struct sweep_ident id = {r->sp->name, r->sp->nkeys, keys, r->shard, r->nshards};
+    int rc = sweep_dir_claim(r->dir, reuse, "use --resume to finish an interrupted sweep", &id,
                              &r->lock);
+    free(keys);
     if (rc != 0)
         return rc;
     if (r->resume)
@@ -843,11 +854,24 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     r.nshards = o->nshards;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
+    /* the lock of a directory given with -o comes first: a second sweep or run into it is
+     * refused from the start, not once the spec and its base are read */
+    r.lock = (struct sweep_lock){-1, NULL};
+    bool made = o->out_dir && !fs_exists(o->out_dir);
+    if (o->out_dir && fs_mkdirs(o->out_dir) != 0) {
+        fprintf(stderr, "tpusim sweep: cannot create %s: %s\n", o->out_dir, strerror(errno));
+        return 1;
+    }
+    if (o->out_dir && sweep_dir_lock(o->out_dir, &r.lock) != 0)
+        return 1;
     struct sweep_spec sp;
     struct diag *d = diag_new();
     int rc;
     if (sweep_spec_load(spec, o->sets, o->nsets, &sp, d) != 0) {
         diag_print(d, stderr);
+        sweep_dir_unlock(&r.lock);
+        if (made)
+            rmdir(o->out_dir); /* only if empty */
         rc = 2;
     } else {
         r.sp = &sp;

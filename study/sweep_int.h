@@ -88,6 +88,10 @@ static inline bool sweep_shard_owns(int shard, int nshards, int i)
     return nshards <= 0 || i % nshards == shard;
 }
 
+/* FNV-1a of the 'n' bytes 's', continuing from 'h' (start: SWEEP_FNV_BASIS). */
+#define SWEEP_FNV_BASIS 14695981039346656037ull
+uint64_t sweep_fnv1a(const void *s, size_t n, uint64_t h);
+
 /* A fingerprint of the expanded sweep (its name, keys and every point's
  * --set overrides): shards of one sweep have the same. */
 uint64_t sweep_spec_hash(const struct sweep_spec *sp);
@@ -135,17 +139,36 @@ int sweep_dir_lock(const char *dir, struct sweep_lock *lk);
 /* Removes the lock file and drops the lock. */
 void sweep_dir_unlock(struct sweep_lock *lk);
 
+/* Who wrote a sweep directory: recorded in DIR/.sweep-id.json when a sweep
+ * (or a merge) first writes it, so that --resume continues only the same
+ * sweep. The same name and keys (and shard) are the same sweep: its values,
+ * points and --set edits may change (the points whose edits changed run again). */
+struct sweep_ident {
+    const char *name;
+    int nkeys;
+    const char *const *keys;
+    int shard, nshards; /* nshards 0: the whole sweep (and a merge of its shards) */
+};
+
+#define SWEEP_ID_NAME ".sweep-id.json"
+
 /* Makes 'dir', locks it and checks that it may be written as 'reuse' says:
  * an earlier sweep's files make it refused unless --resume or --force; with
  * --force they are removed (files a sweep does not write are never removed:
- * the directory is refused). 'how' names the way to continue in the message
- * ("use --resume to finish it"). Returns 0 with the lock held, or the exit
- * status (1: cannot create or busy, 2: refused) after printing why. */
+ * the directory is refused). --resume is refused when the directory holds
+ * files but no record of sweep 'id', or the record of another sweep. 'how'
+ * names the way to continue in the message ("use --resume to finish it").
+ * Records 'id' in a directory it starts. 'lk' may hold the lock already
+ * (sweep_dir_lock; fd -1: not yet). Returns 0 with the lock held, or the
+ * exit status (1: cannot create or busy, 2: refused) after printing why. */
 int sweep_dir_claim(const char *dir, enum sweep_reuse reuse, const char *how,
-                    struct sweep_lock *lk);
+                    const struct sweep_ident *id, struct sweep_lock *lk);
 
-/* Removes DIR/points/NNNN for every NNNN >= 'npoints' (an earlier, larger
- * sweep's). Returns 0 or -1. */
+/* Removes what a sweep writes in DIR/points/NNNN for every NNNN >= 'npoints'
+ * (an earlier, larger sweep's points), and each such directory once empty:
+ * other files stay. Returns 0 or -1. */
 int sweep_dir_prune(const char *dir, int npoints);
+/* True for the names a sweep's point writes in DIR/points/NNNN. */
+bool sweep_point_file_name(const char *name);
 
 #endif

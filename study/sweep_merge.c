@@ -145,29 +145,17 @@ static int check_shards(struct merge *m)
     return rc;
 }
 
-/* Copies the file 'src' to 'dst' (atomically). Returns 0 or -1 with errno. */
-static int copy_file(const char *src, const char *dst)
+/* The largest file a merge copies: a trace of the default 2M-event cap is
+ * about 300 MB. fs_copy_file refuses devices and directories. */
+#define MERGE_MAX_FILE_BYTES ((size_t)4 << 30)
+
+/* Copies 'src' to 'dst'; on failure fills 'why' (size 'n'). Returns 0 or -1. */
+static int copy_file(const char *src, const char *dst, char *why, size_t n)
 {
-    FILE *in = fopen(src, "rb");
-    if (!in)
-        return -1;
-    struct fs_atomic a;
-    if (fs_atomic_open(&a, dst) != 0) {
-        fclose(in);
-        return -1;
-    }
-    char buf[1 << 16];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, in)) > 0 && fwrite(buf, 1, k, a.f) == k)
-        ;
-    bool bad = ferror(in) != 0;
-    fclose(in);
-    if (bad) {
-        fs_atomic_abort(&a);
-        errno = EIO;
-        return -1;
-    }
-    return fs_atomic_commit(&a);
+    int rc = fs_copy_file(src, dst, MERGE_MAX_FILE_BYTES);
+    if (rc != 0)
+        fs_read_error(errno, MERGE_MAX_FILE_BYTES, why, n);
+    return rc;
 }
 
 /* Copies 'name' of point 'i' from its shard into OUT when the shard has it.
@@ -178,9 +166,9 @@ static int copy_point_file(const struct merge *m, int i, const char *name)
     char *src = xasprintf("%s/points/%04d/%s", dir, i, name);
     char *dst = xasprintf("%s/points/%04d/%s", m->out, i, name);
     int rc = 0;
-    if (fs_exists(src) && copy_file(src, dst) != 0) {
-        fprintf(stderr, "tpusim sweep merge: cannot copy %s to %s: %s\n", src, dst,
-                strerror(errno));
+    char why[128];
+    if (fs_exists(src) && copy_file(src, dst, why, sizeof why) != 0) {
+        fprintf(stderr, "tpusim sweep merge: cannot copy %s to %s: %s\n", src, dst, why);
         rc = 1;
     }
     free(dst);
@@ -204,8 +192,9 @@ static int copy_points(const struct merge *m)
             rc = copy_point_file(m, i, names[k]);
     }
     char *src = xasprintf("%s/base.yaml", m->sh[0].dir), *dst = xasprintf("%s/base.yaml", m->out);
-    if (rc == 0 && fs_exists(src) && copy_file(src, dst) != 0) {
-        fprintf(stderr, "tpusim sweep merge: cannot copy %s: %s\n", src, strerror(errno));
+    char why[128];
+    if (rc == 0 && fs_exists(src) && copy_file(src, dst, why, sizeof why) != 0) {
+        fprintf(stderr, "tpusim sweep merge: cannot copy %s: %s\n", src, why);
         rc = 1;
     }
     free(dst);
@@ -305,6 +294,21 @@ static int write_merged(struct merge *m)
     return rc;
 }
 
+/* Claims OUT for the whole sweep, as `tpusim sweep SPEC -o OUT` would (the
+ * same record: a merged directory resumes as the sweep's own). Returns 0 or the exit status. */
+static int claim_out(const struct merge *m, bool force, struct sweep_lock *lk)
+{
+    const struct json *keys = json_get(m->head, "keys");
+    const char **k = xcalloc((size_t)m->nkeys + 1, sizeof *k);
+    for (int i = 0; i < m->nkeys; i++)
+        k[i] = keys->kids[i]->type == JSON_STR ? keys->kids[i]->str : "?";
+    struct sweep_ident id = {json_str(m->head, "sweep", ""), m->nkeys, k, 0, 0};
+    int rc = sweep_dir_claim(m->out, force ? SWEEP_REUSE_FORCE : SWEEP_REUSE_NONE,
+                             "merge into an empty directory", &id, lk);
+    free(k);
+    return rc;
+}
+
 /* 1 when OUT is one of the shard directories (a merge must never write there). */
 static int out_is_a_shard(const struct merge *m)
 {
@@ -336,8 +340,7 @@ int sweep_merge(const char *out, char *const *dirs, int ndirs, bool force)
     if (rc == 0)
         rc = out_is_a_shard(&m) ? 2 : 0;
     if (rc == 0)
-        rc = sweep_dir_claim(out, force ? SWEEP_REUSE_FORCE : SWEEP_REUSE_NONE,
-                             "merge into an empty directory", &lk);
+        rc = claim_out(&m, force, &lk);
     if (rc == 0) {
         rc = copy_points(&m);
         if (rc == 0)

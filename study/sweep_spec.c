@@ -342,24 +342,25 @@ static void check_key_paths(struct parse *p)
 
 /* ---------------- the base scenario ---------------- */
 
-static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+uint64_t sweep_fnv1a(const void *s, size_t n, uint64_t h)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+        h = (h ^ ((const unsigned char *)s)[i]) * 1099511628211ull;
     return h;
 }
 
-static uint64_t hash_file(const char *path)
+/* The hash of the file 'path', read by the reader every input goes through
+ * (fs_read_all: capped, devices and directories refused). Returns 0, or -1
+ * with errno. */
+static int hash_file(const char *path, uint64_t *h)
 {
-    uint64_t h = 14695981039346656037ull;
-    FILE *f = fopen(path, "rb");
-    char buf[4096];
-    size_t r;
-    while (f && (r = fread(buf, 1, sizeof buf, f)) > 0)
-        h = fnv1a(buf, r, h);
-    if (f)
-        fclose(f);
-    return h;
+    size_t n;
+    char *text = fs_read_all(path, CFG_MAX_FILE_BYTES, &n);
+    if (!text)
+        return -1;
+    *h = sweep_fnv1a(text, n, SWEEP_FNV_BASIS);
+    free(text);
+    return 0;
 }
 
 static char *resolve(const char *spec, const char *rel)
@@ -381,13 +382,14 @@ static int parse_base(struct parse *p, const struct cfg_node *b)
     struct sweep_spec *sp = p->sp;
     if (b->type == CFG_SCALAR) {
         sp->base_path = resolve(sp->file, b->value);
-        if (access(sp->base_path, R_OK) != 0) {
+        if (hash_file(sp->base_path, &sp->base_hash) != 0) {
+            char why[128];
+            fs_read_error(errno, CFG_MAX_FILE_BYTES, why, sizeof why);
             err_at(p, b, "base",
                    "expected a scenario file (relative to the spec's directory), got '%s' (%s: %s)",
-                   b->value, sp->base_path, strerror(errno));
+                   b->value, sp->base_path, why);
             return -1;
         }
-        sp->base_hash = hash_file(sp->base_path);
         return 0;
     }
     if (b->type != CFG_MAP) {
@@ -409,7 +411,11 @@ static int parse_base(struct parse *p, const struct cfg_node *b)
         return -1;
     }
     sp->base_path = xstrdup(tmpl);
-    sp->base_hash = hash_file(tmpl);
+    if (hash_file(tmpl, &sp->base_hash) != 0) {
+        struct diag_loc loc = {tmpl, 0, 0};
+        diag_error(p->d, &loc, NULL, "cannot read a temporary file: %s", strerror(errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -816,15 +822,15 @@ bool sweep_spec_detect(const char *path)
 
 uint64_t sweep_spec_hash(const struct sweep_spec *sp)
 {
-    uint64_t h = fnv1a(sp->name, strlen(sp->name) + 1, 14695981039346656037ull);
+    uint64_t h = sweep_fnv1a(sp->name, strlen(sp->name) + 1, SWEEP_FNV_BASIS);
     for (int k = 0; k < sp->nkeys; k++)
-        h = fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
+        h = sweep_fnv1a(sp->keys[k].path, strlen(sp->keys[k].path) + 1, h);
     for (int i = 0; i < sp->npoints; i++) {
         int n;
         char **sets = sweep_point_sets(sp, i, &n);
         for (int j = 0; j < n; j++)
-            h = fnv1a(sets[j], strlen(sets[j]) + 1, h);
-        h = fnv1a("\n", 1, h);
+            h = sweep_fnv1a(sets[j], strlen(sets[j]) + 1, h);
+        h = sweep_fnv1a("\n", 1, h);
         sweep_sets_free(sets);
     }
     return h;

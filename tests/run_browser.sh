@@ -39,6 +39,9 @@ for page in run sweep; do
         grep -q '<table id="ops">' "$t/$page.dom" && grep -q '<svg id="timeline"' "$t/$page.dom" \
             && grep -q '<ol id="critical-path">' "$t/$page.dom" && grep -q 'id="cores"' "$t/$page.dom" \
             && grep -q 'id="command">tpusim run -o ' "$t/$page.dom" && ok || bad "run: DOM lacks its parts"
+        # the console keeps its lines (issue 32.13: it was one run-on line)
+        [ "$(awk '/<pre id="console">/ { on = 1 } on { n++ } on && /<\/pre>/ { exit } END { print n + 0 }' \
+            "$t/$page.dom")" -gt 5 ] && ok || bad "run: the console is not line by line"
     else
         grep -q '<table id="points">' "$t/$page.dom" && [ "$(grep -c '<svg' "$t/$page.dom")" -ge 3 ] \
             && grep -q 'id="command">tpusim sweep tests/data/sweeps/matmul_blocks.yaml' "$t/$page.dom" \

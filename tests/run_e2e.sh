@@ -28,6 +28,11 @@ grep -q '<table id="ops">' "$t/a/report.html" && grep -q '<svg id="timeline"' "$
     && grep -q '<ol id="critical-path">' "$t/a/report.html" \
     && grep -q "id=\"command\">tpusim run -o $t/a" "$t/a/report.html" \
     && ! grep -qi '<script\|<link \|src="http' "$t/a/report.html" && ok || bad "report.html"
+# issue 32.13: the console keeps its lines in report.html (it was one run-on line): the
+# <pre id="console"> block holds the console table, line for line (stdout less the trace line)
+pre_lines() { awk -v id="$2" 'index($0, "<pre id=\"" id "\">") { on = 1 } on { n++ } on && /<\/pre>/ { exit } END { print n + 0 }' "$1"; }
+[ "$(pre_lines "$t/a/report.html" console)" = "$(grep -vc '^wrote ' "$t/stdout")" ] && ok \
+    || bad "report.html console: $(pre_lines "$t/a/report.html" console) lines, stdout $(grep -vc '^wrote ' "$t/stdout")"
 $VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run"
 cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
     && ok || bad "two runs differ"
@@ -37,6 +42,12 @@ cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b
 "$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
 "$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
 "$bin" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok || bad "unknown command must exit 2"
+# issue 32.20's class: output lost to a full disk is a failure, with the system's reason
+if [ -w /dev/full ]; then
+    "$bin" chips >/dev/full 2>"$t/full.err"; rc=$?
+    [ $rc = 1 ] && grep -q 'cannot write the standard output: No space left on device' "$t/full.err" \
+        && ok || bad "chips >/dev/full: exit $rc"
+fi
 # the worked example of docs/pallas-semantics.md section 4 (upstream tpu_splash_attention_mask_test.py)
 want='{"block_mask":[[[1,1,0],[1,1,1],[1,1,1],[1,1,0]]],"data_next":[[[0,1,0],[0,1,2],[1,2,3],[2,3,0]]],"mask_next":[[[0,1,0],[2,0,1],[2,0,1],[2,0,0]]],"num_partial_blocks":3,"grid_width":3,"skipped_fraction":0.375}'
 got=$("$bin" maskinfo --mask local:8,8 --shape 64,64 --block 16,16 --dense --json)
@@ -90,12 +101,26 @@ exec 9>"$t/busy/.tpusim-lock"
 printf '%s run\n' $$ >&9
 flock -n 9
 "$bin" run "$small" -o "$t/busy" -q >/dev/null 2>"$t/busy.err"; rc=$?
+# issue 32.23: a sweep takes the lock before it reads its spec (a bad one here): refused as busy
+printf 'base: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\nsweep: {workload.0.byts: [1, 2]}\n' >"$t/busy_spec.yaml"
+"$bin" sweep "$t/busy_spec.yaml" -o "$t/busy" >/dev/null 2>"$t/busy_sweep.err"; rcs=$?
 exec 9>&-
+[ $rcs = 1 ] && grep -qF "tpusim sweep: $t/busy is in use by another run (pid $$)" "$t/busy_sweep.err" \
+    && ok || bad "a sweep into a busy directory: exit $rcs, $(head -c 300 "$t/busy_sweep.err")"
 [ $rc = 1 ] && grep -qF "$t/busy: in use by another run (pid $$): wait for it to finish" \
     "$t/busy.err" && [ ! -e "$t/busy/summary.json" ] && ok || bad "busy directory: exit $rc"
 # ... and once it is free, the run goes, leaving no lock and no stage behind
 "$bin" run "$small" -o "$t/busy" -q 2>/dev/null && [ "$(ls -A "$t/busy")" = \
     "$(printf 'platform.xml\nreport.html\nsummary.json\ntrace.json')" ] && ok || bad "run after the lock: $(ls -A "$t/busy")"
+# issue 32.23: the lock is taken before any work. A run whose loading and block search take
+# seconds (the 256-chip 8B training step: about 3 s before it simulates anything) holds the
+# directory from its start: a second run into it half a second later is refused at once.
+"$bin" run configs/models/llama3-8b-train-v5e-256.yaml -o "$t/early" -q >/dev/null 2>&1 & pl=$!
+sleep 0.5
+"$bin" run "$small" -o "$t/early" -q >/dev/null 2>"$t/early.err"; rc=$?
+kill -TERM $pl 2>/dev/null; wait $pl 2>/dev/null
+[ $rc = 1 ] && grep -qF "$t/early: in use by another run (pid $pl)" "$t/early.err" && ok \
+    || bad "a run 0.5 s after another into its directory: exit $rc, $(head -c 300 "$t/early.err")"
 # two runs of different scenarios started together into one directory, three times: each
 # exits 0 or is refused as busy, and the directory always holds one run's three files
 printf 'name: small-b\nchip: v6e\ntopology: {shape: [2, 2]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 1MiB, axes: [0]}\n' >"$t/small_b.yaml"
@@ -159,6 +184,8 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
     && grep -q '^- \*\*Best\*\*' "$t/sw/report.md" && [ -s "$t/sw/heatmap.svg" ] \
     && grep -q '<table id="points">' "$t/sw/report.html" && ok \
     || bad "sweep example"
+[ "$(pre_lines "$t/sw/report.html" report-md)" = "$(wc -l <"$t/sw/report.md")" ] && ok \
+    || bad "report.html's report.md: $(pre_lines "$t/sw/report.html" report-md) lines, report.md $(wc -l <"$t/sw/report.md")"
 # multislice: the platform has a slice cluster each and the DCN; a model step
 # with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time
@@ -173,6 +200,38 @@ $VALGRIND "$bin" run "$t/msm.yaml" -o "$t/msm" -q $SIMFLAGS 2>/dev/null && "$bin
     && grep -q '"dcn_bytes": [1-9]' "$t/msm/summary.json" \
     && [ "$(grep '"total_time_s"' "$t/msm/summary.json")" = "$(grep '"total_time_s"' "$t/msxo/summary.json")" ] \
     && ok || bad "multislice model and its expansion"
+# issue 32.15: a pipe is read once and its bytes reused: `expand -` kept its chip and topology
+# (the second read of stdin was empty), and `check <(...)` (a /dev/fd path, as /dev/stdin is)
+# found its chip (the spec-or-scenario sniff had read the pipe first)
+cat "$t/msm.yaml" | "$bin" expand - >"$t/msx2.yaml" && sed 1d "$t/msx.yaml" >"$t/msx1" \
+    && sed 1d "$t/msx2.yaml" | cmp -s "$t/msx1" - && grep -q '^chip: ' "$t/msx2.yaml" \
+    && grep -q '^topology: ' "$t/msx2.yaml" && ok || bad "expand - differs from expand FILE"
+cat "$t/msm.yaml" | "$bin" check /dev/stdin >"$t/chk" 2>&1 && grep -q '^/dev/stdin: ok' "$t/chk" \
+    && ok || bad "check of a pipe by its path: $(head -n 2 "$t/chk")"
+# issue 32.14: a file name with a byte that is not UTF-8 (\377) gives valid JSON (U+FFFD in its
+# place); tests/jsoncheck refuses text that is not UTF-8
+u8="$t/u8$(printf '\377').yaml"
+printf 'chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB}\n' >"$u8"
+$VALGRIND "$bin" run "$u8" -o "$t/u8run" -q $SIMFLAGS 2>/dev/null \
+    && "$t/jsoncheck" "$t/u8run/summary.json" "$t/u8run/trace.json" \
+    && grep -q '"scenario": "u8\\ufffd"' "$t/u8run/summary.json" && ok || bad "a non-UTF-8 file name"
+# ... and every text output is UTF-8 (report.html and its SVG too: U+FFFD in its place)
+if command -v iconv >/dev/null; then
+    for f in "$t/u8run"/*; do
+        iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 && ok || bad "$(basename "$f") is not UTF-8"
+    done
+fi
+u8s="$t/u8$(printf '\376')sweep.yaml"
+printf 'name: u8\nbase: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\nsweep:\n  workload.0.bytes: [1MiB, 2MiB]\n' >"$u8s"
+$VALGRIND "$bin" sweep "$u8s" -o "$t/u8sw" -j 1 >/dev/null 2>&1 \
+    && "$t/jsoncheck" "$t/u8sw/sweep.json" "$t/u8sw/points/0000/point.json" && ok || bad "a non-UTF-8 spec name"
+if command -v iconv >/dev/null; then
+    for f in "$t/u8sw"/*.*; do
+        iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 && ok || bad "sweep's $(basename "$f") is not UTF-8"
+    done
+fi
+printf '"a\377"' >"$t/notu8.json"
+"$t/jsoncheck" "$t/notu8.json" 2>/dev/null && bad "jsoncheck took text that is not UTF-8" || ok
 for f in configs/scenarios/*.yaml configs/models/*.yaml; do
     "$bin" check "$f" >/dev/null && ok || bad "check $f"
 done

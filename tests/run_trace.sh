@@ -54,11 +54,14 @@ grep -q '"level": "units"' "$t/def/summary.json" && ok || bad "summary: level un
 "$bin" run --trace ops --trace-chips distinct --all-chips -o "$t/dista" -q $SIMFLAGS \
     && [ "$(events "$t/dista/trace.json")" = 108 ] && ok \
     || bad "--trace-chips distinct --all-chips: $(events "$t/dista/trace.json")"
-# the window 3.4 ms to the end: only copy-256MiB (3.372 to 4.033 ms) overlaps it: 76 + 4
-"$bin" run --trace ops --trace-window 3.4ms: -o "$t/win" -q $SIMFLAGS \
+# the window 3.5 ms to the end: only copy-256MiB (3.404 to 4.065 ms; collective-matmul ends
+# at 3.404 ms) overlaps it: 76 + 4 spans, all four the copy's. (Issue 32: this case read
+# `... | grep -qv copy-256MiB; [ $? = 1 ]`, which passed a failed run or a wrong count: it
+# hid that the window 3.4 ms, before the copy moved to 3.404 ms, also held collective-matmul.)
+"$bin" run --trace ops --trace-window 3.5ms: -o "$t/win" -q $SIMFLAGS \
     && [ "$(events "$t/win/trace.json")" = 80 ] && [ "$(grep -c '"ph":"X"' "$t/win/trace.json")" = 4 ] \
-    && grep '"ph":"X"' "$t/win/trace.json" | grep -qv copy-256MiB; [ $? = 1 ] && ok \
-    || bad "--trace-window 3.4ms: $(events "$t/win/trace.json") events"
+    && [ "$(grep '"ph":"X"' "$t/win/trace.json" | grep -c '"name":"copy-256MiB"')" = 4 ] && ok \
+    || bad "--trace-window 3.5ms: $(events "$t/win/trace.json") events"
 # the cap: 1000 of the 30,404 steps-level events; the rest is reported with how to get it
 "$bin" run --trace steps --trace-max-events 1000 -o "$t/cap" $SIMFLAGS > "$t/cap.out" 2>&1 || bad "cap exit"
 [ "$(events "$t/cap/trace.json")" = 1000 ] && [ "$(tkey "$t/cap/summary.json" dropped)" = 29404 ] \

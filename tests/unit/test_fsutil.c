@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -196,10 +198,98 @@ static void test_fs_remove_tree(void **state)
     free(link);
 }
 
+/* Issue 32.15: `expand -` and `check <(...)` read their input twice (the
+ * second read of a pipe found it empty). A pipe, by descriptor or by its
+ * /dev/fd path, is read once; later reads get the same bytes. */
+static void test_fs_read_pipe_once(void **state)
+{
+    (void)state;
+    for (int by_path = 0; by_path < 2; by_path++) {
+        int fd[2];
+        assert_int_equal(pipe(fd), 0);
+        assert_int_equal(write(fd[1], "chip: v5e\n", 10), 10);
+        close(fd[1]);
+        char *path = xasprintf("/dev/fd/%d", fd[0]);
+        for (int k = 0; k < 2; k++) {
+            size_t n = 0;
+            char *s = by_path ? fs_read_all(path, 1024, &n) : fs_read_fd(fd[0], 1024, &n);
+            assert_non_null(s);
+            assert_int_equal(n, 10);
+            assert_string_equal(s, "chip: v5e\n");
+            free(s);
+        }
+        free(path);
+        close(fd[0]);
+    }
+}
+
+/* Issue 32.7: every input goes through the one opener that refuses devices
+ * and directories: a copy from /dev/zero is refused at once, never copied
+ * until the disk is full. */
+static void test_fs_copy_file(void **state)
+{
+    (void)state;
+    char *src = xasprintf("%s/copy.src", dir), *dst = xasprintf("%s/copy.dst", dir);
+    assert_int_equal(fs_write_all(src, "abc", 3), 0);
+    assert_int_equal(fs_copy_file(src, dst, 1024), 0);
+    size_t n;
+    char *s = fs_read_all(dst, 1024, &n);
+    assert_non_null(s);
+    assert_string_equal(s, "abc");
+    free(s);
+    errno = 0;
+    assert_int_equal(fs_copy_file("/dev/zero", dst, 1024), -1);
+    assert_int_equal(errno, ENODEV);
+    assert_int_equal(fs_copy_file(dir, dst, 1024), -1);
+    assert_int_equal(errno, EISDIR);
+    assert_int_equal(fs_copy_file(src, dst, 2), -1); /* past the limit */
+    assert_int_equal(errno, EFBIG);
+    s = fs_read_all(dst, 1024, &n); /* a refused copy leaves the target as it was */
+    assert_string_equal(s, "abc");
+    free(s);
+    free(src);
+    free(dst);
+}
+
+/* Issue 32.20: a write that failed part way (the disk full) was reported as
+ * "Input/output error": the stream's error flag kept no errno. The real one
+ * is reported. The seam: a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored)
+ * makes write() fail with EFBIG in a child, past the stream's buffer. */
+static void test_fs_atomic_commit_reports_the_write_errno(void **state)
+{
+    (void)state;
+    char *path = xasprintf("%s/limited", dir);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {100000, 100000};
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &rl);
+        struct fs_atomic a;
+        if (fs_atomic_open(&a, path) != 0)
+            _exit(10);
+        for (int i = 0; i < 20000; i++) /* 20 x 10000 bytes: fails at 100000, then goes on */
+            fputs("0123456789", a.f);
+        errno = 0;
+        int rc = fs_atomic_commit(&a);
+        _exit(rc == 0 ? 11 : errno == EFBIG ? 0 : errno == EIO ? 12 : 13);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* 12: EIO instead of EFBIG */
+    assert_false(fs_exists(path));
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_read_all_refuses_devices),
+        cmocka_unit_test(test_fs_read_pipe_once),
+        cmocka_unit_test(test_fs_copy_file),
+        cmocka_unit_test(test_fs_atomic_commit_reports_the_write_errno),
         cmocka_unit_test(test_fs_read_all_refuses_directories_and_caps),
         cmocka_unit_test(test_fs_write_all_ignores_planted_links),
         cmocka_unit_test(test_fs_dir_lock),

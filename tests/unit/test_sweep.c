@@ -6,13 +6,16 @@
 #include "test_util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -798,10 +801,13 @@ static void test_sweep_failed_point_is_a_row(void **state)
 {
     (void)state;
     need_bin();
-    /* a directory where point 0's summary.json goes: its run exits 1 */
+    /* a directory where point 0's summary.json goes: its run (again, by --resume) exits 1 */
     char *dir = path_in("failed"), *out = path_in("failed.out"), *err = path_in("failed.err");
+    const char *first[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(first, out, err, false), 0);
     char *blocker = xasprintf("%s/points/0000/summary.json", dir);
-    char *cmd = xasprintf("mkdir -p '%s'", blocker);
+    char *cmd = xasprintf("rm -f '%s' '%s/points/0000/point.json' && mkdir -p '%s'", blocker, dir,
+                          blocker);
     assert_int_equal(system(cmd), 0);
     const char *args[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
                           NULL};
@@ -816,6 +822,126 @@ static void test_sweep_failed_point_is_a_row(void **state)
     free(csvp);
     free(cmd);
     free(blocker);
+    free(err);
+    free(out);
+    free(dir);
+}
+
+/* Issue 32.3 (data loss): `--resume` into another sweep's directory deleted
+ * its points (those past its own count), traces and the user's files under
+ * points/NNNN, then exited 0. A sweep records who it is (.sweep-id.json:
+ * its name, keys and shard) when it first writes a directory; a resume
+ * proves it is the same sweep or is refused (exit 2) before anything is
+ * touched, and removes only files a sweep writes. */
+static void test_sweep_resume_refuses_another_sweep(void **state)
+{
+    (void)state;
+    need_bin();
+    char *dir = path_in("other"), *out = path_in("other.out"), *err = path_in("other.err");
+    const char *a[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, NULL};
+    assert_int_equal(run_bin(a, out, err, false), 0);
+    char *csvp = xasprintf("%s/sweep.csv", dir);
+    char *csv1 = read_all(csvp);
+    char *notes3 = xasprintf("%s/points/0003/notes.txt", dir);
+    char *point5 = xasprintf("%s/points/0005/point.json", dir);
+    char *cmd = xasprintf("echo mine > '%s'", notes3);
+    assert_int_equal(system(cmd), 0);
+    /* a 2-point sweep: its resume pruned points 2..5 and rewrote 0 and 1 */
+    char *spec = write_file("other_spec.yaml",
+                            "name: other\n"
+                            "base: {chip: v5e, workload: [{op: hbm_copy, bytes: 1MiB}]}\n"
+                            "sweep:\n  workload.0.bytes: [1MiB, 2MiB]\n");
+    const char *b[] = {"sweep", spec, "-o", dir, "--resume", NULL};
+    assert_int_equal(run_bin(b, out, err, false), 2);
+    char *text = read_all(err);
+    char *want = xasprintf("tpusim sweep: %s holds sweep 'matmul_blocks' (keys workload.0.block.bm, "
+                           "workload.0.block.bn), not sweep 'other' (keys workload.0.bytes): "
+                           "--resume continues only the sweep that wrote it",
+                           dir);
+    if (!strstr(text, want))
+        fail_msg("stderr: %s", text);
+    free(want);
+    free(text);
+    assert_true(exists(notes3) && exists(point5));
+    char *csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+    /* another shard of the same sweep is another sweep too */
+    char *sdir = path_in("other_shard");
+    const char *s0[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "--shard", "0/2",
+                        "-o",    sdir, NULL};
+    assert_int_equal(run_bin(s0, out, err, false), 0);
+    const char *s1[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "--shard", "1/2",
+                        "-o",    sdir, "--resume", NULL};
+    assert_int_equal(run_bin(s1, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds sweep 'matmul_blocks' shard 0/2 (keys"));
+    free(text);
+    /* a directory without the record is not resumed either */
+    char *bare = path_in("other_bare");
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s/points/0000' && echo mine > '%s/points/0000/notes.txt'", bare,
+                    bare);
+    assert_int_equal(system(cmd), 0);
+    const char *c[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", bare, "--resume",
+                       NULL};
+    assert_int_equal(run_bin(c, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds no record of the sweep that wrote it (.sweep-id.json)"));
+    free(text);
+    /* the same sweep resumes, and leaves the user's files where they are: a point run
+     * again keeps notes.txt, a point past the sweep's count loses only what a sweep wrote */
+    char *m3 = xasprintf("%s/points/0003/point.json", dir);
+    unlink(m3);
+    char *p42 = xasprintf("%s/points/0042", dir);
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s/summary.json' '%s/mine.txt'", p42,
+                    p42, p42, p42);
+    assert_int_equal(system(cmd), 0);
+    /* and a planted link points/0050 -> a directory of the user's is not followed */
+    char *elsewhere = path_in("other_elsewhere"), *p50 = xasprintf("%s/points/0050", dir);
+    char *their = xasprintf("%s/point.json", elsewhere);
+    free(cmd);
+    cmd = xasprintf("mkdir -p '%s' && touch '%s' && ln -s '%s' '%s'", elsewhere, their, elsewhere,
+                    p50);
+    assert_int_equal(system(cmd), 0);
+    const char *again[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--resume",
+                           NULL};
+    assert_int_equal(run_bin(again, out, err, false), 0);
+    assert_true(exists(notes3) && exists(m3));
+    char *mine42 = xasprintf("%s/mine.txt", p42), *pj42 = xasprintf("%s/point.json", p42);
+    assert_true(exists(mine42));
+    assert_false(exists(pj42));
+    assert_true(exists(their));
+    unlink(p50);
+    free(their);
+    free(p50);
+    free(elsewhere);
+    csv2 = read_all(csvp);
+    assert_string_equal(csv1, csv2);
+    free(csv2);
+    /* --force refuses a directory whose points hold a file a sweep does not write */
+    unlink(mine42);
+    rmdir(p42);
+    const char *force[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--force",
+                           NULL};
+    assert_int_equal(run_bin(force, out, err, false), 2);
+    text = read_all(err);
+    assert_non_null(strstr(text, "holds 'points/0003/notes.txt', which a sweep does not write"));
+    free(text);
+    assert_true(exists(notes3) && exists(point5));
+    free(mine42);
+    free(pj42);
+    free(p42);
+    free(m3);
+    free(bare);
+    free(sdir);
+    free(spec);
+    free(cmd);
+    free(point5);
+    free(notes3);
+    free(csv1);
+    free(csvp);
     free(err);
     free(out);
     free(dir);
@@ -1242,6 +1368,76 @@ static void test_sweep_missing_output_fails(void **state)
     free(dir);
 }
 
+/* Pages (4 KiB, tmpfs's unit) used in the file system of 'path'. */
+static long used_pages(const char *path)
+{
+    struct statvfs v;
+    if (statvfs(path, &v) != 0)
+        return -1;
+    return (long)((v.f_blocks - v.f_bfree) * v.f_frsize / 4096);
+}
+
+static long pages_of(const char *path)
+{
+    long n = file_size(path);
+    return n < 0 ? 0 : (n + 4095) / 4096;
+}
+
+/* Issue 32.20: on a full disk a sweep exited 1 but still printed "wrote
+ * report.html, ... sweep.json", and a write that failed part way was reported
+ * as "Input/output error". A tmpfs (when this test may mount one: root)
+ * sized to hold the points and one page more: the tables do not fit. */
+static void test_sweep_full_disk_claims_no_write(void **state)
+{
+    (void)state;
+    need_bin();
+    char *mnt = path_in("tmpfs"), *out = path_in("tmpfs.out"), *err = path_in("tmpfs.err");
+    mkdir(mnt, 0755);
+    if (mount("tpusim-test", mnt, "tmpfs", 0, "size=16m") != 0) {
+        print_message("skipped: cannot mount a tmpfs here (%s)\n", strerror(errno));
+        free(mnt), free(out), free(err);
+        skip();
+    }
+    /* the 64-point example: sweep.csv is about 6 KB, more than one write() */
+    char *dir = xasprintf("%s/s", mnt);
+    const char *args[] = {"sweep", "configs/sweeps/flash_v5e_blocks.yaml", "-o", dir, "-j", "2",
+                          NULL};
+    assert_int_equal(run_bin(args, out, err, false), 0);
+    long total = used_pages(mnt), tables = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, "points") && e->d_name[0] != '.')
+            tables += pages_of(p);
+        free(p);
+    }
+    closedir(d);
+    char *csv = xasprintf("%s/sweep.csv", dir);
+    long csv_bytes = file_size(csv);
+    assert_int_equal(umount(mnt), 0);
+    assert_true(csv_bytes > 4096); /* more than one stdio buffer of 4 KiB */
+    char *opts = xasprintf("size=%ld", (total - tables + 1) * 4096);
+    assert_int_equal(mount("tpusim-test", mnt, "tmpfs", 0, opts), 0);
+    int rc = run_bin(args, out, err, false);
+    char *so = read_all(out), *se = read_all(err);
+    umount(mnt);
+    assert_int_equal(rc, 1);
+    if (!strstr(se, "No space left on device") || strstr(se, "Input/output error"))
+        fail_msg("stderr: %s", se);
+    if (strstr(so, "wrote "))
+        fail_msg("claims a write that failed: %s", so);
+    assert_non_null(strstr(se, "tpusim sweep: the outputs in "));
+    free(so);
+    free(se);
+    free(opts);
+    free(csv);
+    free(dir);
+    free(err);
+    free(out);
+    free(mnt);
+}
+
 /* Issue 17.3: shards of a sweep, merged, give the bytes of one run: tables, report, plots,
  * every point and the best and default points' traces. */
 static void test_sweep_shards_merge_to_the_same_bytes(void **state)
@@ -1304,6 +1500,19 @@ static void test_sweep_shards_merge_to_the_same_bytes(void **state)
     assert_non_null(strstr(text, "is a shard of another sweep than"));
     assert_non_null(strstr(text, "(spec_hash differs)"));
     free(text);
+    /* issue 32.7's class: a point's log.txt planted as a link to /dev/zero is refused at
+     * once (every input is read by the one opener), not copied until the disk is full */
+    char *log0 = xasprintf("%s/points/0000/log.txt", s0), *mg2 = path_in("sh_merged2");
+    unlink(log0);
+    assert_int_equal(symlink("/dev/zero", log0), 0);
+    const char *m5[] = {"sweep", "merge", mg2, s0, s1, s2, NULL};
+    assert_int_equal(run_bin(m5, out, err, false), 1);
+    text = read_all(err);
+    assert_non_null(strstr(text, "/points/0000/log.txt: expected a regular file, got a device"));
+    free(text);
+    unlink(log0);
+    free(mg2);
+    free(log0);
     free(other);
     free(tr);
     free(cmd);
@@ -1381,12 +1590,14 @@ int main(void)
         cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),
+        cmocka_unit_test(test_sweep_resume_refuses_another_sweep),
         cmocka_unit_test(test_sweep_sigint_keeps_finished_points),
         cmocka_unit_test(test_sweep_jobs_give_identical_tables),
         cmocka_unit_test(test_sweep_refuses_a_used_directory),
         cmocka_unit_test(test_sweep_two_sweeps_one_directory),
         cmocka_unit_test(test_sweep_sigkill_takes_its_points),
         cmocka_unit_test(test_sweep_missing_output_fails),
+        cmocka_unit_test(test_sweep_full_disk_claims_no_write),
         cmocka_unit_test(test_sweep_shards_merge_to_the_same_bytes),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
     };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -57,6 +58,64 @@ static struct json *read_json(const char *path)
     if (!j)
         fail_msg("%s", err);
     return j;
+}
+
+/* ---------------- base/json ---------------- */
+
+static char *written(const char *s)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    json_write_string(f, s);
+    fclose(f);
+    return buf;
+}
+
+/* Issue 32.14: a file name with a byte that is not UTF-8 made summary.json,
+ * trace.json and sweep.json invalid. The writer replaces each invalid byte
+ * by U+FFFD (escaped) and keeps valid UTF-8; the reader (tests/jsoncheck)
+ * refuses what is not UTF-8. And a backslash is escaped (a mutant that did
+ * not escape it survived: a sweep value x\y made sweep.json invalid). */
+static void test_json_strings_are_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } w[] = {
+        {"plain", "\"plain\""},
+        {"x\\y \"q\"", "\"x\\\\y \\\"q\\\"\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"a\xff" "b", "\"a\\ufffdb\""},                   /* a byte never in UTF-8 */
+        {"\xc3(", "\"\\ufffd(\""},                          /* a lead byte without its tail */
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                 /* overlong '/' */
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},      /* a UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* past U+10FFFF */
+        {"\xe2\x82", "\"\\ufffd\\ufffd\""},                 /* cut at the end */
+    };
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+        char *got = written(w[i].in);
+        assert_string_equal(got, w[i].out);
+        char err[128];
+        struct json *j = json_parse(got, strlen(got), err, sizeof err);
+        if (!j)
+            fail_msg("case %zu: %s", i, err);
+        json_free(j);
+        free(got);
+    }
+    static const char *const bad[] = {"\"a\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+                                      "\"\xe2\x82\"", "\"\\udc00\"", "{\"\xfe\": 1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char err[128];
+        struct json *j = json_parse(bad[i], strlen(bad[i]), err, sizeof err);
+        if (j)
+            fail_msg("case %zu was read as JSON", i);
+    }
+    char err[128];
+    struct json *j = json_parse("\"\\u00e9\\ud83d\\ude00\"", 20, err, sizeof err);
+    assert_non_null(j);
+    assert_string_equal(j->str, "\xc3\xa9\xf0\x9f\x98\x80");
+    json_free(j);
 }
 
 /* ---------------- trace.json ---------------- */
@@ -387,6 +446,395 @@ static void test_summary_json_has_the_contract_keys(void **state)
     assert_float_equal(json_num(coll, "link_share", 0), 0.972, 1e-9);
     assert_null(json_get(ops->kids[0], "collective"));
     json_free(j);
+    free(p);
+}
+
+/* ---------------- summary.json, every key against the values written ---------------- */
+
+/* One JSON object being checked: each check counts a key, and chk_done
+ * fails unless every key the object holds was checked. */
+struct seen {
+    const struct json *o;
+    const char *where;
+    int n;
+};
+
+static struct seen seen_of(const struct json *o, const char *where)
+{
+    if (!o || o->type != JSON_OBJ)
+        fail_msg("%s: not an object", where);
+    return (struct seen){o, where, 0};
+}
+
+static const struct json *chk_key(struct seen *s, const char *k, enum json_type t)
+{
+    const struct json *v = json_get(s->o, k);
+    if (!v || v->type != t)
+        fail_msg("%s.%s: missing or of another type", s->where, k);
+    s->n++;
+    return v;
+}
+
+/* Numbers are written with 10 significant digits (%.9e), %.17g or 6 decimals. */
+static void chk_num(struct seen *s, const char *k, double want)
+{
+    double got = chk_key(s, k, JSON_NUM)->num;
+    double tol = want == 0 ? 0 : 1e-9 * (want < 0 ? -want : want);
+    if (got - want > tol || want - got > tol)
+        fail_msg("%s.%s: %.17g written, the summary holds %.17g", s->where, k, got, want);
+}
+
+static void chk_str(struct seen *s, const char *k, const char *want)
+{
+    const char *got = chk_key(s, k, JSON_STR)->str;
+    if (strcmp(got, want))
+        fail_msg("%s.%s: '%s' written, the summary holds '%s'", s->where, k, got, want);
+}
+
+static void chk_bool(struct seen *s, const char *k, bool want)
+{
+    if (chk_key(s, k, JSON_BOOL)->b != want)
+        fail_msg("%s.%s: not %s", s->where, k, want ? "true" : "false");
+}
+
+static void chk_null(struct seen *s, const char *k)
+{
+    chk_key(s, k, JSON_NULL);
+}
+
+static const struct json *chk_arr(struct seen *s, const char *k, int n)
+{
+    const struct json *a = chk_key(s, k, JSON_ARR);
+    if (a->n != n)
+        fail_msg("%s.%s: %d items, want %d", s->where, k, a->n, n);
+    return a;
+}
+
+static void chk_done(const struct seen *s)
+{
+    if (s->n != s->o->n)
+        fail_msg("%s: %d keys written, %d checked: a key is not checked", s->where, s->o->n, s->n);
+}
+
+static void chk_work(const struct json *o, const char *where, const struct summary_core_work *w,
+                     int core)
+{
+    struct seen s = seen_of(o, where);
+    chk_num(&s, "core", core);
+    chk_num(&s, "time_s", w->time_s);
+    struct seen b = seen_of(chk_key(&s, "busy_s", JSON_OBJ), "per_core.busy_s");
+    chk_num(&b, "mxu", w->mxu_s);
+    chk_num(&b, "vpu", w->vpu_s);
+    chk_num(&b, "overhead", w->overhead_s);
+    chk_done(&b);
+    chk_num(&s, "hbm_bytes", w->hbm_bytes);
+    chk_done(&s);
+}
+
+static void chk_auto(struct seen *s, const struct summary_auto *a)
+{
+    struct seen b = seen_of(chk_key(s, "auto_blocks", JSON_OBJ), "auto_blocks");
+    for (int i = 0; i < a->n; i++)
+        if (a->values[i])
+            chk_num(&b, a->names[i], (double)a->values[i]);
+        else
+            chk_null(&b, a->names[i]);
+    chk_done(&b);
+    chk_num(s, "auto_candidates", a->candidates);
+    chk_num(s, "auto_feasible", a->feasible);
+    chk_str(s, "auto_bound", a->bound);
+    chk_num(s, "auto_lower_bound_s", a->lower_bound_s);
+    chk_num(s, "auto_search_time_s", a->time_s);
+    chk_num(s, "auto_default_time_s", a->default_s);
+    chk_bool(s, "auto_cached", a->cached);
+}
+
+static void chk_explain(struct seen *s, const struct summary_op *o)
+{
+    chk_num(s, "useful_hbm_bytes", o->useful_bytes);
+    chk_num(s, "padded_hbm_bytes", o->hbm_bytes - o->useful_bytes);
+    chk_str(s, "runner_up", o->runner_up_frac > 0 ? bound_name(o->runner_up) : "none");
+    chk_num(s, "bound_fraction", o->bound_frac);
+    chk_num(s, "runner_up_fraction", o->runner_up_frac);
+    if (o->ncore) {
+        const struct json *pc = chk_arr(s, "per_core", o->ncore);
+        for (int c = 0; c < o->ncore; c++)
+            chk_work(pc->kids[c], "per_core", &o->core[c], c);
+    }
+    if (o->nsub) {
+        const struct json *sk = chk_arr(s, "subkernels", o->nsub);
+        for (int i = 0; i < o->nsub; i++) {
+            struct seen k = seen_of(sk->kids[i], "subkernels");
+            chk_str(&k, "name", o->sub[i].name);
+            chk_str(&k, "phase", o->sub[i].phase);
+            const struct json *pc = chk_arr(&k, "per_core", o->ncore);
+            for (int c = 0; c < o->ncore; c++)
+                chk_work(pc->kids[c], "subkernels.per_core", &o->sub[i].core[c], c);
+            chk_done(&k);
+        }
+    }
+    if (o->coll.present) {
+        struct seen c = seen_of(chk_key(s, "collective", JSON_OBJ), "collective");
+        chk_num(&c, "devices", o->coll.n);
+        chk_num(&c, "data_bytes", o->coll.data_bytes);
+        chk_num(&c, "algbw_Bps", o->coll.algbw_Bps);
+        chk_num(&c, "busbw_Bps", o->coll.busbw_Bps);
+        chk_num(&c, "link_peak_Bps", o->coll.link_peak_Bps);
+        chk_num(&c, "link_share", o->coll.link_share);
+        chk_done(&c);
+    }
+}
+
+static void chk_op(const struct json *j, const struct summary_op *o, bool dcn)
+{
+    struct seen s = seen_of(j, o->name);
+    chk_str(&s, "name", o->name);
+    chk_str(&s, "kind", o->kind);
+    chk_num(&s, "start_s", o->start_s);
+    chk_num(&s, "end_s", o->end_s);
+    chk_num(&s, "time_s", o->time_s);
+    chk_num(&s, "flops", o->flops);
+    chk_num(&s, "hbm_bytes", o->hbm_bytes);
+    chk_num(&s, "ici_bytes", o->ici_bytes);
+    chk_num(&s, "vmem_peak_bytes", (double)o->vmem_peak_bytes);
+    chk_num(&s, "grid_steps", (double)o->grid_steps);
+    chk_str(&s, "bound", bound_name(o->bound));
+    if (dcn)
+        chk_num(&s, "dcn_bytes", o->dcn_bytes);
+    chk_num(&s, "compute_steps", (double)o->compute_steps);
+    chk_str(&s, "category", o->category);
+    chk_num(&s, "instances", (double)o->instances);
+    chk_num(&s, "peak_fraction", o->peak_frac);
+    chk_num(&s, "cores", o->cores);
+    chk_num(&s, "dmas", (double)o->dmas);
+    chk_num(&s, "coalesced_runs", (double)o->coalesced_runs);
+    chk_num(&s, "vpu_flops", o->vpu_flops);
+    chk_num(&s, "transcendentals", o->transcendentals);
+    struct seen b = seen_of(chk_key(&s, "busy_s", JSON_OBJ), "busy_s");
+    const double busy[] = {o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s};
+    static const char *const units[] = {"mxu", "vpu", "hbm", "ici", "overhead", "latency"};
+    for (int u = 0; u < 6; u++)
+        chk_num(&b, units[u], busy[u]);
+    if (o->pcie_bytes > 0) {
+        chk_num(&b, "pcie", o->pcie_s);
+        chk_num(&s, "pcie_bytes", o->pcie_bytes);
+    }
+    if (dcn)
+        chk_num(&b, "dcn", o->dcn_s);
+    chk_done(&b);
+    if (o->tuned)
+        chk_auto(&s, o->tuned);
+    chk_explain(&s, o);
+    chk_done(&s);
+}
+
+static void chk_model(struct seen *top, const struct summary_model *m)
+{
+    struct seen s = seen_of(chk_key(top, "model", JSON_OBJ), "model");
+    chk_str(&s, "mode", m->mode);
+    chk_num(&s, "tokens", m->tokens);
+    chk_num(&s, "tokens_per_s", m->tokens_per_s);
+    chk_num(&s, "tokens_per_s_per_chip", m->tokens_per_s_per_chip);
+    chk_num(&s, "flops_per_device", m->flops_per_device);
+    chk_num(&s, "mfu", m->mfu);
+    struct seen b = seen_of(chk_key(&s, "memory_bytes", JSON_OBJ), "model.memory_bytes");
+    const double v[] = {m->mem_params,  m->mem_grads,  m->mem_optimizer,
+                        m->mem_activations, m->mem_weights_gathered, m->mem_logits,
+                        m->mem_kv_cache, m->mem_total, m->mem_capacity};
+    static const char *const k[] = {"params", "grads", "optimizer", "activations",
+                                    "weights_gathered", "logits", "kv_cache", "total",
+                                    "capacity"};
+    for (int i = 0; i < 9; i++)
+        chk_num(&b, k[i], v[i]);
+    chk_done(&b);
+    chk_done(&s);
+}
+
+static void chk_timeline(struct seen *top, const struct summary *x)
+{
+    struct seen c = seen_of(chk_key(top, "time_by_category_s", JSON_OBJ), "time_by_category_s");
+    for (int k = 0; k < CAT_COUNT; k++)
+        chk_num(&c, summary_cat_name((enum summary_cat)k), x->cat_s[k]);
+    chk_done(&c);
+    const struct json *p = chk_arr(top, "critical_path", x->npath);
+    for (int i = 0; i < x->npath; i++) {
+        struct seen s = seen_of(p->kids[i], "critical_path");
+        chk_str(&s, "name", x->path[i].name);
+        chk_num(&s, "instances", (double)x->path[i].instances);
+        chk_num(&s, "time_s", x->path[i].time_s);
+        chk_done(&s);
+    }
+    const struct json *bl = chk_arr(top, "blocks", x->nblocks);
+    for (int i = 0; i < x->nblocks; i++) {
+        const struct summary_block *b = &x->blocks[i];
+        struct seen s = seen_of(bl->kids[i], "blocks");
+        chk_str(&s, "name", b->name);
+        chk_num(&s, "count", (double)b->count);
+        const struct json *it = chk_arr(&s, "iterations_s", (int)b->niter);
+        for (int64_t k = 0; k < b->niter; k++) {
+            assert_int_equal(it->kids[k]->n, 2);
+            assert_float_equal(it->kids[k]->kids[0]->num, b->start_s[k], 1e-18);
+            assert_float_equal(it->kids[k]->kids[1]->num, b->end_s[k], 1e-18);
+        }
+        chk_done(&s);
+    }
+}
+
+static void chk_trace(struct seen *top, const struct summary *x)
+{
+    const struct trace_stats *st = &x->trace.st;
+    struct seen s = seen_of(chk_key(top, "trace", JSON_OBJ), "trace");
+    chk_str(&s, "level", trace_level_name(st->level));
+    chk_str(&s, "path", "trace.json");
+    chk_num(&s, "events", (double)st->events);
+    chk_num(&s, "dropped", (double)st->dropped);
+    chk_num(&s, "filtered", (double)st->filtered);
+    chk_num(&s, "max_events", (double)st->max_events);
+    chk_num(&s, "bytes", (double)st->bytes);
+    chk_str(&s, "chips", x->trace.chips);
+    const struct json *w = chk_arr(&s, "window_s", 2);
+    assert_float_equal(w->kids[0]->num, x->trace.window_t0_s, 1e-18);
+    assert_float_equal(w->kids[1]->num, x->trace.window_t1_s, 1e-18);
+    chk_bool(&s, "complete", false);
+    chk_num(&s, "complete_until_s", st->complete_until_s);
+    char hint[512];
+    summary_trace_hint(x, hint, sizeof hint);
+    chk_str(&s, "hint", hint);
+    chk_done(&s);
+}
+
+static void chk_tensorcores(struct seen *top, const struct summary *x)
+{
+    const struct json *a = chk_arr(top, "tensorcores", x->ntc);
+    for (int c = 0; c < x->ntc; c++) {
+        const struct summary_tc *tc = &x->tc[c];
+        struct seen s = seen_of(a->kids[c], "tensorcores");
+        chk_num(&s, "chip", 0);
+        chk_num(&s, "core", c);
+        chk_num(&s, "compute_s", tc->compute_s);
+        chk_num(&s, "idle_s", tc->idle_s);
+        struct seen b = seen_of(chk_key(&s, "busy_s", JSON_OBJ), "tensorcores.busy_s");
+        chk_num(&b, "mxu", tc->mxu_s);
+        chk_num(&b, "vpu", tc->vpu_s);
+        chk_num(&b, "hbm", tc->hbm_s);
+        chk_num(&b, "overhead", tc->overhead_s);
+        chk_done(&b);
+        chk_str(&s, "bound", bound_name(tc->bound));
+        chk_str(&s, "runner_up", bound_name(tc->runner_up));
+        chk_done(&s);
+    }
+}
+
+/* A summary with every optional part, each figure distinct (a key written
+ * from another field, or with its sign flipped, shows). */
+static void full_summary(struct summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->scenario = xstrdup("full");
+    s->chip = xstrdup("v5p");
+    s->ndims = 2, s->shape[0] = 2, s->shape[1] = 4, s->slices = 2;
+    s->sim_chips = 4, s->sim_shape[0] = 1, s->sim_shape[1] = 4;
+    s->memo_replays = 9, s->memo_measured = 5;
+    s->total_time_s = 4.125e-3;
+    s->nops = 2;
+    s->ops = xcalloc(2, sizeof *s->ops);
+    struct summary_op *o = &s->ops[0];
+    *o = (struct summary_op){
+        .name = xstrdup("op-a"), .kind = "matmul", .start_s = 1.25e-3, .end_s = 2.5e-3,
+        .flops = 3e12, .vpu_flops = 6e9, .transcendentals = 2e7, .hbm_bytes = 5e8,
+        .ici_bytes = 7e7, .useful_bytes = 4e8, .pcie_bytes = 2e6, .dcn_bytes = 3e5,
+        .vmem_peak_bytes = 123456, .grid_steps = 4096, .compute_steps = 2048, .dmas = 77,
+        .coalesced_runs = 33, .mxu_s = 1.1e-3, .vpu_s = 2.2e-4, .overhead_s = 3.3e-5,
+        .hbm_s = 4.4e-4, .ici_s = 5.5e-5, .latency_s = 6.6e-6, .pcie_s = 7.7e-7,
+        .dcn_s = 8.8e-8, .peak_frac = 0.875, .bound = BOUND_MXU, .cores = 2,
+        .category = "matmul", .instances = 3, .time_s = 1.125e-3, .runner_up = BOUND_HBM,
+        .bound_frac = 0.75, .runner_up_frac = 0.25, .ncore = 2};
+    o->core[0] = (struct summary_core_work){1.0e-3, 9.1e-4, 1.2e-4, 1.3e-5, 2.5e8};
+    o->core[1] = (struct summary_core_work){0.9e-3, 8.1e-4, 1.1e-4, 1.4e-5, 2.4e8};
+    o->tuned = xcalloc(1, sizeof *o->tuned);
+    *o->tuned = (struct summary_auto){.n = 2, .names = {"bm", "bk"}, .values = {128, 0},
+                                      .candidates = 9, .feasible = 7, .time_s = 3.5e-4,
+                                      .lower_bound_s = 2.5e-4, .default_s = 4.5e-4,
+                                      .bound = "mxu", .cached = true};
+    o->nsub = 1;
+    o->sub = xcalloc(1, sizeof *o->sub);
+    snprintf(o->sub[0].name, sizeof o->sub[0].name, "op-a.fwd");
+    snprintf(o->sub[0].phase, sizeof o->sub[0].phase, "fwd");
+    o->sub[0].core[0] = (struct summary_core_work){0.5e-3, 4.1e-4, 0.6e-4, 0.7e-5, 1.5e8};
+    o->sub[0].core[1] = (struct summary_core_work){0.4e-3, 3.1e-4, 0.5e-4, 0.8e-5, 1.4e8};
+    o->coll = (struct summary_coll){true, 8, 1.5e8, 2.5e11, 2.25e11, 3.5e11, 0.642857};
+    s->ops[1] = (struct summary_op){
+        .name = xstrdup("op-b"), .kind = "all_gather", .start_s = 2.5e-3, .end_s = 4.125e-3,
+        .flops = 0, .hbm_bytes = 3e7, .ici_bytes = 9e7, .useful_bytes = 3e7, .dcn_bytes = 4e5,
+        .vmem_peak_bytes = 0, .ici_s = 1.5e-3, .latency_s = 2e-5, .dcn_s = 9.9e-7,
+        .peak_frac = 0.5, .bound = BOUND_ICI, .cores = 1, .category = "collective",
+        .instances = 1, .time_s = 1.625e-3, .bound_frac = 0.875};
+    s->timeline = true;
+    for (int c = 0; c < CAT_COUNT; c++)
+        s->cat_s[c] = (c + 1) * 1.5e-4;
+    s->npath = 2;
+    s->path = xcalloc(2, sizeof *s->path);
+    s->path[0] = (struct summary_path_op){xstrdup("op-a"), 3, 1.125e-3};
+    s->path[1] = (struct summary_path_op){xstrdup("op-b"), 1, 1.625e-3};
+    s->nblocks = 1;
+    s->blocks = xcalloc(1, sizeof *s->blocks);
+    s->blocks[0] = (struct summary_block){xstrdup("layers"), 2, 2, xcalloc(2, sizeof(double)),
+                                          xcalloc(2, sizeof(double))};
+    s->blocks[0].start_s[0] = 1e-4, s->blocks[0].end_s[0] = 2e-4;
+    s->blocks[0].start_s[1] = 3e-4, s->blocks[0].end_s[1] = 4.5e-4;
+    s->model = (struct summary_model){true, "train", 2.5e5, 6.5e5, 8.125e4, 1.75e14, 0.4375,
+                                      1e9, 2e9, 4e9, 3e9, 5e8, 6e8, 7e8, 1.1e10, 1.6e10};
+    s->trace = (struct summary_trace){.present = true, .chips = xstrdup("0,1"), .window = true,
+                                      .window_t0_s = 1e-3, .window_t1_s = 4e-3};
+    s->trace.st = (struct trace_stats){TRACE_STEPS, 1000, 250, 40, 1000, 3.25e-3, 4.125e-3, 98765};
+    s->ntc = 2;
+    s->tc[0] = (struct summary_tc){1.2e-3, 2.3e-4, 3.4e-5, 4.5e-4, 2.75e-3, 1.375e-3, BOUND_MXU,
+                                   BOUND_HBM};
+    s->tc[1] = (struct summary_tc){1.1e-3, 2.2e-4, 3.3e-5, 4.6e-4, 2.5e-3, 1.625e-3, BOUND_MXU,
+                                   BOUND_VPU};
+}
+
+/* Issue 32 (mutation survivor): the sign of padded_hbm_bytes flipped in
+ * summary.json went unnoticed: the tests checked the internal value, not the
+ * written key. Every key summary.json holds is read back (base/json.h) and
+ * compared with the value it was written from; an object with a key this
+ * test does not check fails it, so a new key comes with its check. */
+static void test_summary_json_every_key_read_back(void **state)
+{
+    (void)state;
+    struct summary x;
+    full_summary(&x);
+    char *p = path_in("full_summary.json");
+    assert_int_equal(summary_write_json(&x, p), 0);
+    struct json *j = read_json(p);
+    struct seen top = seen_of(j, "summary");
+    chk_str(&top, "scenario", x.scenario);
+    chk_str(&top, "chip", x.chip);
+    const struct json *shape = chk_arr(&top, "topology", x.ndims);
+    const struct json *sim = chk_arr(&top, "simulated_shape", x.ndims);
+    for (int i = 0; i < x.ndims; i++) {
+        assert_float_equal(shape->kids[i]->num, x.shape[i], 0);
+        assert_float_equal(sim->kids[i]->num, x.sim_shape[i], 0);
+    }
+    chk_num(&top, "slices", x.slices);
+    chk_num(&top, "simulated_chips", x.sim_chips);
+    struct seen memo = seen_of(chk_key(&top, "kernel_memo", JSON_OBJ), "kernel_memo");
+    chk_num(&memo, "replays", (double)x.memo_replays);
+    chk_num(&memo, "measured", (double)x.memo_measured);
+    chk_done(&memo);
+    chk_num(&top, "total_time_s", x.total_time_s);
+    const struct json *ops = chk_arr(&top, "ops", x.nops);
+    for (int i = 0; i < x.nops; i++)
+        chk_op(ops->kids[i], &x.ops[i], true);
+    chk_timeline(&top, &x);
+    chk_model(&top, &x.model);
+    chk_trace(&top, &x);
+    chk_tensorcores(&top, &x);
+    chk_done(&top);
+    /* the padding is positive: 5e8 bytes moved, 4e8 of them used */
+    assert_float_equal(json_num(ops->kids[0], "padded_hbm_bytes", 0), 1e8, 0);
+    json_free(j);
+    summary_fini(&x);
     free(p);
 }
 
@@ -724,15 +1172,103 @@ static void test_compare_summaries_and_kinds(void **state)
     free(a), free(b), free(sw), free(missing);
 }
 
+/* Writes a summary.json of 'n' ops "opNNNNN" (reversed when 'rev'), op i
+ * taking (i % 7 + 1) us times 'scale', without op 'skip' (-1: none) and with
+ * an extra op 'extra' (NULL: none). */
+static void write_many_ops(const char *path, int n, bool rev, double scale, int skip,
+                           const char *extra)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"scenario\": \"many\", \"chip\": \"v5e\", \"total_time_s\": 1, \"ops\": [\n", f);
+    bool comma = false;
+    for (int k = 0; k < n; k++) {
+        int i = rev ? n - 1 - k : k;
+        if (i == skip)
+            continue;
+        fprintf(f, "%s{\"name\": \"op%05d\", \"kind\": \"matmul\", \"time_s\": %.9e, "
+                   "\"bound\": \"mxu\"}\n",
+                comma ? "," : "", i, (i % 7 + 1) * 1e-6 * scale);
+        comma = true;
+    }
+    if (extra)
+        fprintf(f, ",{\"name\": \"%s\", \"kind\": \"matmul\", \"time_s\": 1e-6, "
+                   "\"bound\": \"hbm\"}\n", extra);
+    fputs("]}\n", f);
+    fclose(f);
+}
+
+/* Issue 32.12: compare paired ops by scanning the other summary for each
+ * name: two summaries of 50k ops took over 120 s (after: under 2 s, most of
+ * it reading 230 MB of JSON). Pairing is by a sorted index now. 40000 ops,
+ * B in reverse order and twice as slow, less op 5, plus one op of its own:
+ * every op pairs with its namesake (+100.0%). The quadratic pairing took
+ * 9 s of CPU for 20000 ops (so about 36 s for these); it takes 0.1 s now, and the
+ * limit of 10 s leaves a slow machine room. */
+static void test_compare_pairs_many_ops_by_name(void **state)
+{
+    (void)state;
+    enum { N = 40000 };
+    char *a = path_in("many_a.json"), *b = path_in("many_b.json");
+    write_many_ops(a, N, false, 1, -1, NULL);
+    write_many_ops(b, N, true, 2, 5, "zz-new");
+    char *text = NULL;
+    size_t n = 0;
+    FILE *out = open_memstream(&text, &n);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(compare_outputs(a, b, NULL, out, stderr), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fclose(out);
+    double wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (wall_s > 10)
+        fail_msg("compare of %d ops took %.1f s", N, wall_s);
+    const char *op5 = strstr(text, "\nop00005 "), *zz = strstr(text, "\nzz-new ");
+    assert_non_null(op5);
+    assert_non_null(zz);
+    assert_true(strstr(op5, "(only in A)\nop00006 ") == strchr(op5 + 1, '\n') - 11);
+    assert_true(strstr(zz, "(only in B)\ntotal ") == strchr(zz + 1, '\n') - 11);
+    /* op 3 takes 4 us in A and 8 us in B */
+    assert_non_null(strstr(text, "\nop00003                  matmul                   4 us         8 us"
+                                 "         +4 us   +100.0%  mxu -> mxu\n"));
+    int paired = 0, lines = 0;
+    for (char *l = text; *l; lines++) {
+        char *e = strchr(l, '\n');
+        *e = '\0';
+        if (!strncmp(l, "op", 2) && strstr(l, " +100.0%  mxu -> mxu"))
+            paired++;
+        l = e + 1;
+    }
+    assert_int_equal(paired, N - 1);
+    assert_int_equal(lines, 2 + 1 + N + 1 + 1); /* A, B, header, ops, zz-new, total */
+    free(text);
+    /* a name twice: the first repeat and its first namesake are named */
+    FILE *f = fopen(a, "w");
+    fputs("{\"ops\": [{\"name\": \"x\"}, {\"name\": \"y\"}, {\"name\": \"y\"}, {\"name\": \"x\"}]}",
+          f);
+    fclose(f);
+    text = NULL;
+    FILE *err = open_memstream(&text, &n);
+    assert_int_equal(compare_outputs(a, b, NULL, stdout, err), 2);
+    fclose(err);
+    assert_non_null(strstr(text, "op name 'y' appears twice (ops 1 and 2)"));
+    free(text);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_strings_are_utf8),
+        cmocka_unit_test(test_compare_pairs_many_ops_by_name),
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
         cmocka_unit_test(test_trace_write_streams_valid_json),
         cmocka_unit_test(test_trace_units_merges_an_ops_activity),
         cmocka_unit_test(test_trace_filters_chips_window_and_levels),
         cmocka_unit_test(test_trace_freed_open_leaves_nothing),
         cmocka_unit_test(test_summary_json_has_the_contract_keys),
+        cmocka_unit_test(test_summary_json_every_key_read_back),
         cmocka_unit_test(test_summary_console_table),
         cmocka_unit_test(test_table_write_csv_bytes),
         cmocka_unit_test(test_table_model_columns),
