@@ -135,4 +135,18 @@ $tm "$bin" check tests/data/bad/yaml_alias_bomb.yaml >/dev/null 2>&1
 w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
 rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f", $1 / 1024 }')
 printf 'alias bomb refused by check: %.3f s, %s MB peak\n' "$w" "$rss"
+
+# compare of two summaries of 50,000 ops each (B reversed, one op less, one of its
+# own): the pairing is by a sorted index (issue 32.12: quadratic before, > 120 s).
+awk -v n=50000 -v k=1 'BEGIN { printf "{\"total_time_s\": 1, \"ops\": [\n";
+    for (i = 0; i < n; i++) printf "%s{\"name\": \"op%05d\", \"kind\": \"matmul\", \"time_s\": %g, \"bound\": \"mxu\"}\n",
+        (i ? "," : ""), i, 1e-6 * (i % 7 + 1); print "]}" }' > "$out/ca.json"
+awk -v n=50000 'BEGIN { printf "{\"total_time_s\": 2, \"ops\": [\n"; c = "";
+    for (i = n - 1; i >= 0; i--) if (i != 5) { printf "%s{\"name\": \"op%05d\", \"kind\": \"matmul\", \"time_s\": %g, \"bound\": \"mxu\"}\n",
+        c, i, 2e-6 * (i % 7 + 1); c = "," } print ",{\"name\": \"zz\", \"kind\": \"matmul\", \"time_s\": 1e-6, \"bound\": \"hbm\"}]}" }' > "$out/cb.json"
+s=$(now)
+$tm "$bin" compare "$out/ca.json" "$out/cb.json" >/dev/null || echo "FAIL compare"
+w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f", $1 / 1024 }')
+printf 'compare of two 50,000-op summaries: %.3f s, %s MB peak\n' "$w" "$rss"
 rm -rf "$out"

@@ -1200,29 +1200,22 @@ static void write_many_ops(const char *path, int n, bool rev, double scale, int 
 
 /* Issue 32.12: compare paired ops by scanning the other summary for each
  * name: two summaries of 50k ops took over 120 s (after: under 2 s, most of
- * it reading 230 MB of JSON). Pairing is by a sorted index now. 40000 ops,
+ * it reading 230 MB of JSON). Pairing is by a sorted index now. 4000 ops,
  * B in reverse order and twice as slow, less op 5, plus one op of its own:
- * every op pairs with its namesake (+100.0%). The quadratic pairing took
- * 9 s of CPU for 20000 ops (so about 36 s for these); it takes 0.1 s now, and the
- * limit of 10 s leaves a slow machine room. */
+ * every op pairs with its namesake (+100.0%). This checks the pairing; its
+ * speed is make bench's (tools/bench.sh, "compare"), not a timed test. */
 static void test_compare_pairs_many_ops_by_name(void **state)
 {
     (void)state;
-    enum { N = 40000 };
+    enum { N = 4000 };
     char *a = path_in("many_a.json"), *b = path_in("many_b.json");
     write_many_ops(a, N, false, 1, -1, NULL);
     write_many_ops(b, N, true, 2, 5, "zz-new");
     char *text = NULL;
     size_t n = 0;
     FILE *out = open_memstream(&text, &n);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(compare_outputs(a, b, NULL, out, stderr), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     fclose(out);
-    double wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (wall_s > 10)
-        fail_msg("compare of %d ops took %.1f s", N, wall_s);
     const char *op5 = strstr(text, "\nop00005 "), *zz = strstr(text, "\nzz-new ");
     assert_non_null(op5);
     assert_non_null(zz);
