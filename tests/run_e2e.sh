@@ -116,7 +116,9 @@ exec 9>&-
 # seconds (the 256-chip 8B training step: about 3 s before it simulates anything) holds the
 # directory from its start: a second run into it half a second later is refused at once.
 "$bin" run configs/models/llama3-8b-train-v5e-256.yaml -o "$t/early" -q >/dev/null 2>&1 & pl=$!
-sleep 0.5
+# (the second run starts once the lock file is there: within 0.5 s on an idle machine, but a
+# loaded CI lane or a sanitizer build may take longer to start the first)
+w=0; until [ -s "$t/early/.tpusim-lock" ] || [ $w -ge 300 ]; do sleep 0.1; w=$((w + 1)); done
 "$bin" run "$small" -o "$t/early" -q >/dev/null 2>"$t/early.err"; rc=$?
 kill -TERM $pl 2>/dev/null; wait $pl 2>/dev/null
 [ $rc = 1 ] && grep -qF "$t/early: in use by another run (pid $pl)" "$t/early.err" && ok \
