@@ -90,8 +90,8 @@ kill -INT $pid
 wait $pid
 echo $? > "$t/int.rc"
 [ "$(cat "$t/int.rc")" = 130 ] && [ ! -e "$t/int/summary.json" ] && [ ! -e "$t/int/trace.json" ] \
-    && [ -z "$(ls -A "$t/int")" ] && grep -q interrupted "$t/int.err" && ok \
-    || bad "SIGINT: exit $(cat "$t/int.rc"), $(ls "$t/int" 2>&1)"
+    && { [ ! -e "$t/int" ] || [ -z "$(ls -A "$t/int")" ]; } && grep -q interrupted "$t/int.err" \
+    && ok || bad "SIGINT: exit $(cat "$t/int.rc"), $(ls "$t/int" 2>&1)"
 # Issue 18.3: one run at a time in a directory. A directory whose lock is held (here by this
 # shell, as another run would hold it) is refused, exit 1, naming the holder.
 mkdir -p "$t/busy"
