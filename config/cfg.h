@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/diag.h"
+#include "config/cfg_tree.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
 #include "workload/graph.h"
@@ -25,8 +26,6 @@ struct cfg_node;
 struct tune_choice;
 struct model_step;
 
-/* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
-#define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 

@@ -11,7 +11,6 @@
 
 #include "base/fsutil.h"
 #include "base/xalloc.h"
-#include "config/cfg.h"
 #include "config/embedded.h"
 
 struct cfg_node *cfg_node_new(enum cfg_type t, const char *file, int line, int col)

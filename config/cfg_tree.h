@@ -53,6 +53,8 @@ struct cfg_node *cfg_parse_file(const char *path, struct diag *d);
 struct cfg_node *cfg_parse_file_at(const char *path, const struct cfg_node *at, const char *key,
                                    struct diag *d);
 #define CFG_STDIN_NAME "<stdin>"
+/* Largest scenario, chip or sweep file read (a guard against /dev/zero). */
+#define CFG_MAX_FILE_BYTES ((size_t)16 << 20)
 struct cfg_node *cfg_node_new(enum cfg_type t, const char *file, int line, int col);
 /* Appends 'kid' to 'p' (with 'key' and its mark when 'p' is a map). */
 void cfg_node_add(struct cfg_node *p, const char *key, int key_line, int key_col,

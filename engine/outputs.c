@@ -10,7 +10,6 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "models/ici.h"
-#include "engine/sim.h"
 #include "outputs/report_html.h"
 #include "engine/spmd.h"
 #include "topology/dcn.h"

@@ -8,6 +8,7 @@
 
 #include "base/diag.h"
 #include "config/cfg.h"
+#include "engine/sim_opts.h"
 #include "kernels/tune.h"
 #include "outputs/summary.h"
 #include "outputs/trace.h"
@@ -52,7 +53,6 @@ int outputs_dir_commit(struct outputs_dir *od, struct diag *d);
 /* Removes the stage (with whatever was not committed) and drops the lock. */
 void outputs_dir_close(struct outputs_dir *od);
 
-struct sim_opts;
 /* The run's trace as 'o' asks (level, chips, window, cap); NULL with a
  * message in 'd' for a bad --trace-chips. Chip numbers are the slice's; each
  * stands for the simulated chip of its SPMD class; "distinct" keeps one chip

@@ -11,27 +11,9 @@
 
 #include "base/diag.h"
 #include "config/cfg.h"
+#include "engine/sim_opts.h"
 #include "outputs/summary.h"
-#include "outputs/trace.h"
 
-struct sim_opts {
-    const char *out_dir;     /* where trace.json, summary.json, platform.xml go; NULL: none */
-    bool out_locked;         /* the caller holds out_dir's lock (outputs_dir_lock, taken
-                                before loading: a second run is refused from the start) */
-    int sg_argc;             /* extra SimGrid flags, e.g. --cfg=contexts/factory:thread */
-    char **sg_argv;
-    size_t max_trace_events; /* 0: TRACE_DEFAULT_MAX_EVENTS */
-    bool trace_set;          /* false: TRACE_DEFAULT_LEVEL with an out_dir, else none */
-    enum trace_level trace;  /* what trace.json holds (outputs/trace.h) */
-    const char *trace_chips; /* "0,17" (slice chip numbers) or "distinct"; NULL: every simulated chip */
-    bool trace_window;       /* keep only events overlapping [trace_t0_s, trace_t1_s] */
-    double trace_t0_s, trace_t1_s;
-    const char *command;     /* the command line that reruns it (report.html), or NULL */
-    bool no_summary;         /* write trace.json and platform.xml, not summary.json (a sweep's
-                                re-run of a point for its trace keeps the point's summary) */
-    int64_t max_steps;       /* 0: the scenario's options.max_steps */
-    double max_memory_bytes; /* 0: 16 GiB */
-};
 
 /* Runs 'sc' and fills '*s' (caller frees with summary_fini()). Returns 0, 1
  * for a runtime failure (deadlock, unwritable output), 2 for bad input or

@@ -14,7 +14,8 @@
 #   cli      -> everything
 # Only engine/engine.h includes <simgrid/...> or <xbt/...>; only
 # config/cfg_yaml.c includes <yaml.h>; a header named *_int.h is included
-# from its own folder only; no two files include each other. Prints each
+# from its own folder only; no two modules (x.c, x.h, x_int.h) include each
+# other. Prints each
 # violation as "file:line: why" and exits 1, else prints "layers: ok".
 root=${1:-.}
 cd "$root" || exit 2
@@ -66,9 +67,12 @@ for dir in $LAYERS; do
         fi
     done
 done
-# two files that include each other
-cycles=$(awk '{ e[$1 " " $2] = 1 } END { for (k in e) { split(k, p, " ");
-              if ((p[2] " " p[1]) in e && p[1] < p[2]) printf "%s: includes %s, which includes it back\n", p[1], p[2] } }' "$edges")
+# two modules that include each other (a module: x.c, x.h and an internal x_int.h)
+cycles=$(awk 'function mod(f) { sub(/\.[ch]$/, "", f); sub(/_int$/, "", f); return f }
+              { a = mod($1); b = mod($2); if (a != b) e[a " " b] = 1 }
+              END { for (k in e) { split(k, p, " ");
+                    if ((p[2] " " p[1]) in e && p[1] < p[2])
+                        printf "%s and %s include each other\n", p[1], p[2] } }' "$edges")
 if [ -n "$cycles" ]; then
     echo "$cycles"
     bad=1
