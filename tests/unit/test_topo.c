@@ -30,6 +30,23 @@ static void test_topo_ring_neighbors_wrap(void **state)
     assert_int_equal(topo_hops(&t, 2, 13), 5);
 }
 
+/* The chip count is a product of three lengths: 4096 x 4096 x 256 = 2^32 wrapped an int to
+ * 0 and 4096 x 4096 x 128 = 2^31 to INT_MIN; a slice above TOPO_MAX_CHIPS is refused, the
+ * largest one allowed is exactly TOPO_MAX_CHIPS. */
+static void test_topo_chip_count_bounded(void **state)
+{
+    (void)state;
+    struct topo t;
+    bool wrap[3] = {false, false, false};
+    int wraps[3][3] = {{4096, 4096, 256}, {4096, 4096, 128}, {4095, 4095, 4095}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(topo_init(&t, 3, wraps[i], wrap), -1);
+    int over[3] = {TOPO_MAX_CHIPS / 64 + 1, 8, 8}, max[3] = {TOPO_MAX_CHIPS / 64, 8, 8};
+    assert_int_equal(topo_init(&t, 3, over, wrap), -1);
+    assert_int_equal(topo_init(&t, 3, max, wrap), 0);
+    assert_int_equal(t.nchips, TOPO_MAX_CHIPS);
+}
+
 static void test_topo_line_has_edges(void **state)
 {
     (void)state;
@@ -144,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_topo_ring_neighbors_wrap),
         cmocka_unit_test(test_plat_xml_pcie_zone),
         cmocka_unit_test(test_topo_line_has_edges),
+        cmocka_unit_test(test_topo_chip_count_bounded),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
         cmocka_unit_test(test_topo_route_3d_dimension_order),
         cmocka_unit_test(test_topo_tie_break_matches_simgrid),
