@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology/dcn.h"
 #include "topology/plat_xml.h"
 #include "topology/topo.h"
 
@@ -45,6 +46,41 @@ static void test_topo_chip_count_bounded(void **state)
     assert_int_equal(topo_init(&t, 3, over, wrap), -1);
     assert_int_equal(topo_init(&t, 3, max, wrap), 0);
     assert_int_equal(t.nchips, TOPO_MAX_CHIPS);
+}
+
+/* dcn.host_shape must tile the slice axis by axis: the same axes (extra ones of 1 allowed),
+ * each dividing the slice's length. It was clipped: [2, 2, 2] on a [4, 4] slice made hosts of
+ * 4 chips (twice the NICs, half the DCN time) and [8, 8] passed while [3, 3] was refused. */
+static void test_dcn_host_shape_tiles_the_slice(void **state)
+{
+    (void)state;
+    struct topo s = mk(2, 4, 4, 1, false, false, false);
+    struct dcn d;
+    char err[256];
+    static const struct {
+        int h[3], nd;
+        int ok, per_host;
+    } cases[] = {
+        {{2, 2, 0}, 2, 0, 4},  /* 4 hosts of 2x2 */
+        {{4, 4, 0}, 2, 0, 16}, /* one host */
+        {{2, 2, 1}, 3, 0, 4},  /* an extra axis of 1 */
+        {{2, 2, 2}, 3, -1, 0}, /* the third axis: 2 chips the slice does not have */
+        {{8, 8, 0}, 2, -1, 0}, /* longer than the slice */
+        {{3, 3, 0}, 2, -1, 0}, /* does not divide 4 */
+        {{2, 0, 0}, 1, -1, 0}, /* fewer axes than the slice: which axis? */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = '\0';
+        int rc = dcn_init(&d, &s, 2, cases[i].h, cases[i].nd, 25e9, 10e-6, 0, err, sizeof err);
+        if (rc != cases[i].ok)
+            fail_msg("case %zu: rc %d, want %d (%s)", i, rc, cases[i].ok, err);
+        if (rc == 0) {
+            assert_int_equal(d.chips_per_host, cases[i].per_host);
+            assert_int_equal(d.hosts_per_slice, 16 / cases[i].per_host);
+        } else {
+            assert_non_null(strstr(err, "dcn.host_shape"));
+        }
+    }
 }
 
 static void test_topo_line_has_edges(void **state)
@@ -162,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_plat_xml_pcie_zone),
         cmocka_unit_test(test_topo_line_has_edges),
         cmocka_unit_test(test_topo_chip_count_bounded),
+        cmocka_unit_test(test_dcn_host_shape_tiles_the_slice),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
         cmocka_unit_test(test_topo_route_3d_dimension_order),
         cmocka_unit_test(test_topo_tie_break_matches_simgrid),
