@@ -83,6 +83,26 @@ static void test_dcn_host_shape_tiles_the_slice(void **state)
     }
 }
 
+/* A wrapped ring folded to an odd period keeps its wraparound: the period's chips are still
+ * a ring (3 and 5 chips), a period of 2 is a pair (no wrap link), and a line does not fold. */
+static void test_topo_fold_odd_period_keeps_wraparound(void **state)
+{
+    (void)state;
+    struct topo q;
+    struct topo six = mk(1, 6, 1, 1, true, false, false), ten = mk(1, 10, 1, 1, true, false, false);
+    int p3[3] = {3, 1, 1}, p5[3] = {5, 1, 1}, p2[3] = {2, 1, 1};
+    assert_int_equal(topo_fold(&six, p3, &q), 0);
+    assert_true(q.wrap[0]);
+    assert_int_equal(topo_hops(&q, 0, 2), 1); /* around the wrap link */
+    assert_int_equal(topo_fold(&ten, p5, &q), 0);
+    assert_true(q.wrap[0]);
+    assert_int_equal(topo_hops(&q, 0, 4), 1);
+    assert_int_equal(topo_fold(&six, p2, &q), 0);
+    assert_false(q.wrap[0]);
+    struct topo line = mk(1, 6, 1, 1, false, false, false);
+    assert_int_equal(topo_fold(&line, p3, &q), -1);
+}
+
 static void test_topo_line_has_edges(void **state)
 {
     (void)state;
@@ -197,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_topo_ring_neighbors_wrap),
         cmocka_unit_test(test_plat_xml_pcie_zone),
         cmocka_unit_test(test_topo_line_has_edges),
+        cmocka_unit_test(test_topo_fold_odd_period_keeps_wraparound),
         cmocka_unit_test(test_topo_chip_count_bounded),
         cmocka_unit_test(test_dcn_host_shape_tiles_the_slice),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
