@@ -104,6 +104,35 @@ static void test_trace_counts_kept_and_dropped_events(void **state)
 /* Events in the order they came (the viewers sort), metadata in otherData
  * with the level and the counts; the file's size is reported. Room for 8:
  * the last span is dropped. */
+/* The one JSON string writer escapes '"', '\\' and control characters, both in its
+ * fast path (nothing else to escape: x\y) and its slow one (a quote beside it). */
+static void test_json_write_string_escapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"x\\y", "\"x\\\\y\""},
+        {"a\"b\\c", "\"a\\\"b\\\\c\""},
+        {"t\tn\n\x01", "\"t\\tn\\n\\u0001\""},
+        {"plain", "\"plain\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&text, &n);
+        json_write_string(f, cases[i].in);
+        fclose(f);
+        assert_string_equal(text, cases[i].out);
+        char err[128];
+        struct json *j = json_parse(text, n, err, sizeof err); /* and it reads back */
+        assert_non_null(j);
+        assert_string_equal(j->str, cases[i].in);
+        json_free(j);
+        free(text);
+    }
+}
+
 static void test_trace_write_streams_valid_json(void **state)
 {
     (void)state;
@@ -729,6 +758,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
         cmocka_unit_test(test_trace_write_streams_valid_json),
+        cmocka_unit_test(test_json_write_string_escapes),
         cmocka_unit_test(test_trace_units_merges_an_ops_activity),
         cmocka_unit_test(test_trace_filters_chips_window_and_levels),
         cmocka_unit_test(test_trace_freed_open_leaves_nothing),
