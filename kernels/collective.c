@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sat.h"
 #include "kernels/copy.h"
 
 enum { RIGHT = 0, LEFT = 1 };
@@ -71,10 +72,33 @@ static unsigned kind_bit(enum op_kind k)
                                     : COLL_FOR_A2A;
 }
 
+/* A collective's data fits the HBM: an all-gather's output (its bytes times the
+ * chips of its group, a product of user numbers: checked), the others' input. */
+static int fits_hbm(const struct op *op, const struct chip_params *chip, uint64_t group_chips,
+                    char *err, size_t n)
+{
+    uint64_t b = op->u.coll.bytes;
+    bool gather = op->kind == OP_ALL_GATHER;
+    uint64_t need = gather ? sat_mulu64(b, group_chips) : b;
+    if (need <= chip->hbm_bytes)
+        return 0;
+    if (!gather)
+        snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)", (unsigned long long)b,
+                 (unsigned long long)chip->hbm_bytes);
+    else if (need == UINT64_MAX)
+        snprintf(err, n, "the gathered bytes (%llu bytes x %llu chips) exceed 2^64 and the "
+                         "chip's HBM (%llu bytes)", (unsigned long long)b,
+                 (unsigned long long)group_chips, (unsigned long long)chip->hbm_bytes);
+    else
+        snprintf(err, n, "the gathered %llu bytes (bytes x %llu chips) exceed the chip's HBM "
+                         "(%llu bytes)", (unsigned long long)need, (unsigned long long)group_chips,
+                 (unsigned long long)chip->hbm_bytes);
+    return -1;
+}
+
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *slice,
                char *err, size_t n)
 {
-    (void)chip;
     const struct coll_algo_row *a = &algo_rows[op->u.coll.algo];
     if (!(a->kinds & kind_bit(op->kind))) {
         snprintf(err, n, "algorithm %s does not apply to %s (it is for %s)", a->name,
@@ -88,6 +112,7 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
     struct topo group;
     const struct topo *topo = coll_topo(op, slice, 0, &group);
     const struct op_collective *c = &op->u.coll;
+    uint64_t group_chips = 1;
     for (int i = 0; i < c->naxes; i++) {
         if (c->axes[i] >= topo->ndims) {
             snprintf(err, n, "axis %d does not exist (the topology has %d axes)", c->axes[i],
@@ -99,8 +124,9 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
                 snprintf(err, n, "axis %d is listed twice", c->axes[i]);
                 return -1;
             }
+        group_chips *= (uint64_t)topo->shape[c->axes[i]];
     }
-    return 0;
+    return fits_hbm(op, chip, group_chips, err, n);
 }
 
 static int axis_len(const struct topo *t, int axis)
@@ -156,7 +182,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
     memset(part, 0, sizeof *part);
     if (dcn && op->kind == OP_ALL_GATHER) { /* the shards across the slices first */
         add_dcn(part, COLL_AG, bytes);
-        bytes *= (uint64_t)nslices;
+        bytes = sat_mulu64(bytes, (uint64_t)nslices);
     }
     for (int q = 0; q < n; q++) {
         int axis = order[q];
@@ -167,7 +193,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
         case OP_ALL_GATHER:
             ph->kind = COLL_AG;
             ph->bytes = bytes;
-            bytes *= (uint64_t)axis_len(t, axis);
+            bytes = sat_mulu64(bytes, (uint64_t)axis_len(t, axis));
             break;
         case OP_REDUCE_SCATTER:
             ph->kind = COLL_RS;
@@ -198,7 +224,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
             ph->axis = part->phases[q].axis;
             ph->bidi = bidi;
             ph->bytes = bytes;
-            bytes *= (uint64_t)axis_len(t, ph->axis);
+            bytes = sat_mulu64(bytes, (uint64_t)axis_len(t, ph->axis));
         }
     }
 }
