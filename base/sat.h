@@ -32,4 +32,11 @@ static inline uint64_t sat_mulu64(uint64_t a, uint64_t b)
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* a + b for sizes, saturated at UINT64_MAX. */
+static inline uint64_t sat_addu64(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 #endif

@@ -15,6 +15,7 @@
 #include "models/hbm.h"
 #include "models/mxu.h"
 #include "base/check.h"
+#include "base/sat.h"
 #include "base/xalloc.h"
 
 struct pl_ctx {
@@ -126,13 +127,14 @@ uint64_t pl_vmem_bytes(const struct pl_call *call, const struct chip_params *chi
     uint64_t total = 0;
     for (int i = 0; i < call->noperands; i++) {
         const struct pl_operand *op = &call->operands[i];
-        if (op->space == PL_VMEM)
-            total += block_vmem_bytes(op, chip) * (uint64_t)buffer_count(op);
+        if (op->space == PL_VMEM) /* (products of user block sizes: saturate, never wrap) */
+            total = sat_addu64(total, sat_mulu64(block_vmem_bytes(op, chip),
+                                                 (uint64_t)buffer_count(op)));
     }
     for (int i = 0; i < call->nscratch; i++) {
         const struct pl_scratch *sc = &call->scratch[i];
         if (sc->space == PL_VMEM)
-            total += hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape);
+            total = sat_addu64(total, hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape));
     }
     return total;
 }
@@ -187,8 +189,11 @@ static int check_vmem(const struct pl_call *call, const struct chip_params *chip
     uint64_t total = pl_vmem_bytes(call, chip);
     if (total <= limit)
         return 0;
-    int len = snprintf(err, n, "VMEM footprint %llu bytes exceeds the scoped limit %llu bytes:",
-                       (unsigned long long)total, (unsigned long long)limit);
+    char tot[32] = "2^64 bytes or more";
+    if (total < UINT64_MAX)
+        snprintf(tot, sizeof tot, "%llu bytes", (unsigned long long)total);
+    int len = snprintf(err, n, "VMEM footprint %s exceeds the scoped limit %llu bytes:", tot,
+                       (unsigned long long)limit);
     for (int i = 0; i < call->noperands && len > 0 && (size_t)len < n; i++) {
         const struct pl_operand *op = &call->operands[i];
         if (op->space != PL_VMEM)
