@@ -1,19 +1,20 @@
 #!/bin/sh
-# tests/run_extreme.sh TPUSIM -- every numeric key of tests/data/extreme/keys.txt at every
-# extreme value (0, -1, a subnormal, 1e308, 2^63 - 1, 2^63, 2^32, NaN, infinity), set with
-# --set on its base scenario (tests/data/extreme/BASE.yaml). `check` must exit 0, or 2 with a
-# message; when it exits 0 a short `run` must exit 0 with a valid summary.json (no NaN,
-# no null where a figure belongs), or 2 with a message. Never a crash, a hang (60 s), a
-# sanitizer report or another exit status. Then products that wrap: each integer key at the
-# maximum its range message gives (the 2^63 - 1 case's "in [lo, hi]"), alone and with the other
-# keys of its op (or section) at theirs. JSONCHECK defaults to the one beside TPUSIM; KEYS
-# (default tests/data/extreme/keys.txt) picks other keys.
+# tests/run_extreme.sh TPUSIM [JSONCHECK] -- every numeric key of tests/data/extreme/keys.txt
+# at every extreme value (0, -1, a subnormal, 1e308, 2^63 - 1, 2^63, 2^32, NaN, infinity),
+# set with --set on its base scenario (tests/data/extreme/BASE.yaml). `check` must exit 0, or
+# 2 with a message; when it exits 0 a short `run` (--max-steps 2e7, in both) must exit 0 with
+# a valid summary.json (no NaN, no null where a figure belongs), or 2 with a message. Never a
+# crash, a hang (60 s), a sanitizer report or another exit status. Then products that wrap:
+# each integer key at the maximum its range message gives (the 2^63 - 1 case's "in [lo, hi]"),
+# alone and with the other keys of its op (or section) at theirs. JSONCHECK defaults to the
+# one beside TPUSIM; KEYS (default tests/data/extreme/keys.txt) picks other keys.
 bin=$1
 jsoncheck=${2:-$(dirname "$bin")/tests/jsoncheck}
 data=tests/data/extreme
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 n=0; fail=0; checked=0
+steps=20000000 # a short run: the step guard refuses (exit 2) what would take longer
 values='0 -1 1e-310 1e308 9223372036854775807 9223372036854775808 4294967296 .nan .inf'
 crashy='runtime error|AddressSanitizer|LeakSanitizer|assertion .* failed|Segmentation|Aborted'
 bad() { fail=$((fail + 1)); echo "FAIL $*"; head -c 600 "$t/err"; echo; }
@@ -31,7 +32,7 @@ try_case() { # BASE SET...
     n=$((n + 1))
     sets=; for s in "$@"; do sets="$sets --set $s"; done
     # shellcheck disable=SC2086
-    timeout 60 "$bin" check "$data/$base.yaml" $sets >/dev/null 2>"$t/err"
+    timeout 60 "$bin" check "$data/$base.yaml" $sets --max-steps $steps >/dev/null 2>"$t/err"
     rc=$?
     judge "check $what" $rc || return
     case $* in *=9223372036854775807) # the key's range, for the maxima below
@@ -42,7 +43,8 @@ try_case() { # BASE SET...
     checked=$((checked + 1))
     rm -rf "$t/o"
     # shellcheck disable=SC2086
-    timeout 60 "$bin" run "$data/$base.yaml" $sets -o "$t/o" -q --trace none >/dev/null 2>"$t/err"
+    timeout 60 "$bin" run "$data/$base.yaml" $sets --max-steps $steps -o "$t/o" -q --trace none \
+        >/dev/null 2>"$t/err"
     rc=$?
     judge "run $what" $rc || return
     [ $rc = 0 ] || return
