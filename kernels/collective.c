@@ -491,10 +491,33 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
 
 /* ---- collective_matmul and remote_copy: rules and targets ---- */
 
+/* x gathered [X m, k], y [k, n] and the output [X m, n] fit the HBM (products of user
+ * numbers: saturating). */
+static int matmul_fits_hbm(const struct op_collective_matmul *p, const struct chip_params *chip,
+                           uint64_t X, char *err, size_t n)
+{
+    uint64_t m = (uint64_t)p->m, k = (uint64_t)p->k, nn = (uint64_t)p->n;
+    uint64_t rows = sat_mulu64(X, m);
+    uint64_t elems = sat_addu64(sat_addu64(sat_mulu64(rows, k), sat_mulu64(k, nn)),
+                                sat_mulu64(rows, nn));
+    uint64_t bytes = sat_mulu64(elems, (uint64_t)dtype_bytes(p->dt));
+    if (bytes <= chip->hbm_bytes)
+        return 0;
+    char b[32] = "2^64 or more";
+    if (bytes < UINT64_MAX)
+        snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
+    snprintf(err, n, "x gathered ([%llu x %llu, %llu]), y ([%llu, %llu]) and the output ([%llu x "
+                     "%llu, %llu]) take %s bytes, more than the chip's HBM (%llu bytes)",
+             (unsigned long long)X, (unsigned long long)m, (unsigned long long)k,
+             (unsigned long long)k, (unsigned long long)nn, (unsigned long long)X,
+             (unsigned long long)m, (unsigned long long)nn, b,
+             (unsigned long long)chip->hbm_bytes);
+    return -1;
+}
+
 int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                       const struct topo *topo, char *err, size_t n)
 {
-    (void)chip;
     const struct op_collective_matmul *p = &op->u.coll_matmul;
     if (p->axis >= topo->ndims) {
         snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
@@ -506,7 +529,7 @@ int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                          "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
         return -1;
     }
-    return 0;
+    return matmul_fits_hbm(p, chip, (uint64_t)topo->shape[p->axis], err, n);
 }
 
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me)
