@@ -213,6 +213,31 @@ static int check_vmem(const struct pl_call *call, const struct chip_params *chip
     return -1;
 }
 
+/* Each array the call reads or writes (all but SMEM's scalars) fits the HBM: its bytes are a
+ * product of user dims, computed saturating. (A chip without a capacity -- the unit tests'
+ * synthetic ones; a preset always has one -- is not checked.) */
+static int check_hbm(const struct pl_call *call, const struct chip_params *chip, char *err,
+                     size_t n)
+{
+    for (int i = 0; i < call->noperands && chip->hbm_bytes > 0; i++) {
+        const struct pl_operand *op = &call->operands[i];
+        if (op->space == PL_SMEM)
+            continue;
+        uint64_t bytes = (uint64_t)dtype_bytes(op->dt);
+        for (int d = 0; d < op->rank; d++)
+            bytes = sat_mulu64(bytes, (uint64_t)op->shape[d]);
+        if (bytes <= chip->hbm_bytes)
+            continue;
+        char b[32] = "2^64 or more";
+        if (bytes < UINT64_MAX)
+            snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
+        snprintf(err, n, "operand '%s' takes %s bytes, more than the chip's HBM (%llu bytes)",
+                 op->name, b, (unsigned long long)chip->hbm_bytes);
+        return -1;
+    }
+    return 0;
+}
+
 int pl_check(const struct pl_call *call, const struct chip_params *chip, char *err, size_t n)
 {
     bool seen_arbitrary = false;
@@ -239,7 +264,9 @@ int pl_check(const struct pl_call *call, const struct chip_params *chip, char *e
         if (check_block(op, err, n))
             return -1;
     }
-    return check_vmem(call, chip, err, n);
+    if (check_vmem(call, chip, err, n))
+        return -1;
+    return check_hbm(call, chip, err, n);
 }
 
 void pl_core_range(const struct pl_call *call, int core, int ncores, int64_t *begin,
