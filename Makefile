@@ -105,6 +105,12 @@ $(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
 	@mkdir -p $(@D)
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(B)/libtpusim.a -o $@ $(LDLIBS)
 
+# Every numeric key at 0, -1, 1e-310, 1e308, 2^63, 2^32, NaN and infinity: check and a short
+# run end in exit 0 and valid JSON or exit 2 and a message (tests/run_extreme.sh; about 2 min
+# here in release, so it runs under `make asan`, not `make test`)
+extreme: $(B)/tpusim $(B)/tests/jsoncheck
+	@sh tests/run_extreme.sh $(B)/tpusim $(B)/tests/jsoncheck
+
 e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
@@ -169,7 +175,7 @@ asan: deps
 	@$(MAKE) --no-print-directory B=build/asan \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined" ALLOC_LIBS= SGFLAG=--cfg=contexts/factory:thread \
-	    all unit bad-input e2e
+	    all unit bad-input e2e extreme
 
 # Under valgrind: every unit suite (valgrind-unit); every 4th bad-input case
 # (VALGRIND_BAD_EVERY=1: all of them) and the e2e and trace checks, whose runs that start
@@ -222,4 +228,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

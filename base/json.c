@@ -2,6 +2,8 @@
 #include "base/json.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,4 +390,17 @@ void json_write_string(FILE *f, const char *s)
         left -= len;
     }
     fputc('"', f);
+}
+
+char *json_fmt_num(char *buf, size_t n, double v, char conv, int prec)
+{
+    if (!isfinite(v))
+        snprintf(buf, n, "null");
+    else if (conv == 'f' && fabs(v) < 1e20) /* (larger: hundreds of digits, as 'e') */
+        snprintf(buf, n, "%.*f", prec, v);
+    else if (conv == 'f' || conv == 'e')
+        snprintf(buf, n, "%.*e", prec, v);
+    else
+        snprintf(buf, n, "%.*g", prec, v);
+    return buf;
 }

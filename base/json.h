@@ -47,4 +47,16 @@ size_t json_utf8_seq(const char *s, size_t n);
 /* Writes 's' (NULL: "") as a JSON string literal to 'f'. */
 void json_write_string(FILE *f, const char *s);
 
+/* 'v' as a JSON number in 'buf' ('n' >= 32 bytes): printf's conversion 'conv'
+ * ('e', 'f' or 'g') with 'prec' digits, so "%.9e" is json_fmt_num(b, n, v, 'e', 9).
+ * JSON has no NaN or infinity: they come out null (no input may produce one:
+ * the loaders refuse what would; this keeps a missed case valid JSON). Returns 'buf'. */
+char *json_fmt_num(char *buf, size_t n, double v, char conv, int prec);
+/* A JSON number for one argument of a "%s" format: JSON_E9(x) reads as "%.9e",
+ * JSON_G17 as "%.17g", JSON_F6 as "%.6f" (the buffer lives to the end of the
+ * enclosing block). */
+#define JSON_E9(v) json_fmt_num((char[40]){""}, 40, (v), 'e', 9)
+#define JSON_G17(v) json_fmt_num((char[40]){""}, 40, (v), 'g', 17)
+#define JSON_F6(v) json_fmt_num((char[40]){""}, 40, (v), 'f', 6)
+
 #endif

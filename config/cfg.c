@@ -130,6 +130,22 @@ static void slice_rule(const struct chip_params *c, char *buf, size_t n)
     append(buf, n, "; chip: {base: %s, hypothetical: true} allows others)", c->name);
 }
 
+/* A slice of more than TOPO_MAX_CHIPS chips: the product, in 64 bits. */
+static void chips_error(struct walk *w, const struct cfg_node *sh, int nd, const int *shape)
+{
+    char got[96] = "";
+    int64_t chips = 1;
+    for (int i = 0; i < nd; i++) {
+        chips *= shape[i]; /* lengths <= 4096: fits */
+        append(got, sizeof got, "%s%d", i ? "x" : "", shape[i]);
+    }
+    struct diag_loc loc;
+    walk_loc(sh, &loc);
+    diag_error(w->d, &loc, "topology.shape",
+               "expected at most %d chips in a slice, got %s = %lld chips", TOPO_MAX_CHIPS, got,
+               (long long)chips);
+}
+
 static void load_topology(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     int shape[TOPO_MAX_DIMS] = {1, 1, 1}, nd = 1;
@@ -155,9 +171,9 @@ static void load_topology(struct walk *w, const struct cfg_node *root, struct cf
     const struct cfg_node *wr = t ? cfg_get(t, "wraparound") : NULL;
     if (wr)
         load_wrap(w, wr, nd, wrap);
-    if (topo_init(&sc->topo, nd, shape, wrap) != 0 || sc->topo.nchips > 65536) {
-        if (t)
-            walk_type_error(w, t, "topology", "at most 65536 chips");
+    if (topo_init(&sc->topo, nd, shape, wrap) != 0) {
+        if (sh)
+            chips_error(w, sh, nd, shape);
     } else if (sh && !slice_exists(&sc->chip, nd, shape)) {
         char want[256];
         slice_rule(&sc->chip, want, sizeof want);

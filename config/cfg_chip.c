@@ -62,7 +62,8 @@ static void load_vpu(struct walk *w, const struct cfg_node *tc, const char *path
                      {"eup_per_cycle", &c->eup_per_cycle},
                      {"xlu_per_cycle", &c->xlu_per_cycle}};
         for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
-            walk_real(w, v, p, rates[i].key, true, 64, "a rate per cycle in (0, 64]", rates[i].dst);
+            walk_real(w, v, p, rates[i].key, true, 0.01, 64, "a rate per cycle in [0.01, 64]",
+                      rates[i].dst);
     }
     free(p);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sat.h"
 #include "base/xalloc.h"
 #include "topology/dcn.h"
 #include "kernels/fusion.h"
@@ -40,10 +41,10 @@ static int get_lengths(struct walk *w, const struct cfg_node *n, const char *p, 
         return 0;
     }
     int64_t sum = 0;
-    for (int i = 0; i < n->n; i++) {
-        if (walk_item(w, n, p, i, 1, INT64_MAX, &out[i]) != 0)
+    for (int i = 0; i < n->n; i++) { /* each at most the total: the sum cannot wrap */
+        if (walk_item(w, n, p, i, 1, total ? total : INT64_MAX, &out[i]) != 0)
             return 0;
-        sum += out[i];
+        sum = sat_add64(sum, out[i]);
     }
     if (total && sum != total) {
         char want[96];

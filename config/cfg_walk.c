@@ -258,10 +258,10 @@ int walk_item(struct walk *w, const struct cfg_node *seq, const char *p, int i, 
     return walk_int(w, &holder, p, key, true, min, max, out);
 }
 
-/* A real number (no unit) in (0, max] described by 'want'; leaves '*out' if
- * absent (an error when 'required'). Returns 0 or -1. */
+/* A real number (no unit) in [min, max] described by 'want'; leaves '*out' if
+ * absent (an error when 'required'). NaN and infinities are refused. Returns 0 or -1. */
 int walk_real(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
-                    bool required, double max, const char *want, double *out)
+                    bool required, double min, double max, const char *want, double *out)
 {
     const struct cfg_node *n = walk_field(w, m, p, key, required);
     if (!n)
@@ -270,7 +270,7 @@ int walk_real(struct walk *w, const struct cfg_node *m, const char *p, const cha
     double v = n->type == CFG_SCALAR ? strtod(n->value, &end) : 0;
     char *q = walk_join(p, key);
     int rc = -1;
-    if (!end || *end || !(v > 0 && v <= max))
+    if (!end || *end || !(v >= min && v <= max))
         walk_type_error(w, n, q, want);
     else
         *out = v, rc = 0;
@@ -282,7 +282,7 @@ int walk_real(struct walk *w, const struct cfg_node *m, const char *p, const cha
 void walk_positive(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                          double *out)
 {
-    walk_real(w, m, p, key, false, HUGE_VAL / 2, "a positive number", out);
+    walk_real(w, m, p, key, false, 1e-6, 1e6, "a positive number from 1e-6 to 1e6", out);
 }
 
 int walk_bool(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
@@ -319,7 +319,7 @@ static const struct {
 } bounds[] = {
     [UNITS_BYTES] = {0, 1e18, "below 1EB"},
     [UNITS_BANDWIDTH] = {1e6, 1e15, "from 1MBps to 1PBps"},
-    [UNITS_TIME] = {0, 1, "from 0s to 1s"},
+    [UNITS_TIME] = {1e-12, 1, "(0s, or from 1ps to 1s)"},
     [UNITS_FLOPS] = {1e9, 1e18, "from 1Gf to 1Ef"},
     [UNITS_FREQ] = {1e6, 1e11, "from 1MHz to 100GHz"},
 };
@@ -338,12 +338,12 @@ int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const c
     snprintf(want, sizeof want, "%s %s", units_expect(kind), bounds[kind].text);
     if (n->type != CFG_SCALAR || units_parse(n->value, kind, &v) != 0) {
         walk_type_error(w, n, p, units_expect(kind));
-    } else if (v < 0 || (v == 0 && !zero_ok)) {
+    } else if (!zero_ok && v <= 0) {
         snprintf(want, sizeof want, "%s greater than 0", units_expect(kind));
         walk_type_error(w, n, p, want);
     } else if (kind == UNITS_BYTES && (v != floor(v) || v > 1e18)) {
         walk_type_error(w, n, p, "a whole number of bytes below 1EB");
-    } else if (!(v >= bounds[kind].lo && v <= bounds[kind].hi)) {
+    } else if (!(v >= bounds[kind].lo && v <= bounds[kind].hi) && !(v == 0 && zero_ok)) {
         walk_type_error(w, n, p, want); /* the engine cannot run what it cannot represent */
     } else {
         *out = v;
@@ -418,12 +418,12 @@ int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, c
     return -1;
 }
 
-/* A fraction in (0, 1], default 1. */
+/* An efficiency: a fraction in [0.01, 1], default 1. */
 void walk_fraction(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                          double *out)
 {
     *out = 1.0;
-    walk_real(w, m, p, key, false, 1.0, "a fraction in (0, 1]", out);
+    walk_real(w, m, p, key, false, 0.01, 1.0, "a fraction in [0.01, 1]", out);
 }
 
 int walk_enum(struct walk *w, const struct cfg_node *m, const char *path, const char *key,

@@ -62,15 +62,16 @@ int walk_int32(struct walk *w, const struct cfg_node *m, const char *path, const
 /* Item 'i' of sequence 'seq' (path 'p') as an integer in [min, max]. */
 int walk_item(struct walk *w, const struct cfg_node *seq, const char *p, int i, int64_t min,
               int64_t max, int64_t *out);
-/* A real number (no unit) in (0, max] described by 'want'. */
+/* A real number (no unit) in [min, max] (min > 0) described by 'want'. */
 int walk_real(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
-              bool required, double max, const char *want, double *out);
-/* A positive real number, like sm_scale. */
+              bool required, double min, double max, const char *want, double *out);
+/* A positive real number from 1e-6 to 1e6, like sm_scale. */
 void walk_positive(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                    double *out);
 int walk_bool(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
               bool *out);
-/* A quantity with a unit, > 0 unless 'zero_ok'. */
+/* A quantity with a unit, > 0 unless 'zero_ok', within its kind's range (a
+ * duration other than 0 at least 1ps: a subnormal latency aborted SimGrid). */
 int walk_qty(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
              bool required, enum units_kind kind, bool zero_ok, double *out);
 int walk_bytes(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
@@ -87,7 +88,8 @@ int walk_mxu_dtype(struct walk *w, const struct cfg_node *m, const char *path, c
                    enum dtype *out);
 int walk_dtype(struct walk *w, const struct cfg_node *m, const char *path, const char *key,
                enum dtype *out);
-/* A fraction in (0, 1], default 1. */
+/* An efficiency: a fraction in [0.01, 1], default 1 (below 1 %, times leave what SimGrid
+ * represents; a subnormal one aborted it). */
 void walk_fraction(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
                    double *out);
 /* One of 'names' (NULL-terminated); '*out' is its index. */

@@ -151,11 +151,53 @@ static void set_key(struct loader *L, const char *key, const yaml_mark_t *m)
     f->kc = (int)m->column + 1;
 }
 
+/* The dotted path of the scalar being read ("workload.0.name"), into 'buf': an
+ * outer collection's last child is the one open, the innermost's next one is it. */
+static void node_path(const struct loader *L, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < L->depth && at < n; i++) {
+        const struct cfg_node *c = L->stack[i].n;
+        int k = i == L->depth - 1 ? c->n : c->n - 1;
+        if (c->type == CFG_SEQ) {
+            at += (size_t)snprintf(buf + at, n - at, "%s%d", at ? "." : "", k);
+            continue;
+        }
+        const char *key = i == L->depth - 1 ? L->stack[i].key : k >= 0 ? c->keys[k] : NULL;
+        if (key)
+            at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "." : "", key);
+    }
+}
+
+/* A scalar with a NUL byte (a "\u0000" or "\0" escape): C strings would cut it
+ * there ("v5e\u0000junk" read as v5e), so it is refused, NULs shown escaped. */
+static bool nul_free(struct loader *L, const yaml_event_t *e, bool key)
+{
+    const char *v = (const char *)e->data.scalar.value;
+    size_t len = e->data.scalar.length;
+    if (!memchr(v, '\0', len))
+        return true;
+    char got[96], path[256] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < len && at + 8 < sizeof got - 4; i++)
+        at += (size_t)snprintf(got + at, sizeof got - at, v[i] ? "%c" : "\\u0000", v[i]);
+    if (at + 8 >= sizeof got - 4)
+        snprintf(got + at, sizeof got - at, "...");
+    if (!key)
+        node_path(L, path, sizeof path);
+    fail(L, &e->start_mark, "%s%sexpected %s without a NUL character (\\u0000), got \"%s\"", path,
+         *path ? ": " : "", key ? "a key" : "text", got);
+    return false;
+}
+
 static void on_scalar(struct loader *L, const yaml_event_t *e)
 {
     bool str = false;
     size_t len = e->data.scalar.length;
     if (!tag_ok(L, e, e->data.scalar.tag, &str) || !spend(L, &e->start_mark, 1, node_cost(L, len)))
+        return;
+    if (!nul_free(L, e, wants_key(L)))
         return;
     const char *v = (const char *)e->data.scalar.value;
     if (wants_key(L)) {

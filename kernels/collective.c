@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sat.h"
 #include "kernels/copy.h"
 #include "models/ici.h"
 
@@ -72,10 +73,33 @@ static unsigned kind_bit(enum op_kind k)
                                     : COLL_FOR_A2A;
 }
 
+/* A collective's data fits the HBM: an all-gather's output (its bytes times the
+ * chips of its group, a product of user numbers: checked), the others' input. */
+static int fits_hbm(const struct op *op, const struct chip_params *chip, uint64_t group_chips,
+                    char *err, size_t n)
+{
+    uint64_t b = op->u.coll.bytes;
+    bool gather = op->kind == OP_ALL_GATHER;
+    uint64_t need = gather ? sat_mulu64(b, group_chips) : b;
+    if (need <= chip->hbm_bytes)
+        return 0;
+    if (!gather)
+        snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)", (unsigned long long)b,
+                 (unsigned long long)chip->hbm_bytes);
+    else if (need == UINT64_MAX)
+        snprintf(err, n, "the gathered bytes (%llu bytes x %llu chips) exceed 2^64 and the "
+                         "chip's HBM (%llu bytes)", (unsigned long long)b,
+                 (unsigned long long)group_chips, (unsigned long long)chip->hbm_bytes);
+    else
+        snprintf(err, n, "the gathered %llu bytes (bytes x %llu chips) exceed the chip's HBM "
+                         "(%llu bytes)", (unsigned long long)need, (unsigned long long)group_chips,
+                 (unsigned long long)chip->hbm_bytes);
+    return -1;
+}
+
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *slice,
                char *err, size_t n)
 {
-    (void)chip;
     const struct coll_algo_row *a = &algo_rows[op->u.coll.algo];
     if (!(a->kinds & kind_bit(op->kind))) {
         snprintf(err, n, "algorithm %s does not apply to %s (it is for %s)", a->name,
@@ -89,6 +113,7 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
     struct topo group;
     const struct topo *topo = coll_topo(op, slice, 0, &group);
     const struct op_collective *c = &op->u.coll;
+    uint64_t group_chips = 1;
     for (int i = 0; i < c->naxes; i++) {
         if (c->axes[i] >= topo->ndims) {
             snprintf(err, n, "axis %d does not exist (the topology has %d axes)", c->axes[i],
@@ -100,8 +125,9 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
                 snprintf(err, n, "axis %d is listed twice", c->axes[i]);
                 return -1;
             }
+        group_chips *= (uint64_t)topo->shape[c->axes[i]];
     }
-    return 0;
+    return fits_hbm(op, chip, group_chips, err, n);
 }
 
 static int axis_len(const struct topo *t, int axis)
@@ -157,7 +183,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
     memset(part, 0, sizeof *part);
     if (dcn && op->kind == OP_ALL_GATHER) { /* the shards across the slices first */
         add_dcn(part, COLL_AG, bytes);
-        bytes *= (uint64_t)nslices;
+        bytes = sat_mulu64(bytes, (uint64_t)nslices);
     }
     for (int q = 0; q < n; q++) {
         int axis = order[q];
@@ -168,7 +194,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
         case OP_ALL_GATHER:
             ph->kind = COLL_AG;
             ph->bytes = bytes;
-            bytes *= (uint64_t)axis_len(t, axis);
+            bytes = sat_mulu64(bytes, (uint64_t)axis_len(t, axis));
             break;
         case OP_REDUCE_SCATTER:
             ph->kind = COLL_RS;
@@ -199,7 +225,7 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
             ph->axis = part->phases[q].axis;
             ph->bidi = bidi;
             ph->bytes = bytes;
-            bytes *= (uint64_t)axis_len(t, ph->axis);
+            bytes = sat_mulu64(bytes, (uint64_t)axis_len(t, ph->axis));
         }
     }
 }
@@ -466,10 +492,33 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
 
 /* ---- collective_matmul and remote_copy: rules and targets ---- */
 
+/* x gathered [X m, k], y [k, n] and the output [X m, n] fit the HBM (products of user
+ * numbers: saturating). */
+static int matmul_fits_hbm(const struct op_collective_matmul *p, const struct chip_params *chip,
+                           uint64_t X, char *err, size_t n)
+{
+    uint64_t m = (uint64_t)p->m, k = (uint64_t)p->k, nn = (uint64_t)p->n;
+    uint64_t rows = sat_mulu64(X, m);
+    uint64_t elems = sat_addu64(sat_addu64(sat_mulu64(rows, k), sat_mulu64(k, nn)),
+                                sat_mulu64(rows, nn));
+    uint64_t bytes = sat_mulu64(elems, (uint64_t)dtype_bytes(p->dt));
+    if (bytes <= chip->hbm_bytes)
+        return 0;
+    char b[32] = "2^64 or more";
+    if (bytes < UINT64_MAX)
+        snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
+    snprintf(err, n, "x gathered ([%llu x %llu, %llu]), y ([%llu, %llu]) and the output ([%llu x "
+                     "%llu, %llu]) take %s bytes, more than the chip's HBM (%llu bytes)",
+             (unsigned long long)X, (unsigned long long)m, (unsigned long long)k,
+             (unsigned long long)k, (unsigned long long)nn, (unsigned long long)X,
+             (unsigned long long)m, (unsigned long long)nn, b,
+             (unsigned long long)chip->hbm_bytes);
+    return -1;
+}
+
 int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                       const struct topo *topo, char *err, size_t n)
 {
-    (void)chip;
     const struct op_collective_matmul *p = &op->u.coll_matmul;
     if (p->axis >= topo->ndims) {
         snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
@@ -481,7 +530,7 @@ int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                          "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
         return -1;
     }
-    return 0;
+    return matmul_fits_hbm(p, chip, (uint64_t)topo->shape[p->axis], err, n);
 }
 
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me)

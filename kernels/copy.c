@@ -77,7 +77,7 @@ int copy_check_ppermute(const struct op *op, const struct chip_params *chip,
                          "is offset %d", chip->name, p->shift, L, off);
         return -1;
     }
-    return 0;
+    return fits_hbm(p->bytes, chip, err, n);
 }
 
 int copy_ppermute_target(const struct topo *t, int rank, int axis, int shift)

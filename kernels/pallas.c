@@ -16,6 +16,7 @@
 #include "models/hbm.h"
 #include "models/mxu.h"
 #include "base/check.h"
+#include "base/sat.h"
 #include "base/xalloc.h"
 
 int64_t pl_num_steps(const struct pl_call *call)
@@ -92,13 +93,14 @@ uint64_t pl_vmem_bytes(const struct pl_call *call, const struct chip_params *chi
     uint64_t total = 0;
     for (int i = 0; i < call->noperands; i++) {
         const struct pl_operand *op = &call->operands[i];
-        if (op->space == PL_VMEM)
-            total += block_vmem_bytes(op, chip) * (uint64_t)buffer_count(op);
+        if (op->space == PL_VMEM) /* (products of user block sizes: saturate, never wrap) */
+            total = sat_addu64(total, sat_mulu64(block_vmem_bytes(op, chip),
+                                                 (uint64_t)buffer_count(op)));
     }
     for (int i = 0; i < call->nscratch; i++) {
         const struct pl_scratch *sc = &call->scratch[i];
         if (sc->space == PL_VMEM)
-            total += hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape);
+            total = sat_addu64(total, hbm_vmem_bytes(chip, sc->dt, sc->rank, sc->shape));
     }
     return total;
 }
@@ -153,8 +155,11 @@ static int check_vmem(const struct pl_call *call, const struct chip_params *chip
     uint64_t total = pl_vmem_bytes(call, chip);
     if (total <= limit)
         return 0;
-    int len = snprintf(err, n, "VMEM footprint %llu bytes exceeds the scoped limit %llu bytes:",
-                       (unsigned long long)total, (unsigned long long)limit);
+    char tot[32] = "2^64 bytes or more";
+    if (total < UINT64_MAX)
+        snprintf(tot, sizeof tot, "%llu bytes", (unsigned long long)total);
+    int len = snprintf(err, n, "VMEM footprint %s exceeds the scoped limit %llu bytes:", tot,
+                       (unsigned long long)limit);
     for (int i = 0; i < call->noperands && len > 0 && (size_t)len < n; i++) {
         const struct pl_operand *op = &call->operands[i];
         if (op->space != PL_VMEM)
@@ -172,6 +177,31 @@ static int check_vmem(const struct pl_call *call, const struct chip_params *chip
         snprintf(err + len, n - (size_t)len, " (raise vmem_limit_bytes, up to %llu)",
                  (unsigned long long)chip->vmem_bytes);
     return -1;
+}
+
+/* Each array the call reads or writes (all but SMEM's scalars) fits the HBM: its bytes are a
+ * product of user dims, computed saturating. (A chip without a capacity -- the unit tests'
+ * synthetic ones; a preset always has one -- is not checked.) */
+static int check_hbm(const struct pl_call *call, const struct chip_params *chip, char *err,
+                     size_t n)
+{
+    for (int i = 0; i < call->noperands && chip->hbm_bytes > 0; i++) {
+        const struct pl_operand *op = &call->operands[i];
+        if (op->space == PL_SMEM)
+            continue;
+        uint64_t bytes = (uint64_t)dtype_bytes(op->dt);
+        for (int d = 0; d < op->rank; d++)
+            bytes = sat_mulu64(bytes, (uint64_t)op->shape[d]);
+        if (bytes <= chip->hbm_bytes)
+            continue;
+        char b[32] = "2^64 or more";
+        if (bytes < UINT64_MAX)
+            snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
+        snprintf(err, n, "operand '%s' takes %s bytes, more than the chip's HBM (%llu bytes)",
+                 op->name, b, (unsigned long long)chip->hbm_bytes);
+        return -1;
+    }
+    return 0;
 }
 
 int pl_check(const struct pl_call *call, const struct chip_params *chip, char *err, size_t n)
@@ -200,7 +230,9 @@ int pl_check(const struct pl_call *call, const struct chip_params *chip, char *e
         if (check_block(op, err, n))
             return -1;
     }
-    return check_vmem(call, chip, err, n);
+    if (check_vmem(call, chip, err, n))
+        return -1;
+    return check_hbm(call, chip, err, n);
 }
 
 void pl_core_range(const struct pl_call *call, int core, int ncores, int64_t *begin,

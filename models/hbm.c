@@ -1,6 +1,8 @@
 /* models/hbm.c -- tiled-layout padding and DMA time. */
 #include "models/hbm.h"
 
+#include "base/sat.h"
+
 static int64_t round_up(int64_t a, int64_t b)
 {
     return (a + b - 1) / b * b;
@@ -16,15 +18,16 @@ uint64_t hbm_vmem_bytes(const struct chip_params *chip, enum dtype dt, int rank,
             d = round_up(d, chip->vpu_lanes);
         else if (i == rank - 2)
             d = round_up(d, chip_sublane_tiling(chip, dt));
-        n *= d;
+        n = sat_mul64(n, d); /* padded dims of user shapes: saturates, never wraps */
     }
-    return (uint64_t)n * (uint64_t)dtype_bytes(dt);
+    return sat_mulu64((uint64_t)n, (uint64_t)dtype_bytes(dt));
 }
 
 uint64_t hbm_dma_bytes(const struct chip_params *chip, enum dtype dt, int rank,
                        const int64_t *dims)
 {
-    return (uint64_t)round_up((int64_t)hbm_vmem_bytes(chip, dt, rank, dims), HBM_DMA_GRANULE);
+    uint64_t v = hbm_vmem_bytes(chip, dt, rank, dims);
+    return v > (uint64_t)INT64_MAX ? v : (uint64_t)round_up((int64_t)v, HBM_DMA_GRANULE);
 }
 
 double hbm_bw_Bps(const struct chip_params *chip)

@@ -68,11 +68,11 @@ static void write_auto(FILE *f, const struct summary_auto *a)
             fputs("null", f);
     }
     fprintf(f, "}, \"auto_candidates\": %d, \"auto_feasible\": %d, \"auto_bound\": \"%s\", "
-               "\"auto_lower_bound_s\": %.9e,\n     \"auto_search_time_s\": %.9e, "
+               "\"auto_lower_bound_s\": %s,\n     \"auto_search_time_s\": %s, "
                "\"auto_default_time_s\": ",
-            a->candidates, a->feasible, a->bound, a->lower_bound_s, a->time_s);
+            a->candidates, a->feasible, a->bound, JSON_E9(a->lower_bound_s), JSON_E9(a->time_s));
     if (a->default_s >= 0)
-        fprintf(f, "%.9e", a->default_s);
+        fprintf(f, "%s", JSON_E9(a->default_s));
     else
         fputs("null", f);
     fprintf(f, ", \"auto_cached\": %s", a->cached ? "true" : "false");
@@ -80,20 +80,21 @@ static void write_auto(FILE *f, const struct summary_auto *a)
 
 static void write_work(FILE *f, const struct summary_core_work *w, int core)
 {
-    fprintf(f, "{\"core\": %d, \"time_s\": %.9e, \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, "
-               "\"overhead\": %.9e}, \"hbm_bytes\": %.17g}",
-            core, w->time_s, w->mxu_s, w->vpu_s, w->overhead_s, w->hbm_bytes);
+    fprintf(f, "{\"core\": %d, \"time_s\": %s, \"busy_s\": {\"mxu\": %s, \"vpu\": %s, "
+               "\"overhead\": %s}, \"hbm_bytes\": %s}",
+            core, JSON_E9(w->time_s), JSON_E9(w->mxu_s), JSON_E9(w->vpu_s), JSON_E9(w->overhead_s),
+            JSON_G17(w->hbm_bytes));
 }
 
 /* The explanation keys of an op (docs/reference.md, "Outputs"). */
 static void write_explain(FILE *f, const struct summary_op *o)
 {
-    fprintf(f, ",\n     \"useful_hbm_bytes\": %.17g, \"padded_hbm_bytes\": %.17g",
-            o->useful_bytes, o->hbm_bytes - o->useful_bytes);
-    fprintf(f, ",\n     \"runner_up\": \"%s\", \"bound_fraction\": %.6f, "
-               "\"runner_up_fraction\": %.6f",
-            o->runner_up_frac > 0 ? bound_name(o->runner_up) : "none", o->bound_frac,
-            o->runner_up_frac);
+    fprintf(f, ",\n     \"useful_hbm_bytes\": %s, \"padded_hbm_bytes\": %s",
+            JSON_G17(o->useful_bytes), JSON_G17(o->hbm_bytes - o->useful_bytes));
+    fprintf(f, ",\n     \"runner_up\": \"%s\", \"bound_fraction\": %s, "
+               "\"runner_up_fraction\": %s",
+            o->runner_up_frac > 0 ? bound_name(o->runner_up) : "none", JSON_F6(o->bound_frac),
+            JSON_F6(o->runner_up_frac));
     if (o->ncore) {
         fputs(",\n     \"per_core\": [", f);
         for (int c = 0; c < o->ncore; c++) {
@@ -118,41 +119,44 @@ static void write_explain(FILE *f, const struct summary_op *o)
         fputc(']', f);
     }
     if (o->coll.present)
-        fprintf(f, ",\n     \"collective\": {\"devices\": %d, \"data_bytes\": %.17g, "
-                   "\"algbw_Bps\": %.9e, \"busbw_Bps\": %.9e, \"link_peak_Bps\": %.9e, "
-                   "\"link_share\": %.6f}",
-                o->coll.n, o->coll.data_bytes, o->coll.algbw_Bps, o->coll.busbw_Bps,
-                o->coll.link_peak_Bps, o->coll.link_share);
+        fprintf(f, ",\n     \"collective\": {\"devices\": %d, \"data_bytes\": %s, "
+                   "\"algbw_Bps\": %s, \"busbw_Bps\": %s, \"link_peak_Bps\": %s, "
+                   "\"link_share\": %s}",
+                o->coll.n, JSON_G17(o->coll.data_bytes), JSON_E9(o->coll.algbw_Bps),
+                JSON_E9(o->coll.busbw_Bps), JSON_E9(o->coll.link_peak_Bps),
+                JSON_F6(o->coll.link_share));
 }
 
 static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 {
     fprintf(f, "    {\"name\": ");
     json_write_string(f, o->name);
-    fprintf(f, ", \"kind\": \"%s\", \"start_s\": %.9e, \"end_s\": %.9e, \"time_s\": %.9e,\n",
-            o->kind, o->start_s, o->end_s, o->time_s);
-    fprintf(f, "     \"flops\": %.17g, \"hbm_bytes\": %.17g, \"ici_bytes\": %.17g, "
+    fprintf(f, ", \"kind\": \"%s\", \"start_s\": %s, \"end_s\": %s, \"time_s\": %s,\n",
+            o->kind, JSON_E9(o->start_s), JSON_E9(o->end_s), JSON_E9(o->time_s));
+    fprintf(f, "     \"flops\": %s, \"hbm_bytes\": %s, \"ici_bytes\": %s, "
                "\"vmem_peak_bytes\": %llu, \"grid_steps\": %lld, \"bound\": \"%s\",\n",
-            o->flops, o->hbm_bytes, o->ici_bytes, (unsigned long long)o->vmem_peak_bytes,
+            JSON_G17(o->flops), JSON_G17(o->hbm_bytes), JSON_G17(o->ici_bytes),
+            (unsigned long long)o->vmem_peak_bytes,
             (long long)o->grid_steps, bound_name(o->bound));
     if (dcn)
-        fprintf(f, "     \"dcn_bytes\": %.17g,\n", o->dcn_bytes);
+        fprintf(f, "     \"dcn_bytes\": %s,\n", JSON_G17(o->dcn_bytes));
     fprintf(f, "     \"compute_steps\": %lld, \"category\": \"%s\", \"instances\": %lld,\n",
             (long long)o->compute_steps, o->category ? o->category : "", (long long)o->instances);
-    fprintf(f, "     \"peak_fraction\": %.6f, \"cores\": %d, \"dmas\": %lld, "
-               "\"coalesced_runs\": %lld, \"vpu_flops\": %.17g, \"transcendentals\": %.17g,\n",
-            o->peak_frac, o->cores, (long long)o->dmas, (long long)o->coalesced_runs, o->vpu_flops,
-            o->transcendentals);
-    fprintf(f, "     \"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, \"ici\": %.9e, "
-               "\"overhead\": %.9e, \"latency\": %.9e",
-            o->mxu_s, o->vpu_s, o->hbm_s, o->ici_s, o->overhead_s, o->latency_s);
+    fprintf(f, "     \"peak_fraction\": %s, \"cores\": %d, \"dmas\": %lld, "
+               "\"coalesced_runs\": %lld, \"vpu_flops\": %s, \"transcendentals\": %s,\n",
+            JSON_F6(o->peak_frac), o->cores, (long long)o->dmas, (long long)o->coalesced_runs,
+            JSON_G17(o->vpu_flops), JSON_G17(o->transcendentals));
+    fprintf(f, "     \"busy_s\": {\"mxu\": %s, \"vpu\": %s, \"hbm\": %s, \"ici\": %s, "
+               "\"overhead\": %s, \"latency\": %s",
+            JSON_E9(o->mxu_s), JSON_E9(o->vpu_s), JSON_E9(o->hbm_s), JSON_E9(o->ici_s),
+            JSON_E9(o->overhead_s), JSON_E9(o->latency_s));
     if (o->pcie_bytes > 0) /* host_copy only: other ops' rows keep their keys */
-        fprintf(f, ", \"pcie\": %.9e", o->pcie_s);
+        fprintf(f, ", \"pcie\": %s", JSON_E9(o->pcie_s));
     if (dcn)
-        fprintf(f, ", \"dcn\": %.9e", o->dcn_s);
+        fprintf(f, ", \"dcn\": %s", JSON_E9(o->dcn_s));
     fputc('}', f);
     if (o->pcie_bytes > 0)
-        fprintf(f, ",\n     \"pcie_bytes\": %.17g", o->pcie_bytes);
+        fprintf(f, ",\n     \"pcie_bytes\": %s", JSON_G17(o->pcie_bytes));
     if (o->tuned)
         write_auto(f, o->tuned);
     write_explain(f, o);
@@ -161,30 +165,31 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 
 static void write_model(FILE *f, const struct summary_model *m)
 {
-    fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %.17g, \"tokens_per_s\": %.9e, "
-               "\"tokens_per_s_per_chip\": %.9e, \"flops_per_device\": %.9e, \"mfu\": %.6f,\n",
-            m->mode, m->tokens, m->tokens_per_s, m->tokens_per_s_per_chip, m->flops_per_device,
-            m->mfu);
-    fprintf(f, "    \"memory_bytes\": {\"params\": %.17g, \"grads\": %.17g, \"optimizer\": %.17g, "
-               "\"activations\": %.17g, \"weights_gathered\": %.17g, \"logits\": %.17g, "
-               "\"kv_cache\": %.17g, \"total\": %.17g, \"capacity\": %.17g}}",
-            m->mem_params, m->mem_grads, m->mem_optimizer, m->mem_activations,
-            m->mem_weights_gathered, m->mem_logits, m->mem_kv_cache, m->mem_total,
-            m->mem_capacity);
+    fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %s, \"tokens_per_s\": %s, "
+               "\"tokens_per_s_per_chip\": %s, \"flops_per_device\": %s, \"mfu\": %s,\n",
+            m->mode, JSON_G17(m->tokens), JSON_E9(m->tokens_per_s),
+            JSON_E9(m->tokens_per_s_per_chip), JSON_E9(m->flops_per_device), JSON_F6(m->mfu));
+    fprintf(f, "    \"memory_bytes\": {\"params\": %s, \"grads\": %s, \"optimizer\": %s, "
+               "\"activations\": %s, \"weights_gathered\": %s, \"logits\": %s, "
+               "\"kv_cache\": %s, \"total\": %s, \"capacity\": %s}}",
+            JSON_G17(m->mem_params), JSON_G17(m->mem_grads), JSON_G17(m->mem_optimizer),
+            JSON_G17(m->mem_activations), JSON_G17(m->mem_weights_gathered),
+            JSON_G17(m->mem_logits), JSON_G17(m->mem_kv_cache), JSON_G17(m->mem_total),
+            JSON_G17(m->mem_capacity));
 }
 
 static void write_timeline(FILE *f, const struct summary *s)
 {
     fprintf(f, ",\n  \"time_by_category_s\": {");
     for (int c = 0; c < CAT_COUNT; c++)
-        fprintf(f, "%s\"%s\": %.9e", c ? ", " : "", summary_cat_name((enum summary_cat)c),
-                s->cat_s[c]);
+        fprintf(f, "%s\"%s\": %s", c ? ", " : "", summary_cat_name((enum summary_cat)c),
+                JSON_E9(s->cat_s[c]));
     fprintf(f, "},\n  \"critical_path\": [");
     for (int i = 0; i < s->npath; i++) {
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
         json_write_string(f, s->path[i].name);
-        fprintf(f, ", \"instances\": %lld, \"time_s\": %.9e}", (long long)s->path[i].instances,
-                s->path[i].time_s);
+        fprintf(f, ", \"instances\": %lld, \"time_s\": %s}", (long long)s->path[i].instances,
+                JSON_E9(s->path[i].time_s));
     }
     fprintf(f, "%s],\n  \"blocks\": [", s->npath ? "\n  " : "");
     for (int i = 0; i < s->nblocks; i++) {
@@ -193,7 +198,7 @@ static void write_timeline(FILE *f, const struct summary *s)
         json_write_string(f, b->name);
         fprintf(f, ", \"count\": %lld, \"iterations_s\": [", (long long)b->count);
         for (int64_t k = 0; k < b->niter; k++)
-            fprintf(f, "%s[%.9e, %.9e]", k ? ", " : "", b->start_s[k], b->end_s[k]);
+            fprintf(f, "%s[%s, %s]", k ? ", " : "", JSON_E9(b->start_s[k]), JSON_E9(b->end_s[k]));
         fputs("]}", f);
     }
     fprintf(f, "%s]", s->nblocks ? "\n  " : "");
@@ -262,12 +267,12 @@ static void write_trace(FILE *f, const struct summary *s)
     else
         fputs("null", f);
     if (tr->window)
-        fprintf(f, ", \"window_s\": [%.9e, %.9e]", tr->window_t0_s, tr->window_t1_s);
+        fprintf(f, ", \"window_s\": [%s, %s]", JSON_E9(tr->window_t0_s), JSON_E9(tr->window_t1_s));
     else
         fputs(", \"window_s\": null", f);
     fprintf(f, ", \"complete\": %s, \"complete_until_s\": ", st->dropped ? "false" : "true");
     if (st->dropped)
-        fprintf(f, "%.9e", st->complete_until_s);
+        fprintf(f, "%s", JSON_E9(st->complete_until_s));
     else
         fputs("null", f);
     char hint[512];
@@ -322,7 +327,7 @@ int summary_write_json(const struct summary *s, const char *path)
     if (s->memo_measured)
         fprintf(f, ",\n  \"kernel_memo\": {\"replays\": %lld, \"measured\": %lld}",
                 (long long)s->memo_replays, (long long)s->memo_measured);
-    fprintf(f, ",\n  \"total_time_s\": %.9e,\n  \"ops\": [\n", s->total_time_s);
+    fprintf(f, ",\n  \"total_time_s\": %s,\n  \"ops\": [\n", JSON_E9(s->total_time_s));
     for (int i = 0; i < s->nops; i++) {
         write_op(f, &s->ops[i], s->slices > 1);
         fputs(i + 1 < s->nops ? ",\n" : "\n", f);
@@ -338,11 +343,12 @@ int summary_write_json(const struct summary *s, const char *path)
         fputs(",\n  \"tensorcores\": [", f);
         for (int c = 0; c < s->ntc; c++) {
             const struct summary_tc *tc = &s->tc[c];
-            fprintf(f, "%s\n    {\"chip\": 0, \"core\": %d, \"compute_s\": %.9e, \"idle_s\": %.9e, "
-                       "\"busy_s\": {\"mxu\": %.9e, \"vpu\": %.9e, \"hbm\": %.9e, "
-                       "\"overhead\": %.9e}, \"bound\": \"%s\", \"runner_up\": \"%s\"}",
-                    c ? "," : "", c, tc->compute_s, tc->idle_s, tc->mxu_s, tc->vpu_s, tc->hbm_s,
-                    tc->overhead_s, bound_name(tc->bound), bound_name(tc->runner_up));
+            fprintf(f, "%s\n    {\"chip\": 0, \"core\": %d, \"compute_s\": %s, \"idle_s\": %s, "
+                       "\"busy_s\": {\"mxu\": %s, \"vpu\": %s, \"hbm\": %s, "
+                       "\"overhead\": %s}, \"bound\": \"%s\", \"runner_up\": \"%s\"}",
+                    c ? "," : "", c, JSON_E9(tc->compute_s), JSON_E9(tc->idle_s),
+                    JSON_E9(tc->mxu_s), JSON_E9(tc->vpu_s), JSON_E9(tc->hbm_s),
+                    JSON_E9(tc->overhead_s), bound_name(tc->bound), bound_name(tc->runner_up));
         }
         fputs("\n  ]", f);
     }

@@ -244,16 +244,18 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
         json_write_string(f, r->scenario);
         fputs(", \"chip\": ", f);
         json_write_string(f, r->chip);
-        fprintf(f, ", \"time_s\": %.9e, \"op\": ", r->time_s);
+        fprintf(f, ", \"time_s\": %s, \"op\": ", JSON_E9(r->time_s));
         json_write_string(f, r->op);
         fputs(", \"bound\": ", f);
         json_write_string(f, r->bound);
-        fprintf(f, ", \"peak_fraction\": %.6f, \"vmem_peak_bytes\": %llu, \"grid_steps\": %lld",
-                r->peak_fraction, (unsigned long long)r->vmem_peak_bytes, (long long)r->grid_steps);
+        fprintf(f, ", \"peak_fraction\": %s, \"vmem_peak_bytes\": %llu, \"grid_steps\": %lld",
+                JSON_F6(r->peak_fraction), (unsigned long long)r->vmem_peak_bytes,
+                (long long)r->grid_steps);
         if (r->has_model)
-            fprintf(f, ",\n     \"mfu\": %.6f, \"tokens_per_s\": %.9e, \"memory_bytes\": %.17g, "
-                       "\"collective_exposed_s\": %.9e",
-                    r->mfu, r->tokens_per_s, r->memory_bytes, r->collective_exposed_s);
+            fprintf(f, ",\n     \"mfu\": %s, \"tokens_per_s\": %s, \"memory_bytes\": %s, "
+                       "\"collective_exposed_s\": %s",
+                    JSON_F6(r->mfu), JSON_E9(r->tokens_per_s), JSON_G17(r->memory_bytes),
+                    JSON_E9(r->collective_exposed_s));
         fputc('}', f);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "

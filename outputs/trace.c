@@ -309,7 +309,8 @@ void trace_counter(struct trace *t, enum trace_level l, int pid, const char *nam
     char buf[96], *p = fmt_i64(fmt_lit(buf, "{\"ph\":\"C\",\"pid\":"), pid);
     put_done(f, buf, fmt_lit(fmt_us(fmt_lit(p, ",\"ts\":"), t_s), ",\"name\":"));
     json_write_string(f, name);
-    fprintf(f, ",\"args\":{\"value\":%.6g}}", v);
+    char num[40];
+    fprintf(f, ",\"args\":{\"value\":%s}}", json_fmt_num(num, sizeof num, v, 'g', 6));
 }
 
 static void write_flow_end(FILE *f, const char *name, bool in, int pid, int tid, double t,

@@ -1,26 +1,55 @@
 /* topology/dcn.c -- slices, hosts and NICs on the DCN (see topology/dcn.h). */
 #include "topology/dcn.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+
+/* "[2, 2, 2]": 'nd' lengths. */
+static void shape_str(char *buf, size_t n, const int *shape, int nd)
+{
+    size_t at = (size_t)snprintf(buf, n, "[");
+    for (int a = 0; a < nd && at < n; a++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%d", a ? ", " : "", shape[a]);
+    if (at < n)
+        snprintf(buf + at, n - at, "]");
+}
+
+/* True when hosts of 'host' ('hnd' axes) tile 'slice' axis by axis: the slice's
+ * axes, extra ones of 1, each length dividing the slice's. */
+static bool host_tiles(const struct topo *slice, const int *host, int hnd)
+{
+    if (hnd < slice->ndims)
+        return false;
+    for (int a = 0; a < hnd; a++) {
+        int L = a < slice->ndims ? slice->shape[a] : 1;
+        if (host[a] < 1 || host[a] > L || L % host[a] != 0)
+            return false;
+    }
+    return true;
+}
 
 int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *host_shape,
              int host_ndims, double nic_Bps, double lat_s, double bisection_Bps, char *err,
              size_t n)
 {
     memset(d, 0, sizeof *d);
+    if (host_ndims < 1 || host_ndims > TOPO_MAX_DIMS || !host_tiles(slice, host_shape, host_ndims)) {
+        char h[64], s[64];
+        int hn = host_ndims < 0 ? 0 : host_ndims > TOPO_MAX_DIMS ? TOPO_MAX_DIMS : host_ndims;
+        shape_str(h, sizeof h, host_shape, hn);
+        shape_str(s, sizeof s, slice->shape, slice->ndims);
+        snprintf(err, n, "expected a slice that hosts of the chip's dcn.host_shape %s tile, axis "
+                         "by axis (as many axes, each length dividing the slice's; extra axes of "
+                         "1), got a slice of %s", h, s);
+        return -1;
+    }
     d->slices = slices;
     d->nic_Bps = nic_Bps;
     d->lat_s = lat_s;
     d->chips_per_host = 1;
     for (int a = 0; a < TOPO_MAX_DIMS; a++) {
-        int h = a < host_ndims ? host_shape[a] : 1;
-        int L = a < slice->ndims ? slice->shape[a] : 1;
-        d->host_shape[a] = h > L ? L : h;
-        if (L % d->host_shape[a] != 0) {
-            snprintf(err, n, "expected a slice that hosts of %d chips along axis %d tile (the "
-                             "chip's dcn.host_shape), got %d chips along it", h, a, L);
-            return -1;
-        }
+        d->host_shape[a] = a < host_ndims ? host_shape[a] : 1;
         d->chips_per_host *= d->host_shape[a];
     }
     d->hosts_per_slice = slice->nchips / d->chips_per_host;

@@ -27,7 +27,7 @@
 
 struct dcn {
     int slices;                     /* 1: one slice, no DCN */
-    int host_shape[TOPO_MAX_DIMS];  /* one host's block of the slice (clipped to it) */
+    int host_shape[TOPO_MAX_DIMS];  /* one host's block of the slice */
     int chips_per_host;
     int hosts_per_slice;
     double nic_Bps;       /* per host, one direction */
@@ -36,10 +36,10 @@ struct dcn {
 };
 
 /* Fills 'd' for 'slices' copies of 'slice' with hosts of 'host_shape'
- * ('host_ndims' entries; an axis longer than the slice's is clipped to it),
- * NICs of 'nic_Bps' per host, latency 'lat_s' and bisection 'bisection_Bps'
- * (0: non-blocking, half the hosts' NIC bandwidth). Returns 0, or -1 with the
- * reason in 'err' (a host that does not tile the slice). */
+ * ('host_ndims' entries: the slice's axes, extra ones of 1; each length divides
+ * the slice's), NICs of 'nic_Bps' per host, latency 'lat_s' and bisection
+ * 'bisection_Bps' (0: non-blocking, half the hosts' NIC bandwidth). Returns 0,
+ * or -1 with the reason in 'err' (a host that does not tile the slice). */
 int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *host_shape,
              int host_ndims, double nic_Bps, double lat_s, double bisection_Bps, char *err,
              size_t n);

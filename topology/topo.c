@@ -1,6 +1,7 @@
 /* topology/topo.c -- torus coordinates, neighbours and dimension-order routes. */
 #include "topology/topo.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap)
@@ -8,14 +9,17 @@ int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap)
     if (ndims < 1 || ndims > TOPO_MAX_DIMS)
         return -1;
     t->ndims = ndims;
-    t->nchips = 1;
+    int64_t chips = 1; /* each length <= INT_MAX, three of them: no int64 overflow */
     for (int i = 0; i < TOPO_MAX_DIMS; i++) {
         t->shape[i] = i < ndims ? shape[i] : 1;
         t->wrap[i] = i < ndims && wrap[i] && t->shape[i] > 2;
-        if (t->shape[i] < 1)
+        if (t->shape[i] < 1 || t->shape[i] > TOPO_MAX_CHIPS)
             return -1;
-        t->nchips *= t->shape[i];
+        chips *= t->shape[i];
     }
+    if (chips > TOPO_MAX_CHIPS)
+        return -1;
+    t->nchips = (int)chips;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #define TOPO_MAX_DIMS 3
+#define TOPO_MAX_CHIPS 65536 /* chips in one slice (a v5p pod has 8960) */
 
 /* The default wraparound rule of a TPU generation (configs/chips/ name it). */
 enum topo_wrap_rule {
@@ -35,7 +36,7 @@ struct topo_hop {
 };
 
 /* Fills 't' from 'shape' (ndims entries) and 'wrap'. Returns 0, or -1 if a
- * length is < 1 or ndims is out of range. A length-1 or length-2 axis never
+ * length is < 1, ndims is out of range or the chips are more than TOPO_MAX_CHIPS. A length-1 or length-2 axis never
  * wraps (a 2-ring's wrap link would duplicate its only neighbour link). */
 int topo_init(struct topo *t, int ndims, const int *shape, const bool *wrap);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sat.h"
 #include "base/xalloc.h"
 
 /* ---------------- the draft ---------------- */
@@ -472,7 +473,7 @@ static int fill_nodes(struct build *b, struct graph *g, const int *order)
         n->instances = 1;
         for (int l = 0; l < n->depth; l++) {
             n->chain[l] = b->chain[o * GRAPH_MAX_DEPTH + l];
-            n->instances *= g->block[n->chain[l]].count;
+            n->instances = sat_mul64(n->instances, g->block[n->chain[l]].count);
         }
         n->has_after = d->op[o].has_after;
         n->overlap = d->op[o].overlap;
@@ -482,7 +483,7 @@ static int fill_nodes(struct build *b, struct graph *g, const int *order)
         b->deps[o] = NULL;
         for (int k = 0; k < n->ndeps; k++)
             n->deps[k].op = where[n->deps[k].op];
-        g->instances += n->instances;
+        g->instances = sat_add64(g->instances, n->instances);
         if (n->instances > GRAPH_MAX_INSTANCES || g->instances > GRAPH_MAX_INSTANCES)
             err(b, &d->op[o].loc, d->op[o].path,
                 "the workload would run more than %d op "

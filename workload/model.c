@@ -117,15 +117,33 @@ static bool gated(const struct model *m)
     return m->arch != MODEL_GPT;
 }
 
-/* Parameters of one layer: attention, MLP (or experts and router), two norms. */
-static int64_t layer_params(const struct model *m)
+/* Parameters of one layer: attention, MLP (or experts and router), two norms.
+ * In double: the keys' maxima multiply past int64 (model_shard bounds it). */
+static double layer_params(const struct model *m)
 {
-    int64_t D = m->d_model, Dh = m->head_dim;
-    int64_t attn = D * (m->heads + 2 * m->kv_heads) * Dh + m->heads * Dh * D;
-    int64_t mlp = (gated(m) ? 3 : 2) * D * m->ffn;
+    double D = (double)m->d_model, Dh = (double)m->head_dim, H = (double)m->heads;
+    double attn = D * (H + 2.0 * (double)m->kv_heads) * Dh + H * Dh * D;
+    double mlp = (gated(m) ? 3 : 2) * D * (double)m->ffn;
     if (m->arch == MODEL_MIXTRAL)
-        mlp = m->experts * mlp + D * m->experts;
+        mlp = (double)m->experts * mlp + D * (double)m->experts;
     return attn + mlp + 2 * D;
+}
+
+/* The model's parameters, refused above MODEL_MAX_PARAMS (exact below it:
+ * 1e15 < 2^53). */
+static int count_params(const struct model *m, struct model_shard *s, char *err, size_t n)
+{
+    double layer = layer_params(m);
+    double all = (double)m->layers * layer +
+                 (double)m->vocab * (double)m->d_model * (gated(m) ? 2 : 1) + (double)m->d_model;
+    if (!(all <= MODEL_MAX_PARAMS)) {
+        snprintf(err, n, "expected a model of at most %g parameters, got %.3g", MODEL_MAX_PARAMS,
+                 all);
+        return -1;
+    }
+    s->layer_params = (int64_t)layer;
+    s->params = (int64_t)all;
+    return 0;
 }
 
 static int need(char *err, size_t n, int64_t a, int64_t b, const char *what, const char *by)
@@ -195,10 +213,7 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     s->kv_heads = m->kv_heads >= s->tensor ? m->kv_heads / s->tensor : 1;
     s->ffn = m->ffn / s->tensor;
     s->experts = m->arch == MODEL_MIXTRAL ? m->experts / s->expert : 0;
-    s->layer_params = layer_params(m);
-    s->params = m->layers * s->layer_params + m->vocab * m->d_model * (gated(m) ? 2 : 1) +
-                m->d_model;
-    return 0;
+    return count_params(m, s, err, n);
 }
 
 /* ---------------- MaxText's FLOP count ---------------- */

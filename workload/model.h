@@ -28,6 +28,9 @@
 #include "topology/topo.h"
 #include "workload/program.h"
 
+/* The most parameters a model may have: 1e15, 5700 GPT-3s (exact in a double). */
+#define MODEL_MAX_PARAMS 1e15
+
 enum model_arch { MODEL_LLAMA, MODEL_GPT, MODEL_MIXTRAL };
 enum model_mode { MODEL_TRAIN, MODEL_PREFILL, MODEL_DECODE };
 /* The tensors of a layer a remat policy names (MaxText's checkpoint names),

@@ -328,8 +328,14 @@ static void test_cfg_quantities_have_bounds(void **state)
         {"chip.tensorcore.peak.bf16=1e-12Tf", "chip.tensorcore.peak.bf16: expected a FLOP rate "
                                               "like 197Tf from 1Gf to 1Ef, got '1e-12Tf'"},
         {"chip.tensorcore.peak.int8=1e19f", "chip.tensorcore.peak.int8: expected a FLOP rate"},
-        {"chip.ici.hop_latency=1e300s", "chip.ici.hop_latency: expected a duration like 1us from "
-                                        "0s to 1s, got '1e300s'"},
+        {"chip.ici.hop_latency=1e300s", "chip.ici.hop_latency: expected a duration like 1us "
+                                        "(0s, or from 1ps to 1s), got '1e300s'"},
+        /* subnormal: passed check, then SimGrid aborted in run */
+        {"chip.ici.hop_latency=1e-310s", "(0s, or from 1ps to 1s), got '1e-310s'"},
+        {"chip.ici.efficiency=1e-310", "chip.ici.efficiency: expected a fraction in [0.01, 1], "
+                                       "got '1e-310'"},
+        {"chip.hbm.efficiency=1e-310", "chip.hbm.efficiency: expected a fraction in [0.01, 1]"},
+        {"chip.tensorcore.vpu.alu_per_cycle=1e-310", "expected a rate per cycle in [0.01, 64]"},
         {"chip.tensorcore.step_overhead=2s", "chip.tensorcore.step_overhead: expected a duration"},
         {"chip.tensorcore.vmem=2EB", "chip.tensorcore.vmem: expected a size like 128MiB"},
     };
@@ -529,6 +535,15 @@ static void test_cfg_parse_rejects_documents_and_tags(void **state)
         {"a: 1\na: 2\n", "t.yaml:2:1: a: duplicate key"},
         {"a: [1\n", "t.yaml:2:1: did not find expected ',' or ']'"},
         {"---\na: !!str 12\nb: &v {c: 1}\nd: *v\n...\n", ""}, /* one document, marked */
+        /* a NUL cut the value short: "v5e\u0000junk" read as v5e */
+        {"chip: \"v5e\\u0000junk\"\n",
+         "t.yaml:1:7: chip: expected text without a NUL character (\\u0000), got "
+         "\"v5e\\u0000junk\""},
+        {"w:\n  - {name: \"a\\0b\"}\n",
+         "t.yaml:2:12: w.0.name: expected text without a NUL character (\\u0000), got "
+         "\"a\\u0000b\""},
+        {"\"k\\0\": 1\n", "t.yaml:1:1: expected a key without a NUL character (\\u0000), got "
+                          "\"k\\u0000\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *m = parse_msg(cases[i].text, strlen(cases[i].text));

@@ -39,6 +39,29 @@ static void test_all_gather_bidi_ring_matches_formula(void **state)
     assert_true(r.ici[0] == 16.0 * 15 * 64 * 1048576);
 }
 
+/* An odd ring keeps its wraparound (only rings of 1 and 2 drop it): on ideal links an
+ * all-gather of B = 4 MiB a chip over a wrapped ring of X sends (X - 1) / 2 shards each way,
+ * B (X - 1) / (2 W), and over a line (X - 1) shards one way, B (X - 1) / W; both then copy
+ * the own shard into the output, 2 B / H (H = 819e9). W = 45e9:
+ *   X = 3: wrapped 93.21 + 10.24 = 103.45 us, line 186.41 + 10.24 = 196.66 us;
+ *   X = 5: wrapped 186.41 + 10.24 = 196.66 us, line 372.83 + 10.24 = 383.07 us. */
+static void test_odd_ring_keeps_wraparound(void **state)
+{
+    (void)state;
+    const double B = 4194304.0, W = 45e9, H = 819e9;
+    for (int X = 3; X <= 5; X += 2) {
+        for (int wrap = 0; wrap < 2; wrap++) {
+            char yaml[160];
+            snprintf(yaml, sizeof yaml, "chip: v5e\ntopology: {shape: [%d], wraparound: %s}\n"
+                     "workload:\n  - {op: all_gather, bytes: 4MiB}\n", X, wrap ? "true" : "false");
+            struct result r = run(yaml, IDEAL, 5);
+            assert_int_equal(r.rc, 0);
+            double want = (wrap ? B * (X - 1) / (2 * W) : B * (X - 1) / W) + 2 * B / H;
+            assert_within(op_time(&r, 0), want, 0.005);
+        }
+    }
+}
+
 /* Without wraparound the axis is a line: (X - 1) shards at the one-way rate. */
 static void test_all_gather_line(void **state)
 {
@@ -491,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_ici_formulas),
         cmocka_unit_test(test_all_gather_bidi_ring_matches_formula),
         cmocka_unit_test(test_all_gather_line),
+        cmocka_unit_test(test_odd_ring_keeps_wraparound),
         cmocka_unit_test(test_all_gather_line_hand_figure),
         cmocka_unit_test(test_reduce_scatter_accumulate_runs_whole),
         cmocka_unit_test(test_all_gather_two_axes),

@@ -82,6 +82,20 @@ static void test_dependency_errors(void **state)
     expect_error(HEAD "  - repeat: {count: 100000, ops: [{repeat: {count: 100000, ops: "
                  "[{op: hbm_copy, bytes: 1MiB}]}}]}\n",
                  "more than 100000000 op instances");
+    /* counts whose product wraps int64: 2^26 x 2^26 x 2^12 = 2^64 (wrapped to 0) and
+     * 2^26 x 2^26 x 2^11 = 2^63 (wrapped to INT64_MIN): both must be refused as the
+     * product they are, not pass as 0 or a negative count */
+    expect_error(HEAD "  - repeat: {count: 67108864, ops: [{repeat: {count: 67108864, ops: "
+                 "[{repeat: {count: 4096, ops: [{op: hbm_copy, bytes: 1KiB}]}}]}}]}\n",
+                 "more than 100000000 op instances");
+    expect_error(HEAD "  - repeat: {count: 67108864, ops: [{repeat: {count: 67108864, ops: "
+                 "[{repeat: {count: 2048, ops: [{op: hbm_copy, bytes: 1KiB}]}}]}}]}\n",
+                 "more than 100000000 op instances");
+    /* eight levels of 1e8: the sum over ops must saturate too */
+    expect_error(HEAD "  - repeat: {count: 100000000, ops: [{repeat: {count: 100000000, ops: "
+                 "[{repeat: {count: 100000000, ops: [{op: hbm_copy, bytes: 1KiB}, "
+                 "{op: hbm_copy, bytes: 1KiB}]}}]}}]}\n",
+                 "more than 100000000 op instances");
     expect_error(HEAD MM("a", ", after: {x: 1}"), "workload.0.after: expected a list of op names");
 }
 

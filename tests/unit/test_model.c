@@ -459,6 +459,22 @@ static void test_errors(void **state)
     assert_non_null(strstr(err, "batch (6) is not divisible by the devices the batch is split"));
     struct model_remat r;
     assert_int_equal(model_remat_policy("sometimes", &r), -1);
+    /* every dimension at its key's maximum: one Mixtral layer is
+     * D(H+2K)Dh + H Dh D + E (3 D F + D) + 2 D with D = 2^20, H = K = Dh = 2^12, F = 2^22,
+     * E = 2^10: 1.36e16, and 2^12 layers of it 5.56e19 > 2^63 = 9.2e18: int64 wrapped
+     * (UBSan abort; release printed wrapped numbers in the out-of-memory message) */
+    m = small_model();
+    m.arch = MODEL_MIXTRAL, m.experts = 1 << 10, m.top_k = 1;
+    m.layers = 1 << 12, m.d_model = 1 << 20, m.heads = m.kv_heads = m.head_dim = 1 << 12;
+    m.ffn = 1 << 22, m.vocab = 1 << 24;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), -1);
+    if (!strstr(err, "expected a model of at most 1e+15 parameters, got 5.56e+19"))
+        fail_msg("got '%s'", err);
+    /* one layer alone: experts E x 3 D F = 2^10 x 3 x 2^42 = 1.35e16, attention
+     * 3 x 2^44 + 2^44 = 7.0e13, embeddings 2 V D = 3.5e13: 1.36e16, still refused */
+    m.layers = 1;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), -1);
+    assert_non_null(strstr(err, "at most 1e+15 parameters, got 1.36e+16"));
 }
 
 /* A v7-like chip (two TensorCores, each a JAX device): a mesh counted in

@@ -387,6 +387,14 @@ static void test_models_mxu_vpu_hbm(void **state)
     int64_t e[2] = {4, 128}; /* 1 KiB rounds to the 4 KiB granule; 4 rows pad to 8 */
     assert_int_equal(hbm_vmem_bytes(&ch, DT_F32, 2, e), 8 * 128 * 4);
     assert_int_equal(hbm_dma_bytes(&ch, DT_F32, 2, e), 4096);
+    /* the loader keeps a shape to 2^50 elements, at most 2^62 bytes once padded (2^12 x 1 byte,
+     * 2^10 x 4); a shape from elsewhere is not so bounded: 2^60 rows of one lane pad to 2^60 x
+     * 128 elements, 2^69 bytes, which wrapped (to 0): it saturates, and the DMA rounding too */
+    int64_t big[2] = {(int64_t)1 << 60, 1};
+    assert_true(hbm_vmem_bytes(&ch, DT_F32, 2, big) == UINT64_MAX);
+    assert_true(hbm_dma_bytes(&ch, DT_F32, 2, big) == UINT64_MAX);
+    int64_t most[4] = {(int64_t)1 << 40, 1 << 10, 1, 1}; /* 2^60 elements padded, 2^62 bytes */
+    assert_true(hbm_vmem_bytes(&ch, DT_F32, 4, most) == (uint64_t)1 << 62);
 }
 
 /* One splash-like sub-block: q, k fed to QK, its logits drained, a serial

@@ -336,6 +336,23 @@ static void test_peak_fraction_of_the_op_dtype(void **state)
     }
 }
 
+/* An op's HBM peak fraction is against the *published* bandwidth, not the derated one the
+ * copy runs at: v7, hbm 7.4 TB/s per chip at efficiency 0.88 (6.512e12 B/s reached), both
+ * TensorCores copying 256 MiB each in 16 MiB chunks (half the 32 MiB scoped limit: n = 16):
+ * 2.3 us copy overhead + 17 x 0.1 us DMA latency + 2 x 2 x 256 MiB / 6.512e12 = 164.887 us,
+ * 168.887 us in all, so 2^30 / (168.887e-6 x 7.4e12) = 0.8592 (0.9763 against 6.512e12). */
+static void test_hbm_peak_fraction_against_published_bandwidth(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v7\nworkload:\n  - {op: hbm_copy, bytes: 256MiB}\n", NULL, 0);
+    assert_int_equal(r.rc, 0);
+    double bytes = 2.0 * 2.0 * 268435456.0, t = 2.3e-6 + 17 * 0.1e-6 + bytes / (7.4e12 * 0.88);
+    assert_time(r.time[0], t);
+    assert_true(r.hbm[0] == bytes);
+    assert_true(fabs(r.peak[0] - bytes / (t * 7.4e12)) < 1e-6);
+    assert_true(r.peak[0] > 0.859 && r.peak[0] < 0.8595);
+}
+
 static void test_vmem_overflow_is_bad_input(void **state)
 {
     (void)state;
@@ -406,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_matmul_megacore_splits_parallel_dims),
         cmocka_unit_test(test_matmul_functional_matches_reference),
         cmocka_unit_test(test_peak_fraction_of_the_op_dtype),
+        cmocka_unit_test(test_hbm_peak_fraction_against_published_bandwidth),
         cmocka_unit_test(test_vmem_overflow_is_bad_input),
         cmocka_unit_test(test_simgrid_routes_match_topology),
     };

@@ -770,6 +770,33 @@ static void test_sweep_runs_the_default_point(void **state)
     free(spec);
 }
 
+/* A swept string with a backslash: sweep.json escapes it ("x\\y") and reads back as
+ * valid JSON with the value as written (an unescaped backslash made it invalid). */
+static void test_sweep_value_with_backslash(void **state)
+{
+    (void)state;
+    need_bin();
+    free(write_file("base.yaml", base_yaml));
+    char *spec = write_file("bs.yaml", "base: base.yaml\nsweep:\n  name: ['x\\y', z]\n");
+    char *dir = path_in("bs"), *err = path_in("bs.err");
+    const char *args[] = {spec, "-o", dir, NULL};
+    assert_int_equal(run_inproc(args, err), 0);
+    char *jp = xasprintf("%s/sweep.json", dir), *text = read_all(jp);
+    assert_non_null(strstr(text, "\"values\": {\"name\": \"x\\\\y\"}"));
+    char why[256];
+    struct json *j = json_read_file(jp, JSON_MAX_BYTES, why, sizeof why);
+    if (!j)
+        fail_msg("sweep.json: %s", why);
+    const struct json *pts = json_get(j, "points");
+    assert_string_equal(json_str(json_get(pts->kids[0], "values"), "name", ""), "x\\y");
+    json_free(j);
+    free(text);
+    free(jp);
+    free(err);
+    free(dir);
+    free(spec);
+}
+
 /* Issue 19.3: `tpusim check SWEEP.yaml` checks every point (with --set edits), running none. */
 static void test_check_takes_a_sweep_spec(void **state)
 {
@@ -1587,6 +1614,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
         cmocka_unit_test(test_sweep_runs_the_default_point),
+        cmocka_unit_test(test_sweep_value_with_backslash),
         cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
         cmocka_unit_test(test_sweep_resume_skips_finished_points),

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology/dcn.h"
 #include "topology/plat_xml.h"
 #include "topology/topo.h"
 
@@ -28,6 +29,78 @@ static void test_topo_ring_neighbors_wrap(void **state)
     assert_int_equal(topo_hops(&t, 0, 15), 1);
     assert_int_equal(topo_hops(&t, 0, 8), 8);
     assert_int_equal(topo_hops(&t, 2, 13), 5);
+}
+
+/* The chip count is a product of three lengths: 4096 x 4096 x 256 = 2^32 wrapped an int to
+ * 0 and 4096 x 4096 x 128 = 2^31 to INT_MIN; a slice above TOPO_MAX_CHIPS is refused, the
+ * largest one allowed is exactly TOPO_MAX_CHIPS. */
+static void test_topo_chip_count_bounded(void **state)
+{
+    (void)state;
+    struct topo t;
+    bool wrap[3] = {false, false, false};
+    int wraps[3][3] = {{4096, 4096, 256}, {4096, 4096, 128}, {4095, 4095, 4095}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(topo_init(&t, 3, wraps[i], wrap), -1);
+    int over[3] = {TOPO_MAX_CHIPS / 64 + 1, 8, 8}, max[3] = {TOPO_MAX_CHIPS / 64, 8, 8};
+    assert_int_equal(topo_init(&t, 3, over, wrap), -1);
+    assert_int_equal(topo_init(&t, 3, max, wrap), 0);
+    assert_int_equal(t.nchips, TOPO_MAX_CHIPS);
+}
+
+/* dcn.host_shape must tile the slice axis by axis: the same axes (extra ones of 1 allowed),
+ * each dividing the slice's length. It was clipped: [2, 2, 2] on a [4, 4] slice made hosts of
+ * 4 chips (twice the NICs, half the DCN time) and [8, 8] passed while [3, 3] was refused. */
+static void test_dcn_host_shape_tiles_the_slice(void **state)
+{
+    (void)state;
+    struct topo s = mk(2, 4, 4, 1, false, false, false);
+    struct dcn d;
+    char err[256];
+    static const struct {
+        int h[3], nd;
+        int ok, per_host;
+    } cases[] = {
+        {{2, 2, 0}, 2, 0, 4},  /* 4 hosts of 2x2 */
+        {{4, 4, 0}, 2, 0, 16}, /* one host */
+        {{2, 2, 1}, 3, 0, 4},  /* an extra axis of 1 */
+        {{2, 2, 2}, 3, -1, 0}, /* the third axis: 2 chips the slice does not have */
+        {{8, 8, 0}, 2, -1, 0}, /* longer than the slice */
+        {{3, 3, 0}, 2, -1, 0}, /* does not divide 4 */
+        {{2, 0, 0}, 1, -1, 0}, /* fewer axes than the slice: which axis? */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = '\0';
+        int rc = dcn_init(&d, &s, 2, cases[i].h, cases[i].nd, 25e9, 10e-6, 0, err, sizeof err);
+        if (rc != cases[i].ok)
+            fail_msg("case %zu: rc %d, want %d (%s)", i, rc, cases[i].ok, err);
+        if (rc == 0) {
+            assert_int_equal(d.chips_per_host, cases[i].per_host);
+            assert_int_equal(d.hosts_per_slice, 16 / cases[i].per_host);
+        } else {
+            assert_non_null(strstr(err, "dcn.host_shape"));
+        }
+    }
+}
+
+/* A wrapped ring folded to an odd period keeps its wraparound: the period's chips are still
+ * a ring (3 and 5 chips), a period of 2 is a pair (no wrap link), and a line does not fold. */
+static void test_topo_fold_odd_period_keeps_wraparound(void **state)
+{
+    (void)state;
+    struct topo q;
+    struct topo six = mk(1, 6, 1, 1, true, false, false), ten = mk(1, 10, 1, 1, true, false, false);
+    int p3[3] = {3, 1, 1}, p5[3] = {5, 1, 1}, p2[3] = {2, 1, 1};
+    assert_int_equal(topo_fold(&six, p3, &q), 0);
+    assert_true(q.wrap[0]);
+    assert_int_equal(topo_hops(&q, 0, 2), 1); /* around the wrap link */
+    assert_int_equal(topo_fold(&ten, p5, &q), 0);
+    assert_true(q.wrap[0]);
+    assert_int_equal(topo_hops(&q, 0, 4), 1);
+    assert_int_equal(topo_fold(&six, p2, &q), 0);
+    assert_false(q.wrap[0]);
+    struct topo line = mk(1, 6, 1, 1, false, false, false);
+    assert_int_equal(topo_fold(&line, p3, &q), -1);
 }
 
 static void test_topo_line_has_edges(void **state)
@@ -144,6 +217,9 @@ int main(void)
         cmocka_unit_test(test_topo_ring_neighbors_wrap),
         cmocka_unit_test(test_plat_xml_pcie_zone),
         cmocka_unit_test(test_topo_line_has_edges),
+        cmocka_unit_test(test_topo_fold_odd_period_keeps_wraparound),
+        cmocka_unit_test(test_topo_chip_count_bounded),
+        cmocka_unit_test(test_dcn_host_shape_tiles_the_slice),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
         cmocka_unit_test(test_topo_route_3d_dimension_order),
         cmocka_unit_test(test_topo_tie_break_matches_simgrid),

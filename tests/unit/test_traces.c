@@ -7,6 +7,7 @@
  * the SVG plots and `compare`. */
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,35 @@ static void test_trace_counts_kept_and_dropped_events(void **state)
 /* Events in the order they came (the viewers sort), metadata in otherData
  * with the level and the counts; the file's size is reported. Room for 8:
  * the last span is dropped. */
+/* The one JSON string writer escapes '"', '\\' and control characters, both in its
+ * fast path (nothing else to escape: x\y) and its slow one (a quote beside it). */
+static void test_json_write_string_escapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"x\\y", "\"x\\\\y\""},
+        {"a\"b\\c", "\"a\\\"b\\\\c\""},
+        {"t\tn\n\x01", "\"t\\tn\\n\\u0001\""},
+        {"plain", "\"plain\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&text, &n);
+        json_write_string(f, cases[i].in);
+        fclose(f);
+        assert_string_equal(text, cases[i].out);
+        char err[128];
+        struct json *j = json_parse(text, n, err, sizeof err); /* and it reads back */
+        assert_non_null(j);
+        assert_string_equal(j->str, cases[i].in);
+        json_free(j);
+        free(text);
+    }
+}
+
 static void test_trace_write_streams_valid_json(void **state)
 {
     (void)state;
@@ -838,6 +868,38 @@ static void test_summary_json_every_key_read_back(void **state)
     free(p);
 }
 
+/* No NaN or infinity reaches a JSON file: json_fmt_num writes them null (printf's "-nan" made
+ * summary.json invalid: issue 32.2), and finite numbers exactly as printf's "%.9e", "%.17g",
+ * "%.6f" (the golden outputs stay byte-identical). */
+static void test_json_numbers_never_nan(void **state)
+{
+    (void)state;
+    char b[40];
+    assert_string_equal(json_fmt_num(b, sizeof b, NAN, 'e', 9), "null");
+    assert_string_equal(json_fmt_num(b, sizeof b, -NAN, 'f', 6), "null");
+    assert_string_equal(json_fmt_num(b, sizeof b, INFINITY, 'g', 17), "null");
+    assert_string_equal(json_fmt_num(b, sizeof b, -INFINITY, 'e', 9), "null");
+    assert_string_equal(json_fmt_num(b, sizeof b, 1.5e-3, 'e', 9), "1.500000000e-03");
+    assert_string_equal(json_fmt_num(b, sizeof b, 1073741824.0, 'g', 17), "1073741824");
+    assert_string_equal(json_fmt_num(b, sizeof b, 0.8591575, 'f', 6), "0.859158");
+    /* a huge "%.6f" would be 301 digits: as "%.6e" */
+    assert_string_equal(json_fmt_num(b, sizeof b, 1e300, 'f', 6), "1.000000e+300");
+    /* a summary whose numbers went non-finite is still valid JSON, with nulls */
+    struct summary s;
+    two_op_summary_timeline(&s);
+    s.ops[0].peak_frac = -NAN, s.ops[0].time_s = INFINITY, s.total_time_s = NAN;
+    char *p = path_in("nan-summary.json");
+    assert_int_equal(summary_write_json(&s, p), 0);
+    summary_fini(&s);
+    struct json *j = read_json(p);
+    assert_int_equal(json_get(j, "total_time_s")->type, JSON_NULL);
+    const struct json *op = json_get(j, "ops")->kids[0];
+    assert_int_equal(json_get(op, "peak_fraction")->type, JSON_NULL);
+    assert_int_equal(json_get(op, "time_s")->type, JSON_NULL);
+    json_free(j);
+    free(p);
+}
+
 static void test_summary_console_table(void **state)
 {
     (void)state;
@@ -1257,11 +1319,13 @@ int main(void)
         cmocka_unit_test(test_compare_pairs_many_ops_by_name),
         cmocka_unit_test(test_trace_counts_kept_and_dropped_events),
         cmocka_unit_test(test_trace_write_streams_valid_json),
+        cmocka_unit_test(test_json_write_string_escapes),
         cmocka_unit_test(test_trace_units_merges_an_ops_activity),
         cmocka_unit_test(test_trace_filters_chips_window_and_levels),
         cmocka_unit_test(test_trace_freed_open_leaves_nothing),
         cmocka_unit_test(test_summary_json_has_the_contract_keys),
         cmocka_unit_test(test_summary_json_every_key_read_back),
+        cmocka_unit_test(test_json_numbers_never_nan),
         cmocka_unit_test(test_summary_console_table),
         cmocka_unit_test(test_table_write_csv_bytes),
         cmocka_unit_test(test_table_model_columns),
