@@ -179,8 +179,8 @@ asan: deps
 
 # Under valgrind: every unit suite (valgrind-unit); every 4th bad-input case
 # (VALGRIND_BAD_EVERY=1: all of them) and the e2e and trace checks, whose runs that start
-# SimGrid go through valgrind (valgrind-e2e). make asan runs the whole corpus. .ci/run runs
-# the two halves in its two lanes, each in its own build directory (VG_B).
+# SimGrid go through valgrind (valgrind-e2e). make asan runs the whole corpus. VG_B: the
+# build directory.
 VALGRIND_BAD_EVERY ?= 4
 VG_B ?= build/debug
 VG_MAKE = $(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" ALLOC_LIBS= \
