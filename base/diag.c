@@ -72,3 +72,13 @@ void diag_print(const struct diag *d, FILE *out)
     if (d->n > shown)
         fprintf(out, "... and %zu more\n", d->n - shown);
 }
+
+int diag_fail(char *err, size_t n, const char *fmt, ...)
+              {
+              va_list ap;
+    va_start(ap, fmt);
+    if (err && n > 0)
+        vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/xalloc.h"
 #include "kernels/tune.h"
 #include "config/cfg_int.h"
@@ -471,9 +472,9 @@ static int mesh_setup(const struct cfg_scenario *sc, struct mesh *m, char *err, 
         return -1;
     for (int i = 0; sc->dcn.slices <= 1 && i < m->naxes; i++)
         if (m->axis[i].dcn > 1) {
-            snprintf(err, n, "expected no axis over the DCN without topology.slices, got '%s' "
+            return diag_fail(err, n,
+                             "expected no axis over the DCN without topology.slices, got '%s' "
                              "with dcn: %d", m->axis[i].name, m->axis[i].dcn);
-            return -1;
         }
     return mesh_layout(m, &sc->topo, err, n);
 }

@@ -4,29 +4,14 @@
 #include "config/mask_file.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/fsutil.h"
 #include "base/xalloc.h"
-
-static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Writes the message to 'err' (if any) and returns -1. */
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 
 /* Reads all of 'path' (at most MASK_FILE_MAX_BYTES); NULL with "path: why" in 'err'. */
 static uint8_t *read_all(const char *path, size_t *size, char *err, size_t n)
@@ -35,7 +20,7 @@ static uint8_t *read_all(const char *path, size_t *size, char *err, size_t n)
     if (!buf) {
         char why[128];
         fs_read_error(errno, MASK_FILE_MAX_BYTES, why, sizeof why);
-        fail(err, n, "%s: %s", path, why);
+        diag_fail(err, n, "%s: %s", path, why);
     }
     return buf;
 }
@@ -62,20 +47,21 @@ static struct mask *load_text(const char *path, const char *buf, size_t size, ch
     line = next_line(&p, end, &len);
     if (!line || sscanf(line, "%lld %lld%n", &q, &k, &used) != 2 || (size_t)used != len || q < 1 ||
         k < 1) {
-        fail(err, n, "%s:1: expected a first line \"Q K\" with two positive integers", path);
+        diag_fail(err, n, "%s:1: expected a first line \"Q K\" with two positive integers", path);
         return NULL;
     }
     if ((unsigned long long)k > size / (unsigned long long)q) { /* Q rows of K characters */
-        fail(err, n, "%s:1: expected a first line \"Q K\" that the file can hold, got %lld x %lld "
-                     "in %zu bytes", path, q, k, size);
+        diag_fail(err, n,
+                  "%s:1: expected a first line \"Q K\" that the file can hold, got %lld x %lld "
+                  "in %zu bytes", path, q, k, size);
         return NULL;
     }
     struct mask *m = mask_new_dense(q, k, NULL);
     for (long long i = 0; i < q; i++) {
         line = next_line(&p, end, &len);
         if (!line || len != (size_t)k || strspn(line, "01") < len) {
-            fail(err, n, "%s:%lld: expected %lld characters '0' or '1'%s", path, i + 2, k,
-                 line ? "" : ", got end of file");
+            diag_fail(err, n, "%s:%lld: expected %lld characters '0' or '1'%s", path, i + 2, k,
+                      line ? "" : ", got end of file");
             mask_free(m);
             return NULL;
         }
@@ -84,7 +70,7 @@ static struct mask *load_text(const char *path, const char *buf, size_t size, ch
     }
     for (long long ln = q + 2; (line = next_line(&p, end, &len)) != NULL; ln++) {
         if (len) {
-            fail(err, n, "%s:%lld: unexpected data after %lld rows", path, ln, q);
+            diag_fail(err, n, "%s:%lld: unexpected data after %lld rows", path, ln, q);
             mask_free(m);
             return NULL;
         }
@@ -145,7 +131,7 @@ static struct mask *load_npy(const char *path, const uint8_t *buf, size_t size, 
         start = 12;
     }
     if (!start || hlen > size - start) {
-        fail(err, n, "%s: unsupported or truncated .npy header", path);
+        diag_fail(err, n, "%s: unsupported or truncated .npy header", path);
         return NULL;
     }
     char *hdr = xmalloc(hlen + 1);
@@ -157,12 +143,12 @@ static struct mask *load_npy(const char *path, const uint8_t *buf, size_t size, 
     bool ok = npy_header(hdr, &fortran, &q, &k, &why);
     free(hdr);
     if (!ok) {
-        fail(err, n, "%s: %s", path, why);
+        diag_fail(err, n, "%s: %s", path, why);
         return NULL;
     }
     const uint8_t *data = buf + start + hlen;
     if ((unsigned long long)q > (size - start - hlen) / (unsigned long long)k) {
-        fail(err, n, "%s: file holds fewer than %lld x %lld bytes of data", path, q, k);
+        diag_fail(err, n, "%s: file holds fewer than %lld x %lld bytes of data", path, q, k);
         return NULL;
     }
     struct mask *m = mask_new_dense(q, k, NULL);
@@ -170,7 +156,7 @@ static struct mask *load_npy(const char *path, const uint8_t *buf, size_t size, 
         for (long long j = 0; j < k; j++) {
             uint8_t v = data[fortran ? j * q + i : i * k + j];
             if (v > 1) {
-                fail(err, n, "%s: element (%lld, %lld) is %u, expected 0 or 1", path, i, j, v);
+                diag_fail(err, n, "%s: element (%lld, %lld) is %u, expected 0 or 1", path, i, j, v);
                 mask_free(m);
                 return NULL;
             }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/diag.h"
+
 /* "[2, 2, 2]": 'nd' lengths. */
 static void shape_str(char *buf, size_t n, const int *shape, int nd)
 {
@@ -39,10 +41,10 @@ int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *hos
         int hn = host_ndims < 0 ? 0 : host_ndims > TOPO_MAX_DIMS ? TOPO_MAX_DIMS : host_ndims;
         shape_str(h, sizeof h, host_shape, hn);
         shape_str(s, sizeof s, slice->shape, slice->ndims);
-        snprintf(err, n, "expected a slice that hosts of the chip's dcn.host_shape %s tile, axis "
+        return diag_fail(err, n,
+                         "expected a slice that hosts of the chip's dcn.host_shape %s tile, axis "
                          "by axis (as many axes, each length dividing the slice's; extra axes of "
                          "1), got a slice of %s", h, s);
-        return -1;
     }
     d->slices = slices;
     d->nic_Bps = nic_Bps;

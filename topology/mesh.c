@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/diag.h"
+
 /* The chips an axis takes within a slice. */
 static int ici_size(const struct mesh_axis *a)
 {
@@ -19,13 +21,12 @@ static int take(struct space *s, const struct topo *t, int phys, int extent,
                 struct mesh_factor *f, char *err, size_t n)
 {
     if (phys < 0 || phys >= t->ndims) {
-        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", phys, t->ndims);
-        return -1;
+        return diag_fail(err, n, "axis %d does not exist (the topology has %d axes)", phys,
+                         t->ndims);
     }
     if (extent < 1 || s->left[phys] % extent != 0) {
-        snprintf(err, n, "%d chips do not fit the %d left on physical axis %d", extent,
-                 s->left[phys], phys);
-        return -1;
+        return diag_fail(err, n, "%d chips do not fit the %d left on physical axis %d", extent,
+                         s->left[phys], phys);
     }
     *f = (struct mesh_factor){phys, s->stride[phys], extent};
     s->left[phys] /= extent;
@@ -86,9 +87,8 @@ static int place_split(struct mesh_axis *a, struct space *s, const struct topo *
         need /= e;
     }
     if (need > 1) {
-        snprintf(err, n, "mesh axis '%s' of %d does not fit the chips left on the topology",
-                 a->name, ici_size(a));
-        return -1;
+        return diag_fail(err, n, "mesh axis '%s' of %d does not fit the chips left on the topology",
+                         a->name, ici_size(a));
     }
     return 0;
 }
@@ -118,9 +118,9 @@ static int check_sizes(const struct mesh *m, const struct topo *t, char *err, si
     for (int i = 0; i < m->naxes; i++)
         snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %d",
                  i ? " x " : "", m->axis[i].name, m->axis[i].size);
-    snprintf(err, n, "expected axes whose sizes multiply to the topology's %d chips, got %ld (%s)",
-             t->nchips, prod, sizes);
-    return -1;
+    return diag_fail(err, n,
+                     "expected axes whose sizes multiply to the topology's %d chips, got %ld (%s)",
+                     t->nchips, prod, sizes);
 }
 
 static int pick_dev_axis(const struct mesh *m, int dev_per_chip)
@@ -144,10 +144,10 @@ int mesh_fold_devices(struct mesh *m, int nchips, int dev_per_chip, char *err, s
         return 0; /* mesh_layout checks the product against the chips */
     int i = pick_dev_axis(m, dev_per_chip);
     if (i < 0) {
-        snprintf(err, n, "expected an axis divisible by the %d devices of a chip (the mesh counts "
+        return diag_fail(err, n,
+                         "expected an axis divisible by the %d devices of a chip (the mesh counts "
                          "the %d TensorCores of the topology's %d chips), got none",
-                 dev_per_chip, nchips * dev_per_chip, nchips);
-        return -1;
+                         dev_per_chip, nchips * dev_per_chip, nchips);
     }
     m->axis[i].size /= dev_per_chip;
     m->dev_axis = i, m->dev_per_chip = dev_per_chip;
@@ -172,9 +172,9 @@ int mesh_layout(struct mesh *m, const struct topo *t, char *err, size_t n)
             prod *= a->f[k].extent;
         }
         if (a->placed && prod != ici_size(a)) {
-            snprintf(err, n, "mesh axis '%s' is placed on %d chips, its size is %d", a->name,
-                     prod, ici_size(a));
-            return -1;
+            return diag_fail(err, n, "mesh axis '%s' is placed on %d chips, its size is %d",
+                             a->name,
+                             prod, ici_size(a));
         }
     }
     for (int i = m->naxes - 1; i >= 0; i--) { /* the last axis first, as jax */
@@ -207,28 +207,26 @@ int mesh_place_slices(struct mesh *m, int nchips, int slices, char *err, size_t 
         return 0;
     long prod = mesh_product(m);
     if (prod != (long)nchips * slices) {
-        snprintf(err, n, "expected axes whose sizes multiply to the %d chips of %d slices of "
+        return diag_fail(err, n,
+                         "expected axes whose sizes multiply to the %d chips of %d slices of "
                          "%d, got %ld", nchips * slices, slices, nchips, prod);
-        return -1;
     }
     int i = pick_slice_axis(m, slices);
     struct mesh_axis *a = i >= 0 ? &m->axis[i] : NULL;
     if (!a) {
-        snprintf(err, n, "expected an axis that spans the %d slices (a size they divide), got "
+        return diag_fail(err, n,
+                         "expected an axis that spans the %d slices (a size they divide), got "
                          "none", slices);
-        return -1;
     }
     if (a->size % slices != 0 || (a->dcn > 0 && a->dcn != slices)) {
-        snprintf(err, n, "expected the axis over the DCN to span the %d slices (dcn: %d, a "
+        return diag_fail(err, n, "expected the axis over the DCN to span the %d slices (dcn: %d, a "
                          "size they divide), got '%s' of %d with dcn: %d", slices, slices,
-                 a->name, a->size, a->dcn);
-        return -1;
+                         a->name, a->size, a->dcn);
     }
     for (int k = 0; k < m->naxes; k++)
         if (k != i && m->axis[k].dcn > 0) {
-            snprintf(err, n, "expected one axis over the DCN, got '%s' and '%s'", a->name,
-                     m->axis[k].name);
-            return -1;
+            return diag_fail(err, n, "expected one axis over the DCN, got '%s' and '%s'", a->name,
+                             m->axis[k].name);
         }
     a->dcn = slices;
     return 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/check.h"
 #include "base/xalloc.h"
 #include "workload/schedule.h"
@@ -137,9 +138,9 @@ static int count_params(const struct model *m, struct model_shard *s, char *err,
     double all = (double)m->layers * layer +
                  (double)m->vocab * (double)m->d_model * (gated(m) ? 2 : 1) + (double)m->d_model;
     if (!(all <= MODEL_MAX_PARAMS)) {
-        snprintf(err, n, "expected a model of at most %g parameters, got %.3g", MODEL_MAX_PARAMS,
-                 all);
-        return -1;
+        return diag_fail(err, n, "expected a model of at most %g parameters, got %.3g",
+                         MODEL_MAX_PARAMS,
+                         all);
     }
     s->layer_params = (int64_t)layer;
     s->params = (int64_t)all;
@@ -150,9 +151,8 @@ static int need(char *err, size_t n, int64_t a, int64_t b, const char *what, con
 {
     if (b > 0 && a % b == 0)
         return 0;
-    snprintf(err, n, "%s (%lld) is not divisible by %s (%lld)", what, (long long)a, by,
-             (long long)b);
-    return -1;
+    return diag_fail(err, n, "%s (%lld) is not divisible by %s (%lld)", what, (long long)a, by,
+                     (long long)b);
 }
 
 static int check_mesh_names(const struct mesh *mesh, char *err, size_t n)
@@ -163,9 +163,8 @@ static int check_mesh_names(const struct mesh *mesh, char *err, size_t n)
         for (int k = 0; known[k]; k++)
             ok |= strcmp(mesh->axis[i].name, known[k]) == 0;
         if (!ok) {
-            snprintf(err, n, "a model's mesh has the axes data, fsdp, tensor, sequence and "
+            return diag_fail(err, n, "a model's mesh has the axes data, fsdp, tensor, sequence and "
                              "expert; got '%s'", mesh->axis[i].name);
-            return -1;
         }
     }
     return 0;
@@ -183,10 +182,10 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     if (mesh->dev_per_chip > 1) {
         const char *on = mesh->axis[mesh->dev_axis].name;
         if (strcmp(on, "tensor") == 0 || strcmp(on, "sequence") == 0) {
-            snprintf(err, n, "the mesh puts the %d devices of a chip on the %s axis; a model "
+            return diag_fail(err, n,
+                             "the mesh puts the %d devices of a chip on the %s axis; a model "
                              "runs them on a batch axis (data, fsdp or expert)",
-                     mesh->dev_per_chip, on);
-            return -1;
+                             mesh->dev_per_chip, on);
         }
     }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
