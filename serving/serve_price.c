@@ -19,7 +19,15 @@
 #include "study/autotune.h"
 #include "workload/model.h"
 
-enum { SIG_TOKENS, SIG_ROWS, SIG_ND, SIG_KD, SIG_NP, SIG_QP, SIG_KP, SIG_N };
+/* A signature: padded tokens and rows, the decodes' count and kv total, the
+ * SIG_CHUNKS largest prefill chunks one by one (q, kv), the others' count and
+ * q and kv totals. */
+#define SIG_CHUNKS 4
+enum { SIG_TOKENS, SIG_ROWS, SIG_ND, SIG_KD, SIG_NP, SIG_CHUNK,
+       SIG_NREST = SIG_CHUNK + 2 * SIG_CHUNKS, SIG_QREST, SIG_KREST, SIG_N };
+/* Prefill chunks' q and kv take buckets this many times finer than the
+ * decodes' kv total (which is interpolated, not rounded). */
+#define SIG_CHUNK_FINER 4
 
 struct memo_entry {
     int64_t k[SIG_N];
@@ -39,6 +47,7 @@ struct serve_pricer {
     struct serve_price_stats st;
     int rc;
     int64_t *q, *kv; /* the batch priced */
+    int64_t *chunks; /* a batch's prefill chunks, (q, kv) pairs */
 };
 
 struct child_result {
@@ -204,12 +213,14 @@ static double sig_time(struct serve_pricer *p, const int64_t *k)
     struct memo_entry *e = memo_slot(p, k);
     if (e->used)
         return e->time_s;
-    int nd = (int)k[SIG_ND], np = (int)k[SIG_NP];
+    int nd = (int)k[SIG_ND], np = (int)k[SIG_NP], nr = (int)k[SIG_NREST];
     spread(p->q, nd, nd, NULL);
     spread(p->kv, nd, k[SIG_KD], NULL);
-    spread(p->q + nd, np, k[SIG_QP], NULL);
-    spread(p->kv + nd, np, k[SIG_KP], p->q + nd);
-    double t = simulate(p, nd + np, p->q, p->kv, k[SIG_TOKENS]);
+    for (int j = 0; j < np; j++)
+        p->q[nd + j] = k[SIG_CHUNK + 2 * j], p->kv[nd + j] = k[SIG_CHUNK + 2 * j + 1];
+    spread(p->q + nd + np, nr, k[SIG_QREST], NULL);
+    spread(p->kv + nd + np, nr, k[SIG_KREST], p->q + nd + np);
+    double t = simulate(p, nd + np + nr, p->q, p->kv, k[SIG_TOKENS]);
     if (t < 0)
         return t;
     memcpy(e->k, k, sizeof e->k);
@@ -242,6 +253,37 @@ static int64_t bucket_nearest(int64_t x, int b, int64_t min)
     return v < min ? min : v;
 }
 
+static int cmp_chunk(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0]) - (x[0] > y[0]) : (x[1] < y[1]) - (x[1] > y[1]);
+}
+
+/* The prefill chunks' part of signature 'k': the largest one by one, bucketed;
+ * their q never past the padded batch's room. */
+static void sig_chunks(struct serve_pricer *p, const struct serve_batch *b, int64_t *k)
+{
+    int bo = p->c->buckets_per_octave * SIG_CHUNK_FINER, n = 0;
+    int64_t *ch = p->chunks;
+    for (int i = 0; i < b->n; i++)
+        if (b->q[i] > 1)
+            ch[2 * n] = b->q[i], ch[2 * n + 1] = b->kv[i], n++;
+    qsort(ch, (size_t)n, 2 * sizeof *ch, cmp_chunk);
+    int64_t room = k[SIG_TOKENS] - k[SIG_ND];
+    for (int j = 0; j < n; j++) {
+        int64_t q = bucket_nearest(ch[2 * j], bo, 2), kv;
+        q = q > room - 2 * (n - 1 - j) ? room - 2 * (n - 1 - j) : q;
+        q = q < 2 ? 2 : q;
+        room -= q;
+        kv = bucket_nearest(ch[2 * j + 1], bo, q);
+        if (j < SIG_CHUNKS) {
+            k[SIG_CHUNK + 2 * j] = q, k[SIG_CHUNK + 2 * j + 1] = kv, k[SIG_NP]++;
+        } else {
+            k[SIG_NREST]++, k[SIG_QREST] += q, k[SIG_KREST] += kv;
+        }
+    }
+}
+
 double serve_price(void *ctx, const struct serve_batch *b)
 {
     struct serve_pricer *p = ctx;
@@ -252,21 +294,14 @@ double serve_price(void *ctx, const struct serve_batch *b)
     int64_t k[SIG_N] = {0}, kd = 0;
     k[SIG_TOKENS] = pad_pow2(b->tokens, 16, c->max_num_batched_tokens);
     k[SIG_ROWS] = pad_pow2(b->n, 8, c->max_num_seqs);
-    for (int i = 0; i < b->n; i++) {
+    for (int i = 0; i < b->n; i++)
         if (b->q[i] == 1)
             k[SIG_ND]++, kd += b->kv[i];
-        else
-            k[SIG_NP]++, k[SIG_QP] += b->q[i], k[SIG_KP] += b->kv[i];
-    }
-    int bo = c->buckets_per_octave;
-    k[SIG_QP] = bucket_nearest(k[SIG_QP], bo, 2 * k[SIG_NP]);
-    if (k[SIG_QP] > k[SIG_TOKENS] - k[SIG_ND]) /* the padded batch holds every token */
-        k[SIG_QP] = k[SIG_TOKENS] - k[SIG_ND];
-    k[SIG_KP] = bucket_nearest(k[SIG_KP], bo, k[SIG_QP]);
+    sig_chunks(p, b, k);
     if (k[SIG_ND] == 0)
         return sig_time(p, k);
     int64_t lo, hi;
-    bucket_edges(kd, bo, &lo, &hi);
+    bucket_edges(kd, c->buckets_per_octave, &lo, &hi);
     lo = lo < k[SIG_ND] ? k[SIG_ND] : lo;
     hi = hi <= lo ? lo + 1 : hi;
     k[SIG_KD] = lo;
@@ -289,6 +324,7 @@ struct serve_pricer *serve_pricer_new(const struct cfg_scenario *base, int sg_ar
     p->tune = autotune_cache_new();
     p->q = xcalloc((size_t)p->c->max_num_seqs, sizeof *p->q);
     p->kv = xcalloc((size_t)p->c->max_num_seqs, sizeof *p->kv);
+    p->chunks = xcalloc(2 * (size_t)p->c->max_num_seqs, sizeof *p->chunks);
     return p;
 }
 
@@ -300,6 +336,7 @@ void serve_pricer_free(struct serve_pricer *p)
     free(p->memo);
     free(p->q);
     free(p->kv);
+    free(p->chunks);
     free(p);
 }
 
