@@ -693,7 +693,20 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         return NULL;
     const struct cfg_node *mesh = cfg_get(sv, "mesh"), *mn = cfg_get(sv, "model");
     char err[256];
-    if (mesh && cfg_load_mesh(w, mesh, "serve.mesh", &sc->mesh) == 0) {
+    if (sc->dcn.slices > 1)
+        walk_type_error(w, cfg_get(cfg_get(root, "topology"), "slices"), "topology.slices",
+                        "one slice under serve: (replicas over slices are not modelled yet)");
+    if (!mesh) { /* vLLM TPU's tensor_parallel_size over the slice */
+        sc->mesh = (struct mesh){.naxes = 1};
+        snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "tensor");
+        sc->mesh.axis[0].size = sc->topo.nchips;
+        if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+            struct diag_loc loc;
+            walk_loc(sv, &loc);
+            diag_error(w->d, &loc, "serve.mesh", "%s", err);
+        }
+        sc->has_mesh = true;
+    } else if (cfg_load_mesh(w, mesh, "serve.mesh", &sc->mesh) == 0) {
         if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
             struct diag_loc loc;
             walk_loc(mesh, &loc);
