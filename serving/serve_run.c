@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/fsutil.h"
+#include "base/interrupt.h"
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "config/cfg_serve.h"
@@ -216,6 +217,8 @@ static double wall_now(void)
 int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, struct diag *d)
 {
     double t0 = wall_now();
+    struct sigaction old_sigint;
+    interrupt_catch(&old_sigint);
     struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
     struct serve_result r;
     int rc = serve_simulate(sc->serve, serve_price, p, &r);
@@ -225,6 +228,11 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
         diag_error(d, NULL, "serve", "the scheduler could not form a step");
     struct serve_price_stats ps;
     serve_pricer_stats(p, &ps);
+    if (rc == 130 || interrupt_pending()) {
+        rc = 130;
+        diag_error(d, NULL, NULL, "interrupted: summary.json, requests.csv and steps.csv not "
+                   "written");
+    }
     if (rc == 0) {
         struct serve_dists ds;
         dists_of(sc->serve, &r, &ds);
@@ -239,5 +247,6 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     }
     serve_result_fini(&r);
     serve_pricer_free(p);
+    interrupt_restore(&old_sigint);
     return rc;
 }
