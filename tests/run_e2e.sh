@@ -392,6 +392,15 @@ sv_set="--set serve.requests.count=8 --set serve.requests.concurrency=4 --set se
            -v b="$(sed -n 's/.*"duration_s": \([0-9.e-]*\),/\1/p' "$t/svb0/summary.json")" \
            'BEGIN { e = a / b - 1; exit !(b > 0 && e <= 0.01 && e >= -0.01) }' \
     && ok || bad "serve: the step memo's bucket error is above 1 %"
+# ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone)
+"$bin" run tests/data/serve/tiny_open.yaml -o "$t/svi" -q --set serve.requests.count=20000 \
+       --set serve.requests.arrival.rate=50/s 2>"$t/svi.err" &
+svi=$!
+sleep 1
+kill -INT $svi
+wait $svi
+[ $? = 130 ] && [ ! -e "$t/svi" ] && grep -q '^interrupted: summary.json' "$t/svi.err" \
+    && ok || bad "serve: SIGINT: $(cat "$t/svi.err")"
 # ... the shipped example: every summary key of the serving block, a row per request
 "$bin" run configs/scenarios/serve_llama3_8b_v6e.yaml -o "$t/sve" -q \
     && (for k in requests completed duration_s request_throughput input_tokens_per_s \
