@@ -124,7 +124,8 @@ static void schedule_waiting(struct eng *e, int64_t *budget)
         int64_t i = e->wait[e->w0];
         struct serve_req *q = &e->r->req[i];
         int64_t n = q->in + q->generated;
-        if (!c->chunked_prefill && n > *budget)
+        /* unchunked: whole, unless a recompute is longer than any budget */
+        if (!c->chunked_prefill && n > *budget && n <= c->max_num_batched_tokens)
             break;
         n = n < *budget ? n : *budget;
         if (cdiv(n, c->page_size) > e->free_pages)

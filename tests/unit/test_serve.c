@@ -119,6 +119,31 @@ static void test_serve_preemption(void **state)
 /* Open loop: 8 sequences of 10 output tokens at about 3 ms a step serve
  * about 8 / 30 ms = 267 requests/s. 1000/s overloads it (TTFT grows), 20/s
  * does not. */
+/* Without chunked prefill a prompt is admitted whole -- but a preempted
+ * request recomputes its prompt and the tokens it generated, which can be more
+ * than the budget: it is then chunked (else it would never run again). 500 +
+ * 40 tokens, a budget of 512, 66 pages of 16: request 1 is admitted in step 1
+ * (511 tokens left), request 0 needs its 34th page at 529 cached tokens, so
+ * request 1 (the latest) is preempted with 28 tokens generated: 528 to
+ * recompute, above 512. Its first chunk (511 tokens beside request 0's
+ * decode) takes pages request 0 needs two steps later, so it is preempted
+ * again until request 0 finishes (vLLM admits by the chunk's pages alike). */
+static void test_serve_recompute_above_budget(void **state)
+{
+    (void)state;
+    struct serve_cfg c = cfg();
+    c.count = 2, c.concurrency = 2, c.input_len = 500, c.output_len = 40, c.kv_pages = 66;
+    c.chunked_prefill = false;
+    struct serve_result r;
+    int calls = 0;
+    assert_int_equal(serve_simulate(&c, price_by_hand, &calls, &r), 0);
+    assert_int_equal(r.completed, 2);
+    assert_int_equal(r.req[0].preemptions, 0);
+    assert_true(r.req[1].preemptions >= 1);
+    assert_true(r.req[1].finish_s > r.req[0].finish_s);
+    serve_result_fini(&r);
+}
+
 static void test_serve_overload(void **state)
 {
     (void)state;
@@ -157,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_serve_chunked_prefill),
         cmocka_unit_test(test_serve_continuous_batching),
         cmocka_unit_test(test_serve_preemption),
+        cmocka_unit_test(test_serve_recompute_above_budget),
         cmocka_unit_test(test_serve_overload),
         cmocka_unit_test(test_serve_dist),
     };
