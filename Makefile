@@ -34,7 +34,7 @@ DEB_PARALLEL := parallel
 DEB_CLUSTER  := slurm-wlm munge parallel
 
 # the folders, bottom up (README.md, "Where things are"; tools/check_layers.sh)
-DIRS    := base topology models kernels outputs workload config engine study cli
+DIRS    := base topology models kernels outputs workload config engine study serving cli
 SRC     := $(foreach d,$(DIRS),$(wildcard $(d)/*.c))
 LIBOBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out cli/main.c,$(SRC))) $(B)/gen/embedded.o
 EMBED   := $(sort $(wildcard configs/chips/*.yaml)) $(sort $(wildcard configs/models/presets/*.yaml)) \

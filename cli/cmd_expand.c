@@ -98,7 +98,11 @@ int cmd_expand(int argc, char **argv)
     if (rc == 0 && cfg_load_scenario(a.scenario, a.sets, a.nsets, &sc, d) != 0) {
         rc = 2;
     } else if (rc == 0) {
-        if (!sc.model) {
+        if (sc.serve) {
+            diag_error(d, NULL, NULL, "%s: a serve: scenario runs a step per batch; expand takes "
+                       "a scenario with a model:", a.scenario);
+            rc = 2;
+        } else if (!sc.model) {
             diag_error(d, NULL, NULL, "%s: expand needs a scenario with a model:", a.scenario);
             rc = 2;
         } else {

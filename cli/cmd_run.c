@@ -22,6 +22,7 @@
 #include "study/sweep.h"
 #include "engine/validate.h"
 #include "engine/spmd.h"
+#include "serving/serve_run.h"
 
 #define MAX_MEMORY_BYTES 1125899906842624.0 /* 1 PiB: more than any host has */
 
@@ -263,6 +264,16 @@ static int run_scenario(struct cli *c)
         if ((rc = lock_out(&lk, def, d)) != 0)
             cfg_scenario_fini(&sc);
         free(def);
+    }
+    if (rc == 0 && sc.serve) { /* a serving run: its steps are searched and run one by one */
+        struct serve_run_opts so = {.out_dir = lk.dir, .sg_argc = c->sg_argc,
+                                    .sg_argv = c->sg_argv, .quiet = c->quiet};
+        rc = serve_run(&sc, &so, d);
+        diag_print(d, stderr);
+        cfg_scenario_fini(&sc);
+        unlock_out(&lk, rc);
+        diag_free(d);
+        return rc;
     }
     if (rc == 0)
         rc = resolve_blocks(c, &sc, d, NULL);

@@ -4,6 +4,7 @@
  * topology/, kernels/ops.h and the config stages. */
 #include "config/cfg.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "base/xalloc.h"
 #include "kernels/tune.h"
 #include "config/cfg_int.h"
+#include "config/cfg_serve.h"
 #include "config/cfg_tree.h"
 #include "kernels/collective.h"
 #include "workload/model.h"
@@ -585,9 +587,8 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
  * after the mesh (default: fsdp over every chip, as MaxText's -1) and the HBM
  * are checked. */
 static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root,
-                                     struct cfg_scenario *sc)
+                                     const struct cfg_node *mn, struct cfg_scenario *sc)
 {
-    const struct cfg_node *mn = cfg_get(root, "model");
     struct diag_loc loc;
     walk_loc(mn, &loc);
     if (cfg_get(root, "workload")) {
@@ -634,6 +635,155 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     return wl;
 }
 
+/* ---------------- serve: ---------------- */
+
+/* The model of serve.model as a decode step of engine.max_num_seqs sequences
+ * (the base scenario every engine step is built from). */
+static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *mn,
+                                         const struct serve_cfg *c)
+{
+    static const char *const engine_keys[] = {"mode", "batch", "seq_len", "kv_len", "page_size",
+                                              NULL};
+    for (int i = 0; engine_keys[i]; i++)
+        if (cfg_get(mn, engine_keys[i])) {
+            char *p = xasprintf("serve.model.%s", engine_keys[i]);
+            walk_type_error(w, cfg_get(mn, engine_keys[i]), p,
+                            "no step shape (the engine forms each step's batch)");
+            free(p);
+        }
+    struct cfg_node *t = cfg_copy(mn);
+    char buf[32];
+    static const char *const keys[] = {"mode", "batch", "kv_len", "page_size"};
+    int64_t vals[] = {0, c->max_num_seqs, c->page_size, c->page_size};
+    for (int i = 0; i < 4; i++) {
+        struct cfg_node *v = cfg_node_new(CFG_SCALAR, mn->file, mn->line, mn->col);
+        snprintf(buf, sizeof buf, "%lld", (long long)vals[i]);
+        v->value = xstrdup(i == 0 ? "decode" : buf);
+        cfg_put(t, keys[i], v);
+    }
+    return t;
+}
+
+/* The KV cache: what hbm_fraction of the usable HBM leaves after the weights,
+ * in pages; at least one request of input_len + output_len tokens. */
+static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg_scenario *sc)
+{
+    struct serve_cfg *c = sc->serve;
+    const struct model_step *ms = sc->model;
+    const struct model *m = &ms->m;
+    c->kv_bytes_per_token = 2.0 * (double)m->layers * (double)ms->shard.kv_heads *
+                            (double)m->head_dim * (double)dtype_bytes(m->dtype) *
+                            ms->shard.dev_per_chip;
+    double free_b = ms->mem.capacity * c->hbm_fraction - ms->mem.params;
+    double pages = free_b > 0 ? floor(free_b / (c->kv_bytes_per_token * (double)c->page_size)) : 0;
+    c->kv_pages = pages > 1e12 ? (int64_t)1e12 : (int64_t)pages;
+    int64_t need = (c->input_len + c->output_len + c->page_size - 1) / c->page_size;
+    if (c->kv_pages < need) {
+        const struct cfg_node *e = cfg_get(sv, "engine");
+        const struct cfg_node *kv = e ? cfg_get(e, "kv_cache") : NULL;
+        char want[256];
+        snprintf(want, sizeof want,
+                 "a KV cache of at least %lld pages of %lld tokens (one request of %lld tokens); "
+                 "%.3g GiB of HBM after the weights holds %lld",
+                 (long long)need, (long long)c->page_size,
+                 (long long)(c->input_len + c->output_len), free_b / 1073741824.0,
+                 (long long)c->kv_pages);
+        walk_type_error(w, kv ? kv : e ? e : sv, kv ? "serve.engine.kv_cache" : "serve.engine",
+                        want);
+    }
+}
+
+/* serve: the engine's section, its model expanded as a decode step (the base
+ * every engine step is built from), its mesh, its KV cache. */
+static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *root,
+                                      struct cfg_scenario *sc)
+{
+    const struct cfg_node *sv = cfg_get(root, "serve");
+    static const char *const top[] = {"model", "mesh", "workload"};
+    for (int i = 0; i < 3; i++)
+        if (cfg_get(root, top[i]))
+            walk_type_error(w, cfg_get(root, top[i]), top[i],
+                            "no top-level model, mesh or workload beside serve: (serve.model and "
+                            "serve.mesh)");
+    sc->serve = xcalloc(1, sizeof *sc->serve);
+    if (cfg_load_serve(w, sv, sc->serve) != 0 || diag_count(w->d))
+        return NULL;
+    const struct cfg_node *mesh = cfg_get(sv, "mesh"), *mn = cfg_get(sv, "model");
+    char err[256];
+    if (sc->dcn.slices > 1)
+        walk_type_error(w, cfg_get(cfg_get(root, "topology"), "slices"), "topology.slices",
+                        "one slice under serve: (replicas over slices are not modelled yet)");
+    if (!mesh) { /* vLLM TPU's tensor_parallel_size over the slice */
+        sc->mesh = (struct mesh){.naxes = 1};
+        snprintf(sc->mesh.axis[0].name, MESH_NAME_MAX, "tensor");
+        sc->mesh.axis[0].size = sc->topo.nchips;
+        if (mesh_layout(&sc->mesh, &sc->topo, err, sizeof err) != 0) {
+            struct diag_loc loc;
+            walk_loc(sv, &loc);
+            diag_error(w->d, &loc, "serve.mesh", "%s", err);
+        }
+        sc->has_mesh = true;
+    } else if (cfg_load_mesh(w, mesh, "serve.mesh", &sc->mesh) == 0) {
+        if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
+            struct diag_loc loc;
+            walk_loc(mesh, &loc);
+            diag_error(w->d, &loc, "serve.mesh", "%s", err);
+        }
+        sc->has_mesh = true;
+    }
+    if (diag_count(w->d))
+        return NULL;
+    struct cfg_node *mt = serve_model_tree(w, mn, sc->serve);
+    struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);
+    cfg_copy_reads(mn, mt);
+    cfg_node_free(mt);
+    if (wl && diag_count(w->d) == 0 && sc->model->shard.dev_per_chip > 1) {
+        char want[160];
+        snprintf(want, sizeof want, "a chip that is one JAX device (a %s chip is %d: each would "
+                 "run its own engine; not modelled yet)", sc->chip.name,
+                 sc->model->shard.dev_per_chip);
+        walk_type_error(w, cfg_get(root, "chip"), "chip", want);
+    }
+    if (wl && diag_count(w->d) == 0)
+        serve_kv_pages(w, sv, sc);
+    return wl;
+}
+
+int cfg_serve_step(const struct cfg_scenario *base, const struct model *m,
+                   struct cfg_scenario *sc, struct diag *d)
+{
+    *sc = *base;
+    sc->name = xstrdup(base->name);
+    sc->file = xstrdup(base->file ? base->file : "");
+    sc->ops = NULL, sc->src = NULL, sc->nops = 0, sc->tuned = NULL, sc->serve = NULL;
+    memset(&sc->graph, 0, sizeof sc->graph);
+    struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
+    ms->m = *m;
+    char err[512];
+    if (model_shard(&ms->m, &sc->mesh, &sc->topo, &sc->chip, &ms->shard, err, sizeof err) != 0) {
+        diag_error(d, NULL, "serve", "%s", err);
+        cfg_scenario_fini(sc);
+        return -1;
+    }
+    model_memory(&ms->m, &ms->shard, &sc->chip, &ms->mem);
+    ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
+    int cores = sc->chip.megacore ? sc->chip.cores : 1;
+    ms->peak_per_device = sc->chip.peak_flops[DT_BF16] * cores;
+    char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    struct cfg_node *wl = cfg_parse(yaml, strlen(yaml), "serve (engine step)", d);
+    free(yaml);
+    struct walk w = {.d = d, .chip = &sc->chip};
+    if (wl)
+        load_workload(&w, wl, sc);
+    if (diag_count(d) == 0)
+        check_semantics(&w, sc);
+    cfg_node_free(wl);
+    if (diag_count(d) == 0)
+        return 0;
+    cfg_scenario_fini(sc);
+    return -1;
+}
+
 static char *base_name(const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -667,7 +817,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     struct walk w = {.d = d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
-                                           "mesh", "workload", "model",    NULL};
+                                           "mesh", "workload", "model",    "serve", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -681,8 +831,10 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         load_mesh(&w, root, sc);
         struct cfg_node *expanded = NULL;
         const struct cfg_node *wl = NULL;
-        if (cfg_get(root, "model") && diag_count(d) == 0)
-            wl = expanded = expand_model(&w, root, sc);
+        if (cfg_get(root, "serve"))
+            wl = expanded = serve_section(&w, root, sc);
+        else if (cfg_get(root, "model") && diag_count(d) == 0)
+            wl = expanded = expand_model(&w, root, cfg_get(root, "model"), sc);
         else if (!cfg_get(root, "model"))
             wl = walk_field(&w, root, "", "workload", true);
         if (wl)
@@ -748,6 +900,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->src);
     free(sc->tuned);
     free(sc->model);
+    free(sc->serve);
     graph_fini(&sc->graph);
     free(sc->name);
     free(sc->file);

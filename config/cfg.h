@@ -25,6 +25,8 @@
 struct cfg_node;
 struct tune_choice;
 struct model_step;
+struct model;
+struct serve_cfg;
 
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
@@ -48,6 +50,8 @@ struct cfg_scenario {
     bool kernel_memo;      /* options.kernel_memo: quiet kernel replays from memos (default) */
     bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
+    struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);
+                                 then 'model' is its engine's decode step of max_num_seqs */
     struct mesh mesh;      /* laid out on 'topo' */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
@@ -82,6 +86,12 @@ void cfg_scenario_fini(struct cfg_scenario *sc);
 /* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
 int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
                            int nsets, struct cfg_scenario *sc, struct diag *d);
+
+/* The scenario of one engine step: 'base' (a scenario with a serve:) with its
+ * model replaced by 'm' (a serving step, workload/model.h) and expanded.
+ * Returns 0, or -1 with messages in 'd' ('*sc' then released). */
+int cfg_serve_step(const struct cfg_scenario *base, const struct model *m,
+                   struct cfg_scenario *sc, struct diag *d);
 
 /* Loads the chip preset 'name' (e.g. "v5e") into '*chip'. Returns 0 or -1. */
 int cfg_load_chip(const char *name, struct chip_params *chip, struct diag *d);

@@ -18,6 +18,11 @@ int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struc
 struct model;
 int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);
 
+/* Reads a scenario's serve: section but its model and mesh (config/cfg_serve.c).
+ * Returns 0 or -1 after reporting. */
+struct serve_cfg;
+int cfg_load_serve(struct walk *w, const struct cfg_node *node, struct serve_cfg *c);
+
 /* Reads the keys of op 'op' (its kind set) from map 'm' at 'p': the common
  * keys are the caller's; this reads the kind's key table and its loader. */
 struct op;

@@ -239,12 +239,14 @@ for f in configs/scenarios/*.yaml configs/models/*.yaml; do
 done
 # the older chips (v2, v3) run every shipped scenario that fits them: it runs, or the resource
 # guard refuses it before it starts (a 16x16 slice without wraparound on v3 is 256 chips), or
-# it needs what they lack (multislice: no dcn: section); the model steps check, or are refused
+# it needs what they lack (multislice: no dcn: section; serving: each chip is two JAX devices,
+# each an engine of its own, not modelled); the model steps check, or are refused
 # for a 3-D slice (a 2-D torus: slice.dims 2) or for slices (no dcn: section)
 for c in v2 v3; do
     for f in configs/scenarios/*.yaml; do
         "$bin" run "$f" --set chip=$c -o "$t/old" -q --max-steps 20000000 >/dev/null 2>"$t/old.err" \
-            || grep -q -e 'above the limit of 20000000' -e 'topology.slices: expected 1 for a chip without a dcn' "$t/old.err" \
+            || grep -q -e 'above the limit of 20000000' -e 'topology.slices: expected 1 for a chip without a dcn' \
+                       -e "chip: expected a chip that is one JAX device (a $c chip is 2" "$t/old.err" \
             && ok || bad "$c: $f: $(tail -n 1 "$t/old.err")"
     done
     for f in configs/models/*.yaml; do
@@ -343,6 +345,73 @@ done
     && grep -q '"kernel_memo": {"replays": 0, ' "$t/md1/summary.json" \
     && grep -v kernel_memo "$t/md1/summary.json" | cmp -s - "$t/md0/summary.json" \
     && ok || bad "kernel memo: a norm replayed beside a gather at another offset"
+# Serving (issue 28). A single request of one output token: one step, and its TTFT is that
+# step's device time plus the host's step overhead (2 ms; 5 ms moves it by exactly 3 ms)
+col() { awk -F, -v r="$2" -v c="$3" 'NR == r + 1 { print $c }' "$1"; }
+"$bin" run tests/data/serve/tiny.yaml -o "$t/sv1" -q \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/sv5" -q --set serve.engine.step_overhead=5ms \
+    && [ "$(wc -l <"$t/sv1/steps.csv")" = 2 ] \
+    && awk -v ttft="$(col "$t/sv1/requests.csv" 1 7)" -v dev="$(col "$t/sv1/steps.csv" 1 3)" \
+           -v ttft5="$(col "$t/sv5/requests.csv" 1 7)" \
+           'function near(a, b) { return a - b < 1e-9 && b - a < 1e-9 }
+            BEGIN { exit !(dev > 0 && near(ttft, dev + 0.002) && near(ttft5, ttft + 0.003)) }' \
+    && grep -q '"steps": 1,' "$t/sv1/summary.json" \
+    && ok || bad "serve: a single request's TTFT is not its prefill step plus the overhead"
+# ... a closed loop at concurrency 1 (every step priced exactly): after the prefill each step
+# is one decode of the same time (kv 301..307 tokens: the same pages), and TPOT is that step
+# plus the overhead; the second request arrives as the first finishes
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svc" -q --set serve.requests.count=2 \
+       --set serve.requests.output_len=8 --set serve.engine.step_memo.buckets_per_octave=0 \
+    && awk -F, 'NR > 2 && NR <= 9 { print $3, $5, $6 }' "$t/svc/steps.csv" >"$t/svc.dec" \
+    && awk -v tpot="$(col "$t/svc/requests.csv" 1 8)" \
+           'NR == 1 { first = $1 } { if ($1 != first || $2 != 1 || $3 != 1) exit 1 }
+            END { d = tpot - first - 0.002; exit !(NR == 7 && d < 1e-9 && d > -1e-9) }' \
+           "$t/svc.dec" \
+    && [ "$(col "$t/svc/requests.csv" 2 2)" = "$(col "$t/svc/requests.csv" 1 4)" ] \
+    && ok || bad "serve: TPOT at concurrency 1 is not one decode step plus the overhead"
+# ... open-loop arrivals above what the engine serves: TTFT grows (the last request waits far
+# longer than the first) and the run says it is overloaded; a rate it serves is not
+"$bin" run tests/data/serve/tiny_open.yaml -o "$t/svo" >"$t/svo.out" \
+    && grep -q '^  overloaded: 2000 requests/s arrive' "$t/svo.out" \
+    && grep -q '"overloaded": true' "$t/svo/summary.json" \
+    && awk -v a="$(col "$t/svo/requests.csv" 1 7)" -v b="$(col "$t/svo/requests.csv" 200 7)" \
+           'BEGIN { exit !(b > 20 * a) }' \
+    && "$bin" run tests/data/serve/tiny_open.yaml -o "$t/svs" -q \
+           --set serve.requests.arrival.rate=50/s \
+    && grep -q '"overloaded": false' "$t/svs/summary.json" \
+    && ok || bad "serve: an open loop above capacity is not reported overloaded"
+# ... the step memo (4 buckets per octave, decode kv interpolated) against every step priced
+# exactly: each step within 1 %, the run's duration too
+sv_set="--set serve.requests.count=8 --set serve.requests.concurrency=4 --set serve.requests.output_len=24 --set serve.requests.input_len=700"
+# shellcheck disable=SC2086
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svb4" -q $sv_set \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svb0" -q $sv_set \
+           --set serve.engine.step_memo.buckets_per_octave=0 \
+    && paste -d, "$t/svb4/steps.csv" "$t/svb0/steps.csv" | awk -F, '
+           NR > 1 { e = $3 / $10 - 1; if (e > 0.01 || e < -0.01 || $7 != $14) exit 1; n++ }
+           END { exit !(n > 40) }' \
+    && awk -v a="$(sed -n 's/.*"duration_s": \([0-9.e-]*\),/\1/p' "$t/svb4/summary.json")" \
+           -v b="$(sed -n 's/.*"duration_s": \([0-9.e-]*\),/\1/p' "$t/svb0/summary.json")" \
+           'BEGIN { e = a / b - 1; exit !(b > 0 && e <= 0.01 && e >= -0.01) }' \
+    && ok || bad "serve: the step memo's bucket error is above 1 %"
+# ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone)
+"$bin" run tests/data/serve/tiny_open.yaml -o "$t/svi" -q --set serve.requests.count=20000 \
+       --set serve.requests.arrival.rate=50/s 2>"$t/svi.err" &
+svi=$!
+sleep 1
+kill -INT $svi
+wait $svi
+[ $? = 130 ] && [ ! -e "$t/svi" ] && grep -q '^interrupted: summary.json' "$t/svi.err" \
+    && ok || bad "serve: SIGINT: $(cat "$t/svi.err")"
+# ... the shipped example: every summary key of the serving block, a row per request
+"$bin" run configs/scenarios/serve_llama3_8b_v6e.yaml -o "$t/sve" -q \
+    && (for k in requests completed duration_s request_throughput input_tokens_per_s \
+                 output_tokens_per_s ttft_s tpot_s itl_s e2e_s goodput kv_cache preemptions \
+                 steps mean_batch overloaded step_memo; do
+            grep -q "\"$k\":" "$t/sve/summary.json" || exit 1
+        done) \
+    && [ "$(wc -l <"$t/sve/requests.csv")" = 17 ] \
+    && ok || bad "serve: the shipped example's outputs"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

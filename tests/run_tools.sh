@@ -6,7 +6,7 @@ fail=0; n=0
 ok() { n=$((n + 1)); }
 bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL: $*"; }
 t=$(mktemp -d)
-cp -r base topology models kernels outputs workload config engine study cli "$t/"
+cp -r base topology models kernels outputs workload config engine study serving cli "$t/"
 sh tools/check_layers.sh "$t" >/dev/null && ok || bad "clean tree reported as violating"
 plant() { # file (a new one is made and removed), line to add, expected message, what
     mkdir -p "$(dirname "$t/$1")"
@@ -29,6 +29,8 @@ plant workload/graph.c '#include "config/cfg.h"' 'workload may not include "conf
 plant config/cfg.c '#include "engine/spmd.h"' 'config may not include "engine/spmd.h"' "config -> engine"
 plant engine/validate.c '#include "study/autotune.h"' 'engine may not include "study/autotune.h"' "engine -> study"
 plant study/sweep.c '#include "cli/cli.h"' 'study may not include "cli/cli.h"' "study -> cli"
+plant study/sweep.c '#include "serving/serve.h"' 'study may not include "serving/serve.h"' "study -> serving"
+plant serving/serve.c '#include "cli/cli.h"' 'serving may not include "cli/cli.h"' "serving -> cli"
 plant engine/sub.c '#include "cli/cli.h"' 'engine may not include "cli/cli.h"' "a new file in a folder"
 plant study/sub/x.c '#include "cli/cli.h"' 'study may not include "cli/cli.h"' "a subfolder"
 plant engine/eng_dma.c '#include <simgrid/actor.h>' 'only engine/engine.h includes SimGrid' "SimGrid outside engine.h"

@@ -11,6 +11,7 @@
 #   config   -> base, topology, models, kernels, workload
 #   engine   -> base, topology, models, kernels, outputs, workload, config
 #   study    -> ... engine
+#   serving  -> ... engine, study
 #   cli      -> everything
 # Only engine/engine.h includes <simgrid/...> or <xbt/...>; only
 # config/cfg_yaml.c includes <yaml.h>; a header named *_int.h is included
@@ -19,7 +20,7 @@
 # violation as "file:line: why" and exits 1, else prints "layers: ok".
 root=${1:-.}
 cd "$root" || exit 2
-LAYERS="base topology models kernels outputs workload config engine study cli"
+LAYERS="base topology models kernels outputs workload config engine study serving cli"
 allowed() { # folder -> folders its files may include (besides itself)
     case $1 in
     base) echo "" ;;
@@ -31,7 +32,8 @@ allowed() { # folder -> folders its files may include (besides itself)
     config) echo "base topology models kernels workload" ;;
     engine) echo "base topology models kernels outputs workload config" ;;
     study) echo "base topology models kernels outputs workload config engine" ;;
-    cli) echo "base topology models kernels outputs workload config engine study" ;;
+    serving) echo "base topology models kernels outputs workload config engine study" ;;
+    cli) echo "base topology models kernels outputs workload config engine study serving" ;;
     esac
 }
 bad=0

@@ -207,7 +207,7 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     if (rc)
         return -1;
     s->b = m->batch / shards;
-    s->tokens = s->b * m->seq_len / s->sequence;
+    s->tokens = m->nseqs ? m->tokens : s->b * m->seq_len / s->sequence;
     s->heads = m->heads / s->tensor;
     s->kv_heads = m->kv_heads >= s->tensor ? m->kv_heads / s->tensor : 1;
     s->ffn = m->ffn / s->tensor;
@@ -315,6 +315,17 @@ static double chip_params(const struct model *m, const struct model_shard *s)
     return ((double)s->params - expert) / split + expert / (split * s->expert);
 }
 
+/* Tokens in the KV cache of a device's sequences after a decode step. */
+static double cached_tokens(const struct model *m, const struct model_shard *s)
+{
+    if (!m->nseqs)
+        return (double)s->b * (double)(m->kv_len + m->seq_len);
+    double n = 0;
+    for (int i = 0; i < m->nseqs; i++)
+        n += (double)m->kv_lens[i];
+    return n;
+}
+
 void model_memory(const struct model *m, const struct model_shard *s,
                   const struct chip_params *chip, struct model_memory *mem)
 {
@@ -337,8 +348,7 @@ void model_memory(const struct model *m, const struct model_shard *s,
                       (double)(m->vocab_tiling > 0 ? m->vocab_tiling : 1);
     if (m->mode == MODEL_DECODE)
         mem->kv_cache = dpc * 2.0 * (double)m->layers * (double)s->kv_heads *
-                        (double)m->head_dim * bytes(m->dtype) * (double)s->b *
-                        (double)(m->kv_len + m->seq_len);
+                        (double)m->head_dim * bytes(m->dtype) * cached_tokens(m, s);
     /* the gathered layers and the logits peak at different moments: the
      * layers' loops hold two gathered layers; the loss holds the logits, the
      * gathered unembedding and the backward's first layer, prefetched */
@@ -1125,7 +1135,20 @@ static void prefill_step(struct out *o)
     head(o, false);
 }
 
-/* Every sequence's new token against its paged KV cache. */
+/* A serving step's sequences as a flow list: [{q_len: 1, kv_len: 900}, ...]. */
+static char *seq_list(const struct model *m)
+{
+    size_t cap = 48 * (size_t)m->nseqs + 4, n = 0;
+    char *t = xmalloc(cap);
+    t[n++] = '[';
+    for (int i = 0; i < m->nseqs; i++)
+        n += (size_t)snprintf(t + n, cap - n, "%s{q_len: %lld, kv_len: %lld}", i ? ", " : "",
+                              (long long)m->q_lens[i], (long long)m->kv_lens[i]);
+    snprintf(t + n, cap - n, "]");
+    return t;
+}
+
+/* Every sequence's new tokens against its paged KV cache. */
 static struct val ragged_attention(struct out *o, struct val in)
 {
     const struct model *m = o->m;
@@ -1138,6 +1161,14 @@ static struct val ragged_attention(struct out *o, struct val in)
     prog_word(ps, "dtype", dt(m->dtype));
     prog_int(ps, "page_size", m->page_size);
     prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
+    if (m->nseqs) {
+        prog_int(ps, "max_num_batched_tokens", s->tokens);
+        prog_wrap(ps);
+        char *seqs = seq_list(m);
+        prog_word(ps, "sequences", seqs);
+        free(seqs);
+        return wrv(o, k);
+    }
     prog_wrap(ps);
     struct prog_params *dec = prog_map(ps, "decode");
     prog_int(dec, "batch", s->b);
@@ -1151,7 +1182,7 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->b, D = m->d_model, Dh = m->head_dim;
+    int64_t T = m->nseqs ? s->tokens : s->b, D = m->d_model, Dh = m->head_dim;
     double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip;
     struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
     v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
@@ -1172,7 +1203,7 @@ static void decode_step(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->b, D = m->d_model;
+    int64_t T = m->nseqs ? s->tokens : s->b, D = m->d_model;
     struct prog_block *top = o->b;
     struct prog_block *body = o->b = prog_loop(o->b, "layer", m->layers);
     int x = prog_tensor(o->p, "x");
@@ -1182,7 +1213,8 @@ static void decode_step(struct out *o)
     prog_carry_next(body, x, l.out.t[0]);
     o->b = top;
     struct val v = wrv(o, fusion(o, "rmsnorm", "final_norm", T, D, l.out));
-    prog_output(o->p, wr(o, matmul(o, "logits", T, D, m->vocab / s->tensor, v)));
+    int64_t rows = m->nseqs ? m->rows : T; /* a serving step samples one token per sequence */
+    prog_output(o->p, wr(o, matmul(o, "logits", rows, D, m->vocab / s->tensor, v)));
 }
 
 struct program *model_program(const struct model *m, const struct model_shard *s,

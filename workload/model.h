@@ -70,6 +70,13 @@ struct model {
     enum model_attention attention;
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
+    /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
+     * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
+     * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
+     * decode step (batch x one token). The arrays are borrowed. */
+    int nseqs;
+    int64_t tokens, rows;
+    const int64_t *q_lens, *kv_lens;
 };
 
 /* How a model lands on the devices of a mesh: sizes and per-device shapes. */

@@ -149,6 +149,34 @@ static void test_memory(void **state)
     assert_float_equal(mem.activations, 1048576, 0.5);
 }
 
+/* A serving engine's step (serving/serve.h): a decode of 50 cached tokens and
+ * a 100-token prefill chunk, padded to 128 rows, logits for 8 rows, on tensor
+ * 8 (heads 8: one query and one KV head per chip). Ragged paged attention gets
+ * the real lengths, the matmuls the padded rows; the KV cache holds the two
+ * sequences. 150 tokens: 2 (K, V) x 2 layers x 1 head x 32 x 2 bytes x 150. */
+static void test_serving_step(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    static const int64_t q[] = {1, 100}, kv[] = {50, 100};
+    m.heads = m.kv_heads = 8, m.head_dim = 32;
+    m.mode = MODEL_DECODE, m.batch = 2, m.seq_len = 1, m.kv_len = 2047;
+    m.nseqs = 2, m.q_lens = q, m.kv_lens = kv, m.tokens = 128, m.rows = 8;
+    struct fixture f;
+    setup_shard(&f, &m, 1, 8);
+    assert_int_equal(f.sh.tokens, 128);
+    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_non_null(strstr(yaml, "sequences: [{q_len: 1, kv_len: 50}, {q_len: 100, kv_len: 100}]"));
+    assert_non_null(strstr(yaml, "max_num_batched_tokens: 128"));
+    assert_non_null(strstr(yaml, "max_model_len: 2048"));
+    assert_non_null(strstr(yaml, "{op: matmul, name: qkv, m: 128,"));
+    assert_non_null(strstr(yaml, "{op: matmul, name: logits, m: 8,"));
+    free(yaml);
+    struct model_memory mem;
+    model_memory(&m, &f.sh, &f.chip, &mem);
+    assert_float_equal(mem.kv_cache, 2.0 * 2 * 1 * 32 * 2 * 150, 1e-9);
+}
+
 static void test_oom_message(void **state)
 {
     (void)state;
@@ -579,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_shard),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_serving_step),
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),

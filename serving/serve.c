@@ -1,0 +1,363 @@
+/* serving/serve.c -- the engine loop: arrivals, the FCFS continuous-batching
+ * scheduler with chunked prefill and recompute preemption, the KV cache in
+ * pages, each step priced by the caller; per-request times and the ITLs. */
+#include "serving/serve.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/interrupt.h"
+#include "base/xalloc.h"
+
+/* The engine's state between steps. */
+struct eng {
+    const struct serve_cfg *c;
+    struct serve_result *r;
+    int64_t *run, nrun;       /* running requests, in admission order */
+    int64_t *wait, w0, nwait; /* waiting requests: a ring of 'count' slots */
+    int64_t issued;           /* requests that joined the waiting queue */
+    int64_t released;         /* closed loop: requests given their arrival time */
+    int64_t free_pages;
+    double now;
+    uint64_t rng;
+    struct serve_batch b;
+    int64_t *sched;           /* per batch entry, its request */
+};
+
+/* splitmix64: the arrivals' random numbers. */
+static double serve_uniform(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0; /* in (0, 1) */
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static void wait_push_back(struct eng *e, int64_t i)
+{
+    e->wait[(e->w0 + e->nwait++) % e->r->count] = i;
+}
+
+static void wait_push_front(struct eng *e, int64_t i)
+{
+    e->w0 = (e->w0 + e->r->count - 1) % e->r->count;
+    e->wait[e->w0] = i;
+    e->nwait++;
+}
+
+static int64_t wait_pop(struct eng *e)
+{
+    int64_t i = e->wait[e->w0];
+    e->w0 = (e->w0 + 1) % e->r->count, e->nwait--;
+    return i;
+}
+
+/* Requests that have arrived by 'now' join the waiting queue. */
+static void arrive(struct eng *e)
+{
+    while (e->issued < e->r->count && e->r->req[e->issued].arrival_s <= e->now)
+        wait_push_back(e, e->issued++);
+    if (e->nwait > e->r->max_waiting)
+        e->r->max_waiting = e->nwait;
+}
+
+/* The latest-admitted running request gives its pages back and waits again,
+ * to be recomputed from its first token (vLLM's recompute preemption). */
+static void preempt_last(struct eng *e)
+{
+    int64_t i = e->run[--e->nrun];
+    struct serve_req *q = &e->r->req[i];
+    e->free_pages += q->pages;
+    q->pages = q->computed = 0;
+    q->preemptions++;
+    e->r->preemptions++;
+    wait_push_front(e, i);
+}
+
+static void add_to_batch(struct eng *e, int64_t i, int64_t n)
+{
+    struct serve_req *q = &e->r->req[i];
+    int64_t need = cdiv(q->computed + n, e->c->page_size) - q->pages;
+    e->free_pages -= need;
+    q->pages += need;
+    e->b.q[e->b.n] = n;
+    e->b.kv[e->b.n] = q->computed + n;
+    e->sched[e->b.n++] = i;
+    e->b.tokens += n;
+}
+
+/* The running requests' tokens: a decode each, or their prompt's next chunk.
+ * Returns true if one was preempted. */
+static bool schedule_running(struct eng *e, int64_t *budget)
+{
+    bool preempted = false;
+    for (int64_t k = 0; k < e->nrun && *budget > 0; k++) {
+        int64_t i = e->run[k];
+        struct serve_req *q = &e->r->req[i];
+        int64_t n = q->in + q->generated - q->computed;
+        n = n < *budget ? n : *budget;
+        int64_t need = cdiv(q->computed + n, e->c->page_size) - q->pages;
+        while (need > e->free_pages && e->nrun > k) {
+            preempt_last(e);
+            preempted = true;
+        }
+        if (e->nrun <= k) /* it preempted itself */
+            break;
+        add_to_batch(e, i, n);
+        *budget -= n;
+    }
+    return preempted;
+}
+
+/* New requests, first come first served, while sequences, budget and pages allow. */
+static void schedule_waiting(struct eng *e, int64_t *budget)
+{
+    const struct serve_cfg *c = e->c;
+    while (e->nwait > 0 && e->nrun < c->max_num_seqs && *budget > 0) {
+        int64_t i = e->wait[e->w0];
+        struct serve_req *q = &e->r->req[i];
+        int64_t n = q->in + q->generated;
+        /* unchunked: whole, unless a recompute is longer than any budget */
+        if (!c->chunked_prefill && n > *budget && n <= c->max_num_batched_tokens)
+            break;
+        n = n < *budget ? n : *budget;
+        if (cdiv(n, c->page_size) > e->free_pages)
+            break;
+        wait_pop(e);
+        e->run[e->nrun++] = i;
+        add_to_batch(e, i, n);
+        *budget -= n;
+    }
+}
+
+static void record_itl(struct serve_result *r, double itl_s)
+{
+    r->itl_sum += itl_s;
+    r->itl_n++;
+    int bin = itl_s > 1e-6 ? (int)floor(64.0 * log2(itl_s / 1e-6)) : 0;
+    r->itl_bins[bin < 0 ? 0 : bin >= SERVE_ITL_BINS ? SERVE_ITL_BINS - 1 : bin]++;
+}
+
+/* A token of request 'i' at 'now'; a finished request frees its pages. */
+static void emit_token(struct eng *e, int64_t i)
+{
+    struct serve_req *q = &e->r->req[i];
+    q->generated++;
+    if (q->generated == 1)
+        q->first_s = e->now;
+    else
+        record_itl(e->r, e->now - q->last_tok_s);
+    q->last_tok_s = e->now;
+    if (q->generated < q->out)
+        return;
+    q->finish_s = e->now;
+    e->free_pages += q->pages;
+    q->pages = 0;
+    e->r->completed++;
+    if (e->c->concurrency && e->released < e->r->count) /* closed loop: the next one */
+        e->r->req[e->released++].arrival_s = e->now;
+}
+
+/* After a step: the batch's tokens are cached; finished requests leave. */
+static void apply_step(struct eng *e)
+{
+    for (int k = 0; k < e->b.n; k++) {
+        struct serve_req *q = &e->r->req[e->sched[k]];
+        q->computed += e->b.q[k];
+        if (q->computed == q->in + q->generated)
+            emit_token(e, e->sched[k]);
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < e->nrun; k++)
+        if (e->r->req[e->run[k]].finish_s < 0)
+            e->run[m++] = e->run[k];
+    e->nrun = m;
+}
+
+static void record_step(struct eng *e, double dev_s)
+{
+    struct serve_result *r = e->r;
+    if ((r->steps & (r->steps - 1)) == 0) /* 0, 1, 2, 4, ...: double */
+        r->step = xrealloc(r->step, sizeof *r->step * (size_t)(r->steps ? 2 * r->steps : 1));
+    struct serve_step *s = &r->step[r->steps];
+    *s = (struct serve_step){.start_s = e->now, .device_s = dev_s, .seqs = e->b.n,
+                             .tokens = e->b.tokens};
+    for (int k = 0; k < e->b.n; k++)
+        s->decodes += e->b.q[k] == 1;
+}
+
+/* One step: schedule, price, advance the clock. Returns 0 or 1. */
+static int step(struct eng *e, serve_price_fn price, void *ctx)
+{
+    int64_t budget = e->c->max_num_batched_tokens;
+    e->b.n = 0, e->b.tokens = 0;
+    bool preempted = schedule_running(e, &budget);
+    if (!preempted)
+        schedule_waiting(e, &budget);
+    if (e->b.n == 0)
+        return 1;
+    int64_t used = e->r->kv_pages - e->free_pages;
+    if (used > e->r->kv_peak_pages)
+        e->r->kv_peak_pages = used;
+    double dev_s = price(ctx, &e->b);
+    if (!(dev_s >= 0))
+        return 1;
+    record_step(e, dev_s);
+    e->now += e->c->step_overhead_s + dev_s;
+    e->r->device_s += dev_s;
+    e->r->steps++;
+    e->r->batch_seqs_sum += e->b.n;
+    e->r->batch_tokens_sum += (double)e->b.tokens;
+    apply_step(e);
+    return 0;
+}
+
+static void init_requests(const struct serve_cfg *c, struct serve_result *r, uint64_t *rng)
+{
+    double t = 0;
+    for (int64_t i = 0; i < r->count; i++) {
+        struct serve_req *q = &r->req[i];
+        *q = (struct serve_req){.first_s = -1, .finish_s = -1, .in = c->input_len,
+                                .out = c->output_len};
+        if (!c->concurrency) /* Poisson: exponential gaps; the first at 0 */
+            t += i ? -log(serve_uniform(rng)) / c->rate_per_s : 0;
+        q->arrival_s = c->concurrency ? (i < c->concurrency ? 0 : INFINITY) : t;
+    }
+}
+
+/* Open loop: overloaded when requests queue ever longer -- the last quarter's
+ * mean TTFT above twice the first quarter's, and fewer requests served per
+ * second than arrive. */
+static bool overloaded(const struct serve_cfg *c, const struct serve_result *r)
+{
+    if (c->concurrency || r->completed < 8 || r->duration_s <= 0)
+        return false;
+    int64_t n = r->count / 4;
+    double a = 0, b = 0;
+    for (int64_t i = 0; i < n; i++) {
+        a += r->req[i].first_s - r->req[i].arrival_s;
+        b += r->req[r->count - 1 - i].first_s - r->req[r->count - 1 - i].arrival_s;
+    }
+    return b > 2 * a && (double)r->completed / r->duration_s < 0.9 * c->rate_per_s;
+}
+
+static void finish(const struct serve_cfg *c, struct eng *e, struct serve_result *r)
+{
+    double t0 = INFINITY, t1 = 0;
+    for (int64_t i = 0; i < r->count; i++) {
+        if (r->req[i].arrival_s < t0)
+            t0 = r->req[i].arrival_s;
+        if (r->req[i].finish_s > t1)
+            t1 = r->req[i].finish_s;
+    }
+    r->duration_s = r->completed ? t1 - t0 : 0;
+    r->overloaded = overloaded(c, r);
+    free(e->run);
+    free(e->wait);
+    free(e->sched);
+    free(e->b.q);
+    free(e->b.kv);
+}
+
+int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,
+                   struct serve_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->count = c->count;
+    r->kv_pages = c->kv_pages;
+    r->req = xcalloc((size_t)c->count, sizeof *r->req);
+    struct eng e = {.c = c, .r = r, .free_pages = c->kv_pages, .rng = c->seed};
+    size_t ms = (size_t)c->max_num_seqs;
+    e.run = xcalloc(ms, sizeof *e.run);
+    e.wait = xcalloc((size_t)c->count, sizeof *e.wait);
+    e.sched = xcalloc(ms, sizeof *e.sched);
+    e.b.q = xcalloc(ms, sizeof *e.b.q);
+    e.b.kv = xcalloc(ms, sizeof *e.b.kv);
+    init_requests(c, r, &e.rng);
+    e.released = c->concurrency < c->count ? c->concurrency : c->count;
+    int rc = 0;
+    while (rc == 0 && r->completed < r->count) {
+        if (interrupt_pending()) {
+            rc = 130;
+            break;
+        }
+        arrive(&e);
+        if (e.nrun == 0 && e.nwait == 0) { /* idle until the next arrival */
+            e.now = r->req[e.issued].arrival_s;
+            if (!isfinite(e.now))
+                rc = 1;
+            continue;
+        }
+        rc = step(&e, price, ctx);
+    }
+    finish(c, &e, r);
+    return rc;
+}
+
+void serve_result_fini(struct serve_result *r)
+{
+    free(r->req);
+    free(r->step);
+    memset(r, 0, sizeof *r);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The 'p'th percentile of sorted 'v', as numpy's default (linear between ranks). */
+static double pct(const double *v, int64_t n, double p)
+{
+    double x = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)floor(x);
+    int64_t hi = lo + 1 < n ? lo + 1 : lo;
+    return v[lo] + (x - (double)lo) * (v[hi] - v[lo]);
+}
+
+void serve_dist_of(double *v, int64_t n, struct serve_dist *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    if (n < 1)
+        return;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += v[i];
+    d->mean = s / (double)n;
+    d->p50 = pct(v, n, 50), d->p90 = pct(v, n, 90), d->p99 = pct(v, n, 99);
+}
+
+/* The value at rank 'k' (0-based) of the binned ITLs: its bin's geometric middle. */
+static double itl_rank(const struct serve_result *r, int64_t k)
+{
+    int64_t seen = 0;
+    for (int b = 0; b < SERVE_ITL_BINS; b++) {
+        seen += r->itl_bins[b];
+        if (seen > k)
+            return 1e-6 * exp2((b + 0.5) / 64.0);
+    }
+    return 0;
+}
+
+void serve_itl_dist(const struct serve_result *r, struct serve_dist *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n = r->itl_n;
+    if (r->itl_n < 1)
+        return;
+    d->mean = r->itl_sum / (double)r->itl_n;
+    double last = (double)(r->itl_n - 1);
+    d->p50 = itl_rank(r, (int64_t)llround(0.50 * last));
+    d->p90 = itl_rank(r, (int64_t)llround(0.90 * last));
+    d->p99 = itl_rank(r, (int64_t)llround(0.99 * last));
+}

@@ -1,0 +1,42 @@
+/* serving/serve_price.h -- an engine step's time, simulated: the model's
+ * forward over the step's batch (workload/model.h's serving step: the
+ * matmuls over the batch's tokens padded as vLLM TPU pads them, ragged paged
+ * attention over the sequences' real q and kv lengths, the tensor-parallel
+ * all-reduces, the logits of one token per sequence) built from the serve:
+ * scenario (config/cfg.h cfg_serve_step), its blocks searched once per shape
+ * (study/autotune.h) and run by the engine in a forked child (SimGrid runs
+ * once per process), the time piped back.
+ * Memo: a step's signature is the padded token and sequence counts, the
+ * decodes' count, the prefill chunks' count and their q and kv totals to the
+ * nearest of 'buckets_per_octave' geometric buckets, and the decodes' kv
+ * total between two buckets, its time interpolated linearly between theirs
+ * (decode attention reads the cache: linear in it). The batch priced for a
+ * signature spreads each total evenly over its sequences. buckets_per_octave
+ * 0 prices every step's own batch. */
+#ifndef TPUSIM_SERVING_SERVE_PRICE_H
+#define TPUSIM_SERVING_SERVE_PRICE_H
+
+#include "base/diag.h"
+#include "config/cfg.h"
+#include "serving/serve.h"
+
+struct serve_pricer;
+
+/* A pricer of the steps of 'base' (a scenario with a serve:; borrowed).
+ * 'sg_argv' are SimGrid flags for the children. */
+struct serve_pricer *serve_pricer_new(const struct cfg_scenario *base, int sg_argc,
+                                      char **sg_argv, struct diag *d);
+void serve_pricer_free(struct serve_pricer *p);
+/* A serve_price_fn: 'ctx' is a struct serve_pricer. */
+double serve_price(void *ctx, const struct serve_batch *b);
+
+struct serve_price_stats {
+    int64_t lookups, runs; /* steps priced; engine runs (children) */
+    int64_t signatures;    /* memo entries */
+    double wall_s;         /* in the runs and block searches */
+};
+void serve_pricer_stats(const struct serve_pricer *p, struct serve_price_stats *st);
+/* The first failure's return code (1, 2 or 130), 0 if none. */
+int serve_pricer_rc(const struct serve_pricer *p);
+
+#endif

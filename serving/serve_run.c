@@ -1,0 +1,252 @@
+/* serving/serve_run.c -- a serving run and its outputs (serving/serve_run.h). */
+#include "serving/serve_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/fsutil.h"
+#include "base/interrupt.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "config/cfg_serve.h"
+#include "serving/serve.h"
+#include "serving/serve_price.h"
+
+/* The distributions a serving run reports, in seconds. */
+struct serve_dists {
+    struct serve_dist ttft, tpot, itl, e2e;
+    int64_t good;            /* completed requests within the SLO */
+    int64_t in_tokens, out_tokens;
+};
+
+static void dists_of(const struct serve_cfg *c, const struct serve_result *r,
+                     struct serve_dists *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    double *ttft = xcalloc((size_t)r->count, sizeof *ttft);
+    double *tpot = xcalloc((size_t)r->count, sizeof *tpot);
+    double *e2e = xcalloc((size_t)r->count, sizeof *e2e);
+    int64_t n = 0, nt = 0;
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct serve_req *q = &r->req[i];
+        if (q->finish_s < 0)
+            continue;
+        ttft[n] = q->first_s - q->arrival_s;
+        e2e[n++] = q->finish_s - q->arrival_s;
+        double tp = q->out > 1 ? (q->finish_s - q->first_s) / (double)(q->out - 1) : 0;
+        if (q->out > 1)
+            tpot[nt++] = tp;
+        ds->in_tokens += q->in, ds->out_tokens += q->out;
+        if ((!c->slo_ttft_s || ttft[n - 1] <= c->slo_ttft_s) && (!c->slo_tpot_s || tp <= c->slo_tpot_s))
+            ds->good++;
+    }
+    serve_dist_of(ttft, n, &ds->ttft);
+    serve_dist_of(tpot, nt, &ds->tpot);
+    serve_dist_of(e2e, n, &ds->e2e);
+    serve_itl_dist(r, &ds->itl);
+    free(ttft);
+    free(tpot);
+    free(e2e);
+}
+
+static double per_s(double x, double s)
+{
+    return s > 0 ? x / s : 0;
+}
+
+static void put_dist(FILE *f, const char *key, const struct serve_dist *d, bool last)
+{
+    fprintf(f, "    \"%s\": {\"mean\": %.9g, \"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g}%s\n", key,
+            d->mean, d->p50, d->p90, d->p99, last ? "" : ",");
+}
+
+static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
+                          const struct serve_dists *ds, const struct serve_price_stats *ps)
+{
+    const struct serve_cfg *c = sc->serve;
+    fprintf(f, "{\n  \"scenario\": ");
+    json_write_string(f, sc->name);
+    fprintf(f, ",\n  \"chip\": ");
+    json_write_string(f, sc->chip.name);
+    fprintf(f, ",\n  \"chips\": %d,\n  \"total_time_s\": %.9g,\n", cfg_total_chips(sc),
+            r->duration_s);
+    fprintf(f, "  \"serving\": {\n    \"requests\": %lld,\n    \"completed\": %lld,\n",
+            (long long)r->count, (long long)r->completed);
+    fprintf(f, "    \"duration_s\": %.9g,\n    \"request_throughput\": %.9g,\n", r->duration_s,
+            per_s((double)r->completed, r->duration_s));
+    fprintf(f, "    \"input_tokens_per_s\": %.9g,\n    \"output_tokens_per_s\": %.9g,\n",
+            per_s((double)ds->in_tokens, r->duration_s),
+            per_s((double)ds->out_tokens, r->duration_s));
+    put_dist(f, "ttft_s", &ds->ttft, false);
+    put_dist(f, "tpot_s", &ds->tpot, false);
+    put_dist(f, "itl_s", &ds->itl, false);
+    put_dist(f, "e2e_s", &ds->e2e, false);
+    fprintf(f, "    \"goodput\": {\"requests\": %lld, \"requests_per_s\": %.9g, \"slo_ttft_s\": "
+               "%.9g, \"slo_tpot_s\": %.9g},\n",
+            (long long)ds->good, per_s((double)ds->good, r->duration_s), c->slo_ttft_s,
+            c->slo_tpot_s);
+    fprintf(f, "    \"kv_cache\": {\"pages\": %lld, \"page_size\": %lld, \"peak_pages\": %lld, "
+               "\"peak_fraction\": %.6g},\n",
+            (long long)r->kv_pages, (long long)c->page_size, (long long)r->kv_peak_pages,
+            per_s((double)r->kv_peak_pages, (double)r->kv_pages));
+    fprintf(f, "    \"preemptions\": %lld,\n    \"steps\": %lld,\n", (long long)r->preemptions,
+            (long long)r->steps);
+    fprintf(f, "    \"mean_batch\": {\"sequences\": %.6g, \"tokens\": %.6g},\n",
+            per_s(r->batch_seqs_sum, (double)r->steps),
+            per_s(r->batch_tokens_sum, (double)r->steps));
+    fprintf(f, "    \"device_busy_fraction\": %.6g,\n    \"step_overhead_s\": %.9g,\n",
+            per_s(r->device_s, r->duration_s), c->step_overhead_s);
+    fprintf(f, "    \"overloaded\": %s,\n    \"max_waiting\": %lld,\n",
+            r->overloaded ? "true" : "false", (long long)r->max_waiting);
+    fprintf(f, "    \"step_memo\": {\"buckets_per_octave\": %d, \"lookups\": %lld, "
+               "\"signatures\": %lld, \"engine_runs\": %lld, \"wall_s\": %.6g}\n  }\n}\n",
+            c->buckets_per_octave, (long long)ps->lookups, (long long)ps->signatures,
+            (long long)ps->runs, ps->wall_s);
+}
+
+static void write_requests(FILE *f, const struct serve_result *r)
+{
+    fprintf(f, "request,arrival_s,first_token_s,finish_s,input_len,output_len,ttft_s,tpot_s,"
+               "e2e_s,preemptions\n");
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct serve_req *q = &r->req[i];
+        double tpot = q->out > 1 ? (q->finish_s - q->first_s) / (double)(q->out - 1) : 0;
+        fprintf(f, "%lld,%.9g,%.9g,%.9g,%lld,%lld,%.9g,%.9g,%.9g,%d\n", (long long)i,
+                q->arrival_s, q->first_s, q->finish_s, (long long)q->in, (long long)q->out,
+                q->first_s - q->arrival_s, tpot, q->finish_s - q->arrival_s, q->preemptions);
+    }
+}
+
+static void write_steps(FILE *f, const struct serve_result *r, double overhead_s)
+{
+    fprintf(f, "step,start_s,device_s,overhead_s,sequences,decodes,tokens\n");
+    for (int64_t i = 0; i < r->steps; i++) {
+        const struct serve_step *s = &r->step[i];
+        fprintf(f, "%lld,%.9g,%.9g,%.9g,%d,%d,%lld\n", (long long)i, s->start_s, s->device_s,
+                overhead_s, s->seqs, s->decodes, (long long)s->tokens);
+    }
+}
+
+/* Writes 'name' in the out dir with 'fn'. Returns 0 or 1. */
+static int write_file(const char *dir, const char *name, void (*fn)(FILE *, const void *),
+                      const void *arg, struct diag *d)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    struct fs_atomic a;
+    int rc = 0;
+    if (fs_atomic_open(&a, path) != 0) {
+        rc = 1;
+    } else {
+        fn(a.f, arg);
+        rc = fs_atomic_commit(&a) != 0;
+    }
+    if (rc)
+        diag_error(d, NULL, NULL, "cannot write %s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+struct summary_args {
+    const struct cfg_scenario *sc;
+    const struct serve_result *r;
+    const struct serve_dists *ds;
+    const struct serve_price_stats *ps;
+};
+
+static void summary_fn(FILE *f, const void *arg)
+{
+    const struct summary_args *a = arg;
+    write_summary(f, a->sc, a->r, a->ds, a->ps);
+}
+
+static void requests_fn(FILE *f, const void *arg)
+{
+    write_requests(f, arg);
+}
+
+static void steps_fn(FILE *f, const void *arg)
+{
+    const struct summary_args *a = arg;
+    write_steps(f, a->r, a->sc->serve->step_overhead_s);
+}
+
+static void print_headline(const struct cfg_scenario *sc, const struct serve_result *r,
+                           const struct serve_dists *ds, const struct serve_price_stats *ps,
+                           double wall_s, const char *dir)
+{
+    const struct serve_cfg *c = sc->serve;
+    printf("serving %lld requests (%lld in, %lld out tokens) on %d %s chips: %.3f s, %.3f req/s, "
+           "%.1f output tokens/s\n",
+           (long long)r->count, (long long)c->input_len, (long long)c->output_len,
+           cfg_total_chips(sc), sc->chip.name, r->duration_s,
+           per_s((double)r->completed, r->duration_s),
+           per_s((double)ds->out_tokens, r->duration_s));
+    printf("  TTFT mean %.2f ms, p50 %.2f, p99 %.2f; TPOT mean %.2f ms, p99 %.2f; ITL p50 %.2f ms\n",
+           1e3 * ds->ttft.mean, 1e3 * ds->ttft.p50, 1e3 * ds->ttft.p99, 1e3 * ds->tpot.mean,
+           1e3 * ds->tpot.p99, 1e3 * ds->itl.p50);
+    printf("  %lld steps, mean batch %.1f sequences / %.0f tokens, KV cache peak %.1f%% of %lld "
+           "pages, %lld preemptions",
+           (long long)r->steps, per_s(r->batch_seqs_sum, (double)r->steps),
+           per_s(r->batch_tokens_sum, (double)r->steps),
+           100 * per_s((double)r->kv_peak_pages, (double)r->kv_pages), (long long)r->kv_pages,
+           (long long)r->preemptions);
+    if (c->slo_ttft_s || c->slo_tpot_s)
+        printf(", goodput %.3f req/s (%lld within the SLO)",
+               per_s((double)ds->good, r->duration_s), (long long)ds->good);
+    printf("\n");
+    if (r->overloaded)
+        printf("  overloaded: %g requests/s arrive, %.3f/s are served; TTFT grows without bound\n",
+               c->rate_per_s, per_s((double)r->completed, r->duration_s));
+    printf("  %lld step lookups, %lld signatures, %lld engine runs, %.2f s simulated in %.2f s\n",
+           (long long)ps->lookups, (long long)ps->signatures, (long long)ps->runs, r->duration_s,
+           wall_s);
+    printf("wrote %s/summary.json, %s/requests.csv, %s/steps.csv\n", dir, dir, dir);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, struct diag *d)
+{
+    double t0 = wall_now();
+    struct sigaction old_sigint;
+    interrupt_catch(&old_sigint);
+    struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
+    struct serve_result r;
+    int rc = serve_simulate(sc->serve, serve_price, p, &r);
+    if (rc == 1 && serve_pricer_rc(p))
+        rc = serve_pricer_rc(p);
+    else if (rc == 1)
+        diag_error(d, NULL, "serve", "the scheduler could not form a step");
+    struct serve_price_stats ps;
+    serve_pricer_stats(p, &ps);
+    if (rc == 130 || interrupt_pending()) {
+        rc = 130;
+        diag_error(d, NULL, NULL, "interrupted: summary.json, requests.csv and steps.csv not "
+                   "written");
+    }
+    if (rc == 0) {
+        struct serve_dists ds;
+        dists_of(sc->serve, &r, &ds);
+        struct summary_args a = {sc, &r, &ds, &ps};
+        rc = write_file(o->out_dir, "summary.json", summary_fn, &a, d);
+        if (rc == 0)
+            rc = write_file(o->out_dir, "requests.csv", requests_fn, &r, d);
+        if (rc == 0)
+            rc = write_file(o->out_dir, "steps.csv", steps_fn, &a, d);
+        if (rc == 0 && !o->quiet)
+            print_headline(sc, &r, &ds, &ps, wall_now() - t0, o->out_dir);
+    }
+    serve_result_fini(&r);
+    serve_pricer_free(p);
+    interrupt_restore(&old_sigint);
+    return rc;
+}
