@@ -33,8 +33,8 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     if (kv && walk_is_map(w, kv, "serve.engine.kv_cache")) {
         static const char *const kk[] = {"hbm_fraction", NULL};
         walk_check_keys(w, kv, "serve.engine.kv_cache", kk);
-        walk_real(w, kv, "serve.engine.kv_cache", "hbm_fraction", false, 1.0,
-                  "a fraction in (0, 1]", &c->hbm_fraction);
+        walk_real(w, kv, "serve.engine.kv_cache", "hbm_fraction", false, 0.01, 1.0,
+                  "a fraction in [0.01, 1]", &c->hbm_fraction);
     }
     const struct cfg_node *sm = cfg_get(e, "step_memo");
     if (sm && walk_is_map(w, sm, "serve.engine.step_memo")) {
