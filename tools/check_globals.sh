@@ -9,7 +9,7 @@ b=${1:?usage: check_globals.sh BUILD_DIR}
 allow="base/interrupt.o:got_sigint"
 command -v objdump >/dev/null || { echo "check_globals: objdump not found"; exit 2; }
 bad=0
-for o in $(cd "$b" && ls base/*.o topology/*.o models/*.o kernels/*.o outputs/*.o workload/*.o config/*.o engine/*.o study/*.o cli/*.o 2>/dev/null); do
+for o in $(cd "$b" && ls base/*.o topology/*.o models/*.o kernels/*.o outputs/*.o workload/*.o config/*.o engine/*.o study/*.o serving/*.o cli/*.o 2>/dev/null); do
     out=$(objdump -t "$b/$o" | awk -v o="$o" -v allow=" $allow " '
         $3 == "O" || $2 == "O" {
             sec = ($3 == "O") ? $4 : $3

@@ -52,10 +52,11 @@ flags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
 O=$B/obj$sfx
 mkdir -p $O
 objs=
-for c in $(ls base/*.c topology/*.c models/*.c kernels/*.c outputs/*.c workload/*.c config/*.c engine/*.c study/*.c cli/*.c | grep -v cli/main.c) \
+DIRS="base topology models kernels outputs workload config engine study serving cli" # the Makefile's
+for c in $(for d in $DIRS; do ls $d/*.c; done | grep -v cli/main.c) \
          $B/embedded.c; do
     o=$O/$(echo "$c" | tr / _ | sed 's/\.c$/.o/')
-    if [ ! -f "$o" ] || [ "$c" -nt "$o" ] || [ -n "$(find base sim topology kernels models traces \
+    if [ ! -f "$o" ] || [ "$c" -nt "$o" ] || [ -n "$(find $DIRS \
             -name '*.h' -newer "$o" | head -n 1)" ]; then
         clang $flags -c "$c" -o "$o"
     fi
