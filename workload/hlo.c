@@ -121,6 +121,13 @@ int hlo_names_put(struct hlo_names *t, const char *key, int val)
     return -1;
 }
 
+void hlo_names_set(struct hlo_names *t, const char *key, int val)
+{
+    for (size_t i = hash(key) & (t->cap - 1); t->key[i]; i = (i + 1) & (t->cap - 1))
+        if (strcmp(t->key[i], key) == 0)
+            t->val[i] = val;
+}
+
 int hlo_names_get(const struct hlo_names *t, const char *key)
 {
     if (!t->cap)
@@ -166,6 +173,7 @@ struct ps {
     int line, col;
     const char *file;
     struct diag *d;
+    int64_t ninstr;
     bool failed;
     struct hlo_module *m;
 };
@@ -421,11 +429,12 @@ static bool parse_shape(struct ps *p, struct hlo_shape *s, int depth)
     if (peek(p) == '(')
         return parse_tuple(p, s, depth);
     const char *b = p->s;
+    int col = p->col;
     while ((peek(p) >= 'a' && peek(p) <= 'z') || (peek(p) >= '0' && peek(p) <= '9'))
         adv(p);
     s->type = type_of(b, (size_t)(p->s - b));
     if (s->type < 0) {
-        p->s = b; /* for the message: the column is still the word's */
+        p->s = b, p->col = col;
         expect_fail(p, "a shape (an element type such as f32 or bf16, or a tuple)");
         return false;
     }
@@ -553,6 +562,10 @@ static bool parse_instr(struct ps *p, struct hlo_comp *c, bool *root)
         for (int i = 0; i < 4; i++)
             adv(p);
     }
+    if (++p->ninstr > HLO_MAX_INSTRUCTIONS) {
+        fail(p, "expected at most %d instructions in a module", HLO_MAX_INSTRUCTIONS);
+        return false;
+    }
     xgrow(&c->ins, &c->cap, (size_t)c->nins + 1, sizeof *c->ins);
     struct hlo_instr *in = &c->ins[c->nins++];
     memset(in, 0, sizeof *in);
@@ -565,12 +578,13 @@ static bool parse_instr(struct ps *p, struct hlo_comp *c, bool *root)
         return false;
     blank(p, false);
     const char *b = p->s;
+    int col = p->col;
     while (ident_char(peek(p)))
         adv(p);
     in->opcode = opcode_of(b, (size_t)(p->s - b));
     if (in->opcode < 0) {
-        p->col -= (int)(p->s - b), p->s = b;
-        expect_fail(p, "an HLO opcode");
+        p->col = col;
+        fail(p, "expected an HLO opcode, got '%.*s'", (int)(p->s - b > 40 ? 40 : p->s - b), b);
         return false;
     }
     if (!parse_operands(p, in))

@@ -31,7 +31,9 @@
 #include "topology/topo.h"
 #include "workload/program.h"
 
-#define HLO_MAX_FILE_BYTES ((size_t)256 << 20)
+#define HLO_MAX_FILE_BYTES ((size_t)128 << 20)
+#define HLO_MAX_INSTRUCTIONS (1 << 21) /* in the module */
+#define HLO_MAX_OPS 100000             /* in the program, calls inlined */
 #define HLO_MAX_RANK 12
 #define HLO_MAX_TRIP_COUNT 1000000000LL
 

@@ -116,6 +116,8 @@ struct hlo_names *hlo_names_new(void);
 void hlo_names_free(struct hlo_names *t);
 /* Adds 'key' -> 'val'; returns the old value if 'key' was there (left as it was), else -1. */
 int hlo_names_put(struct hlo_names *t, const char *key, int val);
+/* Sets the value of 'key' (already there). */
+void hlo_names_set(struct hlo_names *t, const char *key, int val);
 int hlo_names_get(const struct hlo_names *t, const char *key);
 
 #endif

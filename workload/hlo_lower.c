@@ -26,6 +26,8 @@ struct lw {
     struct diag *d;
     FILE *warn;
     struct hlo_names *used; /* op names given */
+    struct hlo_names *next; /* a base name -> the last ":N" suffix given to it */
+    int nops;
     char **names;           /* owned keys of 'used' */
     int nnames;
     size_t ncap;
@@ -75,22 +77,42 @@ static int leaves(const struct hlo_shape *s)
     return n;
 }
 
+/* Keeps 's' (a key of a name table) until the end. */
+static void keep(struct lw *w, char *s)
+{
+    xgrow(&w->names, &w->ncap, (size_t)w->nnames + 1, sizeof *w->names);
+    w->names[w->nnames++] = s;
+}
+
 /* An op name from an instruction name: '.' (a scope in a workload) becomes ':'
  * (never in an HLO name), unique by a ":N" suffix, at most 64 characters. */
 static const char *op_name(struct lw *w, const char *hlo)
 {
+    if (++w->nops > HLO_MAX_OPS && !w->failed) {
+        w->failed = true;
+        diag_error(w->d, NULL, "", "%s: expected at most %d ops once calls are inlined, got "
+                   "more", w->m->file, HLO_MAX_OPS);
+    }
     char base[48];
     snprintf(base, sizeof base, "%s", hlo);
     for (char *c = base; *c; c++)
         if (*c == '.')
             *c = ':';
     char *s = xstrdup(base);
-    for (int k = 2; hlo_names_put(w->used, s, 0) >= 0; k++) {
+    int k = hlo_names_get(w->next, base); /* the last suffix given to 'base' */
+    if (k < 0)
+        k = 1;
+    while (hlo_names_put(w->used, s, 0) >= 0) {
         free(s);
-        s = xasprintf("%s:%d", base, k);
+        s = xasprintf("%s:%d", base, ++k);
     }
-    xgrow(&w->names, &w->ncap, (size_t)w->nnames + 1, sizeof *w->names);
-    w->names[w->nnames++] = s;
+    keep(w, s);
+    if (k > 1) {
+        char *b = xstrdup(base);
+        keep(w, b);
+        if (hlo_names_put(w->next, b, k) >= 0)
+            hlo_names_set(w->next, b, k);
+    }
     return s;
 }
 
@@ -762,8 +784,8 @@ static int64_t trip_count(struct lw *w, const struct hlo_instr *in)
     char *e;
     long long v = strtoll(n, &e, 10);
     if (e == n || v < 0 || v > HLO_MAX_TRIP_COUNT) {
-        lfail(w, a->line, a->col, "expected a trip count of 0 to %lld, got '%.20s'",
-              (long long)HLO_MAX_TRIP_COUNT, n);
+        lfail(w, a->line, a->col, "expected a trip count of 0 to %lld, got '%.*s'",
+              (long long)HLO_MAX_TRIP_COUNT, (int)strspn(n, "-0123456789"), n);
         return -1;
     }
     return v;
@@ -1054,7 +1076,7 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
-                   .used = hlo_names_new(), .ndev = hlo_devices(m)};
+                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m)};
     w.active = xcalloc((size_t)m->ncomp, sizeof *w.active);
     struct val out = lower_comp(&w, m->entry, &w.p->top, NULL, 0, NULL);
     for (int i = 0; i < out.n; i++)
@@ -1064,6 +1086,7 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
     if (!w.failed && sched_program(w.p, err, sizeof err) != 0)
         lfail(&w, m->comp[m->entry].line, m->comp[m->entry].col, "%s", err);
     hlo_names_free(w.used);
+    hlo_names_free(w.next);
     for (int i = 0; i < w.nnames; i++)
         free(w.names[i]);
     free(w.names);
