@@ -728,8 +728,10 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
         return op;
     }
     struct groups g = {0};
-    if (!read_groups(w, kin, &g))
+    if (!read_groups(w, kin, &g)) {
+        free(g.dev);
         return -1;
+    }
     if (g.ng == 0) { /* every device */
         g.ng = 1, g.gs = (int)w->ndev;
         g.dev = xcalloc((size_t)w->ndev, sizeof *g.dev);
