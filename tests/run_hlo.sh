@@ -74,6 +74,18 @@ if run "$dir/async.yaml" async && run "$dir/sync.yaml" sync; then
         && ok || bad "sync: the step is not the all-reduce then the dot"
 else bad "async/sync: the runs failed"; fi
 
+# async-start/async-done around a reduce-scatter (as TPU dumps write it) of
+# f32[262144] (1 MiB) over 4 devices: (4−1)/4 · 1 MiB per chip, 4 chips:
+# 3145728 ICI bytes, starting with the dot beside it; an async-start of a
+# negate of bf16[1024,1024]: inlined, 2 MiB read and 2 MiB written per chip,
+# 4 chips: 16777216 HBM bytes.
+if run "$dir/async_rs.yaml" rs; then
+    [ "$(field "$t/rs" reduce-scatter-start ici_bytes)" = 3145728 ] && ok || bad "async reduce-scatter: ICI bytes, expected 3145728"
+    [ "$(field "$t/rs" reduce-scatter-start start_s)" = 0.0 ] && [ "$(field "$t/rs" dot:1 start_s)" = 0.0 ] \
+        && ok || bad "async reduce-scatter: not beside the dot"
+    [ "$(field "$t/rs" negate:1 hbm_bytes)" = 16777216 ] && ok || bad "async negate: HBM bytes, expected 16777216"
+else bad "async_rs: the run failed"; fi
+
 # A custom call priced by its bytes (f32[1024,256] read and written: 2 MiB)
 # with a warning; a call inlined; a conditional's heavier branch (two exps).
 if run "$dir/misc.yaml" misc; then

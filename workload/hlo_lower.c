@@ -899,12 +899,12 @@ static struct val lower_cond(struct lw *w, struct prog_block *b, const struct va
                       in);
 }
 
-/* call: its computation inlined, its parameters the operands. */
+/* call (its computation in 'key'): inlined, its parameters the operands. */
 static struct val lower_call(struct lw *w, struct prog_block *b, const struct val *vals,
-                             const struct hlo_instr *in)
+                             const struct hlo_instr *in, const char *key)
 {
     struct val out = {0};
-    int ci = called(w, in, "to_apply");
+    int ci = called(w, in, key);
     if (ci < 0)
         return out;
     struct val *args = xcalloc((size_t)in->nops + 1, sizeof *args);
@@ -933,7 +933,7 @@ static struct val lower_async(struct lw *w, struct prog_block *b, const struct h
         }
         return out;
     }
-    return lower_call(w, b, vals, in);
+    return lower_call(w, b, vals, in, "calls");
 }
 
 static void warn_custom(struct lw *w, const struct hlo_instr *in)
@@ -1019,7 +1019,7 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
     case HLO_C_WHILE:
         return lower_while(w, b, vals, in);
     case HLO_C_CALL:
-        return lower_call(w, b, vals, in);
+        return lower_call(w, b, vals, in, "to_apply");
     case HLO_C_COND:
         return lower_cond(w, b, vals, in);
     case HLO_C_ASYNC:
