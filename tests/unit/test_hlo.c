@@ -84,6 +84,36 @@ static void test_lower(void **state)
     diag_free(d);
 }
 
+/* Cross-replica groups (no channel_id) on 2 replicas of 2 partitions: the
+ * group {0,1} of replicas is, for each partition p, devices {p, 2 + p}
+ * (device = replica · 2 + partition): every 2nd chip of a ring of 4. */
+static void test_cross_replica(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule r, num_partitions=2, replica_count=2\n"
+        "%add (a: f32[], b: f32[]) -> f32[] {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%a, %b)\n}\n"
+        "ENTRY %main (x: f32[64]) -> f32[64] {\n"
+        "  %x = f32[64]{0} parameter(0)\n"
+        "  ROOT %ar = f32[64]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n}\n";
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(text, strlen(text), "r.hlo", d);
+    assert_non_null(m);
+    struct topo t;
+    assert_int_equal(topo_init(&t, 1, (int[]){4}, (bool[]){false}), 0);
+    struct program *p = hlo_program(m, &t, d, NULL);
+    assert_non_null(p);
+    char *y = prog_yaml(p);
+    assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 256, groups: {mesh: {d1: {size: "
+                              "2, on: [[0, 2]]}, d0: {size: 2, on: [[0, 2]]}}, axes: [d1]}"));
+    free(y);
+    prog_free(p);
+    hlo_free(m);
+    diag_free(d);
+}
+
 static void test_too_big(void **state)
 {
     (void)state;
@@ -123,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_lower),
+        cmocka_unit_test(test_cross_replica),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_prefixes),
     };
