@@ -114,6 +114,16 @@ extreme: $(B)/tpusim $(B)/tests/jsoncheck
 e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
+	@sh tests/run_hlo.sh $(B)/tpusim
+
+# JAX programs end to end (not part of `make test`): a venv with jax (CPU),
+# tools/hlo_dump.py's examples dumped afresh, simulated and checked (tests/run_hlo.sh)
+HLO_VENV ?= /tmp/tpusim-jaxvenv
+hlo-test: $(B)/tpusim
+	@[ -x $(HLO_VENV)/bin/python ] && $(HLO_VENV)/bin/python -c 'import jax' 2>/dev/null || \
+	    { python3 -m venv $(HLO_VENV) && $(HLO_VENV)/bin/pip install -q jax; }
+	@d=$$(mktemp -d) && $(HLO_VENV)/bin/python tools/hlo_dump.py all $$d && \
+	    sh tests/run_hlo.sh $(B)/tpusim $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 # GNU parallel over the shards of a sweep, merged, against one run (docs/reference.md: "Sweeps on a cluster")
 parallel-test: $(B)/tpusim
@@ -228,4 +238,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: hlo-test valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

@@ -17,6 +17,7 @@
 #include "config/cfg_serve.h"
 #include "config/cfg_tree.h"
 #include "kernels/collective.h"
+#include "workload/hlo.h"
 #include "workload/model.h"
 #include "config/op_table.h"
 
@@ -784,6 +785,77 @@ int cfg_serve_step(const struct cfg_scenario *base, const struct model *m,
     return -1;
 }
 
+
+/* program.hlo's path: relative to the scenario's directory. */
+static char *hlo_path(const struct cfg_scenario *sc, const char *path)
+{
+    const char *slash = sc->file ? strrchr(sc->file, '/') : NULL;
+    if (path[0] == '/' || !slash || strcmp(sc->file, CFG_STDIN_NAME) == 0)
+        return xstrdup(path);
+    return xasprintf("%.*s/%s", (int)(slash - sc->file), sc->file, path);
+}
+
+/* The HLO module's devices against the slice's chips. */
+static bool hlo_fits(struct walk *w, const struct diag_loc *loc, const struct hlo_module *m,
+                     const struct cfg_scenario *sc)
+{
+    if (sc->dcn.slices > 1) {
+        diag_error(w->d, loc, "program", "expected one slice for an HLO program, got "
+                   "topology.slices: %d (multislice programs are not supported yet)",
+                   sc->dcn.slices);
+        return false;
+    }
+    if (hlo_devices(m) != sc->topo.nchips) {
+        diag_error(w->d, loc, "program.hlo", "expected a program for the slice's %d chips, got "
+                   "%lld devices (num_partitions=%lld x replica_count=%lld)", sc->topo.nchips,
+                   (long long)hlo_devices(m), (long long)m->num_partitions,
+                   (long long)m->replica_count);
+        return false;
+    }
+    return true;
+}
+
+/* program: {hlo: PATH} -> the workload the HLO module lowers to
+ * (workload/hlo.h); device d is chip d of the slice. */
+static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *root,
+                                       struct cfg_scenario *sc)
+{
+    const struct cfg_node *pn = cfg_get(root, "program");
+    struct diag_loc loc;
+    walk_loc(pn, &loc);
+    if (cfg_get(root, "workload") || cfg_get(root, "model") || cfg_get(root, "serve")) {
+        diag_error(w->d, &loc, "program",
+                   "a scenario has one of program:, model:, serve: or workload:");
+        return NULL;
+    }
+    if (!walk_is_map(w, pn, "program"))
+        return NULL;
+    static const char *const keys[] = {"hlo", NULL};
+    walk_check_keys(w, pn, "program", keys);
+    const struct cfg_node *hn = walk_field(w, pn, "program", "hlo", true);
+    if (!hn || hn->type != CFG_SCALAR || !hn->value[0]) {
+        if (hn)
+            walk_type_error(w, hn, "program.hlo", "the path of an HLO text file");
+        return NULL;
+    }
+    char *path = hlo_path(sc, hn->value);
+    struct hlo_module *m = hlo_parse_file(path, HLO_MAX_FILE_BYTES, w->d);
+    struct cfg_node *wl = NULL;
+    struct program *p = m && hlo_fits(w, &loc, m, sc) ? hlo_program(m, &sc->topo, w->d, stderr)
+                                                     : NULL;
+    if (p) {
+        char *yaml = prog_yaml(p);
+        char *file = xasprintf("%s (HLO program)", path);
+        wl = cfg_parse(yaml, strlen(yaml), file, w->d);
+        free(file);
+        free(yaml);
+        prog_free(p);
+    }
+    hlo_free(m);
+    free(path);
+    return wl;
+}
+
 static char *base_name(const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -817,7 +889,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     struct walk w = {.d = d};
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
-                                           "mesh", "workload", "model",    "serve", NULL};
+                                           "mesh", "workload", "model",    "serve",
+                                           "program", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -831,11 +904,13 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         load_mesh(&w, root, sc);
         struct cfg_node *expanded = NULL;
         const struct cfg_node *wl = NULL;
-        if (cfg_get(root, "serve"))
+        if (cfg_get(root, "program") && diag_count(d) == 0)
+            wl = expanded = expand_program(&w, root, sc);
+        else if (cfg_get(root, "serve"))
             wl = expanded = serve_section(&w, root, sc);
         else if (cfg_get(root, "model") && diag_count(d) == 0)
             wl = expanded = expand_model(&w, root, cfg_get(root, "model"), sc);
-        else if (!cfg_get(root, "model"))
+        else if (!cfg_get(root, "model") && !cfg_get(root, "program"))
             wl = walk_field(&w, root, "", "workload", true);
         if (wl)
             load_workload(&w, wl, sc);

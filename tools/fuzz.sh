@@ -1,9 +1,9 @@
 #!/bin/sh
 # tools/fuzz.sh SECONDS [TARGET...] -- builds the libFuzzer harnesses
-# tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs) and
-# tests/fuzz/fuzz_set.c (--set overrides and sweep keys) with clang and runs a
-# bounded campaign of SECONDS each (all three targets unless some are named:
-# cfg, sweep, set), seeded with every YAML file in configs/ and tests/data/
+# tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs),
+# tests/fuzz/fuzz_set.c (--set overrides and sweep keys) and tests/fuzz/fuzz_hlo.c
+# (HLO text) with clang and runs a bounded campaign of SECONDS each (all four targets unless some are named:
+# cfg, sweep, set, hlo), seeded with every YAML and HLO file in configs/ and tests/data/
 # (fuzz_set: with the --set lines of tests/data/bad/ and a few edits). New
 # inputs go to build/fuzz/corpus-*; a crash leaves crash-* files in build/fuzz:
 # turn each into a tests/data/bad case. Each target ends with libFuzzer's
@@ -20,7 +20,7 @@
 set -e
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-cfg sweep set}
+targets=${*:-cfg sweep set hlo}
 san=${FUZZ_SAN:-asan}
 case $san in
 asan) sanflags=address,undefined; sfx= ;;
@@ -29,7 +29,7 @@ ub) sanflags=undefined; sfx=-ub ;;
 esac
 B=build/fuzz
 mkdir -p $B/corpus $B/seed $B/seed-set
-find configs tests/data -name '*.yaml' -exec cp {} $B/seed/ \;
+find configs tests/data \( -name '*.yaml' -o -name '*.hlo.txt' \) -exec cp {} $B/seed/ \;
 # fuzz_set seeds: an even first byte is a list of --set lines, an odd one a sweep key and values
 i=0
 sed -n 's/^# args: .*--set \([^ ]*\).*/\1/p' tests/data/bad/*.yaml | while IFS= read -r s; do
@@ -65,7 +65,7 @@ done
 rm -f $B/libfuzz$sfx.a
 ar rcs $B/libfuzz$sfx.a $objs
 for h in $targets; do
-    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set)"; exit 2; }
+    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo)"; exit 2; }
     clang $flags -fsanitize=fuzzer tests/fuzz/fuzz_$h.c $B/libfuzz$sfx.a -o $B/fuzz_$h$sfx \
         $(pkg-config --libs simgrid yaml-0.1) -lm
 done

@@ -162,6 +162,11 @@ void prog_axes(struct prog_params *ps, const char *key, const char *axis)
     add(ps, key, PV_AXES)->s = xstrdup(axis);
 }
 
+void prog_raw(struct prog_params *ps, const char *key, const char *yaml)
+{
+    add(ps, key, PV_RAW)->s = xstrdup(yaml);
+}
+
 struct prog_params *prog_map(struct prog_params *ps, const char *key)
 {
     return &add(ps, key, PV_MAP)->sub;
@@ -251,6 +256,7 @@ static void put_value(struct text *t, const struct prog_param *q, const char *in
         put(t, "%.0f", q->x);
         break;
     case PV_WORD:
+    case PV_RAW:
         put(t, "%s", q->s);
         break;
     case PV_AXES:

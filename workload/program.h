@@ -21,7 +21,8 @@ enum prog_val {
     PV_BYTES, /* 'x', a byte count, written without decimals */
     PV_WORD,  /* 's', a bare word: bf16, auto, silu */
     PV_AXES,  /* 's', a mesh axis name, written as a list: [tensor] */
-    PV_MAP    /* 'sub', a flow map */
+    PV_MAP,   /* 'sub', a flow map */
+    PV_RAW    /* 's', flow YAML written as it is: [[0, 4], [1, 2]] */
 };
 
 struct prog_params {
@@ -131,6 +132,8 @@ void prog_ints(struct prog_params *ps, const char *key, int64_t a, int64_t b);
 void prog_bytes(struct prog_params *ps, const char *key, double bytes);
 void prog_word(struct prog_params *ps, const char *key, const char *word);
 void prog_axes(struct prog_params *ps, const char *key, const char *axis);
+/* A value written as it is (flow YAML, such as a list of lists). */
+void prog_raw(struct prog_params *ps, const char *key, const char *yaml);
 /* A map parameter; its sub-parameters go into the returned list (valid
  * until the next parameter is added to 'ps'). */
 struct prog_params *prog_map(struct prog_params *ps, const char *key);

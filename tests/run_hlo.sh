@@ -1,0 +1,100 @@
+#!/bin/sh
+# tests/run_hlo.sh TPUSIM [DIR] -- HLO programs (program: {hlo: ...}) end to end
+# against hand figures and hand-written scenarios. DIR holds the fixtures
+# (default tests/data/hlo; make hlo-test passes freshly dumped ones, and then
+# only the checks of the examples tools/hlo_dump.py writes run).
+bin=$1
+dir=${2:-tests/data/hlo}
+fail=0; n=0
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+ok() { n=$((n + 1)); }
+bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL hlo: $1"; }
+# field OUT OP KEY: KEY of op OP in OUT/summary.json (total_time_s when OP is -)
+field() {
+    python3 -c 'import json,sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+if sys.argv[2] == "-": print(repr(s["total_time_s"])); sys.exit()
+for o in s["ops"]:
+    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]])); sys.exit()
+print("none")' "$@"
+}
+run() { "$bin" run "$1" -o "$t/$2" -q >/dev/null 2>"$t/$2.err" || { cat "$t/$2.err"; return 1; }; }
+hand() { # hand NAME TOPOLOGY OP...: a scenario of one op on v5e
+    printf 'chip: v5e\ntopology: {shape: [%s]}\nworkload:\n  - %s\n' "$2" "$3" > "$t/$1.yaml"
+    run "$t/$1.yaml" "$1"
+}
+same() { python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-9 * abs(b))' "$1" "$2"; }
+
+# A single dot, f32[256,512] x f32[512,1024] on one chip (a CPU dump: the fusion
+# holding the dot is ynn_fusion): an einsum of batch 1, m 256, k 512, n 1024;
+# 2·256·512·1024 = 268435456 flops, and the same time as that einsum by hand.
+if run "$dir/dot.yaml" dot && hand dot_hand 1 "{op: einsum, name: d, batch: 1, m: 256, k: 512, n: 1024, dtype: f32, block: auto}"; then
+    [ "$(field "$t/dot" ynn_fusion flops)" = 268435456 ] && ok || bad "dot: flops $(field "$t/dot" ynn_fusion flops), expected 268435456"
+    same "$(field "$t/dot" ynn_fusion time_s)" "$(field "$t/dot_hand" d time_s)" && ok \
+        || bad "dot: $(field "$t/dot" ynn_fusion time_s) s, the hand einsum $(field "$t/dot_hand" d time_s) s"
+else bad "dot: the runs failed"; fi
+
+# psum over 4 devices of a f32[1024,256] shard (1 MiB): a ring all-reduce
+# sends 2·(4−1)/4 · 1 MiB per chip, 4 chips: 6291456 ICI bytes; the same time
+# as all_reduce {bytes: 1048576} over the ring by hand.
+if run "$dir/allreduce.yaml" ar && hand ar_hand 4 "{op: all_reduce, name: r, bytes: 1048576, axes: [0]}"; then
+    [ "$(field "$t/ar" psum:7 ici_bytes)" = 6291456 ] && ok || bad "all-reduce: ICI bytes $(field "$t/ar" psum:7 ici_bytes), expected 6291456"
+    same "$(field "$t/ar" psum:7 time_s)" "$(field "$t/ar_hand" r time_s)" && ok || bad "all-reduce: not the hand all_reduce's time"
+else bad "allreduce: the runs failed"; fi
+
+# lax.fori_loop of 4 iterations of tanh(h @ w), h f32[128,256], w f32[256,256]:
+# a loop of count 4, the dot 4 times (4 · 2·128·256·256 = 67108864 flops),
+# 4 times the time of that einsum alone.
+if run "$dir/loop.yaml" loop && hand loop_hand 1 "{op: einsum, name: d, batch: 1, m: 128, k: 256, n: 256, dtype: f32, block: auto}"; then
+    [ "$(field "$t/loop" while:6.ynn_fusion instances)" = 4 ] && ok || bad "loop: $(field "$t/loop" while:6.ynn_fusion instances) instances, expected 4"
+    [ "$(field "$t/loop" while:6.ynn_fusion flops)" = 67108864 ] && ok || bad "loop: flops, expected 67108864"
+    one=$(field "$t/loop_hand" d time_s)
+    same "$(field "$t/loop" while:6.ynn_fusion time_s)" "$(python3 -c "print(4 * $one)")" && ok || bad "loop: not 4 x the body's dot"
+else bad "loop: the runs failed"; fi
+
+# The MLP on 8 devices (mesh fsdp 4 x tensor 2) on a 2x4 slice: w1's and w2's
+# gathers over fsdp (groups [2,4]<=[4,2]T(1,0): every 2nd device), each chip
+# receiving 3 shards of f32[32,128] = 3 · 16384 B, 8 chips: 393216; the
+# all-reduce over tensor (groups of 2 neighbours) of f32[16,128] = 8192 B:
+# 2·(1/2)·8192 per chip, 8 chips: 65536.
+if run "$dir/mlp.yaml" mlp; then
+    [ "$(field "$t/mlp" all-gather ici_bytes)" = 393216 ] && ok || bad "mlp: all-gather ICI bytes $(field "$t/mlp" all-gather ici_bytes), expected 393216"
+    [ "$(field "$t/mlp" all-reduce:1 ici_bytes)" = 65536 ] && ok || bad "mlp: all-reduce ICI bytes, expected 65536"
+else bad "mlp: the run failed"; fi
+
+[ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
+
+# all-reduce-start ... dot ... all-reduce-done: the dot runs beside the
+# all-reduce (the step takes the longer, the all-reduce); synchronous, the
+# step is the two one after the other.
+if run "$dir/async.yaml" async && run "$dir/sync.yaml" sync; then
+    same "$(field "$t/async" -)" "$(field "$t/async" all-reduce-start time_s)" && ok || bad "async: the step is not the all-reduce's time"
+    same "$(field "$t/sync" -)" "$(python3 -c "print($(field "$t/sync" all-reduce time_s) + $(field "$t/sync" dot:1 time_s))")" \
+        && ok || bad "sync: the step is not the all-reduce then the dot"
+else bad "async/sync: the runs failed"; fi
+
+# async-start/async-done around a reduce-scatter (as TPU dumps write it) of
+# f32[262144] (1 MiB) over 4 devices: (4−1)/4 · 1 MiB per chip, 4 chips:
+# 3145728 ICI bytes, starting with the dot beside it; an async-start of a
+# negate of bf16[1024,1024]: inlined, 2 MiB read and 2 MiB written per chip,
+# 4 chips: 16777216 HBM bytes.
+if run "$dir/async_rs.yaml" rs; then
+    [ "$(field "$t/rs" reduce-scatter-start ici_bytes)" = 3145728 ] && ok || bad "async reduce-scatter: ICI bytes, expected 3145728"
+    [ "$(field "$t/rs" reduce-scatter-start start_s)" = 0.0 ] && [ "$(field "$t/rs" dot:1 start_s)" = 0.0 ] \
+        && ok || bad "async reduce-scatter: not beside the dot"
+    [ "$(field "$t/rs" negate:1 hbm_bytes)" = 16777216 ] && ok || bad "async negate: HBM bytes, expected 16777216"
+else bad "async_rs: the run failed"; fi
+
+# A custom call priced by its bytes (f32[1024,256] read and written: 2 MiB)
+# with a warning; a call inlined; a conditional's heavier branch (two exps).
+if run "$dir/misc.yaml" misc; then
+    [ "$(field "$t/misc" custom-call:1 hbm_bytes)" = 2097152 ] && ok || bad "custom-call: HBM bytes, expected 2097152"
+    grep -q 'misc.hlo.txt:25:4: custom-call custom-call.1 ("my_kernel") is priced by its bytes only' "$t/misc.err" && ok || bad "custom-call: no warning"
+    grep -q 'runs branch heavy, the most expensive of 2' "$t/misc.err" && ok || bad "conditional: no warning"
+    [ "$(field "$t/misc" exp:2 instances)" = 1 ] && [ "$(field "$t/misc" neg:1 instances)" = none ] \
+        && [ "$(field "$t/misc" tanh:1 instances)" = 1 ] && ok || bad "call/conditional: not inlined as expected"
+else bad "misc: the run failed"; fi
+
+echo "hlo: $((n - fail)) of $n checks passed"
+[ $fail -eq 0 ]

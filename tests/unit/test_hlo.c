@@ -1,0 +1,161 @@
+/* tests/unit/test_hlo.c -- the HLO reader and lowering (workload/hlo.h):
+ * shapes (tuples, layouts, comments), operands with and without their
+ * shapes and '%', the module's attributes, the file size limit, replica
+ * groups (explicit and iota) as the axes of a device mesh on the slice, and
+ * the program a module lowers to (YAML). */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "workload/hlo.h"
+#include "workload/program.h"
+
+static const char *const MODULE =
+    "HloModule m, is_scheduled=true, entry_computation_layout={(f32[8,16]{1,0})->f32[8,16]{1,0}}, "
+    "num_partitions=8, replica_count=1\n"
+    "\n"
+    "%add (a: f32[], b: f32[]) -> f32[] {\n"
+    "  %a = f32[] parameter(0)\n"
+    "  %b = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%a, %b)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (x: f32[8,16], w: bf16[2,16,32]) -> (f32[8,16], bf16[2,8,32]) {\n"
+    "  %x = f32[8,16]{1,0} parameter(0), metadata={op_name=\"x\"}\n"
+    "  w = bf16[2,16,32]{2,1,0} parameter(1)\n"
+    "  %xb = bf16[2,8,16]{2,1,0} broadcast(f32[8,16]{1,0} %x), dimensions={1,2}\n"
+    "  %dot.1 = bf16[2,8,32]{2,1,0} dot(xb, w), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+    "rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    "  %ar = f32[8,16]{1,0} all-reduce(%x), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), "
+    "use_global_device_ids=true, to_apply=%add\n"
+    "  ROOT %t = (f32[8,16]{1,0}, /*index=1*/bf16[2,8,32]{2,1,0}) tuple(%ar, %dot.1)\n"
+    "}\n";
+
+static void test_parse(void **state)
+{
+    (void)state;
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(MODULE, strlen(MODULE), "m.hlo", d);
+    assert_non_null(m);
+    assert_true(m->scheduled);
+    assert_int_equal(hlo_devices(m), 8);
+    assert_int_equal(m->ncomp, 2);
+    const struct hlo_comp *c = &m->comp[m->entry];
+    assert_string_equal(c->name, "main");
+    assert_int_equal(c->nins, 6);
+    assert_int_equal(c->root, 5);
+    const struct hlo_instr *dot = &c->ins[3];
+    assert_string_equal(hlo_opcode_name(dot->opcode), "dot");
+    assert_int_equal(dot->nops, 2);
+    assert_int_equal(dot->operand[0], 2);
+    assert_int_equal(dot->operand[1], 1);
+    assert_string_equal(hlo_attr(dot, "lhs_batch_dims")->value, "{0}");
+    /* the tuple: f32[8,16] (512 B) and bf16[2,8,32] (1024 B) */
+    assert_int_equal(c->ins[5].shape.nelem, 2);
+    assert_true(hlo_shape_bytes(&c->ins[5].shape) == 1536);
+    assert_string_equal(hlo_attr(&c->ins[4], "replica_groups")->value, "[2,4]<=[4,2]T(1,0)");
+    hlo_free(m);
+    diag_free(d);
+}
+
+/* The dot: batch 2, m 8, k 16, n 32; the all-reduce's groups [2,4]<=[4,2]T(1,0)
+ * are {0,2,4,6}, {1,3,5,7}: every 2nd device, on a 2x4 slice the y axis
+ * (chip = x + 2y), its mesh d1 (x, 2 chips, not grouped) inside d0 (y). */
+static void test_lower(void **state)
+{
+    (void)state;
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(MODULE, strlen(MODULE), "m.hlo", d);
+    struct topo t;
+    assert_int_equal(topo_init(&t, 2, (int[]){2, 4}, (bool[]){false, true}), 0);
+    struct program *p = hlo_program(m, &t, d, NULL);
+    assert_non_null(p);
+    char *y = prog_yaml(p);
+    assert_non_null(strstr(y, "{op: einsum, name: dot:1, batch: 2, m: 8, k: 16, n: 32, "
+                              "dtype: bf16, block: auto"));
+    assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 512, groups: {mesh: {d1: "
+                              "{size: 4, on: [[1, 4]]}, d0: {size: 2, on: [[0, 2]]}}, axes: [d1]}"));
+    assert_non_null(strstr(y, "{op: copy, name: xb"));
+    free(y);
+    prog_free(p);
+    hlo_free(m);
+    diag_free(d);
+}
+
+/* Cross-replica groups (no channel_id) on 2 replicas of 2 partitions: the
+ * group {0,1} of replicas is, for each partition p, devices {p, 2 + p}
+ * (device = replica · 2 + partition): every 2nd chip of a ring of 4. */
+static void test_cross_replica(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule r, num_partitions=2, replica_count=2\n"
+        "%add (a: f32[], b: f32[]) -> f32[] {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%a, %b)\n}\n"
+        "ENTRY %main (x: f32[64]) -> f32[64] {\n"
+        "  %x = f32[64]{0} parameter(0)\n"
+        "  ROOT %ar = f32[64]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n}\n";
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(text, strlen(text), "r.hlo", d);
+    assert_non_null(m);
+    struct topo t;
+    assert_int_equal(topo_init(&t, 1, (int[]){4}, (bool[]){false}), 0);
+    struct program *p = hlo_program(m, &t, d, NULL);
+    assert_non_null(p);
+    char *y = prog_yaml(p);
+    assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 256, groups: {mesh: {d1: {size: "
+                              "2, on: [[0, 2]]}, d0: {size: 2, on: [[0, 2]]}}, axes: [d1]}"));
+    free(y);
+    prog_free(p);
+    hlo_free(m);
+    diag_free(d);
+}
+
+static void test_too_big(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_hlo_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, MODULE, strlen(MODULE)), (ssize_t)strlen(MODULE));
+    close(fd);
+    struct diag *d = diag_new();
+    assert_null(hlo_parse_file(path, 100, d));
+    assert_int_equal(diag_count(d), 1);
+    assert_non_null(strstr(diag_message(d, 0), "larger than the limit"));
+    struct hlo_module *m = hlo_parse_file(path, HLO_MAX_FILE_BYTES, d);
+    assert_non_null(m);
+    hlo_free(m);
+    unlink(path);
+    diag_free(d);
+}
+
+/* Every prefix of the module is refused with a position, or read: never a crash. */
+static void test_prefixes(void **state)
+{
+    (void)state;
+    size_t n = strlen(MODULE);
+    for (size_t k = 0; k < n; k++) {
+        struct diag *d = diag_new();
+        struct hlo_module *m = hlo_parse(MODULE, k, "m.hlo", d);
+        if (!m)
+            assert_true(diag_count(d) == 1 && strstr(diag_message(d, 0), "m.hlo"));
+        hlo_free(m);
+        diag_free(d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_lower),
+        cmocka_unit_test(test_cross_replica),
+        cmocka_unit_test(test_too_big),
+        cmocka_unit_test(test_prefixes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+/* workload/hlo.h -- an XLA program as HLO text (after SPMD partitioning, as
+ * `jax.jit(f).lower(...).compile().as_text()` or `--xla_dump_hlo_as_text`
+ * writes it) read into a module, and lowered to a step's program
+ * (workload/program.h): an instruction is an op named after it, its operands
+ * the tensors it reads.
+ *  - dot, and a fusion whose fused computation holds a dot: an einsum
+ *    (batch, m, k, n from the dot's dimension numbers), block: auto;
+ *  - the other fusions and array ops: a copy moving the bytes the
+ *    instruction reads and writes;
+ *  - all-gather, reduce-scatter, all-reduce, all-to-all (sync, *-start /
+ *    *-done, async-start around one): the collective over the device groups
+ *    of its replica_groups (a mesh of its own whose axes are the groups'
+ *    strides; device d is chip d of the slice); collective-permute: a
+ *    remote_copy with the pairs' torus shift; the async forms run beside
+ *    the compute;
+ *  - while with a known trip count: a loop; call and conditional (its most
+ *    expensive branch) are inlined;
+ *  - custom-call: a copy of its bytes and a warning; send, recv, infeed,
+ *    outfeed: refused.
+ * Errors read "file:line:col: what was expected, got what".
+ * Uses base/, topology/topo.h and workload/program.h. */
+#ifndef TPUSIM_WORKLOAD_HLO_H
+#define TPUSIM_WORKLOAD_HLO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/diag.h"
+#include "topology/topo.h"
+#include "workload/program.h"
+
+#define HLO_MAX_FILE_BYTES ((size_t)128 << 20)
+#define HLO_MAX_INSTRUCTIONS (1 << 21) /* in the module */
+#define HLO_MAX_OPS 100000             /* in the program, calls inlined */
+#define HLO_MAX_RANK 12
+#define HLO_MAX_TRIP_COUNT 1000000000LL
+
+struct hlo_shape {
+    int type;                   /* enum hlo_type; HLO_TUPLE for a tuple */
+    int rank;
+    int64_t dims[HLO_MAX_RANK];
+    struct hlo_shape *elem;     /* owned: a tuple's elements */
+    int nelem;
+};
+
+struct hlo_attr {
+    char *key, *value; /* the value as written */
+    int line, col;     /* of the value */
+};
+
+struct hlo_instr {
+    char *name;
+    int line, col;
+    struct hlo_shape shape;
+    int opcode;          /* enum hlo_opcode */
+    char *raw;           /* constant/parameter: the text between the parentheses */
+    int *operand, nops;  /* instruction indices in the same computation */
+    char **opname;       /* the operands' names, until resolved */
+    int *op_line, *op_col;
+    struct hlo_attr *attr;
+    int nattr;
+};
+
+struct hlo_comp {
+    char *name;
+    int line, col;
+    bool entry;
+    struct hlo_instr *ins;
+    int nins;
+    size_t cap;
+    int root;  /* index of ROOT (the last instruction when none is marked) */
+};
+
+struct hlo_names;
+
+struct hlo_module {
+    char *file; /* for messages */
+    struct hlo_names *cnames; /* computation name -> index */
+    char *name;
+    bool scheduled;
+    int64_t num_partitions, replica_count;
+    struct hlo_comp *comp;
+    int ncomp;
+    size_t cap;
+    int entry;
+};
+
+/* Reads the HLO text 'text' (of 'len' bytes, from 'file'). Returns the
+ * module, or NULL with the errors in 'd'. */
+struct hlo_module *hlo_parse(const char *text, size_t len, const char *file, struct diag *d);
+/* Reads the file 'path' (at most 'max_bytes'); errors as above. */
+struct hlo_module *hlo_parse_file(const char *path, size_t max_bytes, struct diag *d);
+void hlo_free(struct hlo_module *m);
+
+/* The number of devices the module runs on: num_partitions x replica_count. */
+int64_t hlo_devices(const struct hlo_module *m);
+/* The index of computation 'name' (with or without its '%'), or -1. */
+int hlo_find_comp(const struct hlo_module *m, const char *name);
+/* The attribute 'key' of 'in', or NULL. */
+const struct hlo_attr *hlo_attr(const struct hlo_instr *in, const char *key);
+/* An opcode's name, as written. */
+const char *hlo_opcode_name(int opcode);
+/* Bytes of a shape (a tuple: the sum of its elements). */
+double hlo_shape_bytes(const struct hlo_shape *s);
+
+/* The module as a program for the slice 't' (device d is chip d, t's axis
+ * 0 fastest), scheduled (workload/schedule.h). Warnings (custom calls, the
+ * branch a conditional takes) go to 'warn' when not NULL. Returns the
+ * program, or NULL with the errors in 'd'. */
+struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
+                            FILE *warn);
+
+#endif
