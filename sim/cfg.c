@@ -235,6 +235,7 @@ static const struct cfg_node *auto_view(const struct cfg_node *m, const struct o
     op->autotune = true;
     *view = *m;
     view->n = 0;
+    view->cap = m->n, view->index = NULL, view->index_cap = 0; /* (m's index is of m's keys) */
     view->keys = xcalloc((size_t)m->n, sizeof *view->keys);
     view->kids = xcalloc((size_t)m->n, sizeof *view->kids);
     view->key_line = xcalloc((size_t)m->n, sizeof *view->key_line);
@@ -271,6 +272,7 @@ void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
         free(view.kids);
         free(view.key_line);
         free(view.key_col);
+        free(view.index);
     }
 }
 
