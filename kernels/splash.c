@@ -897,9 +897,10 @@ static int build_infos(struct splash *s, const struct kern *k, char *err, size_t
     s->d[D_DQ].bq = b->block_q_dq, s->d[D_DQ].bkv = s->d[D_DQ].bkv_c = b->block_kv_dq;
     s->d[D_DKV].bq = b->block_q_dkv, s->d[D_DKV].bkv = b->block_kv_dkv;
     s->d[D_DKV].bkv_c = b->block_kv_dkv_compute ? b->block_kv_dkv_compute : b->block_kv_dkv;
-    bool bwd = has_backward_blocks(b);
-    if (smem_floor(s, D_FWD, k, err, n) || (bwd && !s->fused && smem_floor(s, D_DQ, k, err, n)) ||
-        (bwd && smem_floor(s, D_DKV, k, err, n)))
+    bool bwd = has_backward_blocks(b), calls = s->bwd && bwd; /* (whose calls are checked) */
+    if ((s->fwd && smem_floor(s, D_FWD, k, err, n)) ||
+        (calls && !s->fused && smem_floor(s, D_DQ, k, err, n)) ||
+        (calls && smem_floor(s, D_DKV, k, err, n)))
         return -1;
     if (build_info(s, D_FWD, err, n))
         return -1;

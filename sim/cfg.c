@@ -174,7 +174,7 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
     const struct cfg_node *o = walk_field(w, root, "", "options", false);
     sc->fidelity = CFG_FIDELITY_FAST;
     sc->seed = 1;
-    sc->max_steps = 2000000000;
+    sc->max_steps = CFG_DEFAULT_MAX_STEPS;
     sc->trace_level = 2; /* units, as --trace */
     sc->kernel_memo = true;
     if (!o || !walk_is_map(w, o, "options"))

@@ -34,11 +34,14 @@ static void test_estimate_counts_copy_chunks(void **state)
     assert_int_equal(sc.sim.nchips, 1);
     assert_int_equal(e.copy_chunks, 67108864LL);
     assert_int_equal(validate_estimate_steps(&sc), 67108864LL);
+    /* two DMAs per chunk and the op instance: 2 x 67108864 + 4 */
+    assert_int_equal(e.work, 134217732LL);
     struct validate_limits lim = {.max_steps = 10000000};
     assert_int_equal(validate_guards(&sc, &lim, d), -1);
-    assert_non_null(strstr(diag_message(d, 0), "the run would simulate 67108864 steps (0 grid "
-                                               "steps, 67108864 copy chunks), above the limit "
-                                               "of 10000000"));
+    assert_non_null(strstr(diag_message(d, 0),
+                           "the run would simulate an estimated 134217732 steps of work "
+                           "(134217732 in copies; 0 grid steps, 67108864 copy chunks), above "
+                           "the limit of 10000000"));
     cfg_scenario_fini(&sc);
     diag_free(d);
 }
@@ -58,8 +61,87 @@ static void test_estimate_saturates(void **state)
                           &sc, d),
                      0);
     assert_int_equal(validate_estimate_steps(&sc), INT64_MAX);
+    struct validate_estimate e;
+    validate_estimate(&sc, &e);
+    assert_int_equal(e.work, INT64_MAX);
     cfg_scenario_fini(&sc);
     diag_free(d);
+}
+
+/* The estimate of 'yaml' is 'work' steps; the guard refuses it at a limit
+ * of work - 1 and accepts it at work (issue 32: the boundary was never
+ * tested, so a guard off by any factor passed). Returns the estimate. */
+static struct validate_estimate boundary(const char *yaml, int64_t work)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load(yaml, &sc, d), 0);
+    struct validate_estimate e;
+    validate_estimate(&sc, &e);
+    assert_int_equal(e.work, work);
+    struct validate_limits lim = {.max_steps = work - 1};
+    assert_int_equal(validate_guards(&sc, &lim, d), -1);
+    char want[96];
+    snprintf(want, sizeof want, "an estimated %lld steps of work", (long long)work);
+    assert_non_null(strstr(diag_message(d, 0), want));
+    lim.max_steps = work;
+    diag_clear(d);
+    assert_int_equal(validate_guards(&sc, &lim, d), 0);
+    assert_int_equal(diag_count(d), 0);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return e;
+}
+
+#define MM1K "  - {op: matmul, m: 1024, k: 1024, n: 1024, block: {bm: 128, bk: 128, bn: 128}}\n"
+
+static void test_guard_boundary_kernels(void **state)
+{
+    (void)state;
+    /* fast, memos: its 8^3 = 512 grid steps walked once to record the
+     * script, one replay (min(512, 64) runs + the call = 65), the instance
+     * (4): 581 */
+    struct validate_estimate e = boundary("chip: v5e\nworkload:\n" MM1K, 581);
+    assert_int_equal(e.kernel, 581);
+    assert_int_equal(e.grid_steps, 512);
+    /* exact: 512 steps of 6 (DMAs, compute, delay) and the instance: 3076 */
+    assert_int_equal(boundary("chip: v5e\noptions: {fidelity: exact}\nworkload:\n" MM1K, 3076).kernel,
+                     3076);
+    /* 100 instances on 4 chips of one core (all_chips: no fold), nothing
+     * beside them: the first runs for real on one chip, the other chips
+     * follow it, and 399 replays come from the memo (6 each); every one of
+     * the 400 instances costs 4: 512 + 65 + 399 x 6 + 400 x 4 = 4571 */
+    boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true}\nworkload:\n"
+             "  - repeat:\n      count: 100\n      ops:\n      " MM1K,
+             4571);
+    /* without memos each of the 400 replays its script: 512 + 400 x 65 +
+     * 400 x 4 = 28112 */
+    boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true, kernel_memo: "
+             "false}\nworkload:\n  - repeat:\n      count: 100\n      ops:\n      " MM1K,
+             28112);
+}
+
+static void test_guard_boundary_other_kinds(void **state)
+{
+    (void)state;
+    /* an all-gather along the wrapped 4-long axis 0 of a v5p 4x4x4 torus:
+     * the slice folds to the 4 chips of that ring; per chip one coalesced
+     * ring pass (4) and the instance on its 2 cores (2 x 4): 12; 1000
+     * instances on 4 chips: 48000 */
+    boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\nworkload:\n  - repeat:\n"
+             "      count: 1000\n      ops:\n"
+             "        - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
+             48000);
+    /* exact: the ring's 3 steps of 4 and the instance's 8: 20 per chip, 80 */
+    struct validate_estimate e =
+        boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\noptions: {fidelity: exact}\n"
+                 "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
+                 80);
+    assert_int_equal(e.collective, 80);
+    /* 1 MiB in 64 KiB chunks: 16 chunks of two DMAs, and the instance: 36 */
+    e = boundary("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB, chunk: 64KiB}\n", 36);
+    assert_int_equal(e.copy, 36);
+    assert_int_equal(e.copy_chunks, 16);
 }
 
 int main(void)
@@ -67,6 +149,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_counts_copy_chunks),
         cmocka_unit_test(test_estimate_saturates),
+        cmocka_unit_test(test_guard_boundary_kernels),
+        cmocka_unit_test(test_guard_boundary_other_kinds),
     };
     return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
 }
