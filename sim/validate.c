@@ -62,12 +62,13 @@ static int64_t sat(double x)
 }
 
 /* ---- the work estimate (sim/validate.h): steps of simulated work, one
- * per SimGrid activity (about 3 us of this machine's CPU each: an hbm_copy
- * of 1M chunks, 2M DMAs, runs in 6.5 s), as the engine will run them ---- */
+ * per SimGrid activity or walked grid step (2 to 5 us of this machine's
+ * CPU each: an hbm_copy of 1M chunks, 2M DMAs, runs in 6.5 s; a GPT-3 175B
+ * step on 192 simulated v5p chips, 3.7e7, in 111 s), as the engine will
+ * run them ---- */
 
 #define W_TASK 4          /* an op instance on a core: its actor, launch sleep, barrier */
 #define W_EXACT_STEP 6    /* a grid step of exact fidelity: its DMAs, compute, delay (18 us) */
-#define W_SCRIPT_MAX 64   /* a fast replay: its script's coalesced runs, at most this many */
 #define W_MEMO_HIT 6      /* a memo replayed: a sleep and its semaphores (20 us) */
 #define W_RING_STEP 4     /* a collective's ring step: its DMAs, semaphores, handshake */
 #define W_REDUCE_ELEMS (512.0 * 1024.0) /* exact: a reduction's step, a (512, 1024) block */
@@ -94,31 +95,30 @@ static bool has_async_collectives(const struct cfg_scenario *sc)
     return false;
 }
 
-/* What one instance of a built kernel costs on one chip: 'steps' grid steps
- * over its cores (each core's range: megacore halves, separate cores all),
- * 'replay' the units of a fast replay of its scripts, 'slots' its scripts. */
+/* What one instance of a built kernel costs on one chip: 'steps' grid
+ * steps over its cores (each core's range: megacore halves, separate cores
+ * all), walked once to record its scripts; 'replay' what a fast replay of
+ * its scripts issues (their length: counted by walking them, or the steps
+ * themselves past W_WALK_MAX), 'slots' its scripts; 'always' what its calls
+ * that cannot be scripted (manual DMAs) cost on every run (a walk and its
+ * activities, never a memo). */
 struct kcost {
-    int64_t steps, replay, slots;
+    int64_t steps, replay, slots, always;
     double fn_flops, fn_bytes;
 };
 
-static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c)
+#define W_WALK_MAX ((int64_t)1 << 22) /* steps of one script counted by walking it */
+
+/* Functional mode: chip 0's host arrays (with the reference's) and host FLOPs. */
+static void kern_fn_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c)
 {
-    int cores = sc->chip.cores, mc = sc->chip.megacore ? cores : 1;
     const struct op *op = k->op;
-    if (op->functional && op->kind == OP_FLASH) /* its reference's p and ds: Sq x Skv doubles */
+    if (!op->functional)
+        return;
+    if (op->kind == OP_FLASH) /* its reference's p and ds: Sq x Skv doubles */
         c->fn_bytes += 16.0 * (double)op->u.flash.q_seq_len * (double)op->u.flash.kv_seq_len;
     for (int i = 0; i < k->ncalls; i++) {
         const struct pl_call *call = &k->calls[i];
-        for (int core = 0; core < cores; core++) {
-            int64_t b, e;
-            pl_core_range(call, sc->chip.megacore ? core : 0, mc, &b, &e);
-            c->steps = sat_madd(c->steps, e - b, 1);
-            c->replay = sat_madd(c->replay, 1 + (e - b < W_SCRIPT_MAX ? e - b : W_SCRIPT_MAX), 1);
-            c->slots++;
-        }
-        if (!k->op->functional)
-            continue;
         double elems = 0;
         for (int j = 0; j < call->noperands; j++) {
             double n = 1;
@@ -136,6 +136,30 @@ static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struc
     }
 }
 
+static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c)
+{
+    int cores = sc->chip.cores, mc = sc->chip.megacore ? cores : 1;
+    bool fast = sc->fidelity == CFG_FIDELITY_FAST;
+    for (int i = 0; i < k->ncalls; i++) {
+        const struct pl_call *call = &k->calls[i];
+        for (int core = 0; core < cores; core++) {
+            int64_t b, e;
+            pl_core_range(call, sc->chip.megacore ? core : 0, mc, &b, &e);
+            int64_t len = e - b;
+            if (fast && e - b <= W_WALK_MAX)
+                len = pl_script_length(call, &sc->chip, b, e, true);
+            c->steps = sat_madd(c->steps, e - b, 1);
+            if (pl_scriptable(call)) {
+                c->replay = sat_madd(c->replay, 1 + len, 1);
+                c->slots++;
+            } else {
+                c->always = sat_madd(c->always, 1 + len + (e - b), 1);
+            }
+        }
+    }
+    kern_fn_cost(sc, k, c);
+}
+
 /* A Pallas kernel op: its scripts recorded once (the steps walked), then
  * each instance on each chip's cores replayed (fast), memo-replayed after
  * its first runs (fast with memos: once per overlap, on one chip when the
@@ -149,7 +173,7 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
     if (sc->fidelity == CFG_FIDELITY_EXACT) {
         w = sat_madd(0, sat_madd(0, runs, c->steps), W_EXACT_STEP);
     } else if (!memos_on(sc)) {
-        w = sat_madd(c->steps, runs, c->replay);
+        w = sat_madd(sat_madd(c->steps, runs, c->replay), runs, c->always);
     } else {
         bool async = has_async_collectives(sc);
         int64_t real = inst < (async ? W_MEMOS_MAX : 1) ? inst : (async ? W_MEMOS_MAX : 1);
@@ -157,6 +181,7 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
         int64_t real_runs = sat_madd(0, real, real_chips);
         int64_t hits = runs > real_runs ? runs - real_runs : 0;
         w = sat_madd(sat_madd(c->steps, real_runs, c->replay), hits, W_MEMO_HIT * c->slots);
+        w = sat_madd(w, runs, c->always);
     }
     w = sat_madd(w, runs, W_TASK * sc->chip.cores);
     if (sc->ops[i].functional)
@@ -330,9 +355,10 @@ static double op_events(const struct cfg_scenario *sc, const struct op *op, int6
     return 40.0;
 }
 
-/* Grid steps (per instance and chip) and pallas_calls of 'op' once built. */
+/* Grid steps (per instance and chip), pallas_calls and functional cost
+ * (into '*c') of 'op' once built. */
 static void op_built(const struct cfg_scenario *sc, const struct op *op, int64_t *steps,
-                     int *calls)
+                     int *calls, struct kcost *c)
 {
     const struct kern_kind *kind = op_row(op->kind)->kern;
     *steps = 0, *calls = 0;
@@ -344,6 +370,7 @@ static void op_built(const struct cfg_scenario *sc, const struct op *op, int64_t
         int cores = sc->chip.megacore ? 1 : sc->chip.cores;
         *steps = sat_madd(0, kern_steps(&k), cores);
         *calls = k.ncalls;
+        kern_fn_cost(sc, &k, c);
     }
     kern_fini(&k);
 }
@@ -360,8 +387,10 @@ static double data_bytes(const struct cfg_scenario *sc, double *events)
     for (int i = 0; i < sc->nops; i++) {
         int64_t s;
         int calls;
-        op_built(sc, &sc->ops[i], &s, &calls);
+        struct kcost fn = {0};
+        op_built(sc, &sc->ops[i], &s, &calls, &fn);
         int built = sc->ops[i].functional ? 2 : 1;
+        bytes += fn.fn_bytes; /* chip 0's host arrays and references */
         double inst = (double)sc->graph.node[i].instances;
         bytes += (double)(sizeof(struct op) + sizeof(struct graph_node) + 512) +
                  (double)built * calls * (double)sizeof(struct pl_call) +
@@ -384,10 +413,7 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
      * run keeps one HBM rate span (32 bytes) per DMA for the HBM counter,
      * about one for every two events */
     double rates = sc->trace_level >= 3 ? events * 16.0 : 0;
-    /* functional ops: chip 0's host arrays and references */
-    struct validate_estimate e;
-    validate_estimate(sc, &e);
-    return 12e6 + actors * 65536.0 + data + rates + e.functional_bytes;
+    return 12e6 + actors * 65536.0 + data + rates;
 }
 
 /* "2.7 GiB", or "310 MiB" below 1 GiB. */

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kernel.h"
 #include "sim/cfg.h"
+#include "sim/op_table.h"
 #include "sim/validate.h"
 
 static int load(const char *text, struct cfg_scenario *sc, struct diag *d)
@@ -95,14 +97,35 @@ static struct validate_estimate boundary(const char *yaml, int64_t work)
 
 #define MM1K "  - {op: matmul, m: 1024, k: 1024, n: 1024, block: {bm: 128, bk: 128, bn: 128}}\n"
 
+/* The length of the fast script of op 0 of 'yaml' on its one core (what
+ * each of its replays issues; kernels/pallas.h pl_script_length). */
+static int64_t script_len(const char *yaml)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load(yaml, &sc, d), 0);
+    struct kern k;
+    char err[256];
+    assert_int_equal(kern_init(&k, op_row(sc.ops[0].kind)->kern, &sc.ops[0], &sc.chip, false, err,
+                               sizeof err),
+                     0);
+    assert_int_equal(k.ncalls, 1);
+    int64_t n = pl_script_length(&k.calls[0], &sc.chip, 0, pl_num_steps(&k.calls[0]), true);
+    assert_true(n > 0 && n < pl_num_steps(&k.calls[0])); /* coalesced */
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return n;
+}
+
 static void test_guard_boundary_kernels(void **state)
 {
     (void)state;
+    int64_t L = script_len("chip: v5e\nworkload:\n" MM1K);
     /* fast, memos: its 8^3 = 512 grid steps walked once to record the
-     * script, one replay (min(512, 64) runs + the call = 65), the instance
-     * (4): 581 */
-    struct validate_estimate e = boundary("chip: v5e\nworkload:\n" MM1K, 581);
-    assert_int_equal(e.kernel, 581);
+     * script, one replay of it (L calls and the launch), the instance (4) */
+    struct validate_estimate e = boundary("chip: v5e\nworkload:\n" MM1K, 512 + 1 + L + 4);
+    assert_int_equal(e.kernel, 512 + 1 + L + 4);
     assert_int_equal(e.grid_steps, 512);
     /* exact: 512 steps of 6 (DMAs, compute, delay) and the instance: 3076 */
     assert_int_equal(boundary("chip: v5e\noptions: {fidelity: exact}\nworkload:\n" MM1K, 3076).kernel,
@@ -110,15 +133,15 @@ static void test_guard_boundary_kernels(void **state)
     /* 100 instances on 4 chips of one core (all_chips: no fold), nothing
      * beside them: the first runs for real on one chip, the other chips
      * follow it, and 399 replays come from the memo (6 each); every one of
-     * the 400 instances costs 4: 512 + 65 + 399 x 6 + 400 x 4 = 4571 */
+     * the 400 instances costs 4: 512 + (1 + L) + 399 x 6 + 400 x 4 */
     boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true}\nworkload:\n"
              "  - repeat:\n      count: 100\n      ops:\n      " MM1K,
-             4571);
-    /* without memos each of the 400 replays its script: 512 + 400 x 65 +
-     * 400 x 4 = 28112 */
+             512 + 1 + L + 399 * 6 + 400 * 4);
+    /* without memos each of the 400 replays its script: 512 + 400 x (1 + L)
+     * + 400 x 4 */
     boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true, kernel_memo: "
              "false}\nworkload:\n  - repeat:\n      count: 100\n      ops:\n      " MM1K,
-             28112);
+             512 + 400 * (1 + L) + 400 * 4);
 }
 
 static void test_guard_boundary_other_kinds(void **state)
@@ -144,6 +167,26 @@ static void test_guard_boundary_other_kinds(void **state)
     assert_int_equal(e.copy_chunks, 16);
 }
 
+/* Issue 32.10: the estimate must not refuse work that is cheap. 10000
+ * instances of an 8192^3 matmul of 128^3 blocks are 2.6e9 grid steps, which
+ * the old guard refused, but one run records the script and the others
+ * replay it from the memo: 262144 + (1 + L) + 9999 x 6 + 10000 x 4 steps of
+ * work (0.1 s of CPU). */
+static void test_cheap_repeats_accepted(void **state)
+{
+    (void)state;
+    const char *mm = "  - {op: matmul, m: 8192, k: 8192, n: 8192, block: {bm: 128, bk: 128, "
+                     "bn: 128}}\n";
+    char y[512];
+    snprintf(y, sizeof y, "chip: v5e\nworkload:\n%s", mm);
+    int64_t L = script_len(y);
+    snprintf(y, sizeof y, "chip: v5e\nworkload:\n  - repeat:\n      count: 10000\n"
+             "      ops:\n      %s", mm);
+    struct validate_estimate e = boundary(y, 262144 + 1 + L + 9999 * 6 + 10000 * 4);
+    assert_int_equal(e.grid_steps, 2621440000LL);
+    assert_true(e.work < CFG_DEFAULT_MAX_STEPS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_estimate_saturates),
         cmocka_unit_test(test_guard_boundary_kernels),
         cmocka_unit_test(test_guard_boundary_other_kinds),
+        cmocka_unit_test(test_cheap_repeats_accepted),
     };
     return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
 }
