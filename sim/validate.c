@@ -107,7 +107,9 @@ struct kcost {
     double fn_flops, fn_bytes;
 };
 
-#define W_WALK_MAX ((int64_t)1 << 22) /* steps of one script counted by walking it */
+/* Steps of scripts one estimate counts by walking them (about a second);
+ * past it a script's length is taken as its steps. */
+#define W_WALK_MAX ((int64_t)1 << 23)
 
 /* Functional mode: chip 0's host arrays (with the reference's) and host FLOPs. */
 static void kern_fn_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c)
@@ -136,7 +138,9 @@ static void kern_fn_cost(const struct cfg_scenario *sc, const struct kern *k, st
     }
 }
 
-static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c)
+/* 'walk': the steps this estimate may still walk to count scripts (0: none). */
+static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struct kcost *c,
+                      int64_t *walk)
 {
     int cores = sc->chip.cores, mc = sc->chip.megacore ? cores : 1;
     bool fast = sc->fidelity == CFG_FIDELITY_FAST;
@@ -146,8 +150,10 @@ static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struc
             int64_t b, e;
             pl_core_range(call, sc->chip.megacore ? core : 0, mc, &b, &e);
             int64_t len = e - b;
-            if (fast && e - b <= W_WALK_MAX)
+            if (fast && e - b <= *walk) {
                 len = pl_script_length(call, &sc->chip, b, e, true);
+                *walk -= e - b;
+            }
             c->steps = sat_madd(c->steps, e - b, 1);
             if (pl_scriptable(call)) {
                 c->replay = sat_madd(c->replay, 1 + len, 1);
@@ -233,8 +239,9 @@ static int64_t coll_matmul_steps(const struct cfg_scenario *sc, const struct op 
     struct kern k;
     char err[512];
     struct kcost c = {0};
+    int64_t walk = W_WALK_MAX; /* (the chunk matmul's own) */
     if (kern_init(&k, op_row(OP_MATMUL)->kern, &mm, &sc->chip, false, err, sizeof err) == 0)
-        kern_cost(sc, &k, &c);
+        kern_cost(sc, &k, &c, &walk);
     kern_fini(&k);
     int64_t per = sc->fidelity == CFG_FIDELITY_EXACT ? sat_madd(0, c.steps, W_EXACT_STEP)
                                                      : sat_madd(c.steps, c.replay, 1);
@@ -312,7 +319,8 @@ double validate_build_bytes(const struct op *op)
     return bl.cells * 32.0;
 }
 
-void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
+/* validate_estimate, walking scripts to count their length up to 'walk' steps. */
+static void estimate(const struct cfg_scenario *sc, struct validate_estimate *e, int64_t walk)
 {
     memset(e, 0, sizeof *e);
     for (int i = 0; i < sc->nops; i++) {
@@ -327,7 +335,7 @@ void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *
         struct kern k;
         struct kcost c = {0};
         if (kern_init(&k, kind, op, &sc->chip, false, err, sizeof err) == 0)
-            kern_cost(sc, &k, &c);
+            kern_cost(sc, &k, &c, &walk);
         kern_fini(&k);
         kernel_work(sc, i, &c, e);
     }
@@ -335,10 +343,15 @@ void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *
     e->work = sat_madd(e->work, e->build, 1);
 }
 
+void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
+{
+    estimate(sc, e, W_WALK_MAX);
+}
+
 int64_t validate_estimate_steps(const struct cfg_scenario *sc)
 {
     struct validate_estimate e;
-    validate_estimate(sc, &e);
+    estimate(sc, &e, 0); /* (grid steps and chunks need no script) */
     return sat_madd(e.grid_steps, e.copy_chunks, 1);
 }
 

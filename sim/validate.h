@@ -26,7 +26,9 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
  * them: after SPMD folding (the engine's chips), for every op instance
  * (repeat), with kernel memos (a script replayed from its memo after its
  * first runs: once per overlap, on one chip when the others follow it) and
- * fast fidelity's scripts and coalesced ring passes. 'work' is in steps of
+ * fast fidelity's scripts (their length counted by walking them, 2^23 steps
+ * at most per estimate, past which a script counts its steps) and coalesced
+ * ring passes. 'work' is in steps of
  * simulated work, one per SimGrid activity (a DMA, an execution, a
  * transfer, a sleep; about 3 us of CPU each here) or grid step walked, and
  * is what --max-steps and options.max_steps limit (default 5e7: a few
@@ -43,7 +45,7 @@ struct validate_estimate {
     double functional_bytes;
 };
 void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e);
-/* grid_steps + copy_chunks: the progress line's total. */
+/* grid_steps + copy_chunks: the progress line's total (walks no script). */
 int64_t validate_estimate_steps(const struct cfg_scenario *sc);
 /* What building op's kernel holds (splash MaskInfos, in closed form from
  * its shapes); 0 for kinds whose build is small. */
