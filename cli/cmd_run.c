@@ -312,7 +312,8 @@ static int check_scenario(struct cli *c, bool platform)
     int rc = load(c, &sc, d, &st);
     if (rc == 0) {
         /* check refuses whatever run would refuse before it starts */
-        if (platform ? validate_ops(&sc, d) != 0 : validate_scenario(&sc, &lim, d) != 0) {
+        if (platform ? validate_prebuild(&sc, &lim, d) != 0 || validate_ops(&sc, d) != 0
+                     : validate_scenario(&sc, &lim, d) != 0) {
             diag_print(d, stderr);
             rc = 2;
         } else if (platform) {
@@ -324,7 +325,8 @@ static int check_scenario(struct cli *c, bool platform)
                    (long long)e.grid_steps);
             if (e.copy_chunks)
                 printf(", %lld copy chunks", (long long)e.copy_chunks);
-            printf(")\n");
+            printf("; an estimated %lld steps of work, limit %lld)\n", (long long)e.work,
+                   (long long)(lim.max_steps ? lim.max_steps : sc.max_steps));
             autotune_print(&sc, stdout);
             if (st.ops)
                 printf("block: auto: %d ops, %d searches, %d runs of candidates, %d of %d "

@@ -193,7 +193,7 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
     const struct cfg_node *o = walk_field(w, root, "", "options", false);
     sc->fidelity = CFG_FIDELITY_FAST;
     sc->seed = 1;
-    sc->max_steps = 2000000000;
+    sc->max_steps = CFG_DEFAULT_MAX_STEPS;
     sc->trace_level = 2; /* units, as --trace */
     sc->kernel_memo = true;
     if (!o || !walk_is_map(w, o, "options"))
@@ -254,6 +254,7 @@ static const struct cfg_node *auto_view(const struct cfg_node *m, const struct o
     op->autotune = true;
     *view = *m;
     view->n = 0;
+    view->cap = m->n, view->index = NULL, view->index_cap = 0; /* (m's index is of m's keys) */
     view->keys = xcalloc((size_t)m->n, sizeof *view->keys);
     view->kids = xcalloc((size_t)m->n, sizeof *view->kids);
     view->key_line = xcalloc((size_t)m->n, sizeof *view->key_line);
@@ -290,6 +291,7 @@ void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
         free(view.kids);
         free(view.key_line);
         free(view.key_col);
+        free(view.index);
     }
 }
 

@@ -31,6 +31,10 @@ struct serve_cfg;
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 
+/* options.max_steps by default: steps of simulated work (sim/validate.h),
+ * about 3 us of CPU each here: a run of a few minutes at most. */
+#define CFG_DEFAULT_MAX_STEPS 50000000
+
 /* Where an op was written: for messages about it after loading. */
 struct cfg_op_src {
     struct diag_loc loc;         /* its mapping ('file' owned) */
@@ -62,7 +66,7 @@ struct cfg_scenario {
     enum cfg_fidelity fidelity;
     int trace_level;           /* options.trace: a outputs/trace.h enum trace_level (units) */
     uint64_t seed;
-    int64_t max_steps; /* resource guard: refuse runs above this many grid steps */
+    int64_t max_steps; /* resource guard: refuse runs above this many steps of work */
 };
 
 /* Chips the engine simulates: every slice's simulated chips (sim.nchips each);

@@ -5,6 +5,7 @@
 #include "config/cfg_tree.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,24 +37,89 @@ void cfg_node_free(struct cfg_node *n)
     free(n->kids);
     free(n->key_line);
     free(n->key_col);
+    free(n->index);
     free(n->value);
     free(n->file);
     free(n);
 }
 
+/* Maps of at least this many keys get a hash index: a document of N keys
+ * in one map is read in O(N) (duplicate-key checks look every key up). */
+#define INDEX_MIN_KEYS 16
+
+static uint32_t key_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Puts key 'i' of 'm' in its index (the first of equal keys stays first). */
+static void index_put(struct cfg_node *m, int i)
+{
+    uint32_t mask = (uint32_t)m->index_cap - 1;
+    uint32_t h = key_hash(m->keys[i]) & mask;
+    while (m->index[h] >= 0)
+        h = (h + 1) & mask;
+    m->index[h] = i;
+}
+
+/* (Re)builds the index of 'm' at most half full. */
+static void index_build(struct cfg_node *m)
+{
+    int cap = 64;
+    while (cap < 2 * m->n + 2)
+        cap *= 2;
+    free(m->index);
+    m->index = xmalloc(sizeof *m->index * (size_t)cap);
+    for (int i = 0; i < cap; i++)
+        m->index[i] = -1;
+    m->index_cap = cap;
+    for (int i = 0; i < m->n; i++)
+        index_put(m, i);
+}
+
+/* The index of 'key' in map 'm' (its first), or -1; marks nothing. */
+static int key_at(const struct cfg_node *m, const char *key)
+{
+    if (m->n < INDEX_MIN_KEYS) {
+        for (int i = 0; i < m->n; i++)
+            if (strcmp(m->keys[i], key) == 0)
+                return i;
+        return -1;
+    }
+    if (!m->index)
+        index_build((struct cfg_node *)m); /* (a cache: the map is unchanged) */
+    uint32_t mask = (uint32_t)m->index_cap - 1;
+    for (uint32_t h = key_hash(key) & mask; m->index[h] >= 0; h = (h + 1) & mask)
+        if (strcmp(m->keys[m->index[h]], key) == 0)
+            return m->index[h];
+    return -1;
+}
+
 void cfg_node_add(struct cfg_node *p, const char *key, int kl, int kc, struct cfg_node *kid)
 {
     int i = p->n++;
-    p->kids = xrealloc(p->kids, sizeof *p->kids * (size_t)p->n);
+    if (p->n > p->cap) { /* doubling: N adds cost O(N) */
+        p->cap = p->cap ? 2 * p->cap : 4;
+        p->kids = xrealloc(p->kids, sizeof *p->kids * (size_t)p->cap);
+        if (p->type == CFG_MAP) {
+            p->keys = xrealloc(p->keys, sizeof *p->keys * (size_t)p->cap);
+            p->key_line = xrealloc(p->key_line, sizeof(int) * (size_t)p->cap);
+            p->key_col = xrealloc(p->key_col, sizeof(int) * (size_t)p->cap);
+        }
+    }
     p->kids[i] = kid;
     if (p->type != CFG_MAP)
         return;
-    p->keys = xrealloc(p->keys, sizeof *p->keys * (size_t)p->n);
-    p->key_line = xrealloc(p->key_line, sizeof(int) * (size_t)p->n);
-    p->key_col = xrealloc(p->key_col, sizeof(int) * (size_t)p->n);
     p->keys[i] = xstrdup(key);
     p->key_line[i] = kl;
     p->key_col[i] = kc;
+    if (p->index && 2 * p->n + 2 > p->index_cap)
+        index_build(p);
+    else if (p->index)
+        index_put(p, i);
 }
 
 /* Reads 'path' ("-": standard input); NULL with a message at 'at' (or the
@@ -102,24 +168,24 @@ struct cfg_node *cfg_get(const struct cfg_node *m, const char *key)
 {
     if (!m || m->type != CFG_MAP)
         return NULL;
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->keys[i], key) == 0) {
-            m->kids[i]->read = true;
-            return m->kids[i];
-        }
-    return NULL;
+    int i = key_at(m, key);
+    if (i < 0)
+        return NULL;
+    m->kids[i]->read = true;
+    return m->kids[i];
 }
 
 void cfg_copy_reads(const struct cfg_node *dst, const struct cfg_node *src)
 {
     if (!dst || !src || dst->type != CFG_MAP || src->type != CFG_MAP)
         return;
-    for (int i = 0; i < dst->n; i++)
-        for (int j = 0; j < src->n; j++)
-            if (!strcmp(dst->keys[i], src->keys[j])) {
-                dst->kids[i]->read |= src->kids[j]->read;
-                cfg_copy_reads(dst->kids[i], src->kids[j]);
-            }
+    for (int i = 0; i < dst->n; i++) {
+        int j = key_at(src, dst->keys[i]);
+        if (j < 0)
+            continue;
+        dst->kids[i]->read |= src->kids[j]->read;
+        cfg_copy_reads(dst->kids[i], src->kids[j]);
+    }
 }
 
 void cfg_forget_reads(struct cfg_node *n)
@@ -131,12 +197,11 @@ void cfg_forget_reads(struct cfg_node *n)
 
 void cfg_put(struct cfg_node *m, const char *key, struct cfg_node *v)
 {
-    for (int i = 0; i < m->n; i++) {
-        if (strcmp(m->keys[i], key) == 0) {
-            cfg_node_free(m->kids[i]);
-            m->kids[i] = v;
-            return;
-        }
+    int i = m->type == CFG_MAP ? key_at(m, key) : -1;
+    if (i >= 0) {
+        cfg_node_free(m->kids[i]);
+        m->kids[i] = v;
+        return;
     }
     cfg_node_add(m, key, v->line, v->col, v);
 }
@@ -227,9 +292,7 @@ static struct cfg_node **set_target(struct cfg_node **slot, char *path, const ch
         }
         if (!cfg_get(n, seg))
             cfg_put(n, seg, cfg_node_new(CFG_MAP, file, 0, 0));
-        for (int i = 0; i < n->n; i++)
-            if (strcmp(n->keys[i], seg) == 0)
-                slot = &n->kids[i];
+        slot = &n->kids[key_at(n, seg)];
     }
     return slot;
 }

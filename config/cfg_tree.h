@@ -21,6 +21,11 @@ struct cfg_node {
     char **keys;  /* map keys (n) */
     struct cfg_node **kids; /* map values or sequence items (n) */
     int *key_line, *key_col;
+    int cap;      /* room in keys, kids, key_line, key_col (cfg_node_add) */
+    int *index;   /* a map of many keys: open-addressed slots of key indices (-1: empty),
+                     index_cap of them, so that cfg_get takes constant time; NULL until
+                     then (a struct copied by value must not keep it) */
+    int index_cap;
     char *file;   /* owned */
     int line, col;
     bool read;    /* cfg_get returned it since cfg_forget_reads (issue 18.11) */

@@ -22,18 +22,39 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d);
 /* Checks the estimates against 'lim'. Returns 0 or -1 with messages in 'd'. */
 int validate_guards(const struct cfg_scenario *sc, const struct validate_limits *lim,
                     struct diag *d);
-/* What a run will simulate, summed over every simulated core and every op
- * instance (each count saturates at INT64_MAX): the Pallas kernels' grid
- * steps, and the chunks of the hbm_copy ops (two DMAs each, never folded by
- * fast fidelity). */
+/* What a run will simulate, estimated from the ops as the engine will run
+ * them: after SPMD folding (the engine's chips), for every op instance
+ * (repeat), with kernel memos (a script replayed from its memo after its
+ * first runs: once per overlap, on one chip when the others follow it) and
+ * fast fidelity's scripts (their length counted by walking them, 2^23 steps
+ * at most per estimate, past which a script counts its steps) and coalesced
+ * ring passes. 'work' is in steps of
+ * simulated work, one per SimGrid activity (a DMA, an execution, a
+ * transfer, a sleep; about 3 us of CPU each here) or grid step walked, and
+ * is what --max-steps and options.max_steps limit (default 5e7: a few
+ * minutes); its parts by kind of op, and building splash MaskInfos. Every
+ * count saturates at INT64_MAX. 'grid_steps' (the Pallas kernels' steps
+ * over every simulated core and instance) and 'copy_chunks' (of hbm_copy)
+ * are what the progress line counts; 'functional_bytes' the host arrays of
+ * functional ops. */
 struct validate_estimate {
+    int64_t work;
+    int64_t kernel, collective, copy, other, build;
     int64_t grid_steps;
     int64_t copy_chunks;
+    double functional_bytes;
 };
 void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e);
-/* Their sum: the steps --max-steps and options.max_steps limit. */
+/* grid_steps + copy_chunks: the progress line's total (walks no script). */
 int64_t validate_estimate_steps(const struct cfg_scenario *sc);
-/* validate_ops, then validate_guards: every check `run` makes before it
+/* What building op's kernel holds (splash MaskInfos, in closed form from
+ * its shapes); 0 for kinds whose build is small. */
+double validate_build_bytes(const struct op *op);
+/* Checks what building the kernels will take (closed form, nothing built)
+ * against 'lim'; before validate_ops, which builds them. Returns 0 or -1. */
+int validate_prebuild(const struct cfg_scenario *sc, const struct validate_limits *lim,
+                      struct diag *d);
+/* validate_prebuild, validate_ops, then validate_guards: every check `run` makes before it
  * starts, which `check` makes too. Returns 0 or -1 with messages in 'd'. */
 int validate_scenario(const struct cfg_scenario *sc, const struct validate_limits *lim,
                       struct diag *d);

@@ -1089,3 +1089,49 @@ void maskinfo_print(FILE *out, const struct mask_info *mi, bool json)
     fprintf(out, "skipped_fraction: %.6f (%" PRId64 " of %" PRId64 " blocks computed)\n", skipped,
             maskinfo_nonempty_blocks(mi), (int64_t)mi->rows * mi->nq_full * mi->nk_full);
 }
+
+/* ---------------------------------------------------------------- width, closed form */
+
+#define SPAN_INF ((int64_t)1 << 62)
+
+/* The kv positions (or with 'dkv' the q positions) that positions [a, b] of
+ * the other axis may attend to: an interval [*lo, *hi] (unclipped) for the
+ * masks whose allowed set per row is one run. False for other kinds. */
+static bool allowed_span(const struct mask *m, int64_t a, int64_t b, bool dkv, int64_t *lo,
+                         int64_t *hi)
+{
+    int64_t o = m->offset, L = m->left < 0 ? SPAN_INF : m->left;
+    int64_t R = m->right < 0 ? SPAN_INF : m->right, C = m->chunk;
+    switch (m->kind) {
+    case MASK_FULL:
+        *lo = -SPAN_INF, *hi = SPAN_INF;
+        return true;
+    case MASK_CAUSAL: /* q + o >= kv */
+        *lo = dkv ? a - o : -SPAN_INF, *hi = dkv ? SPAN_INF : b + o;
+        return true;
+    case MASK_LOCAL: /* q + o - L <= kv <= q + o + R */
+        *lo = dkv ? a - o - R : a + o - L, *hi = dkv ? b - o + L : b + o + R;
+        return true;
+    case MASK_CHUNKED: /* same chunk, q >= kv */
+        *lo = dkv ? a : a / C * C, *hi = dkv ? b / C * C + C - 1 : b;
+        return true;
+    default:
+        return false;
+    }
+}
+
+int64_t maskinfo_width(const struct mask *m, int64_t bq, int64_t bkv, bool dkv)
+{
+    int64_t rows_len = dkv ? m->kv_len : m->q_len, cols_len = dkv ? m->q_len : m->kv_len;
+    int64_t rb = dkv ? bkv : bq, cb = dkv ? bq : bkv, lo, hi, width = 0;
+    if (bq < 1 || bkv < 1 || m->q_len % bq || m->kv_len % bkv ||
+        !allowed_span(m, 0, 0, dkv, &lo, &hi))
+        return -1;
+    for (int64_t r = 0; r < rows_len / rb; r++) {
+        allowed_span(m, r * rb, r * rb + rb - 1, dkv, &lo, &hi);
+        lo = lo < 0 ? 0 : lo, hi = hi > cols_len - 1 ? cols_len - 1 : hi;
+        int64_t n = lo > hi ? 0 : hi / cb - lo / cb + 1;
+        width = n > width ? n : width;
+    }
+    return width;
+}

@@ -154,6 +154,13 @@ int64_t maskinfo_nonempty_blocks(const struct mask_info *mi);
  * compute is skipped, not the share of grid steps left after shrinking. */
 double maskinfo_skipped_fraction(const struct mask_info *mi);
 
+/* The width maskinfo_process() would give the mask-driven axis of the
+ * shrunk grid of mask 'm' with (bq, bkv) blocks, without building anything:
+ * the most kv blocks (fwd/dq) or q blocks ('dkv') that one q (kv) block row
+ * touches, in O(rows) closed form. Known for full, causal, local and chunked
+ * masks whose blocks divide the lengths; -1 for the others. */
+int64_t maskinfo_width(const struct mask *m, int64_t bq, int64_t bkv, bool dkv);
+
 /* Width of the kernel grid's mask-driven axis: nk (fwd/dq) or nq (dkv). */
 int maskinfo_grid_width(const struct mask_info *mi);
 

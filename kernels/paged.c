@@ -426,9 +426,9 @@ static int pg_init_kind(struct kern *k, char *err, size_t n)
     int64_t page[2] = {p->page_size, p->head_dim};
     g->page_bytes = hbm_dma_bytes(k->chip, p->kv_dt, 2, page);
     g->scale_bytes = hbm_dma_bytes(k->chip, p->dt, 2, page);
-    pg_pages(g);
-    pg_build(k, g);
-    uint64_t smem = k->calls[0].smem_prefetch_bytes;
+    /* the scalar prefetch is checked before the page table is built: a
+     * table too large for SMEM can be terabytes of host memory */
+    uint64_t smem = (uint64_t)(4 * p->batch + 4 * p->batch * p->pages_per_seq + 4 + 4);
     if (smem > k->chip->smem_bytes) {
         snprintf(err, n,
                  "scalar prefetch (lengths, page_indices) needs %llu bytes of SMEM, the "
@@ -436,6 +436,10 @@ static int pg_init_kind(struct kern *k, char *err, size_t n)
                  (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
         return -1;
     }
+    pg_pages(g);
+    pg_build(k, g);
+    TPU_ASSERT(k->calls[0].smem_prefetch_bytes == smem, "paged SMEM %llu",
+               (unsigned long long)k->calls[0].smem_prefetch_bytes);
     return 0;
 }
 

@@ -181,6 +181,11 @@ void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_sta
  * replay whose time is known: engine/eng_memo.c). */
 void pl_script_stats(const struct pl_script *s, struct pl_stats *st);
 void pl_script_free(struct pl_script *s);
+/* The executor calls pl_record(call, chip, begin, end, coalesce) would
+ * record (what each replay issues), counted without keeping them: the
+ * resource guard's estimate (sim/validate.h). Walks the steps. */
+int64_t pl_script_length(const struct pl_call *call, const struct chip_params *chip,
+                         int64_t begin, int64_t end, bool coalesce);
 
 /* --- for bodies --- */
 /* Reports one matmul (M, K, N) with inputs of 'dt'. */

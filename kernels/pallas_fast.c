@@ -483,6 +483,43 @@ static void rec_delay(void *ex, double s)
     rec_push(ex, REC_DELAY)->seconds = s;
 }
 
+/* A recorder that only counts (pl_script_length). */
+static void *cnt_dma_start(void *ex, bool in, uint64_t bytes, int operand)
+{
+    (void)in, (void)bytes, (void)operand;
+    return (void *)(intptr_t)++*(int64_t *)ex; /* never NULL */
+}
+
+static void cnt_dma_wait(void *ex, void *h)
+{
+    (void)h;
+    ++*(int64_t *)ex;
+}
+
+static void cnt_compute(void *ex, const struct pl_work *w, int64_t step, int64_t n)
+{
+    (void)w, (void)step, (void)n;
+    ++*(int64_t *)ex;
+}
+
+static void cnt_delay(void *ex, double s)
+{
+    (void)s;
+    ++*(int64_t *)ex;
+}
+
+int64_t pl_script_length(const struct pl_call *call, const struct chip_params *chip,
+                         int64_t begin, int64_t end, bool coalesce)
+{
+    static const struct pl_exec_ops ops = {.dma_start = cnt_dma_start, .dma_wait = cnt_dma_wait,
+                                           .compute = cnt_compute, .delay = cnt_delay};
+    int64_t n = 0;
+    struct pl_exec x = {&ops, &n, coalesce};
+    struct pl_stats st = {0};
+    pl_run(call, chip, begin, end, &x, &st);
+    return n;
+}
+
 bool pl_scriptable(const struct pl_call *call)
 {
     return !call->functional && !call->manual;

@@ -439,9 +439,8 @@ static int rg_init(struct kern *k, char *err, size_t n)
     g->kv_scale = p->kv_dt == DT_INT8 ? RG_INT8_SCALE : 0.0f;
     int64_t page[3] = {p->page_size, g->comb_blk, p->head_dim};
     g->page_bytes = hbm_dma_bytes(k->chip, p->kv_dt, 3, page);
-    rg_pages(g);
-    rg_build(k, g);
-    uint64_t smem = k->calls[0].smem_prefetch_bytes;
+    /* checked before the page table is built (see kernels/paged.c) */
+    uint64_t smem = (uint64_t)(4 * g->S + 4 * g->S * g->pps + 4 * (g->S + 1) + 8 + 4);
     if (smem > k->chip->smem_bytes) {
         snprintf(err, n,
                  "scalar prefetch (kv_lens, page_indices, cu_q_lens) needs %llu bytes of "
@@ -449,6 +448,10 @@ static int rg_init(struct kern *k, char *err, size_t n)
                  (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
         return -1;
     }
+    rg_pages(g);
+    rg_build(k, g);
+    TPU_ASSERT(k->calls[0].smem_prefetch_bytes == smem, "ragged SMEM %llu",
+               (unsigned long long)k->calls[0].smem_prefetch_bytes);
     return 0;
 }
 

@@ -860,7 +860,36 @@ static int build_info(struct splash *s, enum dir dir, char *err, size_t n)
     return 0;
 }
 
-static int build_infos(struct splash *s, char *err, size_t n)
+/* Refuses, before the MaskInfo of direction 'dir' is built, what the SMEM
+ * check after it would refuse anyway: its arrays hold at least two bytes
+ * (block_mask, data_next) per block of the shrunk grid, whose width has a
+ * closed form for the computable and full masks (maskinfo_width; a
+ * 1M-token mask would otherwise be built, in seconds and gigabytes, to be
+ * refused). */
+static int smem_floor(const struct splash *s, enum dir dir, const struct kern *k, char *err,
+                      size_t n)
+{
+    static const char *const what[NDIR] = {[D_FWD] = "forward", [D_DQ] = "dq", [D_DKV] = "dkv"};
+    const struct dirinfo *d = &s->d[dir];
+    const struct mask *m = s->heads[0];
+    bool shrink = dir != D_DKV || !s->fused;
+    int64_t nq = d->bq > 0 ? m->q_len / d->bq : 0, nk = d->bkv > 0 ? m->kv_len / d->bkv : 0;
+    int64_t w = s->p.dynamic || !shrink ? (dir == D_DKV ? nq : nk)
+                                        : maskinfo_width(m, d->bq, d->bkv, dir == D_DKV);
+    if (w < 0 || !k->chip->smem_bytes)
+        return 0;
+    int64_t rows = dir == D_DKV ? w : nq, cols = dir == D_DKV ? nk : w;
+    uint64_t need = 2 * (uint64_t)rows * (uint64_t)cols; /* < 2^49: lengths < 2^25 */
+    if (need <= k->chip->smem_bytes)
+        return 0;
+    return FAIL("the MaskInfo arrays of its %s pass need at least %llu bytes of SMEM (%lld x "
+                "%lld blocks, two bytes each at the least), the chip has %llu (use larger "
+                "blocks)",
+                what[dir], (unsigned long long)need, (long long)rows, (long long)cols,
+                (unsigned long long)k->chip->smem_bytes);
+}
+
+static int build_infos(struct splash *s, const struct kern *k, char *err, size_t n)
 {
     const struct splash_block_sizes *b = &s->p.bs;
     s->d[D_FWD].bq = b->block_q, s->d[D_FWD].bkv = b->block_kv;
@@ -868,9 +897,14 @@ static int build_infos(struct splash *s, char *err, size_t n)
     s->d[D_DQ].bq = b->block_q_dq, s->d[D_DQ].bkv = s->d[D_DQ].bkv_c = b->block_kv_dq;
     s->d[D_DKV].bq = b->block_q_dkv, s->d[D_DKV].bkv = b->block_kv_dkv;
     s->d[D_DKV].bkv_c = b->block_kv_dkv_compute ? b->block_kv_dkv_compute : b->block_kv_dkv;
+    bool bwd = has_backward_blocks(b), calls = s->bwd && bwd; /* (whose calls are checked) */
+    if ((s->fwd && smem_floor(s, D_FWD, k, err, n)) ||
+        (calls && !s->fused && smem_floor(s, D_DQ, k, err, n)) ||
+        (calls && smem_floor(s, D_DKV, k, err, n)))
+        return -1;
     if (build_info(s, D_FWD, err, n))
         return -1;
-    if (!has_backward_blocks(b))
+    if (!bwd)
         return 0;
     if (!s->fused && build_info(s, D_DQ, err, n))
         return -1;
@@ -1232,7 +1266,7 @@ static int splash_init(struct kern *k, char *err, size_t n)
     s->fwd = p->mode != ATTN_BWD, s->bwd = p->mode != ATTN_FWD;
     s->residuals = p->mode == ATTN_FWD_BWD; /* the custom_vjp fwd saves logsumexp */
     s->mdt = p->dt == DT_F32 ? DT_BF16 : p->dt;
-    if (build_infos(s, err, n) || check_fwd(s, err, n))
+    if (build_infos(s, k, err, n) || check_fwd(s, err, n))
         return -1;
     if (s->d[D_FWD].mi.computable)
         s->fn = s->heads[0];

@@ -149,4 +149,21 @@ $tm "$bin" compare "$out/ca.json" "$out/cb.json" >/dev/null || echo "FAIL compar
 w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
 rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f", $1 / 1024 }')
 printf 'compare of two 50,000-op summaries: %.3f s, %s MB peak\n' "$w" "$rss"
+
+# Loading is linear in the input (issue 32.9): 500k keys in one map (refused
+# as unknown options) took about 12 min, 190k ops about 110 s; and refusals
+# of work too large come before anything is built (issue 32.8: a 1M-token
+# splash op took 20 s and 3.2 GB, a paged table up to 4 TiB).
+awk 'BEGIN { print "chip: v5e\nworkload: []\noptions:"; for (i = 0; i < 500000; i++)
+             printf "  k%d: 1\n", i }' > "$out/keys.yaml"
+awk 'BEGIN { print "chip: v5e\nworkload:"; for (i = 0; i < 190000; i++)
+             print "  - {op: hbm_copy, bytes: 4KiB}" }' > "$out/ops.yaml"
+for f in "$out/keys.yaml" "$out/ops.yaml" tests/data/bad/splash_maskinfo_smem_floor.yaml \
+         tests/data/bad/paged_table_smem.yaml tests/data/bad/splash_maskinfo_build_work.yaml; do
+    s=$(now)
+    $tm "$bin" check "$f" >/dev/null 2>&1
+    w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+    rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f", $1 / 1024 }')
+    printf 'check %s: %.3f s, %s MB peak\n' "$(basename "$f")" "$w" "$rss"
+done
 rm -rf "$out"

@@ -6,8 +6,8 @@ model step (configs/models/), every feasible point of every sweep
 tests/fidelity/points.json and the all-reduce and no-wraparound gathers of
 issue 16). Each is run in both fidelities and the total times compared; the
 check passes when every pair agrees within 1 %. A scenario whose run the
-resource guard refuses at --max-steps (default 2e7: an exact run of more
-steps takes minutes) is listed as skipped with the guard's reason, not
+resource guard refuses at --max-steps (default 1.2e8 steps of work, the
+work of 2e7 exact grid steps at 6 each: an exact run of more takes minutes) is listed as skipped with the guard's reason, not
 compared; so is one whose run takes longer than --timeout seconds (default
 300). --only TEXT compares only the cases whose name contains TEXT. Exit
 status 1 when a pair differs by more than 1 %."""
@@ -95,7 +95,7 @@ def show(row):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tpusim")
-    ap.add_argument("--max-steps", type=int, default=20000000)
+    ap.add_argument("--max-steps", type=int, default=120000000)
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="compare only the cases whose name contains this")

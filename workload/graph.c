@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,9 @@ void graph_draft_after(struct graph_draft *d, int op, const char *text, const st
                        const char *path)
 {
     struct graph_draft_op *o = &d->op[op];
-    o->after = xrealloc(o->after, sizeof *o->after * (size_t)(o->nafter + 1));
+    int c = o->nafter;
+    if ((c & (c - 1)) == 0) /* room for a power of two: doubles */
+        o->after = xrealloc(o->after, sizeof *o->after * (size_t)(c ? 2 * c : 1));
     o->after[o->nafter++] = (struct graph_ref){xstrdup(text), *loc, xstrdup(path)};
     o->has_after = true;
 }
@@ -93,6 +96,14 @@ struct build {
     struct graph_dep **deps; /* per op (document indices in .op) */
     int *ndeps;
     int errors;
+    /* every item's name, by scope: open-addressed slots of (scope, item),
+     * so that duplicates and after: names are found in constant time */
+    struct name_slot *names;
+    size_t names_cap;
+};
+
+struct name_slot {
+    int scope, item; /* item INT_MIN: empty */
 };
 
 static void scope_add(struct scope *s, int item)
@@ -167,25 +178,57 @@ static int build_scopes(struct build *b)
     return 0;
 }
 
-/* Reports duplicate names within each body (ops and blocks share it). */
+static uint32_t name_hash(int scope, const char *name, size_t len)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)scope; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
+/* The slot of 'name' (its first 'len' bytes) in scope 's': its own, or the
+ * empty one where it would go. */
+static struct name_slot *name_slot(const struct build *b, int s, const char *name, size_t len)
+{
+    size_t mask = b->names_cap - 1;
+    for (size_t h = name_hash(s, name, len) & mask;; h = (h + 1) & mask) {
+        struct name_slot *sl = &b->names[h];
+        if (sl->item == INT_MIN)
+            return sl;
+        const char *n = item_name(b, sl->item);
+        if (sl->scope == s && strlen(n) == len && strncmp(n, name, len) == 0)
+            return sl;
+    }
+}
+
+/* Indexes every item's name and reports duplicates within each body (ops and
+ * blocks share it): the later item, once. */
 static void check_duplicates(struct build *b)
 {
+    size_t items = (size_t)b->d->nops + (size_t)b->d->nblocks;
+    b->names_cap = 64;
+    while (b->names_cap < 2 * items + 2)
+        b->names_cap *= 2;
+    b->names = xmalloc(sizeof *b->names * b->names_cap);
+    for (size_t i = 0; i < b->names_cap; i++)
+        b->names[i] = (struct name_slot){0, INT_MIN};
     for (int s = 0; s <= b->d->nblocks; s++) {
         const struct scope *sc = &b->scope[s];
-        for (int i = 0; i < sc->n; i++)
-            for (int j = 0; j < i; j++) {
-                if (strcmp(item_name(b, sc->item[i]), item_name(b, sc->item[j])) != 0)
-                    continue;
-                int it = sc->item[i];
-                const struct diag_loc *loc =
-                    it >= 0 ? &b->d->op[it].loc : &b->d->block[-1 - it].loc;
-                const char *path = it >= 0 ? b->d->op[it].path : "repeat.name";
-                err(b, loc, path,
-                    "duplicate name '%s' (names are unique in a block's body and "
-                    "at the top level)",
-                    item_name(b, it));
-                break;
+        for (int i = 0; i < sc->n; i++) {
+            int it = sc->item[i];
+            const char *name = item_name(b, it);
+            struct name_slot *sl = name_slot(b, s, name, strlen(name));
+            if (sl->item == INT_MIN) {
+                *sl = (struct name_slot){s, it};
+                continue;
             }
+            const struct diag_loc *loc = it >= 0 ? &b->d->op[it].loc : &b->d->block[-1 - it].loc;
+            const char *path = it >= 0 ? b->d->op[it].path : "repeat.name";
+            err(b, loc, path,
+                "duplicate name '%s' (names are unique in a block's body and "
+                "at the top level)",
+                name);
+        }
     }
 }
 
@@ -194,14 +237,12 @@ static void check_duplicates(struct build *b)
 /* The item named 'name' in scope 's' (block s - 1), or INT_MIN. */
 static int find_in(const struct build *b, int s, const char *name, size_t len)
 {
-    const struct scope *sc = &b->scope[s];
-    for (int i = 0; i < sc->n; i++) {
-        const char *n = item_name(b, sc->item[i]);
-        if (strlen(n) == len && strncmp(n, name, len) == 0)
-            return sc->item[i];
-    }
-    return INT_MIN;
+    return name_slot(b, s, name, len)->item;
 }
+
+/* Did-you-mean hints for the first unknown names only (each looks at every
+ * visible name; diag_print shows the first 20 messages). */
+#define HINTS_MAX 20
 
 /* The closest visible name to 'word' from scope 's', for a did-you-mean hint. */
 static const char *closest(const struct build *b, int s, const char *word)
@@ -262,7 +303,7 @@ static int resolve(struct build *b, int o, const struct graph_ref *r, bool *prev
         }
     }
     if (item == INT_MIN || dot) {
-        const char *hint = closest(b, scope, r->text);
+        const char *hint = b->errors < HINTS_MAX ? closest(b, scope, r->text) : NULL;
         return hint
                    ? err(b, &r->loc, r->path, "unknown op '%s' (did you mean '%s'?)", r->text, hint)
                    : err(b, &r->loc, r->path, "unknown op '%s'", r->text);
@@ -335,7 +376,9 @@ static void collect_edges(struct build *b)
             int from = pos_at(b, dep->op, level), to = pos_at(b, o, level);
             if (from == to)
                 continue;
-            b->edge[s] = xrealloc(b->edge[s], sizeof **b->edge * 2 * (size_t)(b->nedge[s] + 1));
+            int c = b->nedge[s];
+            if ((c & (c - 1)) == 0) /* room for a power of two: doubles */
+                b->edge[s] = xrealloc(b->edge[s], sizeof **b->edge * 2 * (size_t)(c ? 2 * c : 1));
             b->edge[s][2 * b->nedge[s]] = from;
             b->edge[s][2 * b->nedge[s] + 1] = to;
             b->nedge[s]++;
@@ -349,7 +392,9 @@ static void scope_edges(const struct build *b, int s, int *before, int **succ, i
 {
     for (int e = 0; e < b->nedge[s]; e++) {
         int from = b->edge[s][2 * e], to = b->edge[s][2 * e + 1];
-        succ[from] = xrealloc(succ[from], sizeof **succ * (size_t)(nsucc[from] + 1));
+        int c = nsucc[from];
+        if ((c & (c - 1)) == 0) /* room for a power of two: doubles */
+            succ[from] = xrealloc(succ[from], sizeof **succ * (size_t)(c ? 2 * c : 1));
         succ[from][nsucc[from]++] = to;
         before[to]++;
     }
@@ -373,8 +418,40 @@ static void report_cycle(struct build *b, const struct scope *sc, const int *bef
     }
 }
 
+/* A min-heap of item positions (the ready items of a scope). */
+struct heap {
+    int *v, n;
+};
+
+static void heap_push(struct heap *h, int x)
+{
+    int i = h->n++;
+    for (; i > 0 && h->v[(i - 1) / 2] > x; i = (i - 1) / 2)
+        h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = x;
+}
+
+static int heap_pop(struct heap *h)
+{
+    int top = h->v[0], x = h->v[--h->n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+            c++;
+        if (h->v[c] >= x)
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    h->v[i] = x;
+    return top;
+}
+
 /* Sorts scope 's' in place: Kahn's algorithm, taking the earliest item in
- * document order among those whose dependencies are placed. */
+ * document order among those whose dependencies are placed (a heap of the
+ * ready ones: O(E + N log N)). */
 static void sort_scope(struct build *b, int s)
 {
     struct scope *sc = &b->scope[s];
@@ -383,25 +460,18 @@ static void sort_scope(struct build *b, int s)
     int **succ = xcalloc((size_t)n + 1, sizeof *succ);
     int *nsucc = xcalloc((size_t)n + 1, sizeof *nsucc);
     int *out = xcalloc((size_t)n + 1, sizeof *out);
-    char *placed = xcalloc((size_t)n + 1, 1);
+    struct heap ready = {xcalloc((size_t)n + 1, sizeof(int)), 0};
     scope_edges(b, s, before, succ, nsucc);
-    int nout = 0, next = 0; /* 'next': no unplaced ready item before it */
-    while (nout < n) {
-        int k = next;
-        while (k < n && (placed[k] || before[k]))
-            k++;
-        if (k == n)
-            break;
-        placed[k] = 1;
+    for (int k = 0; k < n; k++)
+        if (before[k] == 0)
+            heap_push(&ready, k);
+    int nout = 0;
+    while (ready.n > 0) {
+        int k = heap_pop(&ready);
         out[nout++] = sc->item[k];
-        int lowest = n;
         for (int e = 0; e < nsucc[k]; e++)
-            if (--before[succ[k][e]] == 0 && succ[k][e] < lowest)
-                lowest = succ[k][e];
-        if (lowest < next)
-            next = lowest;
-        while (next < n && placed[next])
-            next++;
+            if (--before[succ[k][e]] == 0)
+                heap_push(&ready, succ[k][e]);
     }
     if (nout < n)
         report_cycle(b, sc, before);
@@ -413,7 +483,7 @@ static void sort_scope(struct build *b, int s)
     free(nsucc);
     free(before);
     free(out);
-    free(placed);
+    free(ready.v);
 }
 
 /* Lays out scope 's' in program order: ops into 'order', blocks as ranges. */
@@ -513,6 +583,7 @@ static void build_fini(struct build *b)
     free(b->first_doc);
     free(b->deps);
     free(b->ndeps);
+    free(b->names);
 }
 
 int graph_finish(const struct graph_draft *d, struct graph *g, int *order, struct diag *diag)

@@ -16,7 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     if (cfg_load_scenario_text((const char *)data, size, "fuzz.yaml", NULL, 0, &sc, d) == 0) {
-        if (validate_estimate_steps(&sc) < 100000000)
+        /* what building the kernels takes first (a MaskInfo may be huge) */
+        struct validate_limits lim = {.max_steps = 100000, .max_memory_bytes = 1e9};
+        if (validate_prebuild(&sc, &lim, d) == 0 && validate_estimate_steps(&sc) < 100000000)
             validate_ops(&sc, d);
         cfg_scenario_fini(&sc);
     }

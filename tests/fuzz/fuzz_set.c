@@ -57,7 +57,9 @@ static void load_and_validate(const char *path, const char *text, const char *co
     int rc = text ? cfg_load_scenario_text(text, strlen(text), "fuzz.yaml", sets, n, &sc, d)
                   : cfg_load_scenario(path, sets, n, &sc, d);
     if (rc == 0) {
-        if (validate_estimate_steps(&sc) < 100000000)
+        /* what building the kernels takes first (a MaskInfo may be huge) */
+        struct validate_limits lim = {.max_steps = 100000, .max_memory_bytes = 1e9};
+        if (validate_prebuild(&sc, &lim, d) == 0 && validate_estimate_steps(&sc) < 100000000)
             validate_ops(&sc, d);
         cfg_scenario_fini(&sc);
     }

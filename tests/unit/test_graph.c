@@ -257,6 +257,50 @@ static void test_critical_path_and_exposed_time(void **state)
     assert_close(r.start[2], r.end[0], 1e-9);
 }
 
+/* Issue 32.9: a workload of N ops is checked in O(N log N): names, after:
+ * references and the order use hash lookups and a heap (200k ops took
+ * 84 s). The results are the linear scans': every duplicate reported at
+ * the later op, a name found far away, and Kahn's order taking the earliest
+ * ready op in document order (half the ops wait for the last one: the other
+ * half, then it, then they). */
+static char *big_workload(int n, bool dup)
+{
+    size_t cap = (size_t)n * 64 + 64, o = 0;
+    char *y = xmalloc(cap);
+    o += (size_t)snprintf(y + o, cap - o, "chip: v5e\nworkload:\n");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(y + o, cap - o, "  - {op: hbm_copy, bytes: 4KiB, name: c%d%s}\n",
+                              dup && i == n - 1 ? 5 : i, i < n / 2 ? ", after: [z]" : "");
+    snprintf(y + o, cap - o, "  - {op: hbm_copy, bytes: 4KiB, name: z}\n");
+    return y;
+}
+
+static void test_many_ops(void **state)
+{
+    (void)state;
+    enum { N = 60000 };
+    char *y = big_workload(N, true);
+    expect_error(y, "duplicate name 'c5'");
+    free(y);
+    y = big_workload(N, false);
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load(y, &sc, d), 0);
+    assert_int_equal(sc.nops, N + 1);
+    char name[16];
+    snprintf(name, sizeof name, "c%d", N / 2);
+    assert_string_equal(sc.ops[0].name, name);
+    assert_string_equal(sc.ops[N / 2 - 1].name, "c59999");
+    assert_string_equal(sc.ops[N / 2].name, "z");
+    assert_string_equal(sc.ops[N / 2 + 1].name, "c0");
+    assert_string_equal(sc.ops[N].name, "c29999");
+    assert_int_equal(sc.graph.node[N].ndeps, 1);
+    assert_int_equal(sc.graph.node[N].deps[0].op, N / 2);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_async_overlaps_and_shares_hbm),
         cmocka_unit_test(test_repeat_equals_written_out),
         cmocka_unit_test(test_critical_path_and_exposed_time),
+        cmocka_unit_test(test_many_ops),
     };
     return cmocka_run_group_tests_name("graph", tests, NULL, NULL);
 }

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "config/cfg.h"
+#include "config/op_table.h"
 #include "engine/spmd.h"
 #include "engine/validate.h"
+#include "kernels/kernel.h"
 
 static int load(const char *text, struct cfg_scenario *sc, struct diag *d)
 {
@@ -38,11 +40,14 @@ static void test_estimate_counts_copy_chunks(void **state)
     assert_int_equal(sc.sim.nchips, 1);
     assert_int_equal(e.copy_chunks, 67108864LL);
     assert_int_equal(validate_estimate_steps(&sc), 67108864LL);
+    /* two DMAs per chunk and the op instance: 2 x 67108864 + 4 */
+    assert_int_equal(e.work, 134217732LL);
     struct validate_limits lim = {.max_steps = 10000000};
     assert_int_equal(validate_guards(&sc, &lim, d), -1);
-    assert_non_null(strstr(diag_message(d, 0), "the run would simulate 67108864 steps (0 grid "
-                                               "steps, 67108864 copy chunks), above the limit "
-                                               "of 10000000"));
+    assert_non_null(strstr(diag_message(d, 0),
+                           "the run would simulate an estimated 134217732 steps of work "
+                           "(134217732 in copies; 0 grid steps, 67108864 copy chunks), above "
+                           "the limit of 10000000"));
     cfg_scenario_fini(&sc);
     diag_free(d);
 }
@@ -62,8 +67,128 @@ static void test_estimate_saturates(void **state)
                           &sc, d),
                      0);
     assert_int_equal(validate_estimate_steps(&sc), INT64_MAX);
+    struct validate_estimate e;
+    validate_estimate(&sc, &e);
+    assert_int_equal(e.work, INT64_MAX);
     cfg_scenario_fini(&sc);
     diag_free(d);
+}
+
+/* The estimate of 'yaml' is 'work' steps; the guard refuses it at a limit
+ * of work - 1 and accepts it at work (issue 32: the boundary was never
+ * tested, so a guard off by any factor passed). Returns the estimate. */
+static struct validate_estimate boundary(const char *yaml, int64_t work)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load(yaml, &sc, d), 0);
+    struct validate_estimate e;
+    validate_estimate(&sc, &e);
+    assert_int_equal(e.work, work);
+    struct validate_limits lim = {.max_steps = work - 1};
+    assert_int_equal(validate_guards(&sc, &lim, d), -1);
+    char want[96];
+    snprintf(want, sizeof want, "an estimated %lld steps of work", (long long)work);
+    assert_non_null(strstr(diag_message(d, 0), want));
+    lim.max_steps = work;
+    diag_clear(d);
+    assert_int_equal(validate_guards(&sc, &lim, d), 0);
+    assert_int_equal(diag_count(d), 0);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return e;
+}
+
+#define MM1K "  - {op: matmul, m: 1024, k: 1024, n: 1024, block: {bm: 128, bk: 128, bn: 128}}\n"
+
+/* The length of the fast script of op 0 of 'yaml' on its one core (what
+ * each of its replays issues; kernels/pallas.h pl_script_length). */
+static int64_t script_len(const char *yaml)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load(yaml, &sc, d), 0);
+    struct kern k;
+    char err[256];
+    assert_int_equal(kern_init(&k, op_row(sc.ops[0].kind)->kern, &sc.ops[0], &sc.chip, false, err,
+                               sizeof err),
+                     0);
+    assert_int_equal(k.ncalls, 1);
+    int64_t n = pl_script_length(&k.calls[0], &sc.chip, 0, pl_num_steps(&k.calls[0]), true);
+    assert_true(n > 0 && n < pl_num_steps(&k.calls[0])); /* coalesced */
+    kern_fini(&k);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return n;
+}
+
+static void test_guard_boundary_kernels(void **state)
+{
+    (void)state;
+    int64_t L = script_len("chip: v5e\nworkload:\n" MM1K);
+    /* fast, memos: its 8^3 = 512 grid steps walked once to record the
+     * script, one replay of it (L calls and the launch), the instance (4) */
+    struct validate_estimate e = boundary("chip: v5e\nworkload:\n" MM1K, 512 + 1 + L + 4);
+    assert_int_equal(e.kernel, 512 + 1 + L + 4);
+    assert_int_equal(e.grid_steps, 512);
+    /* exact: 512 steps of 6 (DMAs, compute, delay) and the instance: 3076 */
+    assert_int_equal(boundary("chip: v5e\noptions: {fidelity: exact}\nworkload:\n" MM1K, 3076).kernel,
+                     3076);
+    /* 100 instances on 4 chips of one core (all_chips: no fold), nothing
+     * beside them: the first runs for real on one chip, the other chips
+     * follow it, and 399 replays come from the memo (6 each); every one of
+     * the 400 instances costs 4: 512 + (1 + L) + 399 x 6 + 400 x 4 */
+    boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true}\nworkload:\n"
+             "  - repeat:\n      count: 100\n      ops:\n      " MM1K,
+             512 + 1 + L + 399 * 6 + 400 * 4);
+    /* without memos each of the 400 replays its script: 512 + 400 x (1 + L)
+     * + 400 x 4 */
+    boundary("chip: v5e\ntopology: {shape: [2, 2]}\noptions: {all_chips: true, kernel_memo: "
+             "false}\nworkload:\n  - repeat:\n      count: 100\n      ops:\n      " MM1K,
+             512 + 400 * (1 + L) + 400 * 4);
+}
+
+static void test_guard_boundary_other_kinds(void **state)
+{
+    (void)state;
+    /* an all-gather along the wrapped 4-long axis 0 of a v5p 4x4x4 torus:
+     * the slice folds to the 4 chips of that ring; per chip one coalesced
+     * ring pass (4) and the instance on its 2 cores (2 x 4): 12; 1000
+     * instances on 4 chips: 48000 */
+    boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\nworkload:\n  - repeat:\n"
+             "      count: 1000\n      ops:\n"
+             "        - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
+             48000);
+    /* exact: the ring's 3 steps of 4 and the instance's 8: 20 per chip, 80 */
+    struct validate_estimate e =
+        boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\noptions: {fidelity: exact}\n"
+                 "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
+                 80);
+    assert_int_equal(e.collective, 80);
+    /* 1 MiB in 64 KiB chunks: 16 chunks of two DMAs, and the instance: 36 */
+    e = boundary("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB, chunk: 64KiB}\n", 36);
+    assert_int_equal(e.copy, 36);
+    assert_int_equal(e.copy_chunks, 16);
+}
+
+/* Issue 32.10: the estimate must not refuse work that is cheap. 10000
+ * instances of an 8192^3 matmul of 128^3 blocks are 2.6e9 grid steps, which
+ * the old guard refused, but one run records the script and the others
+ * replay it from the memo: 262144 + (1 + L) + 9999 x 6 + 10000 x 4 steps of
+ * work (0.1 s of CPU). */
+static void test_cheap_repeats_accepted(void **state)
+{
+    (void)state;
+    const char *mm = "  - {op: matmul, m: 8192, k: 8192, n: 8192, block: {bm: 128, bk: 128, "
+                     "bn: 128}}\n";
+    char y[512];
+    snprintf(y, sizeof y, "chip: v5e\nworkload:\n%s", mm);
+    int64_t L = script_len(y);
+    snprintf(y, sizeof y, "chip: v5e\nworkload:\n  - repeat:\n      count: 10000\n"
+             "      ops:\n      %s", mm);
+    struct validate_estimate e = boundary(y, 262144 + 1 + L + 9999 * 6 + 10000 * 4);
+    assert_int_equal(e.grid_steps, 2621440000LL);
+    assert_true(e.work < CFG_DEFAULT_MAX_STEPS);
 }
 
 int main(void)
@@ -71,6 +196,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_counts_copy_chunks),
         cmocka_unit_test(test_estimate_saturates),
+        cmocka_unit_test(test_guard_boundary_kernels),
+        cmocka_unit_test(test_guard_boundary_other_kinds),
+        cmocka_unit_test(test_cheap_repeats_accepted),
     };
     return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
 }
