@@ -149,6 +149,22 @@ static int check_mesh_names(const struct mesh *mesh, char *err, size_t n)
     return 0;
 }
 
+/* The axes a decode step does not model: fsdp (it would gather every
+ * layer's weights each step) and sequence (a sequence's new tokens run on
+ * one device). */
+static int decode_mesh(const struct model_shard *s, char *err, size_t n)
+{
+    if (s->fsdp > 1)
+        snprintf(err, n, "a decode step does not shard its weights over fsdp (%d): it would "
+                         "all-gather every layer's weights for a few tokens, which the expansion "
+                         "does not model; put those devices on data (weights replicated) or "
+                         "tensor", s->fsdp);
+    else if (s->sequence > 1)
+        snprintf(err, n, "a decode step does not split its sequences over the sequence axis "
+                         "(%d): put those devices on data or tensor", s->sequence);
+    return s->fsdp > 1 || s->sequence > 1 ? -1 : 0;
+}
+
 int model_shard(const struct model *m, const struct mesh *mesh, const struct topo *topo,
                 const struct chip_params *chip, struct model_shard *s, char *err, size_t n)
 {
@@ -183,6 +199,8 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     rc = rc ? rc : need(err, n, m->seq_len, s->sequence, "seq_len", "the sequence axis");
     if (rc == 0 && m->arch == MODEL_MIXTRAL)
         rc = need(err, n, m->experts, s->expert, "experts", "the expert axis");
+    if (rc == 0 && m->mode == MODEL_DECODE)
+        rc = decode_mesh(s, err, n);
     if (rc)
         return -1;
     s->b = m->batch / shards;
@@ -900,14 +918,16 @@ static void prefill_step(struct out *o)
     head(o, false);
 }
 
-/* A decode step: every sequence adds one token against its paged KV cache
- * (ragged paged attention); with tensor parallelism the attention output and
- * the MLP output are all-reduced (activations replicated, as vLLM TPU runs). */
+/* A decode step: every sequence adds seq_len tokens (1, or several for
+ * speculative or multi-token decode: every op runs the b x seq_len tokens, as
+ * the FLOP count does) against its paged KV cache (ragged paged attention);
+ * with tensor parallelism the attention output and the MLP output are
+ * all-reduced (activations replicated, as vLLM TPU runs). */
 static void decode_step(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->b, D = m->d_model, Dh = m->head_dim;
+    int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip;
     emit(o, "- repeat:");
     emit(o, "    name: layer");
@@ -921,7 +941,11 @@ static void decode_step(struct out *o)
             "head_dim: %lld, dtype: %s, page_size: %lld, max_model_len: %lld,",
          (long long)s->heads, (long long)s->kv_heads, (long long)Dh, dt(m->dtype),
          (long long)m->page_size, (long long)(m->kv_len + m->seq_len));
-    emit(o, "   decode: {batch: %lld, kv_len: %lld}}", (long long)s->b, (long long)m->kv_len);
+    if (m->seq_len == 1)
+        emit(o, "   decode: {batch: %lld, kv_len: %lld}}", (long long)s->b, (long long)m->kv_len);
+    else /* the new tokens attend to the cache and (causally) to each other */
+        emit(o, "   prefill: {batch: %lld, q_len: %lld, kv_len: %lld}}", (long long)s->b,
+             (long long)m->seq_len, (long long)(m->kv_len + m->seq_len));
     matmul(o, "out", T, s->heads * Dh, D, NULL);
     collective(o, "all_reduce", "tp_ar1", "tensor", s->tensor, ar, NULL);
     fusion(o, "elementwise", "res1", T, D, ", fn: add");

@@ -162,9 +162,10 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 static void write_model(FILE *f, const struct summary_model *m)
 {
     fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %.17g, \"tokens_per_s\": %.9e, "
-               "\"tokens_per_s_per_chip\": %.9e, \"flops_per_device\": %.9e, \"mfu\": %.6f,\n",
+               "\"tokens_per_s_per_chip\": %.9e, \"flops_per_device\": %.9e, \"mfu\": %.6f, "
+               "\"mfu_peak_dtype\": \"%s\",\n",
             m->mode, m->tokens, m->tokens_per_s, m->tokens_per_s_per_chip, m->flops_per_device,
-            m->mfu);
+            m->mfu, m->peak_dtype);
     fprintf(f, "    \"memory_bytes\": {\"params\": %.17g, \"grads\": %.17g, \"optimizer\": %.17g, "
                "\"activations\": %.17g, \"weights_gathered\": %.17g, \"logits\": %.17g, "
                "\"kv_cache\": %.17g, \"total\": %.17g, \"capacity\": %.17g}}",
@@ -409,9 +410,11 @@ static void print_model(const struct summary *s, FILE *out)
 {
     const struct summary_model *m = &s->model;
     double g = 1073741824.0;
-    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%% (%.1f TFLOP "
-                 "per device)\n",
+    bool bf16 = strcmp(m->peak_dtype, "bf16") == 0; /* else say whose peak it is */
+    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%%%s%s%s (%.1f "
+                 "TFLOP per device)\n",
             m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
+            bf16 ? "" : " of the ", bf16 ? "" : m->peak_dtype, bf16 ? "" : " peak",
             m->flops_per_device / 1e12);
     fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
                  "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",
