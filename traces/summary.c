@@ -200,15 +200,37 @@ static void write_timeline(FILE *f, const struct summary *s)
     fprintf(f, "%s]", s->nblocks ? "\n  " : "");
 }
 
-/* Formats seconds for a --trace-window bound: "10.6ms" style, exact to 1 ns. */
-static void fmt_window(char *buf, size_t n, double s)
+/* Formats a --trace-window bound of 'ns' nanoseconds exactly: "0", "640ns",
+ * "102.4us", "10.625ms", "1.000000512s". */
+static void fmt_window(char *buf, size_t n, int64_t ns)
 {
-    if (s >= 1)
-        snprintf(buf, n, "%.9gs", s);
-    else if (s >= 1e-3)
-        snprintf(buf, n, "%.6gms", s * 1e3);
+    static const char *const unit[] = {"ns", "us", "ms", "s"};
+    int u = 0;
+    int64_t scale = 1;
+    while (u < 3 && ns >= scale * 1000)
+        u++, scale *= 1000;
+    if (ns == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    int64_t whole = ns / scale, frac = ns % scale;
+    int digits = u * 3;
+    while (frac && frac % 10 == 0)
+        frac /= 10, digits--;
+    if (frac)
+        snprintf(buf, n, "%lld.%0*lld%s", (long long)whole, digits, (long long)frac, unit[u]);
     else
-        snprintf(buf, n, "%.6gus", s * 1e6);
+        snprintf(buf, n, "%lld%s", (long long)whole, unit[u]);
+}
+
+/* Window i of the trace's proposed windows as a --trace-window argument. */
+static void fmt_window_arg(char *buf, size_t n, const struct trace_stats *st, int i)
+{
+    char a[32], b[32] = "";
+    fmt_window(a, sizeof a, st->window_start_ns[i]);
+    if (i + 1 < st->nwindows)
+        fmt_window(b, sizeof b, st->window_start_ns[i + 1]);
+    snprintf(buf, n, "%s:%s", a, b);
 }
 
 void summary_trace_hint(const struct summary *s, char *buf, size_t n)
@@ -219,23 +241,23 @@ void summary_trace_hint(const struct summary *s, char *buf, size_t n)
     if (st->level == TRACE_NONE) {
         snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
     } else if (st->dropped) {
-        /* events come in the order the run records them: the cap cuts the
-         * run's tail, so windows as long as the run over the parts give it all */
+        /* the windows each hold at most the cap (traces/trace.c counts the
+         * events of every window): the first three, and where the rest are */
         size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
-        int parts = (int)((all + st->max_events - 1) / st->max_events);
         size_t k = (size_t)snprintf(buf, n,
                                     "the run has %zu events at this level; for all of them: "
-                                    "--trace-max-events %zu, or %d runs with",
-                                    all, want, parts);
-        for (int i = 0; i < parts && i < 3 && k < n; i++) {
-            char a[32], b[32];
-            fmt_window(a, sizeof a, st->last_s * i / parts);
-            fmt_window(b, sizeof b, st->last_s * (i + 1) / parts);
-            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s:%s", i ? "," : "",
-                                  i ? a : "0", i + 1 == parts ? "" : b);
+                                    "--trace-max-events %zu",
+                                    all, want);
+        if (st->nwindows > 0 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, ", or %d runs with", st->nwindows);
+        for (int i = 0; i < st->nwindows && i < 3 && k < n; i++) {
+            char w[72];
+            fmt_window_arg(w, sizeof w, st, i);
+            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s", i ? "," : "", w);
         }
-        if (parts > 3 && k < n)
-            k += (size_t)snprintf(buf + k, n - k, " ...");
+        if (st->nwindows > 3 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, ", ... (all %d in summary.json's "
+                                                  "trace.windows)", st->nwindows);
         if (st->level > TRACE_OPS && k < n)
             snprintf(buf + k, n - k, ", or --trace %s",
                      st->level == TRACE_STEPS ? "units" : "ops");
@@ -275,7 +297,13 @@ static void write_trace(FILE *f, const struct summary *s)
     summary_trace_hint(s, hint, sizeof hint);
     fputs(", \"hint\": ", f);
     json_write_string(f, hint);
-    fputc('}', f);
+    fputs(", \"windows\": [", f); /* the --trace-window arguments that give the rest */
+    for (int i = 0; i < st->nwindows; i++) {
+        char w[72];
+        fmt_window_arg(w, sizeof w, st, i);
+        fprintf(f, "%s\"%s\"", i ? ", " : "", w);
+    }
+    fputs("]}", f);
 }
 
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
