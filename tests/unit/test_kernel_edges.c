@@ -1,13 +1,15 @@
 /* tests/unit/test_kernel_edges.c -- kernels and unit models at their edges,
  * with hand figures: the functional matmul's check at large K (a correct f32
  * accumulation passes, a wrong one fails), the pushes of a collective whose
- * pieces round to nothing, the MXU's minimum rows per pass and the ICI link
- * directions a chip's busy time divides by. */
+ * pieces round to nothing, the MXU's minimum rows per pass, the ICI link
+ * directions a chip's busy time divides by, HBM's peak fraction and DMA
+ * time, and a wrapped ring of 3. */
 #include "test_util.h"
 
 #include <math.h>
 
 #include "kernels/collective.h"
+#include "models/hbm.h"
 #include "models/ici.h"
 #include "models/mxu.h"
 #include "pl_rec.h"
@@ -221,6 +223,42 @@ static void test_ici_directions_in_busy_time(void **state)
     assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.4 / 6, 1e-12);
 }
 
+/* ---- HBM: the peak fraction is of the published bandwidth ---- */
+
+/* 1 TB/s published, efficiency 0.88: 8.8e11 bytes in 1 s is 0.88 of the peak
+ * (not 1.0, the derated rate's); a DMA of 1 MB at half efficiency takes the
+ * issue latency (1 us) and 1e6 / 5e11 = 2 us. */
+static void test_hbm_peak_fraction_and_dma_time(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.hbm_bw_Bps = 1e12, ch.hbm_efficiency = 0.88;
+    assert_float_equal(hbm_peak_fraction(&ch, 8.8e11, 1.0), 0.88, 1e-12);
+    assert_float_equal(hbm_busy_s(&ch, 8.8e11), 1.0, 1e-12);
+    ch.hbm_efficiency = 0.5, ch.dma_issue_s = 1e-6;
+    assert_float_equal(hbm_dma_time_s(&ch, 1000000), 3e-6, 1e-15);
+}
+
+/* ---- a ring of 3 keeps its wraparound ---- */
+
+/* [3] with wraparound is a ring: chip 0's left neighbour is chip 2, one hop;
+ * [2] with wraparound asked is a pair (its two links would join the same
+ * chips): chip 0 has no left neighbour. */
+static void test_ring_of_three_wraps(void **state)
+{
+    (void)state;
+    struct topo t;
+    int s3[1] = {3}, s2[1] = {2};
+    bool w[1] = {true};
+    assert_int_equal(topo_init(&t, 1, s3, w), 0);
+    assert_true(t.wrap[0]);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), 2);
+    assert_int_equal(topo_hops(&t, 0, 2), 1);
+    assert_int_equal(topo_init(&t, 1, s2, w), 0);
+    assert_false(t.wrap[0]);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +267,8 @@ int main(void)
         cmocka_unit_test(test_collective_pieces_of_nothing_push_nothing),
         cmocka_unit_test(test_mxu_minimum_rows),
         cmocka_unit_test(test_ici_directions_in_busy_time),
+        cmocka_unit_test(test_hbm_peak_fraction_and_dma_time),
+        cmocka_unit_test(test_ring_of_three_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
