@@ -112,11 +112,11 @@ if text.count(orig) != 1:
 open(path, "w").write(text.replace(orig, repl))
 EOF
     then
-        echo "$n STALE      $tag (not exactly once in the file)"
+        printf '%s\n' "$n STALE      $tag (not exactly once in the file)"
         stale=$((stale + 1)); continue
     fi
     if ! build; then
-        echo "$n stillborn  $tag"
+        printf '%s\n' "$n stillborn  $tag"
         stillborn=$((stillborn + 1))
     else
         by=
@@ -125,10 +125,10 @@ EOF
             by=
         done
         if [ -n "$by" ]; then
-            echo "$n killed     $tag  (by $by)"
+            printf '%s\n' "$n killed     $tag  (by $by)"
             killed=$((killed + 1))
         else
-            echo "$n SURVIVED   $tag"
+            printf '%s\n' "$n SURVIVED   $tag"
             survived=$((survived + 1))
             survivors="$survivors
   $n $line"
@@ -140,5 +140,5 @@ done 3<"$scratch/mutants"
 tried=$((killed + survived))
 rate=$(awk -v k=$killed -v t=$tried 'BEGIN { printf "%.1f", t ? 100 * k / t : 100 }')
 echo "mutate: $killed of $tried mutants killed ($rate %); $survived survived, $stillborn stillborn, $stale stale"
-[ -n "$survivors" ] && echo "survivors:$survivors"
+[ -n "$survivors" ] && printf 'survivors:%s\n' "$survivors"
 awk -v r="$rate" -v m="$min_rate" 'BEGIN { exit !(r + 0 >= m + 0) }'
