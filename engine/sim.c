@@ -403,7 +403,7 @@ static double instance_time(const struct eng_run *r, int op)
 }
 
 /* A model step's throughput, MFU (MaxText's: model FLOPs per device over the
- * step time and the device's bf16 peak) and memory. */
+ * step time and the device's peak in the model's dtype) and memory. */
 static void model_summary(const struct cfg_scenario *sc, struct summary *s)
 {
     const struct model_step *ms = sc->model;
@@ -416,6 +416,7 @@ static void model_summary(const struct cfg_scenario *sc, struct summary *s)
     o->tokens_per_s_per_chip = o->tokens_per_s / cfg_total_chips(sc);
     o->flops_per_device = ms->flops_per_device;
     o->mfu = ms->flops_per_device / (t * ms->peak_per_device);
+    snprintf(o->peak_dtype, sizeof o->peak_dtype, "%s", dtype_name(ms->peak_dtype));
     const struct model_memory *m = &ms->mem;
     o->mem_params = m->params, o->mem_grads = m->grads, o->mem_optimizer = m->optimizer;
     o->mem_activations = m->activations, o->mem_weights_gathered = m->weights_gathered;

@@ -429,6 +429,8 @@ static void psum_pass(const struct ring *r)
         c->ops->delay(c->ex, c->chip->ici_step_lat_s);
         c->ops->signal(c->ex, left, cap, 1);
         c->ops->wait(c->ex, cap, 1);
+        if (r->ph->bytes == 0) /* no push of nothing (see step) */
+            continue;
         void *h = c->ops->rdma(c->ex, right, r->ph->bytes, sem(r, LEFT));
         c->ops->reduce(c->ex, r->ph->bytes, c->op->u.coll.dt);
         c->ops->wait_send(c->ex, h);
@@ -436,13 +438,17 @@ static void psum_pass(const struct ring *r)
     }
 }
 
-/* all_to_all along one axis: a push of bytes/X to every other device. */
+/* all_to_all along one axis: a push of bytes/X to every other device (none
+ * when that rounds to nothing: a push of 0 bytes would post a semaphore
+ * message that no wait takes, as step skips them). */
 static void a2a_pass(const struct ring *r)
 {
     const struct coll_ctx *c = r->c;
     uint64_t piece = r->ph->bytes / (uint64_t)r->X;
     void *h[64];
     c->ops->delay(c->ex, c->chip->ici_step_lat_s);
+    if (piece == 0)
+        return;
     for (int k0 = 1; k0 < r->X; k0 += 64) { /* in batches of 64 pushes */
         int nh = 0;
         for (int k = k0; k < r->X && nh < 64; k++) {

@@ -166,9 +166,11 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 static void write_model(FILE *f, const struct summary_model *m)
 {
     fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %s, \"tokens_per_s\": %s, "
-               "\"tokens_per_s_per_chip\": %s, \"flops_per_device\": %s, \"mfu\": %s,\n",
+               "\"tokens_per_s_per_chip\": %s, \"flops_per_device\": %s, \"mfu\": %s, "
+               "\"mfu_peak_dtype\": \"%s\",\n",
             m->mode, JSON_G17(m->tokens), JSON_E9(m->tokens_per_s),
-            JSON_E9(m->tokens_per_s_per_chip), JSON_E9(m->flops_per_device), JSON_F6(m->mfu));
+            JSON_E9(m->tokens_per_s_per_chip), JSON_E9(m->flops_per_device), JSON_F6(m->mfu),
+            m->peak_dtype);
     fprintf(f, "    \"memory_bytes\": {\"params\": %s, \"grads\": %s, \"optimizer\": %s, "
                "\"activations\": %s, \"weights_gathered\": %s, \"logits\": %s, "
                "\"kv_cache\": %s, \"total\": %s, \"capacity\": %s}}",
@@ -204,15 +206,37 @@ static void write_timeline(FILE *f, const struct summary *s)
     fprintf(f, "%s]", s->nblocks ? "\n  " : "");
 }
 
-/* Formats seconds for a --trace-window bound: "10.6ms" style, exact to 1 ns. */
-static void fmt_window(char *buf, size_t n, double s)
+/* Formats a --trace-window bound of 'ns' nanoseconds exactly: "0", "640ns",
+ * "102.4us", "10.625ms", "1.000000512s". */
+static void fmt_window(char *buf, size_t n, int64_t ns)
 {
-    if (s >= 1)
-        snprintf(buf, n, "%.9gs", s);
-    else if (s >= 1e-3)
-        snprintf(buf, n, "%.6gms", s * 1e3);
+    static const char *const unit[] = {"ns", "us", "ms", "s"};
+    int u = 0;
+    int64_t scale = 1;
+    while (u < 3 && ns >= scale * 1000)
+        u++, scale *= 1000;
+    if (ns == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    int64_t whole = ns / scale, frac = ns % scale;
+    int digits = u * 3;
+    while (frac && frac % 10 == 0)
+        frac /= 10, digits--;
+    if (frac)
+        snprintf(buf, n, "%lld.%0*lld%s", (long long)whole, digits, (long long)frac, unit[u]);
     else
-        snprintf(buf, n, "%.6gus", s * 1e6);
+        snprintf(buf, n, "%lld%s", (long long)whole, unit[u]);
+}
+
+/* Window i of the trace's proposed windows as a --trace-window argument. */
+static void fmt_window_arg(char *buf, size_t n, const struct trace_stats *st, int i)
+{
+    char a[32], b[32] = "";
+    fmt_window(a, sizeof a, st->window_start_ns[i]);
+    if (i + 1 < st->nwindows)
+        fmt_window(b, sizeof b, st->window_start_ns[i + 1]);
+    snprintf(buf, n, "%s:%s", a, b);
 }
 
 void summary_trace_hint(const struct summary *s, char *buf, size_t n)
@@ -223,23 +247,23 @@ void summary_trace_hint(const struct summary *s, char *buf, size_t n)
     if (st->level == TRACE_NONE) {
         snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
     } else if (st->dropped) {
-        /* events come in the order the run records them: the cap cuts the
-         * run's tail, so windows as long as the run over the parts give it all */
+        /* the windows each hold at most the cap (traces/trace.c counts the
+         * events of every window): the first three, and where the rest are */
         size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
-        int parts = (int)((all + st->max_events - 1) / st->max_events);
         size_t k = (size_t)snprintf(buf, n,
                                     "the run has %zu events at this level; for all of them: "
-                                    "--trace-max-events %zu, or %d runs with",
-                                    all, want, parts);
-        for (int i = 0; i < parts && i < 3 && k < n; i++) {
-            char a[32], b[32];
-            fmt_window(a, sizeof a, st->last_s * i / parts);
-            fmt_window(b, sizeof b, st->last_s * (i + 1) / parts);
-            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s:%s", i ? "," : "",
-                                  i ? a : "0", i + 1 == parts ? "" : b);
+                                    "--trace-max-events %zu",
+                                    all, want);
+        if (st->nwindows > 0 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, ", or %d runs with", st->nwindows);
+        for (int i = 0; i < st->nwindows && i < 3 && k < n; i++) {
+            char w[72];
+            fmt_window_arg(w, sizeof w, st, i);
+            k += (size_t)snprintf(buf + k, n - k, "%s --trace-window %s", i ? "," : "", w);
         }
-        if (parts > 3 && k < n)
-            k += (size_t)snprintf(buf + k, n - k, " ...");
+        if (st->nwindows > 3 && k < n)
+            k += (size_t)snprintf(buf + k, n - k, ", ... (all %d in summary.json's "
+                                                  "trace.windows)", st->nwindows);
         if (st->level > TRACE_OPS && k < n)
             snprintf(buf + k, n - k, ", or --trace %s",
                      st->level == TRACE_STEPS ? "units" : "ops");
@@ -279,7 +303,13 @@ static void write_trace(FILE *f, const struct summary *s)
     summary_trace_hint(s, hint, sizeof hint);
     fputs(", \"hint\": ", f);
     json_write_string(f, hint);
-    fputc('}', f);
+    fputs(", \"windows\": [", f); /* the --trace-window arguments that give the rest */
+    for (int i = 0; i < st->nwindows; i++) {
+        char w[72];
+        fmt_window_arg(w, sizeof w, st, i);
+        fprintf(f, "%s\"%s\"", i ? ", " : "", w);
+    }
+    fputs("]}", f);
 }
 
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
@@ -415,9 +445,11 @@ static void print_model(const struct summary *s, FILE *out)
 {
     const struct summary_model *m = &s->model;
     double g = 1073741824.0;
-    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%% (%.1f TFLOP "
-                 "per device)\n",
+    bool bf16 = strcmp(m->peak_dtype, "bf16") == 0; /* else say whose peak it is */
+    fprintf(out, "model %s step: %.3f s, %.0f tokens/s (%.1f per chip), MFU %.1f%%%s%s%s (%.1f "
+                 "TFLOP per device)\n",
             m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
+            bf16 ? "" : " of the ", bf16 ? "" : m->peak_dtype, bf16 ? "" : " peak",
             m->flops_per_device / 1e12);
     fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
                  "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",

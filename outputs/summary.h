@@ -126,7 +126,9 @@ struct summary_model {
     double tokens;              /* per step, all chips */
     double tokens_per_s, tokens_per_s_per_chip;
     double flops_per_device;    /* MaxText's model FLOPs per device and step */
-    double mfu;                 /* those over the step time and the device's bf16 peak */
+    double mfu;                 /* those over the step time and the device's peak in
+                                   peak_dtype */
+    char peak_dtype[8];         /* the model's dtype, whose peak the MFU is taken against */
     /* per chip, bytes */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_weights_gathered,
         mem_logits, mem_kv_cache, mem_total, mem_capacity;

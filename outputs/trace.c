@@ -16,6 +16,7 @@
 #include "base/xalloc.h"
 
 #define TRACK_TIDS 128 /* tids per pid that level units can merge on */
+#define TIME_BINS 16384 /* the event histogram's bins (trace_stats' windows) */
 #define SLOTS 4        /* ops merged at once on one track (async beside compute) */
 
 /* The activity of one op on one track, at level units. */
@@ -39,6 +40,12 @@ struct trace {
     struct pending **pend; /* per pid, TRACK_TIDS tracks: NULL, or SLOTS of them (made at
                               first use: a chip uses a few tracks of the 128) */
     int npend_pids;
+    /* the events of the kept chips, in or out of the window, by the bin of
+     * their start and of their end (bins of bin_ns, a power of 2, doubled
+     * when an event lands past the last): the windows that hold them all */
+    size_t *bin_start, *bin_end;
+    int64_t bin_ns;
+    size_t meta_events;
 };
 
 static const char *const level_names[] = {"none", "ops", "units", "steps"};
@@ -70,7 +77,39 @@ struct trace *trace_new(const struct trace_opts *o)
         t->o.chips = t->chips;
     }
     t->drop_t0 = INFINITY;
+    if (t->o.level != TRACE_NONE) {
+        t->bin_start = xcalloc(TIME_BINS, sizeof *t->bin_start);
+        t->bin_end = xcalloc(TIME_BINS, sizeof *t->bin_end);
+        t->bin_ns = 1;
+    }
     return t;
+}
+
+/* The bin of time 's' (>= 0), the bins widened until it has one. */
+static size_t time_bin(struct trace *t, double s)
+{
+    double ns = s > 0 ? s * 1e9 : 0;
+    while (ns / (double)t->bin_ns >= TIME_BINS) {
+        for (size_t i = 0; i < TIME_BINS / 2; i++) {
+            t->bin_start[i] = t->bin_start[2 * i] + t->bin_start[2 * i + 1];
+            t->bin_end[i] = t->bin_end[2 * i] + t->bin_end[2 * i + 1];
+        }
+        memset(t->bin_start + TIME_BINS / 2, 0, TIME_BINS / 2 * sizeof *t->bin_start);
+        memset(t->bin_end + TIME_BINS / 2, 0, TIME_BINS / 2 * sizeof *t->bin_end);
+        t->bin_ns *= 2;
+    }
+    return (size_t)(ns / (double)t->bin_ns);
+}
+
+/* Counts 'n' events spanning [t0, t1] (either order) in the histogram. */
+static void count_times(struct trace *t, double t0, double t1, size_t n)
+{
+    if (!t->bin_start)
+        return;
+    double lo = t0 < t1 ? t0 : t1, hi = t0 < t1 ? t1 : t0;
+    size_t b1 = time_bin(t, hi); /* first: it may widen the bins */
+    t->bin_start[time_bin(t, lo)] += n;
+    t->bin_end[b1] += n;
 }
 
 int trace_open(struct trace *t, const char *path)
@@ -108,6 +147,8 @@ static bool admit(struct trace *t, int pid, double t0, double t1, size_t n)
 {
     if (t1 > t->last)
         t->last = t1;
+    if (chip_kept(t, pid))
+        count_times(t, t0, t1, n);
     if (!chip_kept(t, pid) || !in_window(t, t0, t1)) {
         t->filtered += n;
         return false;
@@ -144,6 +185,7 @@ void trace_process(struct trace *t, int pid, const char *name)
     if (t->o.level == TRACE_NONE || !chip_kept(t, pid))
         return;
     t->events++;
+    t->meta_events++;
     FILE *f = out(t);
     if (!f)
         return;
@@ -157,6 +199,7 @@ void trace_thread(struct trace *t, int pid, int tid, const char *name, int sort)
     if (t->o.level == TRACE_NONE || !chip_kept(t, pid))
         return;
     t->events += 2;
+    t->meta_events += 2;
     FILE *f = out(t);
     if (!f)
         return;
@@ -410,7 +453,41 @@ void trace_free(struct trace *t)
         free(t->meta[i]);
     free(t->meta);
     free(t->chips);
+    free(t->bin_start);
+    free(t->bin_end);
     free(t);
+}
+
+/* The windows (bounds in ns into 'at', the last one open) that each hold at
+ * most 'budget' events, greedily from 0 over bins [0, nb); 0 if one bin holds
+ * more. A window [i w, (j + 1) w] keeps the events that start by its end and
+ * end at or after its start (trace.h); counted by bins, with a bin to spare on
+ * each side for the events on its bounds: those starting in bins <= j + 1
+ * less those ending in bins <= i - 2. */
+static int windows(const struct trace *t, size_t nb, size_t budget, int64_t *at, int max)
+{
+    size_t *cs = xmalloc(nb * sizeof *cs), *ce = xmalloc(nb * sizeof *ce);
+    for (size_t k = 0; k < nb; k++) {
+        cs[k] = (k ? cs[k - 1] : 0) + t->bin_start[k];
+        ce[k] = (k ? ce[k - 1] : 0) + t->bin_end[k];
+    }
+#define HELD(i, j) (cs[(j) + 1 < nb ? (j) + 1 : nb - 1] - ((i) >= 2 ? ce[(i) - 2] : 0))
+    int n = 0;
+    for (size_t i = 0; i < nb; n++) {
+        if (n == max || HELD(i, i) > budget) {
+            n = 0;
+            break;
+        }
+        size_t j = i;
+        while (j + 1 < nb && HELD(i, j + 1) <= budget)
+            j++;
+        at[n] = (int64_t)i * t->bin_ns;
+        i = j + 1;
+    }
+#undef HELD
+    free(cs);
+    free(ce);
+    return n;
 }
 
 void trace_stats(const struct trace *t, struct trace_stats *st)
@@ -419,4 +496,10 @@ void trace_stats(const struct trace *t, struct trace_stats *st)
                                .filtered = t->filtered, .max_events = t->o.max_events,
                                .complete_until_s = t->dropped ? t->drop_t0 : -1,
                                .last_s = t->last, .bytes = t->bytes};
+    if (!t->dropped || !t->bin_start || t->meta_events >= t->o.max_events)
+        return;
+    size_t nb = (size_t)(t->last * 1e9 / (double)t->bin_ns) + 1;
+    nb = nb < TIME_BINS ? nb : TIME_BINS;
+    st->nwindows = windows(t, nb, t->o.max_events - t->meta_events, st->window_start_ns,
+                           TRACE_MAX_WINDOWS);
 }

@@ -30,6 +30,7 @@ enum trace_level { TRACE_NONE, TRACE_OPS, TRACE_UNITS, TRACE_STEPS };
 
 #define TRACE_DEFAULT_LEVEL TRACE_UNITS
 #define TRACE_DEFAULT_MAX_EVENTS 2000000
+#define TRACE_MAX_WINDOWS 1000 /* the windows trace_stats proposes, at most */
 
 /* "none", "ops", "units", "steps". Static. */
 const char *trace_level_name(enum trace_level l);
@@ -55,6 +56,12 @@ struct trace_stats {
     double complete_until_s; /* every event starting before this is in the file (-1: all) */
     double last_s;           /* the latest end of any event recorded */
     uint64_t bytes;          /* the file's size (after trace_close) */
+    /* when events were dropped: consecutive --trace-window windows, window i
+     * from window_start_ns[i] to the next one's start (the last to the end),
+     * each of which holds at most max_events events; 0 windows if more than
+     * TRACE_MAX_WINDOWS would be needed or one instant holds too many */
+    int nwindows;
+    int64_t window_start_ns[TRACE_MAX_WINDOWS];
 };
 
 struct trace;

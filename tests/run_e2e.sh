@@ -20,6 +20,10 @@ for k in '"scenario"' '"chip"' '"topology"' '"total_time_s"' '"ops"' '"name"' '"
     grep -q "$k" "$t/a/summary.json" || { bad "summary.json lacks $k"; continue; }
     ok
 done
+# no op beats its roofline: every peak fraction is at most 1 (an HBM-bound op's bytes were once
+# taken over all simulated chips, not per chip: the copy read 3.97)
+grep -o '"peak_fraction": [0-9.e+-]*' "$t/a/summary.json" | awk '{ n++; if ($2 > 1) bad = 1 }
+    END { exit !(n >= 4 && !bad) }' && ok || bad "an op above its peak: $(grep -o '"peak_fraction": [0-9.]*' "$t/a/summary.json" | tr '\n' ' ')"
 grep -q '"traceEvents"' "$t/a/trace.json" && grep -q '"ph":"X"' "$t/a/trace.json" && ok \
     || bad "trace has no spans"
 grep -q '<cluster id="pod"' "$t/a/platform.xml" && ok || bad "platform.xml missing"
@@ -415,6 +419,31 @@ wait $svi
         done) \
     && [ "$(wc -l <"$t/sve/requests.csv")" = 17 ] \
     && ok || bad "serve: the shipped example's outputs"
+# ... and an op that starts while a memo is measured: the measurement is not kept (with it
+# kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
+# without memos
+"$bin" run tests/data/memo_start.yaml -o "$t/ms1" -q --trace none \
+    && "$bin" run tests/data/memo_start.yaml -o "$t/ms0" -q --trace none --no-kernel-memo \
+    && ! grep -q kernel_memo "$t/ms1/summary.json" && cmp -s "$t/ms1/summary.json" "$t/ms0/summary.json" \
+    && ok || bad "kernel memo: a measurement during which an op started was kept"
+# ... and a kernel beside a copy of its chip is neither measured nor replayed there: the first
+# norm runs for real, the second is measured, the third replays it
+"$bin" run tests/data/memo_beside.yaml -o "$t/mb1" -q --trace none \
+    && "$bin" run tests/data/memo_beside.yaml -o "$t/mb0" -q --trace none --no-kernel-memo \
+    && grep -q '"kernel_memo": {"replays": 1, "measured": 1}' "$t/mb1/summary.json" \
+    && grep -v kernel_memo "$t/mb1/summary.json" | cmp -s - "$t/mb0/summary.json" \
+    && ok || bad "kernel memo: a norm measured beside a copy"
+# model steps: an int8 model's MFU is against the int8 peak, and says so (74.9 %; 149.8 % of
+# the bf16 peak), its tokens 8 sequences x 2048; the shipped Llama-3-8B decode's KV cache per chip, 2 x 32 layers x 1 KV head
+# (8 over tensor 8) x 128 x 2 B x 64 sequences x 2049 tokens = 2148532224 B, as written
+"$bin" run tests/data/model_int8.yaml -o "$t/i8" --trace none >"$t/i8.out" 2>&1 \
+    && grep -q '"tokens": 16384, .*"mfu": 0\.[0-9]*, "mfu_peak_dtype": "int8"' "$t/i8/summary.json" \
+    && grep -q '^model prefill step: .* MFU [0-9.]*% of the int8 peak' "$t/i8.out" \
+    && ok || bad "int8 model: MFU not against the int8 peak: $(grep MFU "$t/i8.out")"
+"$bin" run configs/models/llama3-8b-decode-v6e-8.yaml -o "$t/d8" -q --trace none \
+    && grep -q '"kv_cache": 2148532224, ' "$t/d8/summary.json" \
+    && grep -q '"mfu_peak_dtype": "bf16"' "$t/d8/summary.json" \
+    && ok || bad "8B decode: KV cache per chip $(grep -o '"kv_cache": [0-9]*' "$t/d8/summary.json")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

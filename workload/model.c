@@ -170,6 +170,22 @@ static int check_mesh_names(const struct mesh *mesh, char *err, size_t n)
     return 0;
 }
 
+/* The axes a decode step does not model: fsdp (it would gather every
+ * layer's weights each step) and sequence (a sequence's new tokens run on
+ * one device). */
+static int decode_mesh(const struct model_shard *s, char *err, size_t n)
+{
+    if (s->fsdp > 1)
+        snprintf(err, n, "a decode step does not shard its weights over fsdp (%d): it would "
+                         "all-gather every layer's weights for a few tokens, which the expansion "
+                         "does not model; put those devices on data (weights replicated) or "
+                         "tensor", s->fsdp);
+    else if (s->sequence > 1)
+        snprintf(err, n, "a decode step does not split its sequences over the sequence axis "
+                         "(%d): put those devices on data or tensor", s->sequence);
+    return s->fsdp > 1 || s->sequence > 1 ? -1 : 0;
+}
+
 int model_shard(const struct model *m, const struct mesh *mesh, const struct topo *topo,
                 const struct chip_params *chip, struct model_shard *s, char *err, size_t n)
 {
@@ -204,6 +220,8 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     rc = rc ? rc : need(err, n, m->seq_len, s->sequence, "seq_len", "the sequence axis");
     if (rc == 0 && m->arch == MODEL_MIXTRAL)
         rc = need(err, n, m->experts, s->expert, "experts", "the expert axis");
+    if (rc == 0 && m->mode == MODEL_DECODE)
+        rc = decode_mesh(s, err, n);
     if (rc)
         return -1;
     s->b = m->batch / shards;
@@ -1170,9 +1188,16 @@ static struct val ragged_attention(struct out *o, struct val in)
         return wrv(o, k);
     }
     prog_wrap(ps);
-    struct prog_params *dec = prog_map(ps, "decode");
-    prog_int(dec, "batch", s->b);
-    prog_int(dec, "kv_len", m->kv_len);
+    if (m->seq_len == 1) {
+        struct prog_params *dec = prog_map(ps, "decode");
+        prog_int(dec, "batch", s->b);
+        prog_int(dec, "kv_len", m->kv_len);
+    } else { /* the new tokens attend to the cache and (causally) to each other */
+        struct prog_params *pre = prog_map(ps, "prefill");
+        prog_int(pre, "batch", s->b);
+        prog_int(pre, "q_len", m->seq_len);
+        prog_int(pre, "kv_len", m->kv_len + m->seq_len);
+    }
     return wrv(o, k);
 }
 
@@ -1182,7 +1207,7 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = m->nseqs ? s->tokens : s->b, D = m->d_model, Dh = m->head_dim;
+    int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip;
     struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
     v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
@@ -1197,13 +1222,14 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
     l->out = wrv(o, elementwise(o, "res2", T, D, "add", 1, val2(v, l->r1)));
 }
 
-/* A decode step: every sequence adds one token against its paged KV cache
- * (ragged paged attention). */
+/* A decode step: every sequence adds seq_len tokens (1, or several for
+ * speculative or multi-token decode: every op runs the b x seq_len tokens, as
+ * the FLOP count does) against its paged KV cache (ragged paged attention). */
 static void decode_step(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = m->nseqs ? s->tokens : s->b, D = m->d_model;
+    int64_t T = s->tokens, D = m->d_model;
     struct prog_block *top = o->b;
     struct prog_block *body = o->b = prog_loop(o->b, "layer", m->layers);
     int x = prog_tensor(o->p, "x");

@@ -110,7 +110,8 @@ struct model_step {
     struct model_shard shard;
     struct model_memory mem;
     double flops_per_device; /* model_flops_per_device */
-    double peak_per_device;  /* bf16 FLOP/s of a device */
+    double peak_per_device;  /* FLOP/s of a device in peak_dtype */
+    enum dtype peak_dtype;   /* the model's dtype: the MFU's peak is that dtype's */
 };
 
 /* Checks the model against 'mesh' and 'chip' (every division must be exact)

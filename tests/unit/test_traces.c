@@ -667,6 +667,7 @@ static void chk_model(struct seen *top, const struct summary_model *m)
     chk_num(&s, "tokens_per_s_per_chip", m->tokens_per_s_per_chip);
     chk_num(&s, "flops_per_device", m->flops_per_device);
     chk_num(&s, "mfu", m->mfu);
+    chk_str(&s, "mfu_peak_dtype", m->peak_dtype);
     struct seen b = seen_of(chk_key(&s, "memory_bytes", JSON_OBJ), "model.memory_bytes");
     const double v[] = {m->mem_params,  m->mem_grads,  m->mem_optimizer,
                         m->mem_activations, m->mem_weights_gathered, m->mem_logits,
@@ -730,6 +731,9 @@ static void chk_trace(struct seen *top, const struct summary *x)
     char hint[512];
     summary_trace_hint(x, hint, sizeof hint);
     chk_str(&s, "hint", hint);
+    const struct json *win = chk_arr(&s, "windows", st->nwindows);
+    for (int i = 0; i < st->nwindows; i++)
+        assert_int_equal(win->kids[i]->type, JSON_STR);
     chk_done(&s);
 }
 
@@ -812,11 +816,21 @@ static void full_summary(struct summary *s)
                                           xcalloc(2, sizeof(double))};
     s->blocks[0].start_s[0] = 1e-4, s->blocks[0].end_s[0] = 2e-4;
     s->blocks[0].start_s[1] = 3e-4, s->blocks[0].end_s[1] = 4.5e-4;
-    s->model = (struct summary_model){true, "train", 2.5e5, 6.5e5, 8.125e4, 1.75e14, 0.4375,
-                                      1e9, 2e9, 4e9, 3e9, 5e8, 6e8, 7e8, 1.1e10, 1.6e10};
+    s->model = (struct summary_model){.present = true, .mode = "train", .tokens = 2.5e5,
+                                      .tokens_per_s = 6.5e5, .tokens_per_s_per_chip = 8.125e4,
+                                      .flops_per_device = 1.75e14, .mfu = 0.4375,
+                                      .peak_dtype = "int8", .mem_params = 1e9, .mem_grads = 2e9,
+                                      .mem_optimizer = 4e9, .mem_activations = 3e9,
+                                      .mem_weights_gathered = 5e8, .mem_logits = 6e8,
+                                      .mem_kv_cache = 7e8, .mem_total = 1.1e10,
+                                      .mem_capacity = 1.6e10};
     s->trace = (struct summary_trace){.present = true, .chips = xstrdup("0,1"), .window = true,
                                       .window_t0_s = 1e-3, .window_t1_s = 4e-3};
-    s->trace.st = (struct trace_stats){TRACE_STEPS, 1000, 250, 40, 1000, 3.25e-3, 4.125e-3, 98765};
+    s->trace.st = (struct trace_stats){.level = TRACE_STEPS, .events = 1000, .dropped = 250,
+                                       .filtered = 40, .max_events = 1000,
+                                       .complete_until_s = 3.25e-3, .last_s = 4.125e-3,
+                                       .bytes = 98765, .nwindows = 2}; /* from 0, from 2 ms */
+    s->trace.st.window_start_ns[0] = 0, s->trace.st.window_start_ns[1] = 2000000;
     s->ntc = 2;
     s->tc[0] = (struct summary_tc){1.2e-3, 2.3e-4, 3.4e-5, 4.5e-4, 2.75e-3, 1.375e-3, BOUND_MXU,
                                    BOUND_HBM};

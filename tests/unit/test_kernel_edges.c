@@ -1,0 +1,274 @@
+/* tests/unit/test_kernel_edges.c -- kernels and unit models at their edges,
+ * with hand figures: the functional matmul's check at large K (a correct f32
+ * accumulation passes, a wrong one fails), the pushes of a collective whose
+ * pieces round to nothing, the MXU's minimum rows per pass, the ICI link
+ * directions a chip's busy time divides by, HBM's peak fraction and DMA
+ * time, and a wrapped ring of 3. */
+#include "test_util.h"
+
+#include <math.h>
+
+#include "kernels/collective.h"
+#include "models/hbm.h"
+#include "models/ici.h"
+#include "models/mxu.h"
+#include "pl_rec.h"
+#include "topology/topo.h"
+
+/* ---- functional matmul: the tolerance grows with K ---- */
+
+/* A [64, K] x [K, 128] f32 matmul run functionally (inputs uniform in [-1, 1)).
+ * The kernel sums K f32 products in f32, in order: by the standard bound its
+ * error is at most gamma_K sum_k |x_ik y_kj|, gamma_K = K u / (1 - K u), u =
+ * 2^-24 -- at K = 4096 with sum |x y| ~ K / 4 = 1024, up to 0.25 -- while the
+ * old check allowed 1e-5 x (|ref| + 1), about 2e-4 at |ref| ~ sqrt(K / 9) =
+ * 21: correct results were refused from K = 1024 on. A wrong result still
+ * fails: one element 1.0 off, or missing the largest of its K products. */
+static void check_matmul_k(int64_t K)
+{
+    struct chip_params ch = test_chip();
+    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
+    op.u.matmul = (struct op_matmul){.m = 64, .k = K, .n = 128, .dt = DT_F32,
+                                     .bm = 64, .bk = 512, .bn = 128};
+    struct kern k;
+    bool ok = false;
+    char msg[256] = "";
+    rec_run_functional(&k, &op, &ch, 11, &ok, msg, sizeof msg);
+    if (!ok)
+        print_error("K = %lld: %s\n", (long long)K, msg);
+    assert_true(ok);
+    float *x = k.calls[0].operands[0].data, *y = k.calls[0].operands[1].data;
+    float *o = k.calls[0].operands[2].data;
+    float keep = o[5];
+    o[5] += 1.0f;
+    kern_verify(&k, &ok, msg, sizeof msg);
+    assert_false(ok);
+    assert_non_null(strstr(msg, "o differs from the reference matmul"));
+    o[5] = keep;
+    double big = 0; /* element (0, 0) without its largest product */
+    for (int64_t kk = 0; kk < K; kk++)
+        big = fabs((double)x[kk] * y[kk * 128]) > fabs(big) ? (double)x[kk] * y[kk * 128] : big;
+    assert_true(fabs(big) > 0.5);
+    o[0] -= (float)big;
+    kern_verify(&k, &ok, msg, sizeof msg);
+    assert_false(ok);
+    kern_fini(&k);
+}
+
+static void test_matmul_functional_k1024(void **state)
+{
+    (void)state;
+    check_matmul_k(1024);
+}
+
+static void test_matmul_functional_k4096(void **state)
+{
+    (void)state;
+    check_matmul_k(4096);
+}
+
+/* ---- a collective whose pieces round to nothing ---- */
+
+struct zrec {
+    int rdmas, zero_rdmas;
+    double sent, taken;
+};
+
+static void *z_rdma(void *ex, int dst, uint64_t bytes, int sem)
+{
+    struct zrec *z = ex;
+    (void)dst, (void)sem;
+    z->rdmas++;
+    z->zero_rdmas += bytes == 0;
+    z->sent += (double)bytes;
+    return z;
+}
+
+static void z_wait_send(void *ex, void *h)
+{
+    (void)ex, (void)h;
+}
+
+static void z_wait_recv(void *ex, int sem, uint64_t bytes)
+{
+    (void)sem;
+    ((struct zrec *)ex)->taken += (double)bytes;
+}
+
+static void z_signal(void *ex, int dst, int sem, int inc)
+{
+    (void)ex, (void)dst, (void)sem, (void)inc;
+}
+
+static void z_wait(void *ex, int sem, int value)
+{
+    (void)ex, (void)sem, (void)value;
+}
+
+static void z_reduce(void *ex, uint64_t bytes, enum dtype dt)
+{
+    (void)ex, (void)bytes, (void)dt;
+}
+
+static void z_bytes(void *ex, uint64_t bytes)
+{
+    (void)ex, (void)bytes;
+}
+
+static void z_delay(void *ex, double s)
+{
+    (void)ex, (void)s;
+}
+
+static const struct coll_exec_ops z_ops = {.rdma = z_rdma, .wait_send = z_wait_send,
+                                           .wait_recv = z_wait_recv, .signal = z_signal,
+                                           .wait = z_wait, .reduce = z_reduce,
+                                           .local_copy = z_bytes, .delay = z_delay,
+                                           .rdma_dcn = z_rdma};
+
+/* Chip 0's part of 'kind' moving 'bytes' over both axes of a 4 x 4 torus. */
+static struct zrec run_coll(enum op_kind kind, uint64_t bytes, enum coll_algo algo)
+{
+    struct topo t;
+    int shape[2] = {4, 4};
+    bool wrap[2] = {true, true};
+    assert_int_equal(topo_init(&t, 2, shape, wrap), 0);
+    struct chip_params ch = test_chip();
+    struct op op = {.kind = kind, .name = (char *)"c"};
+    op.u.coll.bytes = bytes, op.u.coll.naxes = 2, op.u.coll.axes[0] = 0, op.u.coll.axes[1] = 1;
+    op.u.coll.algo = algo;
+    struct coll_plan plan;
+    coll_plan(&op, &t, &plan);
+    struct zrec z = {0};
+    for (int p = 0; p < plan.nparts; p++) {
+        struct coll_ctx c = {.topo = &t, .chip = &ch, .op = &op, .me = 0, .part = p,
+                             .ops = &z_ops, .ex = &z, .nslices = 1};
+        coll_run_part(&c, &plan);
+    }
+    return z;
+}
+
+/* An all_to_all of 1 byte over a 4 x 4 torus, one pass per axis: each of the
+ * 3 pieces a pass pushes is 1 / 4 of a byte, nothing. A zero-byte push still
+ * posted a semaphore message that no wait took (0 bytes are taken at once):
+ * 96 bytes of them leaked per run (LeakSanitizer). No push of nothing; 32
+ * bytes: 8 per piece, 3 pieces per pass, 2 passes = 6 pushes of 48 bytes,
+ * as many taken. The ring psum (an all_reduce of 1 byte in two parts of 0
+ * bytes) likewise. */
+static void test_collective_pieces_of_nothing_push_nothing(void **state)
+{
+    (void)state;
+    struct zrec z = run_coll(OP_ALL_TO_ALL, 1, COLL_ALGO_DEFAULT);
+    assert_int_equal(z.zero_rdmas, 0);
+    assert_float_equal(z.sent, 0, 0);
+    z = run_coll(OP_ALL_TO_ALL, 32, COLL_ALGO_DEFAULT);
+    assert_int_equal(z.rdmas, 6);
+    assert_int_equal(z.zero_rdmas, 0);
+    assert_float_equal(z.sent, 48, 0);
+    assert_float_equal(z.taken, 48, 0);
+    z = run_coll(OP_ALL_REDUCE, 1, COLL_ALGO_RING_PSUM);
+    assert_int_equal(z.zero_rdmas, 0);
+}
+
+/* ---- the MXU's minimum rows ---- */
+
+/* Test chip: 4 MXUs of 128 at 1 GHz. A pass streams max(M padded to 8, 128)
+ * rows: M = 8 over K = N = 512 is 16 passes, 4 per MXU, 4 x 128 rows + 128
+ * fill = 640 ns (not 4 x 8 + 128 = 160); M = 100 pads to 104, still 128 rows;
+ * M = 136 (above the array) streams 136: 4 x 136 + 128 = 672 ns; M = 1 as 8. */
+static void test_mxu_minimum_rows(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    assert_float_equal(mxu_time_s(&ch, 8, 512, 512, DT_BF16), 640e-9, 1e-15);
+    assert_float_equal(mxu_time_s(&ch, 100, 512, 512, DT_BF16), 640e-9, 1e-15);
+    assert_float_equal(mxu_time_s(&ch, 1, 512, 512, DT_BF16), 640e-9, 1e-15);
+    assert_float_equal(mxu_time_s(&ch, 136, 512, 512, DT_BF16), 672e-9, 1e-15);
+    assert_float_equal(mxu_time_s(&ch, 129, 512, 512, DT_BF16), 672e-9, 1e-15);
+}
+
+/* ---- ICI directions in busy time ---- */
+
+/* A chip's ICI busy time is its bytes over its link directions: two per axis
+ * longer than 1, at most the chip's links. 9e9 bytes at 45 GB/s a direction:
+ * a 4 x 4 slice (4 directions of 4 links) 50 ms, a line of 4 (2) 100 ms, a
+ * 1 x 4 slice (the axis of 1 has no link) 100 ms, a single chip 200 ms (one,
+ * not none); a 4 x 4 x 4 slice of a 4-link chip is capped at 4: 50 ms, of a
+ * 6-link chip 6: 33.3 ms; efficiency 0.5 doubles them. */
+static void test_ici_directions_in_busy_time(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.ici_bw_Bps = 45e9, ch.ici_efficiency = 1, ch.ici_links = 4;
+    struct topo t;
+    int s44[2] = {4, 4}, s4[1] = {4}, s14[2] = {1, 4}, s1[1] = {1}, s444[3] = {4, 4, 4};
+    bool w[3] = {true, true, true};
+    assert_int_equal(topo_init(&t, 2, s44, w), 0);
+    assert_int_equal(ici_link_dirs(&ch, &t), 4);
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.05, 1e-12);
+    assert_int_equal(topo_init(&t, 1, s4, w), 0);
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.1, 1e-12);
+    assert_int_equal(topo_init(&t, 2, s14, w), 0);
+    assert_int_equal(ici_link_dirs(&ch, &t), 2);
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.1, 1e-12);
+    assert_int_equal(topo_init(&t, 1, s1, w), 0);
+    assert_int_equal(ici_link_dirs(&ch, &t), 1);
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.2, 1e-12);
+    assert_int_equal(topo_init(&t, 3, s444, w), 0);
+    assert_int_equal(ici_link_dirs(&ch, &t), 4);
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.05, 1e-12);
+    ch.ici_links = 6;
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.2 / 6, 1e-12);
+    ch.ici_efficiency = 0.5;
+    assert_float_equal(ici_busy_s(&ch, &t, 9e9), 0.4 / 6, 1e-12);
+}
+
+/* ---- HBM: the peak fraction is of the published bandwidth ---- */
+
+/* 1 TB/s published, efficiency 0.88: 8.8e11 bytes in 1 s is 0.88 of the peak
+ * (not 1.0, the derated rate's); a DMA of 1 MB at half efficiency takes the
+ * issue latency (1 us) and 1e6 / 5e11 = 2 us. */
+static void test_hbm_peak_fraction_and_dma_time(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.hbm_bw_Bps = 1e12, ch.hbm_efficiency = 0.88;
+    assert_float_equal(hbm_peak_fraction(&ch, 8.8e11, 1.0), 0.88, 1e-12);
+    assert_float_equal(hbm_busy_s(&ch, 8.8e11), 1.0, 1e-12);
+    ch.hbm_efficiency = 0.5, ch.dma_issue_s = 1e-6;
+    assert_float_equal(hbm_dma_time_s(&ch, 1000000), 3e-6, 1e-15);
+}
+
+/* ---- a ring of 3 keeps its wraparound ---- */
+
+/* [3] with wraparound is a ring: chip 0's left neighbour is chip 2, one hop;
+ * [2] with wraparound asked is a pair (its two links would join the same
+ * chips): chip 0 has no left neighbour. */
+static void test_ring_of_three_wraps(void **state)
+{
+    (void)state;
+    struct topo t;
+    int s3[1] = {3}, s2[1] = {2};
+    bool w[1] = {true};
+    assert_int_equal(topo_init(&t, 1, s3, w), 0);
+    assert_true(t.wrap[0]);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), 2);
+    assert_int_equal(topo_hops(&t, 0, 2), 1);
+    assert_int_equal(topo_init(&t, 1, s2, w), 0);
+    assert_false(t.wrap[0]);
+    assert_int_equal(topo_neighbor(&t, 0, 0, -1), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_functional_k1024),
+        cmocka_unit_test(test_matmul_functional_k4096),
+        cmocka_unit_test(test_collective_pieces_of_nothing_push_nothing),
+        cmocka_unit_test(test_mxu_minimum_rows),
+        cmocka_unit_test(test_ici_directions_in_busy_time),
+        cmocka_unit_test(test_hbm_peak_fraction_and_dma_time),
+        cmocka_unit_test(test_ring_of_three_wraps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
