@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/sat.h"
 #include "kernels/copy.h"
 #include "models/ici.h"
@@ -102,13 +103,13 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
 {
     const struct coll_algo_row *a = &algo_rows[op->u.coll.algo];
     if (!(a->kinds & kind_bit(op->kind))) {
-        snprintf(err, n, "algorithm %s does not apply to %s (it is for %s)", a->name,
-                 op->kind == OP_ALL_GATHER       ? "all_gather"
-                 : op->kind == OP_REDUCE_SCATTER ? "reduce_scatter"
-                 : op->kind == OP_ALL_REDUCE     ? "all_reduce"
-                                                 : "all_to_all",
-                 a->kinds == COLL_FOR_AR ? "all_reduce" : "all_gather, reduce_scatter and all_reduce");
-        return -1;
+        return diag_fail(err, n, "algorithm %s does not apply to %s (it is for %s)", a->name,
+                op->kind == OP_ALL_GATHER       ? "all_gather"
+                : op->kind == OP_REDUCE_SCATTER ? "reduce_scatter"
+                : op->kind == OP_ALL_REDUCE     ? "all_reduce"
+                : "all_to_all",
+                a->kinds == COLL_FOR_AR ? "all_reduce"
+                                        : "all_gather, reduce_scatter and all_reduce");
     }
     struct topo group;
     const struct topo *topo = coll_topo(op, slice, 0, &group);
@@ -116,14 +117,13 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
     uint64_t group_chips = 1;
     for (int i = 0; i < c->naxes; i++) {
         if (c->axes[i] >= topo->ndims) {
-            snprintf(err, n, "axis %d does not exist (the topology has %d axes)", c->axes[i],
-                     topo->ndims);
-            return -1;
+            return diag_fail(err, n, "axis %d does not exist (the topology has %d axes)",
+                             c->axes[i],
+                             topo->ndims);
         }
         for (int j = 0; j < i; j++)
             if (c->axes[j] == c->axes[i]) {
-                snprintf(err, n, "axis %d is listed twice", c->axes[i]);
-                return -1;
+                return diag_fail(err, n, "axis %d is listed twice", c->axes[i]);
             }
         group_chips *= (uint64_t)topo->shape[c->axes[i]];
     }
@@ -513,13 +513,13 @@ static int matmul_fits_hbm(const struct op_collective_matmul *p, const struct ch
     char b[32] = "2^64 or more";
     if (bytes < UINT64_MAX)
         snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
-    snprintf(err, n, "x gathered ([%llu x %llu, %llu]), y ([%llu, %llu]) and the output ([%llu x "
+    return diag_fail(err, n,
+                     "x gathered ([%llu x %llu, %llu]), y ([%llu, %llu]) and the output ([%llu x "
                      "%llu, %llu]) take %s bytes, more than the chip's HBM (%llu bytes)",
-             (unsigned long long)X, (unsigned long long)m, (unsigned long long)k,
-             (unsigned long long)k, (unsigned long long)nn, (unsigned long long)X,
-             (unsigned long long)m, (unsigned long long)nn, b,
-             (unsigned long long)chip->hbm_bytes);
-    return -1;
+                     (unsigned long long)X, (unsigned long long)m, (unsigned long long)k,
+                     (unsigned long long)k, (unsigned long long)nn, (unsigned long long)X,
+                     (unsigned long long)m, (unsigned long long)nn, b,
+                     (unsigned long long)chip->hbm_bytes);
 }
 
 int coll_check_matmul(const struct op *op, const struct chip_params *chip,
@@ -527,14 +527,13 @@ int coll_check_matmul(const struct op *op, const struct chip_params *chip,
 {
     const struct op_collective_matmul *p = &op->u.coll_matmul;
     if (p->axis >= topo->ndims) {
-        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
-                 topo->ndims);
-        return -1;
+        return diag_fail(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
+                         topo->ndims);
     }
     if (p->m % 8 || p->k % 128 || p->n % 128) {
-        snprintf(err, n, "m must be a multiple of 8 and k, n multiples of 128 (got %lld, %lld, "
+        return diag_fail(err, n,
+                         "m must be a multiple of 8 and k, n multiples of 128 (got %lld, %lld, "
                          "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
-        return -1;
     }
     return matmul_fits_hbm(p, chip, (uint64_t)topo->shape[p->axis], err, n);
 }
@@ -585,9 +584,8 @@ static int check_pow2_route(const struct chip_params *chip, const struct topo *t
     for (int i = 0; chip->routing == ICI_ROUTE_POW2 && i < t->ndims; i++) {
         int off = abs(topo_axis_delta(t, i, a[i], b[i]));
         if (off && !copy_is_pow2(off)) {
-            snprintf(err, n, "%s can only route to power-of-2 offsets; chip %d -> chip %d "
+            return diag_fail(err, n, "%s can only route to power-of-2 offsets; chip %d -> chip %d "
                              "is %d hops on axis %d", chip->name, me, dst, off, i);
-            return -1;
         }
     }
     return 0;
@@ -598,9 +596,8 @@ int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
 {
     const struct op_remote_copy *r = &op->u.remote_copy;
     if (r->id_kind != 2 && r->ncoords != topo->ndims) {
-        snprintf(err, n, "device id has %d coordinates, the mesh has %d axes", r->ncoords,
-                 topo->ndims);
-        return -1;
+        return diag_fail(err, n, "device id has %d coordinates, the mesh has %d axes", r->ncoords,
+                         topo->ndims);
     }
     for (int me = 0; me < topo->nchips; me++) {
         int dst = coll_remote_target(topo, r, me);

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "base/diag.h"
+
 static uint64_t vmem_limit(const struct op *op, const struct chip_params *chip)
 {
     return op->vmem_limit_bytes ? op->vmem_limit_bytes : chip->vmem_limit_bytes;
@@ -13,9 +15,9 @@ static int fits_hbm(uint64_t bytes, const struct chip_params *chip, char *err, s
 {
     if (bytes <= chip->hbm_bytes)
         return 0;
-    snprintf(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)", (unsigned long long)bytes,
-             (unsigned long long)chip->hbm_bytes);
-    return -1;
+    return diag_fail(err, n, "%llu bytes exceed the chip's HBM (%llu bytes)",
+                     (unsigned long long)bytes,
+                     (unsigned long long)chip->hbm_bytes);
 }
 
 int copy_check_hbm(const struct op *op, const struct chip_params *chip, const struct topo *topo,
@@ -24,9 +26,8 @@ int copy_check_hbm(const struct op *op, const struct chip_params *chip, const st
     (void)topo;
     uint64_t limit = vmem_limit(op, chip);
     if (op->u.hbm_copy.chunk_bytes * 2 > limit) {
-        snprintf(err, n, "two chunks of %llu bytes exceed the scoped VMEM limit %llu bytes",
-                 (unsigned long long)op->u.hbm_copy.chunk_bytes, (unsigned long long)limit);
-        return -1;
+        return diag_fail(err, n, "two chunks of %llu bytes exceed the scoped VMEM limit %llu bytes",
+                         (unsigned long long)op->u.hbm_copy.chunk_bytes, (unsigned long long)limit);
     }
     return fits_hbm(op->u.hbm_copy.bytes, chip, err, n);
 }
@@ -38,8 +39,8 @@ int copy_check_host(const struct op *op, const struct chip_params *chip, const s
 {
     (void)topo;
     if (chip->pcie_bw_Bps <= 0) {
-        snprintf(err, n, "chip %s has no host link (set pcie.bandwidth in the chip)", chip->name);
-        return -1;
+        return diag_fail(err, n, "chip %s has no host link (set pcie.bandwidth in the chip)",
+                         chip->name);
     }
     return fits_hbm(op->u.host_copy.bytes, chip, err, n);
 }
@@ -66,16 +67,15 @@ int copy_check_ppermute(const struct op *op, const struct chip_params *chip,
 {
     const struct op_ppermute *p = &op->u.ppermute;
     if (p->axis >= topo->ndims) {
-        snprintf(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
-                 topo->ndims);
-        return -1;
+        return diag_fail(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
+                         topo->ndims);
     }
     int L = topo->shape[p->axis], off = ((p->shift % L) + L) % L;
     if (chip->routing == ICI_ROUTE_POW2 && off != 0 && !copy_is_pow2(off) &&
         !copy_is_pow2(L - off)) {
-        snprintf(err, n, "%s can only route to power-of-2 offsets; shift %d on an axis of %d "
+        return diag_fail(err, n,
+                         "%s can only route to power-of-2 offsets; shift %d on an axis of %d "
                          "is offset %d", chip->name, p->shift, L, off);
-        return -1;
     }
     return fits_hbm(p->bytes, chip, err, n);
 }

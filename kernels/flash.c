@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "base/diag.h"
 #include "kernels/tune.h"
 #include "base/xalloc.h"
 
@@ -71,14 +72,13 @@ static int major_minor(char *err, size_t n, const char *pre, const char *suf, in
                        int64_t minor)
 {
     if (minor > major) {
-        snprintf(err, n, "%s%s=%lld should be smaller than %s_major%s=%lld", pre, suf,
-                 (long long)minor, pre, suf, (long long)major);
-        return -1;
+        return diag_fail(err, n, "%s%s=%lld should be smaller than %s_major%s=%lld", pre, suf,
+                         (long long)minor, pre, suf, (long long)major);
     }
     if (major % minor != 0) {
-        snprintf(err, n, "%s%s=%lld should divide %s_major%s=%lld", pre, suf, (long long)minor, pre,
-                 suf, (long long)major);
-        return -1;
+        return diag_fail(err, n, "%s%s=%lld should divide %s_major%s=%lld", pre, suf,
+                         (long long)minor, pre,
+                         suf, (long long)major);
     }
     return 0;
 }
@@ -88,14 +88,12 @@ static int verify_block(char *err, size_t n, const char *block_name, const char 
                         int64_t block, int64_t dim, bool divide)
 {
     if (block > dim) {
-        snprintf(err, n, "%s=%lld should be smaller or equal to %s=%lld", block_name,
-                 (long long)block, dim_name, (long long)dim);
-        return -1;
+        return diag_fail(err, n, "%s=%lld should be smaller or equal to %s=%lld", block_name,
+                         (long long)block, dim_name, (long long)dim);
     }
     if (divide && dim % block != 0) {
-        snprintf(err, n, "%s=%lld should be divisible by %s=%lld", dim_name, (long long)dim,
-                 block_name, (long long)block);
-        return -1;
+        return diag_fail(err, n, "%s=%lld should be divisible by %s=%lld", dim_name, (long long)dim,
+                         block_name, (long long)block);
     }
     return 0;
 }
@@ -104,10 +102,9 @@ static int check_post_init(const struct flash_block_sizes *b, char *err, size_t 
 {
     if (!b->block_q || !b->block_k_major || !b->block_k || !b->block_b) {
         /* upstream fails with a TypeError comparing None; no message to copy */
-        snprintf(err, n,
-                 "block_q, block_k_major, block_k and block_b must be set "
-                 "(only backward block sizes may be None)");
-        return -1;
+        return diag_fail(err, n,
+                         "block_q, block_k_major, block_k and block_b must be set "
+                         "(only backward block sizes may be None)");
     }
     if (major_minor(err, n, "block_k", "", b->block_k_major, b->block_k))
         return -1;
@@ -137,20 +134,17 @@ static int check_fwd(const struct flash *f, char *err, size_t n)
         verify_block(err, n, "block_b", "batch", b->block_b, p->batch, false))
         return -1;
     if (f->seg && b->block_k % LANES != 0) {
-        snprintf(err, n, "kv block size must be a multiple of %d", LANES);
-        return -1;
+        return diag_fail(err, n, "kv block size must be a multiple of %d", LANES);
     }
     if (f->single)
         return 0;
     if (b->block_k % MIN_BLOCK != 0) {
-        snprintf(err, n, "block_k=%lld should be a multiple of %d", (long long)b->block_k,
-                 MIN_BLOCK);
-        return -1;
+        return diag_fail(err, n, "block_k=%lld should be a multiple of %d", (long long)b->block_k,
+                         MIN_BLOCK);
     }
     if (p->head_dim % MIN_BLOCK != 0 && p->head_dim / MIN_BLOCK > 0) {
-        snprintf(err, n, "head_dim=%lld should be a multiple of %d if larger",
-                 (long long)p->head_dim, MIN_BLOCK);
-        return -1;
+        return diag_fail(err, n, "head_dim=%lld should be a multiple of %d if larger",
+                         (long long)p->head_dim, MIN_BLOCK);
     }
     return 0;
 }
@@ -189,9 +183,8 @@ static int check_bwd(const struct flash *f, char *err, size_t n)
     const struct flash_block_sizes *b = &p->bs;
     if (!b->block_q_major_dkv || !b->block_k_major_dkv || !b->block_q_dkv || !b->block_k_dkv ||
         !b->block_k_major_dq || !b->block_k_dq || !b->block_q_dq) {
-        snprintf(err, n,
-                 "Program is being differentiated, but not all backward blocks are specified");
-        return -1;
+        return diag_fail(err, n,
+                "Program is being differentiated, but not all backward blocks are specified");
     }
     int64_t sq = p->q_seq_len, skv = p->kv_seq_len;
     if (verify_block(err, n, "block_q_major_dkv", "q_seq_len", b->block_q_major_dkv, sq, true) ||

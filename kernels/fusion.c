@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/xalloc.h"
 
 enum view { V_FLAT, V_ROWS, V_COLS, V_LEAD };
@@ -331,11 +332,10 @@ static int lay_tile(const struct fl *f, const struct op_array *a, struct lay *y,
     else {
         char sh[96];
         fusion_shape_str(a, sh, sizeof sh);
-        snprintf(err, n,
-                 "a block of %lld rows cannot read the %s input, which repeats every %lld rows: "
-                 "the block must divide %lld or be a multiple of it",
-                 (long long)br, sh, (long long)rs, (long long)rs);
-        return -1;
+        return diag_fail(err, n,
+                "a block of %lld rows cannot read the %s input, which repeats every %lld rows: "
+                "the block must divide %lld or be a multiple of it",
+                (long long)br, sh, (long long)rs, (long long)rs);
     }
     return 0;
 }
@@ -379,21 +379,19 @@ static int lay_cols(const struct fl *f, const struct op_array *a, enum fusion_re
         return 0;
     case FUSION_ROW:
         if (A % br != 0) {
-            snprintf(err, n,
-                     "a block of %lld rows must divide the reduced axis (%lld) to read "
-                     "one value per row",
-                     (long long)br, (long long)A);
-            return -1;
+            return diag_fail(err, n,
+                             "a block of %lld rows must divide the reduced axis (%lld) to read "
+                             "one value per row",
+                             (long long)br, (long long)A);
         }
         LAY(y, br, 1, D(P * A), D(br), IX_PI);
         return 0;
     case FUSION_REDUCED:
         if (P > 1 && C % bc != 0) {
-            snprintf(err, n,
-                     "a block of %lld columns must divide %lld to write the reduction "
-                     "of each of the %lld leading rows",
-                     (long long)bc, (long long)C, (long long)P);
-            return -1;
+            return diag_fail(err, n,
+                             "a block of %lld columns must divide %lld to write the reduction "
+                             "of each of the %lld leading rows",
+                             (long long)bc, (long long)C, (long long)P);
         }
         LAY(y, 1, bc, D(P * C), D(bc), IX_PJ);
         return 0;
@@ -468,8 +466,7 @@ static int layout(struct fl *f, struct pl_call *c, char *err, size_t n)
         if (rc != 0)
             return -1;
         if (fo->rel == FUSION_GROUP && f->ncb > 1) {
-            snprintf(err, n, "a row group needs blocks of whole rows");
-            return -1;
+            return diag_fail(err, n, "a row group needs blocks of whole rows");
         }
         fo->nix = y.rank, fo->mod = y.mod, fo->vr = y.vr, fo->vc = y.vc;
         memcpy(fo->ix, y.ix, sizeof fo->ix);
@@ -685,9 +682,9 @@ static int choose_blocks(struct fl *f, const struct kern *k, struct pl_call *c, 
 static int build_one(struct fl *f, const struct kern *k, struct pl_call *c, char *err, size_t n)
 {
     if (f->l.nin + f->l.nout > 2 * FUSION_MAX || f->l.nout < 1) {
-        snprintf(err, n, "a loop fusion has 1 to %d outputs and at most %d inputs", FUSION_MAX,
-                 FUSION_MAX);
-        return -1;
+        return diag_fail(err, n, "a loop fusion has 1 to %d outputs and at most %d inputs",
+                         FUSION_MAX,
+                         FUSION_MAX);
     }
     set_view(f);
     char why[160];
@@ -698,9 +695,9 @@ static int build_one(struct fl *f, const struct kern *k, struct pl_call *c, char
         char sh[96], sp[96];
         fusion_shape_str(a, sh, sizeof sh);
         fusion_shape_str(&f->l.space, sp, sizeof sp);
-        snprintf(err, n, "%s %d %s cannot be read by a loop over %s: %s", out ? "output" : "input",
-                 out ? bad - FUSION_MAX : bad, sh, sp, why);
-        return -1;
+        return diag_fail(err, n, "%s %d %s cannot be read by a loop over %s: %s",
+                         out ? "output" : "input",
+                         out ? bad - FUSION_MAX : bad, sh, sp, why);
     }
     if (choose_blocks(f, k, c, err, n) != 0)
         return -1;
@@ -739,8 +736,8 @@ int fusion_reject_functional(const struct kern *k, char *err, size_t n)
 {
     if (!k->op->functional)
         return 0;
-    snprintf(err, n, "functional: true is not modelled for XLA ops (they report work, not values)");
-    return -1;
+    return diag_fail(err, n,
+                     "functional: true is not modelled for XLA ops (they report work, not values)");
 }
 
 /* The loop of a 'fusion' op: over out[0], or over in[0] when it reduces. */

@@ -7,25 +7,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/xalloc.h"
-
-static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Writes the message to 'err' (if any) and returns -1. */
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int64_t sat_add(int64_t x, int64_t y)
 {
@@ -102,10 +88,10 @@ struct mask *mask_new_logical(enum mask_kind kind, struct mask *a, struct mask *
 {
     if (a->q_len != b->q_len || a->kv_len != b->kv_len) {
         /* Mask.__or__ / Mask.__and__ */
-        fail(err, n,
-             "Invalid shape for other: (%" PRId64 ", %" PRId64 "), expected: (%" PRId64 ", %" PRId64
-             ")",
-             b->q_len, b->kv_len, a->q_len, a->kv_len);
+        diag_fail(err, n,
+                "Invalid shape for other: (%" PRId64 ", %" PRId64 "), expected: (%" PRId64
+                ", %" PRId64 ")",
+                b->q_len, b->kv_len, a->q_len, a->kv_len);
         mask_free(a);
         mask_free(b);
         return NULL;
@@ -252,10 +238,10 @@ int mask_check_rows(const struct mask *m, char *err, size_t n)
     for (int64_t q = 0; q < m->q_len && rc == 0; q++) {
         mask_row(m, q, 0, m->kv_len, row);
         if (!memchr(row, 1, (size_t)m->kv_len))
-            rc = fail(err, n,
-                      "Some rows of the mask (along the kv dimension) are all zeros.\nThis is"
-                      " would result in a division by zero when computing the attention"
-                      " softmax.");
+            rc = diag_fail(err, n,
+                           "Some rows of the mask (along the kv dimension) are all zeros.\nThis is"
+                           " would result in a division by zero when computing the attention"
+                           " softmax.");
     }
     free(row);
     return rc;
@@ -292,7 +278,7 @@ static struct mask *parse_local(const char *spec, const char *args, int64_t q_le
     size_t l1 = comma ? (colon ? (size_t)(colon - comma - 1) : strlen(comma + 1)) : 0;
     if (!comma || l0 >= sizeof buf[0] || l1 >= sizeof buf[1] ||
         (colon && strlen(colon + 1) >= sizeof buf[2])) {
-        fail(err, n, "bad mask spec '%s': expected local:LEFT,RIGHT[:OFFSET]", spec);
+        diag_fail(err, n, "bad mask spec '%s': expected local:LEFT,RIGHT[:OFFSET]", spec);
         return NULL;
     }
     memcpy(buf[0], args, l0);
@@ -301,15 +287,15 @@ static struct mask *parse_local(const char *spec, const char *args, int64_t q_le
     int64_t left, right, offset;
     if (!parse_int(buf[0], true, 0, MASK_MAX_PARAM, &left) ||
         !parse_int(buf[1], true, 0, MASK_MAX_PARAM, &right)) {
-        fail(err, n,
-             "bad mask spec '%s': LEFT and RIGHT must be 'none' or integers in [0, %" PRId64 "]",
-             spec, MASK_MAX_PARAM);
+        diag_fail(err, n,
+                "bad mask spec '%s': LEFT and RIGHT must be 'none' or integers in [0, %" PRId64 "]",
+                spec, MASK_MAX_PARAM);
         return NULL;
     }
     if (!parse_int(buf[2], false, -MASK_MAX_PARAM, MASK_MAX_PARAM, &offset)) {
-        fail(err, n,
-             "bad mask spec '%s': OFFSET '%s' is not an integer in [-%" PRId64 ", %" PRId64 "]",
-             spec, buf[2], MASK_MAX_PARAM, MASK_MAX_PARAM);
+        diag_fail(err, n,
+                "bad mask spec '%s': OFFSET '%s' is not an integer in [-%" PRId64 ", %" PRId64 "]",
+                spec, buf[2], MASK_MAX_PARAM, MASK_MAX_PARAM);
         return NULL;
     }
     return mask_new_local(q_len, kv_len, left, right, offset);
@@ -320,9 +306,9 @@ static struct mask *parse_causal(const char *spec, const char *args, int64_t q_l
 {
     int64_t offset = 0;
     if (args && !parse_int(args, false, -MASK_MAX_PARAM, MASK_MAX_PARAM, &offset)) {
-        fail(err, n,
-             "bad mask spec '%s': OFFSET '%s' is not an integer in [-%" PRId64 ", %" PRId64 "]",
-             spec, args, MASK_MAX_PARAM, MASK_MAX_PARAM);
+        diag_fail(err, n,
+                "bad mask spec '%s': OFFSET '%s' is not an integer in [-%" PRId64 ", %" PRId64 "]",
+                spec, args, MASK_MAX_PARAM, MASK_MAX_PARAM);
         return NULL;
     }
     return mask_new_causal(q_len, kv_len, offset);
@@ -333,13 +319,13 @@ static struct mask *parse_chunked(const char *spec, const char *args, int64_t q_
 {
     int64_t chunk;
     if (!args || !parse_int(args, false, INT64_MIN, INT64_MAX, &chunk)) {
-        fail(err, n, "bad mask spec '%s': expected chunked:C with an integer C", spec);
+        diag_fail(err, n, "bad mask spec '%s': expected chunked:C with an integer C", spec);
         return NULL;
     }
     if (chunk <= 0 || chunk > MASK_MAX_PARAM) {
         /* ChunkedCausalMask's own message for chunk <= 0 */
-        fail(err, n, "bad mask spec '%s': chunk_size must be positive%s", spec,
-             chunk > 0 ? " and at most 2^50" : "");
+        diag_fail(err, n, "bad mask spec '%s': chunk_size must be positive%s", spec,
+                  chunk > 0 ? " and at most 2^50" : "");
         return NULL;
     }
     return mask_new_chunked(q_len, kv_len, chunk);
@@ -348,7 +334,7 @@ static struct mask *parse_chunked(const char *spec, const char *args, int64_t q_
 struct mask *mask_parse_spec(const char *spec, int64_t q_len, int64_t kv_len, char *err, size_t n)
 {
     if (q_len < 1 || kv_len < 1) {
-        fail(err, n, "mask shape (%" PRId64 ", %" PRId64 ") must be positive", q_len, kv_len);
+        diag_fail(err, n, "mask shape (%" PRId64 ", %" PRId64 ") must be positive", q_len, kv_len);
         return NULL;
     }
     const char *colon = strchr(spec, ':');
@@ -362,10 +348,10 @@ struct mask *mask_parse_spec(const char *spec, int64_t q_len, int64_t kv_len, ch
         return parse_local(spec, args, q_len, kv_len, err, n);
     if (klen == 7 && strncmp(spec, "chunked", 7) == 0)
         return parse_chunked(spec, args, q_len, kv_len, err, n);
-    fail(err, n,
-         "bad mask spec '%s': expected full, causal[:OFFSET], local:LEFT,RIGHT[:OFFSET] or "
-         "chunked:C",
-         spec);
+    diag_fail(err, n,
+              "bad mask spec '%s': expected full, causal[:OFFSET], local:LEFT,RIGHT[:OFFSET] or "
+              "chunked:C",
+              spec);
     return NULL;
 }
 
@@ -544,36 +530,40 @@ static int check_inputs(struct mask *const *heads, int nheads, const struct mask
                         char *err, size_t n)
 {
     if (nheads < 1)
-        return fail(err, n, "Unsupported empty tuple of masks");
+        return diag_fail(err, n, "Unsupported empty tuple of masks");
     for (int h = 1; h < nheads; h++)
         if (heads[h]->q_len != heads[0]->q_len || heads[h]->kv_len != heads[0]->kv_len)
-            return fail(err, n,
-                        "Unexpected mask shape, got: (%" PRId64 ", %" PRId64
-                        "), expected: (%" PRId64 ", %" PRId64 ")",
-                        heads[h]->q_len, heads[h]->kv_len, heads[0]->q_len, heads[0]->kv_len);
+            return diag_fail(err, n,
+                             "Unexpected mask shape, got: (%" PRId64 ", %" PRId64
+                             "), expected: (%" PRId64 ", %" PRId64 ")",
+                             heads[h]->q_len, heads[h]->kv_len, heads[0]->q_len, heads[0]->kv_len);
     if (p->bq < 1 || p->bkv < 1 || p->head_shards < 1 || p->q_seq_shards < 1)
-        return fail(err, n,
-                    "block sizes and shard counts must be positive (bq=%d, bkv=%d, "
-                    "head_shards=%d, q_seq_shards=%d)",
-                    p->bq, p->bkv, p->head_shards, p->q_seq_shards);
+        return diag_fail(err, n,
+                         "block sizes and shard counts must be positive (bq=%d, bkv=%d, "
+                         "head_shards=%d, q_seq_shards=%d)",
+                         p->bq, p->bkv, p->head_shards, p->q_seq_shards);
     int64_t Q = heads[0]->q_len, K = heads[0]->kv_len;
     if (Q % p->bq)
-        return fail(err, n, "q_block_size=%d should divide q_seq_len=%" PRId64 ".", p->bq, Q);
+        return diag_fail(err, n, "q_block_size=%d should divide q_seq_len=%" PRId64 ".", p->bq, Q);
     if (K % p->bkv)
-        return fail(err, n, "kv_block_size=%d should divide kv_seq_len=%" PRId64 ".", p->bkv, K);
+        return diag_fail(err, n, "kv_block_size=%d should divide kv_seq_len=%" PRId64 ".", p->bkv,
+                         K);
     if (Q % p->q_seq_shards)
-        return fail(err, n, "q_seq_shards=%d should divide q_seq_len=%" PRId64 ".", p->q_seq_shards,
-                    Q);
+        return diag_fail(err, n, "q_seq_shards=%d should divide q_seq_len=%" PRId64 ".",
+                         p->q_seq_shards,
+                         Q);
     if (Q / p->q_seq_shards % p->bq)
-        return fail(err, n, "q_block_size=%d should divide q_seq_len_per_shard=%" PRId64 ".", p->bq,
-                    Q / p->q_seq_shards);
+        return diag_fail(err, n, "q_block_size=%d should divide q_seq_len_per_shard=%" PRId64 ".",
+                         p->bq,
+                         Q / p->q_seq_shards);
     if (nheads % p->head_shards)
-        return fail(err, n, "head_shards=%d should divide head_count=%d.", p->head_shards, nheads);
+        return diag_fail(err, n, "head_shards=%d should divide head_count=%d.", p->head_shards,
+                         nheads);
     int64_t cells;
     if (__builtin_mul_overflow((int64_t)nheads, Q / p->bq, &cells) ||
         __builtin_mul_overflow(cells, K / p->bkv, &cells) || cells > INT32_MAX)
-        return fail(err, n, "mask info too large: %d heads x %" PRId64 " x %" PRId64 " blocks",
-                    nheads, Q / p->bq, K / p->bkv);
+        return diag_fail(err, n, "mask info too large: %d heads x %" PRId64 " x %" PRId64 " blocks",
+                         nheads, Q / p->bq, K / p->bkv);
     return 0;
 }
 
@@ -726,14 +716,14 @@ static int shrink_check(const struct mask_info *mi, const int *extent, int shard
 {
     for (int s = 0; s < shards; s++)
         if (extent[s] == 0)
-            return fail(err, n,
-                        "grid shrinking left q shard %d with no non-empty block (upstream "
-                        "_process_mask fails 'assert current_block_mask.size > 0')",
-                        s);
+            return diag_fail(err, n,
+                             "grid shrinking left q shard %d with no non-empty block (upstream "
+                             "_process_mask fails 'assert current_block_mask.size > 0')",
+                             s);
     if (shards > 1 && !mi->mask_next)
-        return fail(err, n,
-                    "need at least one array to concatenate (upstream _process_mask "
-                    "pads mask_next of q shards when there is none)");
+        return diag_fail(err, n,
+                         "need at least one array to concatenate (upstream _process_mask "
+                         "pads mask_next of q shards when there is none)");
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "base/diag.h"
 #include "models/hbm.h"
 #include "base/check.h"
 #include "base/xalloc.h"
@@ -266,43 +267,37 @@ static int pg_check(const struct kern *k, const struct pg *g, char *err, size_t 
 {
     const struct op_paged *p = &g->p;
     if (p->q_heads % p->kv_heads != 0) {
-        snprintf(err, n,
-                 "Number of Q heads must be divisible by number of KV heads. Got %lld and %lld.",
-                 (long long)p->q_heads, (long long)p->kv_heads);
-        return -1;
+        return diag_fail(err, n,
+                "Number of Q heads must be divisible by number of KV heads. Got %lld and %lld.",
+                (long long)p->q_heads, (long long)p->kv_heads);
     }
     if (p->pages_per_seq % p->pages_per_compute_block != 0) {
-        snprintf(err, n,
-                 "pages_per_compute_block must be divisible by pages per sequence. Got %lld and "
-                 "%lld.",
-                 (long long)p->pages_per_compute_block, (long long)p->pages_per_seq);
-        return -1;
+        return diag_fail(err, n,
+                "pages_per_compute_block must be divisible by pages per sequence. Got %lld and "
+                "%lld.",
+                (long long)p->pages_per_compute_block, (long long)p->pages_per_seq);
     }
     if (p->megacore_mode == MEGACORE_KV_HEAD && p->kv_heads % 2 != 0) {
-        snprintf(err, n, "number of KV heads must be even when megacore_mode is 'kv_head'");
-        return -1;
+        return diag_fail(err, n, "number of KV heads must be even when megacore_mode is 'kv_head'");
     }
     if (p->megacore_mode == MEGACORE_BATCH && p->batch % 2 != 0) {
-        snprintf(err, n, "batch size must be even when megacore_mode is 'batch'");
-        return -1;
+        return diag_fail(err, n, "batch size must be even when megacore_mode is 'batch'");
     }
     if (p->megacore_mode != MEGACORE_NONE && !(k->chip->megacore && k->chip->cores == 2)) {
-        snprintf(err, n,
-                 "megacore_mode '%s' needs a megacore chip (v4, v5p): on %s both core_index "
-                 "values run on one TensorCore and the second waits for a prefetch that was never "
-                 "issued (upstream: \"set this only if megacore is enabled, otherwise the kernel "
-                 "may hang\")",
-                 p->megacore_mode == MEGACORE_KV_HEAD ? "kv_head" : "batch", k->chip->name);
-        return -1;
+        return diag_fail(err, n,
+                "megacore_mode '%s' needs a megacore chip (v4, v5p): on %s both core_index "
+                "values run on one TensorCore and the second waits for a prefetch that was never "
+                "issued (upstream: \"set this only if megacore is enabled, otherwise the kernel "
+                "may hang\")",
+                p->megacore_mode == MEGACORE_KV_HEAD ? "kv_head" : "batch", k->chip->name);
     }
     int64_t max_len = p->pages_per_seq * p->page_size;
     for (int64_t b = 0; b < p->batch; b++) {
         if (p->lengths[b] < 0 || p->lengths[b] > max_len) {
-            snprintf(err, n,
-                     "length %lld of sequence %lld is not in [0, pages_per_seq x "
-                     "page_size = %lld]",
-                     (long long)p->lengths[b], (long long)b, (long long)max_len);
-            return -1;
+            return diag_fail(err, n,
+                             "length %lld of sequence %lld is not in [0, pages_per_seq x "
+                             "page_size = %lld]",
+                             (long long)p->lengths[b], (long long)b, (long long)max_len);
         }
     }
     return 0;
@@ -430,11 +425,10 @@ static int pg_init_kind(struct kern *k, char *err, size_t n)
      * table too large for SMEM can be terabytes of host memory */
     uint64_t smem = (uint64_t)(4 * p->batch + 4 * p->batch * p->pages_per_seq + 4 + 4);
     if (smem > k->chip->smem_bytes) {
-        snprintf(err, n,
-                 "scalar prefetch (lengths, page_indices) needs %llu bytes of SMEM, the "
-                 "chip has %llu",
-                 (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
-        return -1;
+        return diag_fail(err, n,
+                         "scalar prefetch (lengths, page_indices) needs %llu bytes of SMEM, the "
+                         "chip has %llu",
+                         (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
     }
     pg_pages(g);
     pg_build(k, g);

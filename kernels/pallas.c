@@ -16,6 +16,7 @@
 #include "models/hbm.h"
 #include "models/mxu.h"
 #include "base/check.h"
+#include "base/diag.h"
 #include "base/sat.h"
 #include "base/xalloc.h"
 
@@ -117,20 +118,18 @@ static int check_block(const struct pl_operand *op, char *err, size_t n)
     for (int d = 0; d < r; d++) {
         int64_t b = block_dim(op, d);
         if (b < 1 || b > op->shape[d]) {
-            snprintf(err, n, "operand '%s': block dim %d is %lld, must be in [1, %lld]",
-                     op->name, d, (long long)b, (long long)op->shape[d]);
-            return -1;
+            return diag_fail(err, n, "operand '%s': block dim %d is %lld, must be in [1, %lld]",
+                             op->name, d, (long long)b, (long long)op->shape[d]);
         }
     }
     if (r == 1) {
         int64_t b = op->block[0], bits = 8 * dtype_bytes(op->dt);
         if (b == op->shape[0] || b % 1024 == 0 || (is_pow2(b) && b >= 128 * (32 / bits)))
             return 0;
-        snprintf(err, n,
-                 "operand '%s': rank-1 block %lld must equal the array dim %lld, be a multiple "
-                 "of 1024, or a power of 2 >= %lld",
-                 op->name, (long long)b, (long long)op->shape[0], (long long)(128 * (32 / bits)));
-        return -1;
+        return diag_fail(err, n,
+                "operand '%s': rank-1 block %lld must equal the array dim %lld, be a multiple "
+                "of 1024, or a power of 2 >= %lld",
+                op->name, (long long)b, (long long)op->shape[0], (long long)(128 * (32 / bits)));
     }
     static const int64_t tile[2] = {8, 128};
     for (int k = 0; k < 2; k++) {
@@ -138,11 +137,10 @@ static int check_block(const struct pl_operand *op, char *err, size_t n)
         if (op->block[d] == PL_SQUEEZED)
             continue;
         if (op->block[d] % tile[k] != 0 && op->block[d] != op->shape[d]) {
-            snprintf(err, n,
-                     "operand '%s': block shape's last two dims must be divisible by (8, 128) "
-                     "or equal the array dims; dim %d is %lld of %lld",
-                     op->name, d, (long long)op->block[d], (long long)op->shape[d]);
-            return -1;
+            return diag_fail(err, n,
+                    "operand '%s': block shape's last two dims must be divisible by (8, 128) "
+                    "or equal the array dims; dim %d is %lld of %lld",
+                    op->name, d, (long long)op->block[d], (long long)op->shape[d]);
         }
     }
     return 0;
@@ -197,9 +195,9 @@ static int check_hbm(const struct pl_call *call, const struct chip_params *chip,
         char b[32] = "2^64 or more";
         if (bytes < UINT64_MAX)
             snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
-        snprintf(err, n, "operand '%s' takes %s bytes, more than the chip's HBM (%llu bytes)",
-                 op->name, b, (unsigned long long)chip->hbm_bytes);
-        return -1;
+        return diag_fail(err, n,
+                         "operand '%s' takes %s bytes, more than the chip's HBM (%llu bytes)",
+                         op->name, b, (unsigned long long)chip->hbm_bytes);
     }
     return 0;
 }
@@ -209,12 +207,12 @@ int pl_check(const struct pl_call *call, const struct chip_params *chip, char *e
     bool seen_arbitrary = false;
     for (int i = 0; i < call->ngrid; i++) {
         if (call->grid[i] < 1) {
-            snprintf(err, n, "grid dim %d is %lld, must be >= 1", i, (long long)call->grid[i]);
-            return -1;
+            return diag_fail(err, n, "grid dim %d is %lld, must be >= 1", i,
+                             (long long)call->grid[i]);
         }
         if (call->sem[i] == PL_PARALLEL && seen_arbitrary) {
-            snprintf(err, n, "dimensions with parallel semantics must form a prefix of the grid");
-            return -1;
+            return diag_fail(err, n,
+                             "dimensions with parallel semantics must form a prefix of the grid");
         }
         seen_arbitrary |= call->sem[i] != PL_PARALLEL;
     }
@@ -223,9 +221,8 @@ int pl_check(const struct pl_call *call, const struct chip_params *chip, char *e
         if (op->space != PL_VMEM)
             continue;
         if (op->buffers < 0 || op->buffers > 2) {
-            snprintf(err, n, "operand '%s': a top-level pallas_call takes Buffered(1) or "
+            return diag_fail(err, n, "operand '%s': a top-level pallas_call takes Buffered(1) or "
                              "Buffered(2), got %d buffers", op->name, op->buffers);
-            return -1;
         }
         if (check_block(op, err, n))
             return -1;

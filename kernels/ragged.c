@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
+#include "base/diag.h"
 #include "models/hbm.h"
 #include "base/check.h"
 #include "base/xalloc.h"
@@ -263,9 +264,9 @@ static int rg_heads(struct rg *g, char *err, size_t n)
 {
     int64_t comb = 2 * g->p.kv_heads, kvp = rg_packing(g->p.kv_dt);
     if (!rg_tiled(comb, kvp)) {
-        snprintf(err, n, "Not implemented: num_combined_kv_heads=%lld can not be XLA fully tiled.",
-                 (long long)comb);
-        return -1;
+        return diag_fail(err, n,
+                         "Not implemented: num_combined_kv_heads=%lld can not be XLA fully tiled.",
+                         (long long)comb);
     }
     int64_t min_comb = comb % (8 * kvp) == 0 ? 8 * kvp : comb;
     int64_t min_q = min_comb / 2 * g->ratio;
@@ -283,39 +284,35 @@ static int rg_check(const struct rg *g, char *err, size_t n)
 {
     const struct op_ragged *p = &g->p;
     if (p->q_heads % p->kv_heads != 0) {
-        snprintf(err, n, "num_q_heads=%lld must be divisible by num_kv_heads=%lld",
-                 (long long)p->q_heads, (long long)p->kv_heads);
-        return -1;
+        return diag_fail(err, n, "num_q_heads=%lld must be divisible by num_kv_heads=%lld",
+                         (long long)p->q_heads, (long long)p->kv_heads);
     }
     if (p->sliding_window < 0) {
-        snprintf(err, n, "sliding_window=%lld must be positive.", (long long)p->sliding_window);
-        return -1;
+        return diag_fail(err, n, "sliding_window=%lld must be positive.",
+                         (long long)p->sliding_window);
     }
     if (p->num_kv_pages_per_block && !(p->num_kv_pages_per_block <= g->pps)) {
-        snprintf(err, n, "num_kv_pages_per_block=%lld must be in range (0, %lld].",
-                 (long long)p->num_kv_pages_per_block, (long long)g->pps);
-        return -1;
+        return diag_fail(err, n, "num_kv_pages_per_block=%lld must be in range (0, %lld].",
+                         (long long)p->num_kv_pages_per_block, (long long)g->pps);
     }
     for (int i = 0; i < p->nseqs; i++) {
         if (p->kv_lens[i] > g->pps * p->page_size) {
-            snprintf(err, n,
-                     "pages_per_seq=%lld must be greater or equal to min_pages_per_seq=%lld given "
-                     "max_kv_len=%lld and page_size=%lld.",
-                     (long long)g->pps, (long long)cdiv(p->kv_lens[i], p->page_size),
-                     (long long)p->kv_lens[i], (long long)p->page_size);
-            return -1;
+            return diag_fail(err, n,
+                    "pages_per_seq=%lld must be greater or equal to min_pages_per_seq=%lld given "
+                    "max_kv_len=%lld and page_size=%lld.",
+                    (long long)g->pps, (long long)cdiv(p->kv_lens[i], p->page_size),
+                    (long long)p->kv_lens[i], (long long)p->page_size);
         }
         if (p->q_lens[i] > p->kv_lens[i]) {
-            snprintf(err, n, "q_len=%lld must be less or equal to kv_len=%lld at sequence %d.",
-                     (long long)p->q_lens[i], (long long)p->kv_lens[i], i);
-            return -1;
+            return diag_fail(err, n,
+                             "q_len=%lld must be less or equal to kv_len=%lld at sequence %d.",
+                             (long long)p->q_lens[i], (long long)p->kv_lens[i], i);
         }
         if (p->kv_lens[i] < 1 || p->q_lens[i] < 0) {
-            snprintf(err, n,
-                     "sequence %d has kv_len=%lld: the kernel prefetches block 0 of every "
-                     "sequence, so a sequence needs kv_len >= 1 (and q_len >= 0)",
-                     i, (long long)p->kv_lens[i]);
-            return -1;
+            return diag_fail(err, n,
+                             "sequence %d has kv_len=%lld: the kernel prefetches block 0 of every "
+                             "sequence, so a sequence needs kv_len >= 1 (and q_len >= 0)",
+                             i, (long long)p->kv_lens[i]);
         }
     }
     return 0;
@@ -431,9 +428,9 @@ static int rg_init(struct kern *k, char *err, size_t n)
     g->T = p->max_num_batched_tokens ? p->max_num_batched_tokens
                                      : (g->cu[g->S] > 0 ? g->cu[g->S] : 1);
     if (g->T < g->cu[g->S]) {
-        snprintf(err, n, "Total q tokens %lld must be less or equal to max_num_batched_tokens=%lld.",
-                 (long long)g->cu[g->S], (long long)g->T);
-        return -1;
+        return diag_fail(err, n,
+                "Total q tokens %lld must be less or equal to max_num_batched_tokens=%lld.",
+                (long long)g->cu[g->S], (long long)g->T);
     }
     rg_blocks(g, k->chip);
     g->kv_scale = p->kv_dt == DT_INT8 ? RG_INT8_SCALE : 0.0f;
@@ -442,11 +439,10 @@ static int rg_init(struct kern *k, char *err, size_t n)
     /* checked before the page table is built (see kernels/paged.c) */
     uint64_t smem = (uint64_t)(4 * g->S + 4 * g->S * g->pps + 4 * (g->S + 1) + 8 + 4);
     if (smem > k->chip->smem_bytes) {
-        snprintf(err, n,
-                 "scalar prefetch (kv_lens, page_indices, cu_q_lens) needs %llu bytes of "
-                 "SMEM, the chip has %llu",
-                 (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
-        return -1;
+        return diag_fail(err, n,
+                         "scalar prefetch (kv_lens, page_indices, cu_q_lens) needs %llu bytes of "
+                         "SMEM, the chip has %llu",
+                         (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
     }
     rg_pages(g);
     rg_build(k, g);

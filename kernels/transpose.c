@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/xalloc.h"
+#include "base/diag.h"
 #include "kernels/fusion.h"
 #include "kernels/xla.h"
 
@@ -78,8 +79,7 @@ static int tp_init(struct kern *k, char *err, size_t n)
     if (fusion_reject_functional(k, err, n) != 0)
         return -1;
     if (xla_check(k->op, &key, want, sizeof want) != 0) {
-        snprintf(err, n, "%s: expected %s", key, want);
-        return -1;
+        return diag_fail(err, n, "%s: expected %s", key, want);
     }
     struct tp *t = xcalloc(1, sizeof *t);
     k->impl = t;

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "kernels/fusion.h"
 
 const char *const xla_fn_names[XLA_FN_COUNT + 1] = {
@@ -361,8 +362,7 @@ static int xla_init(struct kern *k, char *err, size_t n)
     const char *key;
     char want[160];
     if (xla_check(k->op, &key, want, sizeof want) != 0) {
-        snprintf(err, n, "%s: expected %s", key, want);
-        return -1;
+        return diag_fail(err, n, "%s: expected %s", key, want);
     }
     struct fusion_loop loops[KERN_MAX_CALLS];
     int nl = expand(k->op, loops);
