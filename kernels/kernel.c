@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/xalloc.h"
 
 int kern_init(struct kern *k, const struct kern_kind *kind, const struct op *op,
@@ -74,4 +75,12 @@ float *kern_rand_array(uint64_t seed, int64_t n, enum dtype dt, float scale)
     for (int64_t i = 0; i < n; i++)
         a[i] = pl_round(kern_rand(seed, (uint64_t)i) * scale, dt);
     return a;
+}
+
+int kern_check_smem(const struct kern *k, uint64_t bytes, const char *what, char *err, size_t n)
+{
+    if (bytes <= k->chip->smem_bytes)
+        return 0;
+    return diag_fail(err, n, "scalar prefetch (%s) needs %llu bytes of SMEM, the chip has %llu",
+                     what, (unsigned long long)bytes, (unsigned long long)k->chip->smem_bytes);
 }

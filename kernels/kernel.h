@@ -58,6 +58,11 @@ int64_t kern_steps(const struct kern *k);
 float kern_rand(uint64_t seed, uint64_t i);
 /* Returns a new array of 'n' seeded values scaled by 'scale', rounded to 'dt'; caller frees. */
 float *kern_rand_array(uint64_t seed, int64_t n, enum dtype dt, float scale);
+/* A kernel's scalar prefetch ('what' it holds, 'bytes' of it) against the
+ * chip's SMEM: 0, or -1 with "scalar prefetch (WHAT) needs N bytes of SMEM,
+ * the chip has M". Checked before the tables are built (they can be
+ * terabytes of host memory). */
+int kern_check_smem(const struct kern *k, uint64_t bytes, const char *what, char *err, size_t n);
 
 
 #endif

@@ -360,6 +360,12 @@ static void pg_scratch(struct pl_scratch *s, const char *name, enum dtype dt, co
         .shape = {2, g->p.pages_per_compute_block, g->p.page_size, g->p.head_dim}};
 }
 
+/* The scalar prefetch: lengths, page_indices, and two scalars. */
+static uint64_t pg_smem_bytes(const struct op_paged *p)
+{
+    return (uint64_t)(4 * p->batch + 4 * p->batch * p->pages_per_seq + 4 + 4);
+}
+
 static void pg_build(struct kern *k, struct pg *g)
 {
     const struct op_paged *p = &g->p;
@@ -395,7 +401,7 @@ static void pg_build(struct kern *k, struct pg *g)
     c->user = g;
     c->manual = true;
     /* lengths, page_indices, buffer_index, init_flag (L638-641) */
-    c->smem_prefetch_bytes = (uint64_t)(4 * p->batch + 4 * p->batch * p->pages_per_seq + 4 + 4);
+    c->smem_prefetch_bytes = pg_smem_bytes(p);
     c->state_bytes = sizeof(struct pg_state) + sizeof(void *) * (size_t)(4 * g->per_slot);
 }
 
@@ -423,17 +429,10 @@ static int pg_init_kind(struct kern *k, char *err, size_t n)
     g->scale_bytes = hbm_dma_bytes(k->chip, p->dt, 2, page);
     /* the scalar prefetch is checked before the page table is built: a
      * table too large for SMEM can be terabytes of host memory */
-    uint64_t smem = (uint64_t)(4 * p->batch + 4 * p->batch * p->pages_per_seq + 4 + 4);
-    if (smem > k->chip->smem_bytes) {
-        return diag_fail(err, n,
-                         "scalar prefetch (lengths, page_indices) needs %llu bytes of SMEM, the "
-                         "chip has %llu",
-                         (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
-    }
+    if (kern_check_smem(k, pg_smem_bytes(p), "lengths, page_indices", err, n) != 0)
+        return -1;
     pg_pages(g);
     pg_build(k, g);
-    TPU_ASSERT(k->calls[0].smem_prefetch_bytes == smem, "paged SMEM %llu",
-               (unsigned long long)k->calls[0].smem_prefetch_bytes);
     return 0;
 }
 

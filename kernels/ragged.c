@@ -358,6 +358,12 @@ static void rg_blocks(struct rg *g, const struct chip_params *chip)
     g->nqb = cdiv(g->T, g->bq);
 }
 
+/* kv_lens, page_indices, cu_q_lens, seq_buf_idx, num_seqs (L864-870). */
+static uint64_t rg_smem_bytes(const struct rg *g)
+{
+    return (uint64_t)(4 * g->S + 4 * g->S * g->pps + 4 * (g->S + 1) + 8 + 4);
+}
+
 static void rg_build(struct kern *k, struct rg *g)
 {
     const struct op_ragged *p = &g->p;
@@ -402,8 +408,7 @@ static void rg_build(struct kern *k, struct rg *g)
     c->body = rg_body;
     c->user = g;
     c->manual = true;
-    /* kv_lens, page_indices, cu_q_lens, seq_buf_idx, num_seqs (L864-870) */
-    c->smem_prefetch_bytes = (uint64_t)(4 * g->S + 4 * g->S * g->pps + 4 * (g->S + 1) + 8 + 4);
+    c->smem_prefetch_bytes = rg_smem_bytes(g);
     c->state_bytes = sizeof(struct rg_state) + sizeof(void *) * (size_t)(2 * g->nkvp);
 }
 
@@ -437,17 +442,10 @@ static int rg_init(struct kern *k, char *err, size_t n)
     int64_t page[3] = {p->page_size, g->comb_blk, p->head_dim};
     g->page_bytes = hbm_dma_bytes(k->chip, p->kv_dt, 3, page);
     /* checked before the page table is built (see kernels/paged.c) */
-    uint64_t smem = (uint64_t)(4 * g->S + 4 * g->S * g->pps + 4 * (g->S + 1) + 8 + 4);
-    if (smem > k->chip->smem_bytes) {
-        return diag_fail(err, n,
-                         "scalar prefetch (kv_lens, page_indices, cu_q_lens) needs %llu bytes of "
-                         "SMEM, the chip has %llu",
-                         (unsigned long long)smem, (unsigned long long)k->chip->smem_bytes);
-    }
+    if (kern_check_smem(k, rg_smem_bytes(g), "kv_lens, page_indices, cu_q_lens", err, n) != 0)
+        return -1;
     rg_pages(g);
     rg_build(k, g);
-    TPU_ASSERT(k->calls[0].smem_prefetch_bytes == smem, "ragged SMEM %llu",
-               (unsigned long long)k->calls[0].smem_prefetch_bytes);
     return 0;
 }
 
