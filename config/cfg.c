@@ -759,7 +759,7 @@ int cfg_serve_step(const struct cfg_scenario *base, const struct model *m,
     *sc = *base;
     sc->name = xstrdup(base->name);
     sc->file = xstrdup(base->file ? base->file : "");
-    sc->ops = NULL, sc->src = NULL, sc->nops = 0, sc->tuned = NULL, sc->serve = NULL;
+    sc->ops = NULL, sc->src = NULL, sc->nops = 0, sc->plan.tuned = NULL, sc->serve = NULL;
     memset(&sc->graph, 0, sizeof sc->graph);
     struct model_step *ms = sc->model = xcalloc(1, sizeof *sc->model);
     ms->m = *m;
@@ -922,8 +922,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_node_free(expanded);
         if (diag_count(d) == 0)
             walk_check_unread(&w, root, "");
-        sc->sim = sc->topo; /* every chip, until the engine folds it (engine/spmd.h) */
-        sc->sim_mult = 1;
+        sc->plan.sim = sc->topo; /* every chip, until the engine folds it (engine/spmd.h) */
+        sc->plan.sim_mult = 1;
     }
     cfg_node_free(root);
     if (diag_count(d) == 0)
@@ -976,7 +976,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     }
     free(sc->ops);
     free(sc->src);
-    free(sc->tuned);
+    free(sc->plan.tuned);
     free(sc->model);
     free(sc->serve);
     graph_fini(&sc->graph);

@@ -31,7 +31,7 @@ struct serve_cfg;
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 
-/* options.max_steps by default: steps of simulated work (sim/validate.h),
+/* options.max_steps by default: steps of simulated work (engine/validate.h),
  * about 3 us of CPU each here: a run of a few minutes at most. */
 #define CFG_DEFAULT_MAX_STEPS 50000000
 
@@ -42,38 +42,52 @@ struct cfg_op_src {
     const struct cfg_node *node; /* the mapping; valid while loading only */
 };
 
+/* What is decided about a loaded scenario after loading: written by the
+ * engine's SPMD fold (engine/spmd.h) and by `block: auto`'s search
+ * (study/autotune.h), read by the run. The loader leaves the whole slice and
+ * no choices. */
+struct cfg_plan {
+    struct topo sim;           /* the chips simulated: the slice, or its SPMD fold */
+    int sim_mult;              /* chips of the slice each simulated chip stands for */
+    struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
+                                  NULL until the search ran */
+};
+
+/* A scenario: what the user wrote (the chip, the slice, the options), the
+ * program it stands for (the ops, their graph, the model or serving engine
+ * they come from), and the plan decided after loading. */
 struct cfg_scenario {
+    /* --- the input --- */
     char *name; /* owned */
     char *file; /* owned; path the scenario came from */
     struct chip_params chip;
     struct topo topo;      /* the slice */
     struct dcn dcn;        /* topology.slices copies of it joined by the DCN (slices 1: none) */
-    struct topo sim;       /* the chips simulated: the slice, or its SPMD fold (engine/spmd.h) */
-    int sim_mult;          /* chips of the slice each simulated chip stands for */
     bool all_chips;        /* options.all_chips: simulate every chip, no folding */
     bool kernel_memo;      /* options.kernel_memo: quiet kernel replays from memos (default) */
     bool has_mesh;         /* a top-level mesh: (the default for collectives' groups:) */
+    struct mesh mesh;      /* laid out on 'topo' */
+    enum cfg_fidelity fidelity;
+    int trace_level;       /* options.trace: a outputs/trace.h enum trace_level (units) */
+    uint64_t seed;
+    int64_t max_steps;     /* resource guard: refuse runs above this many steps of work */
+    /* --- the program --- */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);
                                  then 'model' is its engine's decode step of max_num_seqs */
-    struct mesh mesh;      /* laid out on 'topo' */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
     int nops;
     struct graph graph; /* the program: dependencies and repeat blocks of the ops */
-    struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
-                                    * NULL until the search ran */
-    enum cfg_fidelity fidelity;
-    int trace_level;           /* options.trace: a outputs/trace.h enum trace_level (units) */
-    uint64_t seed;
-    int64_t max_steps; /* resource guard: refuse runs above this many steps of work */
+    /* --- the plan, decided after loading --- */
+    struct cfg_plan plan;
 };
 
 /* Chips the engine simulates: every slice's simulated chips (sim.nchips each);
  * engine chip e is chip e % sim.nchips of slice e / sim.nchips. */
 static inline int cfg_engine_chips(const struct cfg_scenario *sc)
 {
-    return sc->sim.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+    return sc->plan.sim.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
 }
 /* Chips of all slices. */
 static inline int cfg_total_chips(const struct cfg_scenario *sc)

@@ -191,7 +191,7 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     struct coll_actor *a = ex;
     struct eng_task *task = a->task;
     struct eng_run *r = task->core->run;
-    int n = r->sc->sim.nchips, dst = dst_slice * n + task->core->chip % n;
+    int n = r->sc->plan.sim.nchips, dst = dst_slice * n + task->core->chip % n;
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)

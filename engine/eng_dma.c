@@ -14,18 +14,18 @@
 
 int eng_sim_chip(const struct eng_run *r, int me, int slice_chip)
 {
-    int n = r->sc->sim.nchips;
-    return me / n * n + topo_fold_rank(&r->sc->topo, &r->sc->sim, slice_chip);
+    int n = r->sc->plan.sim.nchips;
+    return me / n * n + topo_fold_rank(&r->sc->topo, &r->sc->plan.sim, slice_chip);
 }
 
 int eng_slice_chip(const struct eng_run *r, int sim_chip)
 {
-    return topo_unfold_rank(&r->sc->topo, &r->sc->sim, sim_chip % r->sc->sim.nchips);
+    return topo_unfold_rank(&r->sc->topo, &r->sc->plan.sim, sim_chip % r->sc->plan.sim.nchips);
 }
 
 int eng_slice_of(const struct eng_run *r, int sim_chip)
 {
-    return sim_chip / r->sc->sim.nchips;
+    return sim_chip / r->sc->plan.sim.nchips;
 }
 
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
@@ -39,7 +39,7 @@ void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double byte
 void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
                      const char *name)
 {
-    const struct topo *t = &r->sc->sim;
+    const struct topo *t = &r->sc->plan.sim;
     if (!trace_wants(r->trace, TRACE_UNITS))
         return;
     char args[96] = ""; /* (only a steps-level trace writes a unit's args) */

@@ -165,7 +165,7 @@ struct eng_dma {
 };
 
 /* --- eng_dma.c: local DMAs, the DMA engine, trace helpers --- */
-/* Chip numbers: the engine's chips are the simulated ones (sc->sim, the SPMD
+/* Chip numbers: the engine's chips are the simulated ones (sc->plan.sim, the SPMD
  * fold of the slice, in every slice: engine chip e is chip e % sim.nchips of
  * slice e / sim.nchips); algorithms work on the slice (sc->topo).
  * eng_sim_chip: the engine chip that plays chip 'slice_chip' of the slice of

@@ -30,8 +30,8 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
     struct plat_params p;
     plat_params(sc, &p);
     if (sc->dcn.slices > 1)
-        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->sim, &p);
-    return plat_write_xml(f, &sc->sim, &p);
+        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, &p);
+    return plat_write_xml(f, &sc->plan.sim, &p);
 }
 
 int outputs_platform_file(const struct cfg_scenario *sc, const char *path)
@@ -52,16 +52,16 @@ int outputs_platform_file(const struct cfg_scenario *sc, const char *path)
 static int trace_chip_set(const struct cfg_scenario *sc, const char *spec, bool *keep,
                           struct diag *d)
 {
-    int per = sc->sim.nchips, all = cfg_engine_chips(sc);
+    int per = sc->plan.sim.nchips, all = cfg_engine_chips(sc);
     if (strcmp(spec, "distinct") == 0) {
-        struct cfg_scenario fold = *sc; /* only .sim and .sim_mult change */
+        struct cfg_scenario fold = *sc; /* only .plan.sim and .plan.sim_mult change */
         spmd_fold(&fold, false);
         for (int i = 0; i < all; i++) {
             int c[TOPO_MAX_DIMS] = {0};
-            topo_coords(&sc->sim, i % per, c);
+            topo_coords(&sc->plan.sim, i % per, c);
             keep[i] = true;
-            for (int a = 0; a < sc->sim.ndims; a++)
-                keep[i] = keep[i] && c[a] < fold.sim.shape[a];
+            for (int a = 0; a < sc->plan.sim.ndims; a++)
+                keep[i] = keep[i] && c[a] < fold.plan.sim.shape[a];
         }
         return 0;
     }
@@ -77,7 +77,7 @@ static int trace_chip_set(const struct cfg_scenario *sc, const char *spec, bool 
             return -1;
         }
         for (int base = 0; base < all; base += per)
-            keep[base + topo_fold_rank(&sc->topo, &sc->sim, (int)n)] = true;
+            keep[base + topo_fold_rank(&sc->topo, &sc->plan.sim, (int)n)] = true;
         if (!*end)
             return 0;
         p = end + 1;

@@ -135,13 +135,13 @@ static void trace_tracks(struct eng_run *r)
     trace_meta(r->trace, "chip", sc->chip.name);
     for (int chip = 0; chip < cfg_engine_chips(sc); chip++) {
         int c[TOPO_MAX_DIMS] = {0};
-        topo_coords(&sc->sim, chip % sc->sim.nchips, c);
+        topo_coords(&sc->plan.sim, chip % sc->plan.sim.nchips, c);
         char name[96], sl[24] = "";
         if (sc->dcn.slices > 1)
-            snprintf(sl, sizeof sl, "slice %d ", chip / sc->sim.nchips);
-        if (sc->sim_mult > 1)
+            snprintf(sl, sizeof sl, "slice %d ", chip / sc->plan.sim.nchips);
+        if (sc->plan.sim_mult > 1)
             snprintf(name, sizeof name, "chip %d (%s%d,%d,%d), standing for %d chips", chip, sl,
-                     c[0], c[1], c[2], sc->sim_mult);
+                     c[0], c[1], c[2], sc->plan.sim_mult);
         else
             snprintf(name, sizeof name, "chip %d (%s%d,%d,%d)", chip, sl, c[0], c[1], c[2]);
         trace_process(r->trace, chip, name);
@@ -161,7 +161,7 @@ static void trace_tracks(struct eng_run *r)
         for (int dir = 0; dir < 2 && cfg_uses_kind(sc, OP_HOST_COPY); dir++)
             trace_thread(r->trace, chip, ENG_TID_PCIE(dir), dir ? "PCIe to device" : "PCIe to host",
                          ENG_TID_PCIE(dir));
-        for (int a = 0; a < sc->sim.ndims; a++)
+        for (int a = 0; a < sc->plan.sim.ndims; a++)
             for (int dir = 1; dir >= -1; dir -= 2) {
                 snprintf(name, sizeof name, "ICI %c%c", "xyz"[a], dir > 0 ? '+' : '-');
                 trace_thread(r->trace, chip, ENG_TID_ICI(a, dir), name, ENG_TID_ICI(a, dir));
@@ -211,8 +211,8 @@ static void start_actor(const char *name, sg_host_t h, void *data, void (*code)(
 static char *chip_host_name(const struct cfg_scenario *sc, int chip, char *buf, size_t n)
 {
     if (sc->dcn.slices <= 1)
-        return plat_host_name(&sc->sim, chip, buf, n);
-    return dcn_host_name(&sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips, buf, n);
+        return plat_host_name(&sc->plan.sim, chip, buf, n);
+    return dcn_host_name(&sc->plan.sim, chip / sc->plan.sim.nchips, chip % sc->plan.sim.nchips, buf, n);
 }
 
 /* Its NIC host on the DCN (topology/dcn.h), or NULL with one slice. */
@@ -221,7 +221,7 @@ static sg_host_t nic_host(const struct cfg_scenario *sc, int chip)
     if (sc->dcn.slices <= 1)
         return NULL;
     char name[32];
-    int k = dcn_nic(&sc->dcn, &sc->topo, &sc->sim, chip / sc->sim.nchips, chip % sc->sim.nchips);
+    int k = dcn_nic(&sc->dcn, &sc->topo, &sc->plan.sim, chip / sc->plan.sim.nchips, chip % sc->plan.sim.nchips);
     return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
 }
 
@@ -438,19 +438,19 @@ static void collect(struct eng_run *r, struct summary *s)
     s->sim_chips = cfg_engine_chips(sc);
     s->memo_replays = r->stats.memo_hits, s->memo_measured = r->stats.memo_measured;
     s->slices = sc->dcn.slices;
-    memcpy(s->sim_shape, sc->sim.shape, sizeof s->sim_shape);
+    memcpy(s->sim_shape, sc->plan.sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
         struct summary_op *o = &s->ops[i];
-        summary_op_scale(o, sc->sim_mult); /* each simulated chip stands for sim_mult chips */
+        summary_op_scale(o, sc->plan.sim_mult); /* each simulated chip stands for sim_mult chips */
         o->category = op_row(sc->ops[i].kind)->category;
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);
         finish_op(sc, o, &sc->ops[i]);
         const struct kern *k = r->prog.kern[i].kind ? &r->prog.kern[i] : NULL;
         explain_op(sc, k, i, r->stats.core_op, r->stats.core_sub, o);
-        if (sc->tuned && sc->tuned[i].tuned) {
+        if (sc->plan.tuned && sc->plan.tuned[i].tuned) {
             o->tuned = xcalloc(1, sizeof *o->tuned);
-            outputs_auto_summary(&sc->tuned[i], o->tuned);
+            outputs_auto_summary(&sc->plan.tuned[i], o->tuned);
         }
         s->total_steps += o->grid_steps;
         if (o->end_s > s->total_time_s)

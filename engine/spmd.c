@@ -32,7 +32,7 @@ void spmd_fold(struct cfg_scenario *sc, bool all)
         else if (symmetric && t->wrap[a])
             period[a] = fold_period(t->shape[a], hops[a], roles[a]);
     }
-    if (topo_fold(t, period, &sc->sim) != 0)
-        sc->sim = *t;
-    sc->sim_mult = t->nchips / sc->sim.nchips;
+    if (topo_fold(t, period, &sc->plan.sim) != 0)
+        sc->plan.sim = *t;
+    sc->plan.sim_mult = t->nchips / sc->plan.sim.nchips;
 }

@@ -16,7 +16,7 @@
 
 #include "config/cfg.h"
 
-/* Sets sc->sim (the chips simulated) and sc->sim_mult (the chips each
+/* Sets sc->plan.sim (the chips simulated) and sc->plan.sim_mult (the chips each
  * stands for): the fold of sc->topo, or the whole slice when 'all' is set or
  * the workload is not symmetric. */
 void spmd_fold(struct cfg_scenario *sc, bool all);

@@ -38,7 +38,7 @@ int validate_ops(const struct cfg_scenario *sc, struct diag *d)
     int before = diag_count(d);
     for (int i = 0; i < sc->nops; i++) {
         char err[1024] = "";
-        if (sc->ops[i].autotune && !(sc->tuned && sc->tuned[i].tuned))
+        if (sc->ops[i].autotune && !(sc->plan.tuned && sc->plan.tuned[i].tuned))
             op_error(d, sc, i, "auto blocks were not searched (study/autotune.h runs first)");
         else if (check_op(sc, &sc->ops[i], err, sizeof err) != 0)
             op_error(d, sc, i, err);

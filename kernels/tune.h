@@ -31,7 +31,7 @@ struct tune_point {
     int order;                  /* where it was listed (the default: 0): breaks ties of bound_s */
 };
 
-/* What the search of one op found (sc->tuned[i]; the search itself is
+/* What the search of one op found (sc->plan.tuned[i]; the search itself is
  * study/autotune.h, which times the candidates with the engine). */
 struct tune_choice {
     bool tuned;                /* the op asked for auto; the fields below are set */

@@ -131,8 +131,8 @@ static int build_run(const struct cfg_scenario *sc, int opi, const struct kern_t
     int shape[TOPO_MAX_DIMS] = {1, 1, 1};
     bool wrap[TOPO_MAX_DIMS] = {false, false, false};
     topo_init(&r->topo, 1, shape, wrap);
-    r->sim = r->topo;
-    r->sim_mult = 1;
+    r->plan.sim = r->topo;
+    r->plan.sim_mult = 1;
     r->fidelity = sc->fidelity;
     r->seed = sc->seed;
     r->max_steps = sc->max_steps;
@@ -364,9 +364,9 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
         const struct kern_tune *t = op_row(op->kind)->tune;
         if (!op->autotune || !t)
             continue;
-        if (!sc->tuned)
-            sc->tuned = xcalloc((size_t)sc->nops, sizeof *sc->tuned);
-        struct tune_choice *ch = &sc->tuned[i];
+        if (!sc->plan.tuned)
+            sc->plan.tuned = xcalloc((size_t)sc->nops, sizeof *sc->plan.tuned);
+        struct tune_choice *ch = &sc->plan.tuned[i];
         struct op key;
         make_key(t, op, &key);
         const struct entry *e = lookup(c, &key, sc);
@@ -398,11 +398,11 @@ int autotune_resolve(struct cfg_scenario *sc, struct autotune_cache *c,
 
 void autotune_print(const struct cfg_scenario *sc, FILE *out)
 {
-    for (int i = 0; sc->tuned && i < sc->nops; i++) {
-        if (!sc->tuned[i].tuned)
+    for (int i = 0; sc->plan.tuned && i < sc->nops; i++) {
+        if (!sc->plan.tuned[i].tuned)
             continue;
         struct summary_auto a;
-        outputs_auto_summary(&sc->tuned[i], &a);
+        outputs_auto_summary(&sc->plan.tuned[i], &a);
         summary_print_auto(sc->ops[i].name, &a, out);
     }
 }

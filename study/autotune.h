@@ -52,7 +52,7 @@ struct autotune_stats {
 };
 void autotune_stats(const struct autotune_cache *c, struct autotune_stats *st);
 
-/* Gives every auto op of 'sc' its blocks and fills sc->tuned (NULL when no op
+/* Gives every auto op of 'sc' its blocks and fills sc->plan.tuned (NULL when no op
  * is auto). Returns 0; 2 with "file:line:col: path: kind: block: auto: no
  * feasible blocks ..." in 'd' when an op has none; 1 when a child run failed;
  * 130 when it was interrupted. 'o' may be NULL. Must run before SimGrid

@@ -80,11 +80,11 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
         r->auto_rc = autotune_resolve(&sc, cache, &ao, d);
         autotune_stats(cache, &r->auto_stats);
         autotune_cache_free(cache);
-        for (int i = 0; sc.tuned && i < sc.nops && i < MAXOPS; i++) {
-            memcpy(r->auto_v[i], sc.tuned[i].v, sizeof r->auto_v[i]);
-            r->auto_tuned[i] = sc.tuned[i].tuned, r->auto_cached[i] = sc.tuned[i].cached;
-            r->auto_ntimed[i] = sc.tuned[i].ntimed;
-            r->auto_time[i] = sc.tuned[i].time_s, r->auto_default[i] = sc.tuned[i].default_s;
+        for (int i = 0; sc.plan.tuned && i < sc.nops && i < MAXOPS; i++) {
+            memcpy(r->auto_v[i], sc.plan.tuned[i].v, sizeof r->auto_v[i]);
+            r->auto_tuned[i] = sc.plan.tuned[i].tuned, r->auto_cached[i] = sc.plan.tuned[i].cached;
+            r->auto_ntimed[i] = sc.plan.tuned[i].ntimed;
+            r->auto_time[i] = sc.plan.tuned[i].time_s, r->auto_default[i] = sc.plan.tuned[i].default_s;
         }
         r->est_memory = validate_estimate_memory(&sc);
         /* a run writes its outputs (a real run's peak memory includes them) */

@@ -52,7 +52,7 @@ static void check_sweep(const char *chip, const char *op, const char *key)
     struct cfg_scenario sc;
     struct autotune_cache *cache = autotune_cache_new();
     assert_int_equal(resolve(yaml, &sc, cache, d), 0);
-    const struct tune_choice *ch = &sc.tuned[0];
+    const struct tune_choice *ch = &sc.plan.tuned[0];
     assert_true(ch->tuned && ch->ntimed >= 2);
     double best = 1e300;
     int at = -1;
@@ -151,15 +151,15 @@ static void test_autotune_splash_equal_masks_search_once(void **state)
     autotune_stats(cache, &st);
     assert_int_equal(st.ops, 3);
     assert_int_equal(st.searches, 2);
-    assert_false(sc.tuned[0].cached);
-    assert_true(sc.tuned[1].cached);
-    assert_false(sc.tuned[2].cached);
-    assert_memory_equal(sc.tuned[0].v, sc.tuned[1].v, sizeof sc.tuned[0].v);
+    assert_false(sc.plan.tuned[0].cached);
+    assert_true(sc.plan.tuned[1].cached);
+    assert_false(sc.plan.tuned[2].cached);
+    assert_memory_equal(sc.plan.tuned[0].v, sc.plan.tuned[1].v, sizeof sc.plan.tuned[0].v);
     cfg_scenario_fini(&sc);
     assert_int_equal(resolve(yaml, &sc, cache, d), 0); /* the first scenario's masks are gone */
     autotune_stats(cache, &st);
     assert_int_equal(st.searches, 2);
-    assert_true(sc.tuned[0].cached && sc.tuned[1].cached && sc.tuned[2].cached);
+    assert_true(sc.plan.tuned[0].cached && sc.plan.tuned[1].cached && sc.plan.tuned[2].cached);
     cfg_scenario_fini(&sc);
     autotune_cache_free(cache);
     diag_free(d);
@@ -201,7 +201,7 @@ static void test_autotune_resolve_is_deterministic(void **state)
         struct cfg_scenario sc;
         struct autotune_cache *cache = autotune_cache_new();
         assert_int_equal(resolve(yaml, &sc, cache, d), 0);
-        ch[i] = sc.tuned[0];
+        ch[i] = sc.plan.tuned[0];
         cfg_scenario_fini(&sc);
         autotune_cache_free(cache);
         diag_free(d);
@@ -230,7 +230,7 @@ static void test_autotune_bounds_are_below_times(void **state)
     kern_matmul_tune.set(&op, dflt);
     int n = tune_candidates(&kern_matmul_tune, &kern_matmul_kind, &op, &sc.chip, pts, 64, &tried,
                             err, sizeof err);
-    const struct tune_choice *ch = &sc.tuned[0];
+    const struct tune_choice *ch = &sc.plan.tuned[0];
     for (int i = 0; i < ch->ntimed; i++)
         for (int j = 0; j < n; j++)
             if (memcmp(pts[j].v, ch->timed[i], sizeof pts[j].v) == 0)
@@ -392,7 +392,7 @@ static void test_autotune_lazy_search_equals_exhaustive(void **state)
         int n = exhaustive(&sc.ops[0], &sc.chip, ref);
         cfg_scenario_fini(&sc);
         assert_int_equal(resolve(lazy_ops[c], &sc, cache, d), 0);
-        const struct tune_choice *ch = &sc.tuned[0];
+        const struct tune_choice *ch = &sc.plan.tuned[0];
         assert_int_equal(ch->feasible, n);
         int first = n < AUTOTUNE_N ? n : AUTOTUNE_N, at = 0;
         assert_true(ch->ntimed >= first);

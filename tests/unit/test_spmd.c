@@ -14,13 +14,13 @@ static void fold_of(const char *yaml, int nd, const int *want)
         fail();
     }
     spmd_fold(&sc, sc.all_chips);
-    assert_int_equal(sc.sim.ndims, nd);
+    assert_int_equal(sc.plan.sim.ndims, nd);
     int chips = 1;
     for (int a = 0; a < nd; a++) {
-        assert_int_equal(sc.sim.shape[a], want[a]);
+        assert_int_equal(sc.plan.sim.shape[a], want[a]);
         chips *= want[a];
     }
-    assert_int_equal(sc.sim_mult, sc.topo.nchips / chips);
+    assert_int_equal(sc.plan.sim_mult, sc.topo.nchips / chips);
     cfg_scenario_fini(&sc);
     diag_free(d);
 }

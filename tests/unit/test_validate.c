@@ -37,7 +37,7 @@ static void test_estimate_counts_copy_chunks(void **state)
     validate_estimate(&sc, &e);
     assert_int_equal(e.grid_steps, 0);
     /* per core of the chips simulated: the 2 chips fold to 1 (engine/spmd.h) */
-    assert_int_equal(sc.sim.nchips, 1);
+    assert_int_equal(sc.plan.sim.nchips, 1);
     assert_int_equal(e.copy_chunks, 67108864LL);
     assert_int_equal(validate_estimate_steps(&sc), 67108864LL);
     /* two DMAs per chunk and the op instance: 2 x 67108864 + 4 */
