@@ -61,7 +61,7 @@ static int64_t sat(double x)
     return x >= 9.2e18 ? INT64_MAX : x > 0 ? (int64_t)x : 0;
 }
 
-/* ---- the work estimate (sim/validate.h): steps of simulated work, one
+/* ---- the work estimate (engine/validate.h): steps of simulated work, one
  * per SimGrid activity or walked grid step (2 to 5 us of this machine's
  * CPU each: an hbm_copy of 1M chunks, 2M DMAs, runs in 6.5 s; a GPT-3 175B
  * step on 192 simulated v5p chips, 3.7e7, in 111 s), as the engine will
@@ -78,10 +78,10 @@ static int64_t sat(double x)
 #define W_MASK_CELLS 32.0 /* MaskInfo blocks classified per step (95 ns each) */
 #define W_MASK_EVALS 300.0 /* mask elements evaluated per step (non-computable masks) */
 /* Memos one script may have: the quiet one and MEMO_OVERLAPS_MAX (16,
- * sim/eng_memo.c) beside collectives; more overlaps run for real. */
+ * engine/eng_memo.c) beside collectives; more overlaps run for real. */
 #define W_MEMOS_MAX 17
 
-/* Does a run of 'sc' take kernel memos (sim/eng_memo.c's conditions)? */
+/* Does a run of 'sc' take kernel memos (engine/eng_memo.c's conditions)? */
 static bool memos_on(const struct cfg_scenario *sc)
 {
     return sc->kernel_memo && sc->fidelity == CFG_FIDELITY_FAST && sc->trace_level < TRACE_STEPS;

@@ -13,7 +13,7 @@
  * axes) run concurrently: the data is split in one part per axis and part p
  * visits the axes starting from axis p. An all-gather or reduce-scatter over
  * axes one of which does not wrap visits them one after the other as a
- * single part (one ring through the group). The engine (sim/) implements
+ * single part (one ring through the group). The engine (engine/) implements
  * struct coll_exec; tests can fake it. */
 #ifndef TPUSIM_KERNELS_COLLECTIVE_H
 #define TPUSIM_KERNELS_COLLECTIVE_H
@@ -53,7 +53,7 @@ struct coll_plan {
     struct coll_part parts[COLL_MAX_PARTS];
 };
 
-/* How a device acts; sim/ implements it with SimGrid. Semaphore ids are small
+/* How a device acts; engine/ implements it with SimGrid. Semaphore ids are small
  * integers local to the op; sem_id() gives each (part, phase, direction) one. */
 struct coll_exec_ops {
     /* Remote DMA of 'bytes' from this device's HBM into device 'dst''s HBM,

@@ -1,7 +1,7 @@
 /* kernels/kernel.h -- an op turned into a sequence of pallas_calls.
  * Each Pallas-based op kind (matmul, flash attention, splash, paged) has a
  * struct kern_kind in kernels/<kind>.c (declared in kernels/ops.h, named by
- * the op table's row); sim/ runs k->calls[0..ncalls) in order
+ * the op table's row); engine/ runs k->calls[0..ncalls) in order
  * on every core (megacore-split by their parallel dims), then, in functional
  * mode, asks the kind to verify its outputs against a naive reference. */
 #ifndef TPUSIM_KERNELS_KERNEL_H
@@ -44,7 +44,7 @@ struct kern {
 };
 
 /* Builds 'k' for 'op' with the builder 'kind' (the op table's row says which).
- * 'functional' requests host data (op->functional may ask for it, but sim/
+ * 'functional' requests host data (op->functional may ask for it, but engine/
  * only gives it to one chip). Returns 0 or -1 with 'err'. */
 int kern_init(struct kern *k, const struct kern_kind *kind, const struct op *op,
               const struct chip_params *chip, bool functional, char *err, size_t n);

@@ -1,7 +1,7 @@
 /* kernels/ops.h -- the parameters of the operations a scenario's workload
  * lists, one struct per op kind. Everything else about a kind (its YAML name
  * and keys, its checks, how it runs, its cleanup) is its row in the op table
- * (config/op_table.c). The config loader fills these; sim/ runs them. Uses
+ * (config/op_table.c). The config loader fills these; engine/ runs them. Uses
  * models/ (dtypes). */
 #ifndef TPUSIM_KERNELS_OPS_H
 #define TPUSIM_KERNELS_OPS_H

@@ -6,7 +6,7 @@
  * current block is waited on before the body; an output is written back when
  * its index is about to change or at the last step and waited one step
  * later. Time is not kept here: an executor (struct pl_exec, implemented with
- * SimGrid in sim/, or by a recorder in tests) performs DMAs, compute and
+ * SimGrid in engine/, or by a recorder in tests) performs DMAs, compute and
  * overheads. Functional mode moves real data through host buffers. */
 #ifndef TPUSIM_KERNELS_PALLAS_H
 #define TPUSIM_KERNELS_PALLAS_H
@@ -183,7 +183,7 @@ void pl_script_stats(const struct pl_script *s, struct pl_stats *st);
 void pl_script_free(struct pl_script *s);
 /* The executor calls pl_record(call, chip, begin, end, coalesce) would
  * record (what each replay issues), counted without keeping them: the
- * resource guard's estimate (sim/validate.h). Walks the steps. */
+ * resource guard's estimate (engine/validate.h). Walks the steps. */
 int64_t pl_script_length(const struct pl_call *call, const struct chip_params *chip,
                          int64_t begin, int64_t end, bool coalesce);
 

@@ -247,7 +247,7 @@ void summary_trace_hint(const struct summary *s, char *buf, size_t n)
     if (st->level == TRACE_NONE) {
         snprintf(buf, n, "no trace: --trace ops, units or steps writes one");
     } else if (st->dropped) {
-        /* the windows each hold at most the cap (traces/trace.c counts the
+        /* the windows each hold at most the cap (outputs/trace.c counts the
          * events of every window): the first three, and where the rest are */
         size_t all = st->events + st->dropped, want = (all + 99999) / 100000 * 100000;
         size_t k = (size_t)snprintf(buf, n,
