@@ -88,7 +88,7 @@ struct pl_call {
     size_t state_bytes;      /* per-core mutable state for the body (pl_state), zeroed */
 };
 
-/* --- executor: how time passes (sim/ implements it with SimGrid) --- */
+/* --- executor: how time passes (engine/ implements it with SimGrid) --- */
 struct pl_exec_ops {
     /* Starts a DMA of 'bytes' (HBM->VMEM if 'in', else VMEM->HBM) for operand
      * 'operand' (-1: several); returns a handle that dma_wait consumes once. */
