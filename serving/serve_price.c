@@ -18,6 +18,8 @@
 #include "engine/spmd.h"
 #include "study/autotune.h"
 #include "workload/model.h"
+#include "engine/sim_child.h"
+#include "outputs/progress.h"
 
 /* A signature: padded tokens and rows, the decodes' count and kv total, the
  * SIG_CHUNKS largest prefill chunks one by one (q, kv), the others' count and
@@ -56,13 +58,6 @@ struct child_result {
     char err[512];
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void child_run(const struct serve_pricer *p, const struct cfg_scenario *sc,
                       struct child_result *res)
 {
@@ -77,53 +72,34 @@ static void child_run(const struct serve_pricer *p, const struct cfg_scenario *s
     diag_free(d);
 }
 
+struct child_args {
+    const struct serve_pricer *p;
+    const struct cfg_scenario *sc;
+};
+
+static void child_body(void *arg, void *out)
+{
+    const struct child_args *a = arg;
+    child_run(a->p, a->sc, out);
+}
+
 /* Runs 'sc' in a forked child; its step time in '*res'. */
 static void run_forked(const struct serve_pricer *p, const struct cfg_scenario *sc,
                        struct child_result *res)
 {
     memset(res, 0, sizeof *res);
-    int fd[2];
-    if (pipe(fd) != 0) {
-        snprintf(res->err, sizeof res->err, "cannot create a pipe: %s", strerror(errno));
-        res->rc = 1;
-        return;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(res->err, sizeof res->err, "cannot fork: %s", strerror(errno));
-        close(fd[0]);
-        close(fd[1]);
-        res->rc = 1;
-        return;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        child_run(p, sc, res);
-        ssize_t w = write(fd[1], res, sizeof *res);
-        _exit(w == (ssize_t)sizeof *res ? 0 : 3);
-    }
-    close(fd[1]);
-    size_t got = 0;
-    while (got < sizeof *res) {
-        ssize_t k = read(fd[0], (char *)res + got, sizeof *res - got);
-        if (k <= 0 && !(k < 0 && errno == EINTR))
-            break;
-        got += k > 0 ? (size_t)k : 0;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got != sizeof *res || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        memset(res, 0, sizeof *res);
-        snprintf(res->err, sizeof res->err, "the step's run ended abnormally (status %d)", status);
-        res->rc = WIFSIGNALED(status) && WTERMSIG(status) == SIGINT ? 130 : 1;
-    }
+    struct child_args a = {p, sc};
+    char why[256];
+    bool intr;
+    enum sim_child_rc rc = sim_child_run(child_body, &a, res, sizeof *res, why, sizeof why, &intr);
+    if (rc == SIM_CHILD_NO_FORK)
+        snprintf(res->err, sizeof res->err, "%s", why);
+    else if (rc == SIM_CHILD_ABNORMAL)
+        snprintf(res->err, sizeof res->err, "the step's run %s", why);
+    if (rc != SIM_CHILD_OK)
+        res->rc = intr ? 130 : 1;
 }
 
-/* Next power of two of 'x' at least 'lo', capped at 'hi' (vLLM TPU's paddings). */
 static int64_t pad_pow2(int64_t x, int64_t lo, int64_t hi)
 {
     int64_t v = lo;
@@ -142,7 +118,7 @@ static double simulate(struct serve_pricer *p, int n, const int64_t *q, const in
     m.tokens = pad_pow2(tokens, 16, c->max_num_batched_tokens);
     m.rows = pad_pow2(n, 8, c->max_num_seqs);
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
-    double t0 = now_s();
+    double t0 = progress_now_s();
     struct cfg_scenario sc;
     int rc = cfg_serve_step(p->base, &m, &sc, p->d);
     if (rc == 0) {
@@ -157,7 +133,7 @@ static double simulate(struct serve_pricer *p, int n, const int64_t *q, const in
         rc = res.rc;
         cfg_scenario_fini(&sc);
         p->st.runs++;
-        p->st.wall_s += now_s() - t0;
+        p->st.wall_s += progress_now_s() - t0;
         if (rc == 0)
             return res.time_s;
     }

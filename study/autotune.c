@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "config/op_table.h"
 #include "engine/outputs.h"
+#include "engine/sim_child.h"
 #include "engine/sim.h"
 #include "outputs/progress.h"
 
@@ -192,50 +193,39 @@ static void child(const struct cfg_scenario *sc, int opi, const struct kern_tune
     diag_free(d);
 }
 
+/* What the child times: candidates 'which' (n of them) of op 'opi'. */
+struct child_args {
+    const struct cfg_scenario *sc;
+    int opi;
+    const struct kern_tune *t;
+    const struct tune_point *pts;
+    const int *which;
+    int n;
+    const struct autotune_opts *o;
+};
+
+static void child_body(void *arg, void *out)
+{
+    const struct child_args *a = arg;
+    child(a->sc, a->opi, a->t, a->pts, a->which, a->n, a->o, out);
+}
+
 /* Times candidates 'which' (n of them) in a forked child. Returns its code. */
 static int time_candidates(const struct cfg_scenario *sc, int opi, const struct kern_tune *t,
                            const struct tune_point *pts, const int *which, int n,
                            const struct autotune_opts *o, struct run_result *res)
 {
     memset(res, 0, sizeof *res);
-    int fd[2];
-    if (pipe(fd) != 0) {
-        snprintf(res->err, sizeof res->err, "cannot create a pipe: %s", strerror(errno));
-        return res->rc = 1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(res->err, sizeof res->err, "cannot fork: %s", strerror(errno));
-        close(fd[0]);
-        close(fd[1]);
-        return res->rc = 1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        child(sc, opi, t, pts, which, n, o, res);
-        ssize_t w = write(fd[1], res, sizeof *res);
-        _exit(w == (ssize_t)sizeof *res ? 0 : 3);
-    }
-    close(fd[1]);
-    size_t got = 0;
-    while (got < sizeof *res) {
-        ssize_t k = read(fd[0], (char *)res + got, sizeof *res - got);
-        if (k <= 0 && !(k < 0 && errno == EINTR))
-            break;
-        got += k > 0 ? (size_t)k : 0;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got != sizeof *res || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        memset(res, 0, sizeof *res);
-        snprintf(res->err, sizeof res->err, "the candidate run ended abnormally (status %d)",
-                 status);
-        res->rc = WIFSIGNALED(status) && WTERMSIG(status) == SIGINT ? 130 : 1;
-    }
+    struct child_args a = {sc, opi, t, pts, which, n, o};
+    char why[256];
+    bool intr;
+    enum sim_child_rc rc = sim_child_run(child_body, &a, res, sizeof *res, why, sizeof why, &intr);
+    if (rc == SIM_CHILD_NO_FORK)
+        snprintf(res->err, sizeof res->err, "%s", why);
+    else if (rc == SIM_CHILD_ABNORMAL)
+        snprintf(res->err, sizeof res->err, "the candidate run %s", why);
+    if (rc != SIM_CHILD_OK)
+        res->rc = intr ? 130 : 1;
     return res->rc;
 }
 
