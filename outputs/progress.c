@@ -41,17 +41,23 @@ void progress_clock_text(char *buf, size_t n, double s)
         snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
+void progress_draw(FILE *out, const char *done, double elapsed_s, double eta_s)
+{
+    char el[32], eta[32] = "--:--";
+    progress_clock_text(el, sizeof el, elapsed_s);
+    if (eta_s >= 0)
+        progress_clock_text(eta, sizeof eta, eta_s);
+    fprintf(out, "\r\033[K%s, %s elapsed, ETA %s", done, el, eta);
+    fflush(out);
+}
+
 static void draw(struct progress *p, double now_s)
 {
     int64_t done = p->done < p->total ? p->done : p->total;
     double frac = (double)done / (double)p->total;
-    char el[32], eta[32] = "--:--";
-    progress_clock_text(el, sizeof el, now_s);
-    if (done > 0)
-        progress_clock_text(eta, sizeof eta, now_s / frac - now_s);
-    fprintf(p->out, "\r\033[K%5.1f%% of %lld steps, %s elapsed, ETA %s", 100.0 * frac,
-            (long long)p->total, el, eta);
-    fflush(p->out);
+    char what[64];
+    snprintf(what, sizeof what, "%5.1f%% of %lld steps", 100.0 * frac, (long long)p->total);
+    progress_draw(p->out, what, now_s, done > 0 ? now_s / frac - now_s : -1);
     p->drawn = true;
 }
 

@@ -26,5 +26,9 @@ void progress_free(struct progress *p);
 double progress_now_s(void);
 /* 's' seconds as "m:ss" or "h:mm:ss" into 'buf'. */
 void progress_clock_text(char *buf, size_t n, double s);
+/* The one progress line every display draws, in place on 'out' (a terminal):
+ * "DONE, m:ss elapsed, ETA m:ss" ('eta_s' below 0: "--:--"). A run's meter
+ * says its share of the steps; a sweep's bar its points and running ones. */
+void progress_draw(FILE *out, const char *done, double elapsed_s, double eta_s);
 
 #endif

@@ -379,18 +379,14 @@ static void progress_bar(struct runner *r)
     r->drawn = progress_now_s();
     int total = r->nmine, w = 30;
     int fill = total ? (int)((double)w * r->ndone / total) : w;
-    char bar[64], el[32], eta[32] = "--:--";
+    char bar[64], what[128];
     for (int k = 0; k < w; k++)
         bar[k] = k < fill ? '#' : '.';
     bar[w] = '\0';
+    snprintf(what, sizeof what, "[%s] %d/%d points, %d running", bar, r->ndone, total, r->nrun);
     double e = progress_now_s() - r->t0;
-    progress_clock_text(el, sizeof el, e);
     int left = r->ntodo - r->nfinished;
-    if (r->nfinished > 0)
-        progress_clock_text(eta, sizeof eta, e / r->nfinished * left);
-    fprintf(stderr, "\r\033[K[%s] %d/%d points, %d running, %s elapsed, ETA %s", bar, r->ndone,
-            total, r->nrun, el, eta);
-    fflush(stderr);
+    progress_draw(stderr, what, e, r->nfinished > 0 ? e / r->nfinished * left : -1);
 }
 
 static void progress_line(struct runner *r, const struct table_row *row)

@@ -40,10 +40,27 @@ static void test_progress_lines_after_the_interval(void **state)
     progress_free(NULL);
 }
 
+/* The one line every display draws: the run's meter and the sweep's bar say
+ * what is done, then the elapsed time and the ETA ("--:--" before any). */
+static void test_progress_draw_is_one_line(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    progress_draw(f, "[###...] 3/6 points, 1 running", 65.4, 3725.0);
+    progress_draw(f, "0/6 points", 1.0, -1);
+    fclose(f);
+    assert_string_equal(buf, "\r\033[K[###...] 3/6 points, 1 running, 1:05 elapsed, ETA 1:02:05"
+                             "\r\033[K0/6 points, 0:01 elapsed, ETA --:--");
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_progress_lines_after_the_interval),
+        cmocka_unit_test(test_progress_draw_is_one_line),
     };
     return cmocka_run_group_tests_name("progress", tests, NULL, NULL);
 }
