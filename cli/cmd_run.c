@@ -321,8 +321,10 @@ static int check_scenario(struct cli *c, bool platform)
         } else {
             struct validate_estimate e;
             validate_estimate(&sc, &e);
-            printf("%s: ok (%d ops, %d chips, %lld grid steps", sc.file, sc.nops, sc.topo.nchips,
-                   (long long)e.grid_steps);
+            printf("%s: ok (%d ops, %d chips", sc.file, sc.nops, cfg_total_chips(&sc));
+            if (sc.dcn.slices > 1)
+                printf(" in %d slices of %d", sc.dcn.slices, sc.topo.nchips);
+            printf(", %lld grid steps", (long long)e.grid_steps);
             if (e.copy_chunks)
                 printf(", %lld copy chunks", (long long)e.copy_chunks);
             printf("; an estimated %lld steps of work, limit %lld)\n", (long long)e.work,
