@@ -1054,16 +1054,28 @@ static const char *kernel_name(struct splash *s, int ci, const char *phase, bool
     return s->names[ci];
 }
 
+/* The next call of 'k' and its context in '*c': the kernel 'phase' ("fwd",
+ * "dkv", "dq"; named as upstream names its kernels) or, with 'phase' NULL,
+ * the XLA op 'name'. */
+static struct pl_call *next_call(struct splash *s, struct kern *k, enum call_kind kind,
+                                 const struct dirinfo *d, const char *phase, bool residuals,
+                                 const char *name, struct callctx **c)
+{
+    int ci = k->ncalls++;
+    *c = &s->cc[ci];
+    struct pl_call *call = &k->calls[ci];
+    call_init(s, call, *c, kind, d, phase ? kernel_name(s, ci, phase, residuals) : name);
+    return call;
+}
+
 /* _splash_attention_forward (K L986-1210): grid (Hq, Sq/bq, width), (P, A, A). */
 static void build_fwd(struct splash *s, struct kern *k)
 {
-    int ci = k->ncalls++;
-    struct pl_call *call = &k->calls[ci];
-    struct callctx *c = &s->cc[ci];
     const struct dirinfo *d = &s->d[D_FWD];
     const struct op_splash *p = &s->p;
     int64_t bq = d->bq, D = p->head_dim;
-    call_init(s, call, c, C_FWD, d, kernel_name(s, ci, "fwd", s->residuals));
+    struct callctx *c;
+    struct pl_call *call = next_call(s, k, C_FWD, d, "fwd", s->residuals, NULL, &c);
     c->width = d->mi.nk;
     grid_dim(call, p->q_heads, PL_PARALLEL);
     grid_dim(call, p->q_seq_len / bq, PL_ARBITRARY);
@@ -1091,12 +1103,10 @@ static void build_fwd(struct splash *s, struct kern *k)
  * logsumexp in the (8, Sq) layout of dkv and the (1, Sq) layout of dq. */
 static void build_prep(struct splash *s, struct kern *k)
 {
-    int ci = k->ncalls++;
-    struct pl_call *call = &k->calls[ci];
-    struct callctx *c = &s->cc[ci];
     const struct op_splash *p = &s->p;
     int64_t bq = s->d[D_DKV].bq, D = p->head_dim, H = p->q_heads, Q = p->q_seq_len;
-    call_init(s, call, c, C_PREP, &s->d[D_DKV], "splash_bwd_di");
+    struct callctx *c;
+    struct pl_call *call = next_call(s, k, C_PREP, &s->d[D_DKV], NULL, false, "splash_bwd_di", &c);
     grid_dim(call, H, PL_PARALLEL);
     grid_dim(call, Q / bq, PL_PARALLEL);
     struct spec sp[] = {
@@ -1120,13 +1130,11 @@ static void build_prep(struct splash *s, struct kern *k)
 /* _splash_attention_bwd_dkv (K L1924-2253): grid (Skv/bkv, Hq, width_q), all arbitrary. */
 static void build_dkv(struct splash *s, struct kern *k)
 {
-    int ci = k->ncalls++;
-    struct pl_call *call = &k->calls[ci];
-    struct callctx *c = &s->cc[ci];
     const struct dirinfo *d = &s->d[D_DKV];
     const struct op_splash *p = &s->p;
     int64_t bq = d->bq, bkv = d->bkv, D = p->head_dim, H = p->q_heads, Q = p->q_seq_len;
-    call_init(s, call, c, C_DKV, d, kernel_name(s, ci, "dkv", false));
+    struct callctx *c;
+    struct pl_call *call = next_call(s, k, C_DKV, d, "dkv", false, NULL, &c);
     c->width = d->mi.nq;
     grid_dim(call, p->kv_seq_len / bkv, PL_ARBITRARY);
     grid_dim(call, H, PL_ARBITRARY);
@@ -1166,13 +1174,11 @@ static void build_dkv(struct splash *s, struct kern *k)
 /* _splash_attention_bwd_dq (K L1466-1677): grid (Hq, Sq/bq, width), all arbitrary. */
 static void build_dq(struct splash *s, struct kern *k)
 {
-    int ci = k->ncalls++;
-    struct pl_call *call = &k->calls[ci];
-    struct callctx *c = &s->cc[ci];
     const struct dirinfo *d = &s->d[D_DQ];
     const struct op_splash *p = &s->p;
     int64_t bq = d->bq, D = p->head_dim, H = p->q_heads, Q = p->q_seq_len;
-    call_init(s, call, c, C_DQ, d, kernel_name(s, ci, "dq", false));
+    struct callctx *c;
+    struct pl_call *call = next_call(s, k, C_DQ, d, "dq", false, NULL, &c);
     c->width = d->mi.nk;
     grid_dim(call, H, PL_ARBITRARY);
     grid_dim(call, Q / bq, PL_ARBITRARY);
@@ -1199,14 +1205,12 @@ static void build_dq(struct splash *s, struct kern *k)
  * (Hq, Sq/bq, Skv/bkv) reading (bq, D) slabs into an f32 accumulator. */
 static void build_dqsum(struct splash *s, struct kern *k)
 {
-    int ci = k->ncalls++;
-    struct pl_call *call = &k->calls[ci];
-    struct callctx *c = &s->cc[ci];
     const struct op_splash *p = &s->p;
     const struct dirinfo *d = &s->d[D_DKV];
     int64_t bq = d->bq, D = p->head_dim, H = p->q_heads, Q = p->q_seq_len;
     int64_t nkv = p->kv_seq_len / d->bkv;
-    call_init(s, call, c, C_DQSUM, d, "splash_dq_sum");
+    struct callctx *c;
+    struct pl_call *call = next_call(s, k, C_DQSUM, d, NULL, false, "splash_dq_sum", &c);
     c->width = nkv;
     grid_dim(call, H, PL_PARALLEL);
     grid_dim(call, Q / bq, PL_PARALLEL);
