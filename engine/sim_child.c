@@ -24,14 +24,13 @@ static size_t read_all(int fd, void *out, size_t size)
     return got;
 }
 
-enum sim_child_rc sim_child_run(void (*body)(void *arg, void *out), void *arg, void *out,
-                                size_t size, char *err, size_t n, bool *interrupted)
+int sim_child_run(void (*body)(void *arg, void *out), void *arg, void *out, size_t size,
+                  const char *what, char *err, size_t n)
 {
-    *interrupted = false;
     int fd[2];
     if (pipe(fd) != 0) {
         diag_fail(err, n, "cannot create a pipe: %s", strerror(errno));
-        return SIM_CHILD_NO_FORK;
+        return 1;
     }
     fflush(stdout);
     fflush(stderr);
@@ -40,7 +39,7 @@ enum sim_child_rc sim_child_run(void (*body)(void *arg, void *out), void *arg, v
         diag_fail(err, n, "cannot fork: %s", strerror(errno));
         close(fd[0]);
         close(fd[1]);
-        return SIM_CHILD_NO_FORK;
+        return 1;
     }
     if (pid == 0) {
         close(fd[0]);
@@ -55,9 +54,8 @@ enum sim_child_rc sim_child_run(void (*body)(void *arg, void *out), void *arg, v
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (got == size && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return SIM_CHILD_OK;
+        return 0;
     memset(out, 0, size);
-    diag_fail(err, n, "ended abnormally (status %d)", status);
-    *interrupted = WIFSIGNALED(status) && WTERMSIG(status) == SIGINT;
-    return SIM_CHILD_ABNORMAL;
+    diag_fail(err, n, "the %s ended abnormally (status %d)", what, status);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGINT ? 130 : 1;
 }

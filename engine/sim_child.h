@@ -6,18 +6,13 @@
 #ifndef TPUSIM_ENGINE_SIM_CHILD_H
 #define TPUSIM_ENGINE_SIM_CHILD_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
-enum sim_child_rc {
-    SIM_CHILD_OK,       /* 'out' holds what the child's body wrote */
-    SIM_CHILD_NO_FORK,  /* no pipe or no fork: 'err' says why */
-    SIM_CHILD_ABNORMAL, /* the child died or sent less: 'out' zeroed, 'err' "ended
-                           abnormally (status N)", '*interrupted' set for a SIGINT */
-};
-
-/* Runs body(arg, out) in a forked child and copies 'out' back. */
-enum sim_child_rc sim_child_run(void (*body)(void *arg, void *out), void *arg, void *out,
-                                size_t size, char *err, size_t n, bool *interrupted);
+/* Runs body(arg, out) in a forked child and copies 'out' back. Returns 0;
+ * or 1 with "cannot fork: ..." in 'err' (which may lie inside 'out'), or,
+ * when the child died or sent less, 'out' zeroed and "the WHAT ended
+ * abnormally (status N)" in 'err', 1 (130 when a SIGINT ended it). */
+int sim_child_run(void (*body)(void *arg, void *out), void *arg, void *out, size_t size,
+                  const char *what, char *err, size_t n);
 
 #endif

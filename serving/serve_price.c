@@ -89,15 +89,10 @@ static void run_forked(const struct serve_pricer *p, const struct cfg_scenario *
 {
     memset(res, 0, sizeof *res);
     struct child_args a = {p, sc};
-    char why[256];
-    bool intr;
-    enum sim_child_rc rc = sim_child_run(child_body, &a, res, sizeof *res, why, sizeof why, &intr);
-    if (rc == SIM_CHILD_NO_FORK)
-        snprintf(res->err, sizeof res->err, "%s", why);
-    else if (rc == SIM_CHILD_ABNORMAL)
-        snprintf(res->err, sizeof res->err, "the step's run %s", why);
-    if (rc != SIM_CHILD_OK)
-        res->rc = intr ? 130 : 1;
+    int rc = sim_child_run(child_body, &a, res, sizeof *res, "step's run", res->err,
+                           sizeof res->err);
+    if (rc != 0)
+        res->rc = rc;
 }
 
 static int64_t pad_pow2(int64_t x, int64_t lo, int64_t hi)

@@ -217,15 +217,10 @@ static int time_candidates(const struct cfg_scenario *sc, int opi, const struct 
 {
     memset(res, 0, sizeof *res);
     struct child_args a = {sc, opi, t, pts, which, n, o};
-    char why[256];
-    bool intr;
-    enum sim_child_rc rc = sim_child_run(child_body, &a, res, sizeof *res, why, sizeof why, &intr);
-    if (rc == SIM_CHILD_NO_FORK)
-        snprintf(res->err, sizeof res->err, "%s", why);
-    else if (rc == SIM_CHILD_ABNORMAL)
-        snprintf(res->err, sizeof res->err, "the candidate run %s", why);
-    if (rc != SIM_CHILD_OK)
-        res->rc = intr ? 130 : 1;
+    int rc = sim_child_run(child_body, &a, res, sizeof *res, "candidate run", res->err,
+                           sizeof res->err);
+    if (rc != 0)
+        res->rc = rc;
     return res->rc;
 }
 
