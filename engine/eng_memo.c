@@ -204,14 +204,16 @@ void eng_memo_task_end(struct eng_task *task)
 
 /* The chip's overlap now, as offsets, into '*o'; false if no memo may be
  * used: the chip runs something besides this kernel (on each of its cores:
- * a megacore pair meets at a barrier before each call) and its collectives,
- * or a collective runs elsewhere that does not run on it. */
+ * a megacore pair meets at a barrier before each call; a core with no grid
+ * steps of the call ends its share at once, before or after this check) and
+ * its collectives, or a collective runs elsewhere that does not run on it. */
 static bool overlap_now(const struct eng_task *task, struct eng_overlap *o)
 {
     const struct eng_run *r = task->core->run;
     int chip = task->core->chip;
     *o = r->memo->overlap[chip];
-    if (o->n != o->nlisted || r->memo->chip_tasks[chip] - o->n != r->sc->chip.cores)
+    int others = r->memo->chip_tasks[chip] - o->n;
+    if (o->n != o->nlisted || (others != r->sc->chip.cores && others != task->busy_cores))
         return false;
     int xchip = 0;
     for (int i = 0; i < o->n; i++) {

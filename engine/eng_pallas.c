@@ -92,6 +92,19 @@ const struct pl_exec_ops eng_pallas_ops = {.dma_start = ex_dma_start, .dma_wait 
                                            .compute = ex_compute, .delay = ex_delay,
                                            .dma_sync = ex_dma_sync, .stream = ex_stream};
 
+/* The cores of a chip that have grid steps of 'call' (a parallel prefix with
+ * fewer points than cores leaves some idle). */
+static int busy_cores(const struct pl_call *call, int ncores)
+{
+    int n = 0;
+    for (int k = 0; k < ncores; k++) {
+        int64_t b, e;
+        pl_core_range(call, k, ncores, &b, &e);
+        n += b < e;
+    }
+    return n;
+}
+
 void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl_script **script)
 {
     struct eng_core *c = task->core;
@@ -100,6 +113,7 @@ void eng_run_pallas(struct eng_task *task, const struct pl_call *call, struct pl
     int core = sc->chip.megacore ? c->core : 0;
     int64_t b, e;
     pl_core_range(call, core, ncores, &b, &e);
+    task->busy_cores = busy_cores(call, ncores);
     static const char *const vmem[] = {"VMEM TC0 (bytes)", "VMEM TC1 (bytes)", "VMEM TC2 (bytes)",
                                        "VMEM TC3 (bytes)", "VMEM TC4 (bytes)", "VMEM TC5 (bytes)",
                                        "VMEM TC6 (bytes)", "VMEM TC7 (bytes)"}; /* (up to 8 cores) */

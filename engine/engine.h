@@ -98,6 +98,7 @@ struct eng_task {
     struct eng_memo *capture; /* a memo being measured: its unit events are kept */
     double capture_t0;        /* when that measurement started */
     int64_t steps_shown;   /* st.steps already counted in the progress line */
+    int busy_cores;        /* a pallas_call: its chip's cores that have grid steps of it */
 };
 
 /* A span of HBM traffic on one chip, for the "HBM GB/s" counter. */

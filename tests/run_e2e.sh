@@ -294,6 +294,18 @@ for cm in "v5e:3:1" "v5p:6:2" "v7:6:2"; do
                'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
         || bad "kernel memo ($c): four matmuls are not four times one"
 done
+# A call whose parallel prefix has one point runs on TensorCore 0 alone (pl_core_range): the
+# idle core's share ends at once, and the busy core's memo still replays (it ran for real on
+# every instance, as a chip running something else: 4 replays instead of 6, 126 s instead of
+# 25 s for a Llama-3-70B step at one sequence per chip on v5p)
+printf 'name: memo1c\nchip: v5p\nworkload:\n  - repeat:\n      name: l\n      count: 4\n      ops:\n        - {op: matmul, name: mm, m: 512, k: 4096, n: 512, block: {bm: 512, bk: 512, bn: 512}}\n' >"$t/memo1c4.yaml"
+sed 's/count: 4/count: 1/' "$t/memo1c4.yaml" >"$t/memo1c1.yaml"
+"$bin" run "$t/memo1c4.yaml" -o "$t/m1c4" -q && "$bin" run "$t/memo1c1.yaml" -o "$t/m1c1" -q \
+    && grep -q '"kernel_memo": {"replays": 6, "measured": 2}' "$t/m1c4/summary.json" \
+    && awk -v a="$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$t/m1c1/summary.json")" \
+           -v b="$(sed -n 's/.*"total_time_s": \([^,]*\),.*/\1/p' "$t/m1c4/summary.json")" \
+           'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
+    || bad "kernel memo of a call on one of a megacore pair's cores"
 # A repeated op's busy time per core sums its instances, as its time_s does: four matmuls
 # have the bound, bound_fraction and peak_fraction of one and four times its MXU time. (The
 # MXU, VPU and overhead times were per instance while HBM's summed the instances: four
