@@ -20,6 +20,7 @@
 #include "engine/outputs.h"
 #include "engine/sim.h"
 #include "study/sweep.h"
+#include "study/train_eval.h"
 #include "engine/validate.h"
 #include "engine/spmd.h"
 #include "serving/serve_run.h"
@@ -277,6 +278,10 @@ static int run_scenario(struct cli *c)
     }
     if (rc == 0)
         rc = resolve_blocks(c, &sc, d, NULL);
+    if (rc == 0 && (rc = train_eval_step(&sc, c->sg_argc, c->sg_argv, d)) != 0) {
+        diag_print(d, stderr);
+        cfg_scenario_fini(&sc);
+    }
     if (rc == 0) {
         char *dir = xstrdup(lk.dir);
         struct sim_opts o = c->trace;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/diag.h"
+#include "config/cfg_cost.h"
 #include "config/cfg_tree.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
@@ -51,6 +52,8 @@ struct cfg_plan {
     int sim_mult;              /* chips of the slice each simulated chip stands for */
     struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
                                   NULL until the search ran */
+    double eval_step_s;        /* train: the forward-only evaluation step's time
+                                  (study/train_eval.h); 0: not run */
 };
 
 /* A scenario: what the user wrote (the chip, the slice, the options), the
@@ -71,6 +74,8 @@ struct cfg_scenario {
     int trace_level;       /* options.trace: a outputs/trace.h enum trace_level (units) */
     uint64_t seed;
     int64_t max_steps;     /* resource guard: refuse runs above this many steps of work */
+    struct cfg_cost cost;   /* cost: (config/cfg_cost.h) */
+    struct cfg_train train; /* train: (a model's training run) */
     /* --- the program --- */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);

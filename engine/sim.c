@@ -4,6 +4,7 @@
  * cost exactly latency + bytes / bw (docs/reference.md, "How it models a TPU"); they are passed from
  * here, never by users. The top of the engine (see engine/engine.h). */
 #include "engine/sim.h"
+#include "engine/cost.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -463,6 +464,7 @@ static void collect(struct eng_run *r, struct summary *s)
     if (sc->model)
         model_summary(sc, s);
     explain_run(sc, s);
+    cost_summary(sc, s);
 }
 
 static int verify(struct eng_run *r, struct diag *d)

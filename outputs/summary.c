@@ -369,6 +369,7 @@ int summary_write_json(const struct summary *s, const char *path)
         write_model(f, &s->model);
     if (s->trace.present)
         write_trace(f, s);
+    summary_write_cost(f, s);
     if (s->ntc) {
         fputs(",\n  \"tensorcores\": [", f);
         for (int c = 0; c < s->ntc; c++) {
@@ -543,6 +544,7 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_timeline(s, out);
     if (s->model.present)
         print_model(s, out);
+    summary_print_cost(s, out);
     print_why(s, out);
 }
 

@@ -28,6 +28,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "study/autotune.h"
+#include "study/train_eval.h"
 #include "engine/sim.h"
 #include "study/sweep_int.h"
 #include "outputs/plots.h"
@@ -137,6 +138,8 @@ static void child_main(struct runner *r, int i, bool trace)
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
         rc = autotune_resolve(&sc, cache, &ao, d);
         autotune_cache_free(cache);
+        if (rc == 0)
+            rc = train_eval_step(&sc, r->sg_argc, r->sg_argv, d);
         if (rc == 0)
             rc = sim_run(&sc, &o, &s, d);
         char *path = point_file(r, i, "summary.json");
