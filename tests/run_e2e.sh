@@ -448,6 +448,38 @@ wait $svi
     && grep -q '"kv_cache": 2148532224, ' "$t/d8/summary.json" \
     && grep -q '"mfu_peak_dtype": "bf16"' "$t/d8/summary.json" \
     && ok || bad "8B decode: KV cache per chip $(grep -o '"kv_cache": [0-9]*' "$t/d8/summary.json")"
+# cost, energy and time to train (issues 30.2, 29.6): tests/data/train_tiny.yaml, 8 v5e chips at
+# the 3-year list price $0.54 a chip-hour, TDP 200 W, idle 60 W. By hand, from the step time T,
+# the evaluation step E and the utilization u the run reports:
+#   $/step = 8 x 0.54 x T / 3600; $/Mtok = $/step / (16 x 512 / 1e6); J/step = 8 x (60 + 140 u) x T
+#   time to train = 60 s + 1000 T + 5 evaluations x ceil(20 / 16) = 2 forward steps x E
+#                   + 4 checkpoints x 1e9 B / 2e9 B/s; $ to train = 8 x 0.54 x that / 3600
+# and the forward-only step E between a fifth and two thirds of T (a training step is about
+# three forwards: forward, backward's two matmuls per forward one, and its collectives)
+jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
+"$bin" run tests/data/train_tiny.yaml -o "$t/tr" --trace none >"$t/tr.out" 2>&1 \
+    && s="$t/tr/summary.json" \
+    && awk -v T="$(jnum "$s" total_time_s)" -v E="$(jnum "$s" eval_step_s)" \
+           -v u="$(jnum "$s" utilization)" -v ps="$(jnum "$s" usd_per_step)" \
+           -v pm="$(jnum "$s" usd_per_million_tokens)" -v j="$(jnum "$s" joules_per_step)" \
+           -v tt="$(jnum "$s" time_to_train_s)" -v ut="$(jnum "$s" usd_to_train)" '
+        function near(a, b) { return a > 0 && (a - b) / b < 1e-6 && (b - a) / b < 1e-6 }
+        BEGIN { want = 60 + 1000 * T + 5 * 2 * E + 4 * 0.5
+                exit !(near(ps, 8 * 0.54 * T / 3600) && near(pm, ps / (16 * 512 / 1e6)) &&
+                       near(j, 8 * (60 + 140 * u) * T) && near(tt, want) &&
+                       near(ut, 8 * 0.54 * want / 3600) && E > T / 5 && E < 2 * T / 3) }' \
+    && grep -q '^time to train: 1\.06 min (1000 steps of .*5 evaluations of 2 forward steps' "$t/tr.out" \
+    && grep -q '^cost: \$.* per step at \$0\.54 per chip-hour (3y) x 8 chips' "$t/tr.out" \
+    && ok || bad "cost and time to train: $(grep -A3 '"cost"' "$t/tr/summary.json")"
+# a price given overrides the list price; v7 lists none: no cost block without one
+"$bin" run tests/data/train_tiny.yaml -o "$t/tr2" --trace none -q \
+        --set cost.commitment=on_demand --set cost.price_usd_per_chip_hour=3.6 \
+    2>"$t/tr2.err"; [ $? = 2 ] && grep -q 'cost.commitment: expected either a commitment or a price' "$t/tr2.err" \
+    && "$bin" run tests/data/model_int8.yaml -o "$t/tr3" --trace none -q --set cost.price_usd_per_chip_hour=3.6 \
+    && awk -v T="$(jnum "$t/tr3/summary.json" total_time_s)" -v ps="$(jnum "$t/tr3/summary.json" usd_per_step)" \
+        'BEGIN { exit !(ps > 0 && (ps - 8 * 3.6 * T / 3600) ^ 2 < 1e-18 * ps ^ 2) }' \
+    && grep -q '"commitment": "given"' "$t/tr3/summary.json" \
+    && ok || bad "cost.price_usd_per_chip_hour: $(cat "$t/tr2.err")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
