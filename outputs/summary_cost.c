@@ -20,8 +20,8 @@ static void write_cost(FILE *f, const struct summary_cost *c)
     char b[40];
     fprintf(f, ",\n  \"cost\": {\"commitment\": \"%s\", \"usd_per_chip_hour\": %s, \"chips\": %d, "
                "\"usd_per_hour\": %s, \"usd_per_step\": %s, ",
-            c->commitment, JSON_G17(c->usd_per_chip_hour), c->chips, JSON_E9(c->usd_per_hour),
-            JSON_E9(c->usd_per_step));
+            c->commitment, json_fmt_num((char[40]){""}, 40, c->usd_per_chip_hour, 'g', 9),
+            c->chips, JSON_E9(c->usd_per_hour), JSON_E9(c->usd_per_step));
     fprintf(f, "\"usd_per_million_tokens\": %s}",
             num_or_null(b, sizeof b, c->usd_per_million_tokens));
 }
@@ -31,7 +31,8 @@ static void write_energy(FILE *f, const struct summary_energy *e)
     char b[40];
     fprintf(f, ",\n  \"energy\": {\"tdp_w\": %s, \"idle_w\": %s, \"utilization\": %s, "
                "\"avg_power_w_per_chip\": %s, \"joules_per_step\": %s, ",
-            JSON_G17(e->tdp_w), JSON_G17(e->idle_w), JSON_F6(e->utilization),
+            json_fmt_num((char[40]){""}, 40, e->tdp_w, 'g', 9),
+            json_fmt_num((char[40]){""}, 40, e->idle_w, 'g', 9), JSON_F6(e->utilization),
             JSON_E9(e->avg_power_w), JSON_E9(e->joules_per_step));
     fprintf(f, "\"joules_per_million_tokens\": %s}",
             num_or_null(b, sizeof b, e->joules_per_million_tokens));

@@ -480,6 +480,14 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
         'BEGIN { exit !(ps > 0 && (ps - 8 * 3.6 * T / 3600) ^ 2 < 1e-18 * ps ^ 2) }' \
     && grep -q '"commitment": "given"' "$t/tr3/summary.json" \
     && ok || bad "cost.price_usd_per_chip_hour: $(cat "$t/tr2.err")"
+# serving: the run's cost, every chip for its duration D at v6e's on-demand list price, by
+# hand 4 chips x $2.70 x D / 3600, and per million output tokens (16 requests x 32 tokens)
+"$bin" run configs/scenarios/serve_llama3_8b_v6e.yaml -o "$t/svcost" -q \
+    && awk -v D="$(jnum "$t/svcost/summary.json" duration_s)" -v u="$(jnum "$t/svcost/summary.json" usd)" \
+           -v m="$(jnum "$t/svcost/summary.json" usd_per_million_output_tokens)" \
+        'BEGIN { w = 4 * 2.7 * D / 3600; exit !(u > 0 && (u - w) ^ 2 < 1e-16 * w ^ 2 &&
+                 (m - w / (16 * 32 / 1e6)) ^ 2 < 1e-16 * m ^ 2) }' \
+    && ok || bad "serving cost: $(grep '"cost"' "$t/svcost/summary.json")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
