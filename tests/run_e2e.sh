@@ -488,6 +488,19 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
         'BEGIN { w = 4 * 2.7 * D / 3600; exit !(u > 0 && (u - w) ^ 2 < 1e-16 * w ^ 2 &&
                  (m - w / (16 * 32 / 1e6)) ^ 2 < 1e-16 * m ^ 2) }' \
     && ok || bad "serving cost: $(grep '"cost"' "$t/svcost/summary.json")"
+# a sweep whose base has train: ranks its points by time to train (issue 29.6): the same 8.192M
+# tokens at batches 8, 16 and 64; the best point is the one with the least time_to_train_s in
+# sweep.csv, not the one with the shortest step (batch 8)
+"$bin" sweep tests/data/sweeps/train_batch.yaml -o "$t/swt" -j 2 >"$t/swt.out" 2>&1 \
+    && grep -q '"rank_by": "time_to_train_s"' "$t/swt/sweep.json" \
+    && awk -F, -v best="$(sed -n 's/.*"best_point": \([0-9]*\),.*/\1/p' "$t/swt/sweep.json")" '
+        NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { tt = $(c["time_to_train_s"]); ts = $(c["time_s"])
+          if (bt == "" || tt < bt) { bt = tt; b = $1 }
+          if (bs == "" || ts < bs) { bs = ts; s = $1 } }
+        END { exit !(b == best && b != s && s == 0) }' "$t/swt/sweep.csv" \
+    && grep -q '^best: point 2, .* time to train .* (ranked by it)' "$t/swt.out" \
+    && ok || bad "sweep ranked by time to train: $(cat "$t/swt.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
