@@ -470,6 +470,7 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
                        near(ut, 8 * 0.54 * want / 3600) && E > T / 5 && E < 2 * T / 3) }' \
     && grep -q '^time to train: 1\.06 min (1000 steps of .*5 evaluations of 2 forward steps' "$t/tr.out" \
     && grep -q '^cost: \$.* per step at \$0\.54 per chip-hour (3y) x 8 chips' "$t/tr.out" \
+    && grep -q '<table id="cost">.*' "$t/tr/report.html" && grep -q '>USD to train</td>' "$t/tr/report.html" \
     && ok || bad "cost and time to train: $(grep -A3 '"cost"' "$t/tr/summary.json")"
 # a price given overrides the list price; v7 lists none: no cost block without one
 "$bin" run tests/data/train_tiny.yaml -o "$t/tr2" --trace none -q \
