@@ -83,8 +83,9 @@ void summary_print_cost(const struct summary *s, FILE *out)
 {
     const struct summary_cost *c = &s->cost;
     if (c->present) {
-        fprintf(out, "cost: $%.4g per step at $%.4g per chip-hour (%s) x %d chips", c->usd_per_step,
-                c->usd_per_chip_hour, c->commitment, c->chips);
+        fprintf(out, "cost: $%.4g per step at $%.4g per chip-hour (%s) x %d chip%s",
+                c->usd_per_step, c->usd_per_chip_hour, c->commitment, c->chips,
+                c->chips == 1 ? "" : "s");
         if (c->usd_per_million_tokens >= 0)
             fprintf(out, ", $%.4g per million tokens", c->usd_per_million_tokens);
         fputc('\n', out);
