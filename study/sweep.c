@@ -139,7 +139,7 @@ static void child_main(struct runner *r, int i, bool trace)
         rc = autotune_resolve(&sc, cache, &ao, d);
         autotune_cache_free(cache);
         if (rc == 0)
-            rc = train_eval_step(&sc, r->sg_argc, r->sg_argv, d);
+            rc = train_eval_step(&sc, &o, d);
         if (rc == 0)
             rc = sim_run(&sc, &o, &s, d);
         char *path = point_file(r, i, "summary.json");

@@ -18,8 +18,7 @@ struct eval_result {
 
 struct eval_args {
     const struct cfg_scenario *sc;
-    int sg_argc;
-    char **sg_argv;
+    const struct sim_opts *o;
 };
 
 static void eval_body(void *arg, void *out)
@@ -27,7 +26,9 @@ static void eval_body(void *arg, void *out)
     const struct eval_args *a = arg;
     struct eval_result *res = out;
     struct diag *d = diag_new();
-    struct sim_opts so = {.sg_argc = a->sg_argc, .sg_argv = a->sg_argv, .max_trace_events = 1};
+    struct sim_opts so = {.sg_argc = a->o->sg_argc, .sg_argv = a->o->sg_argv,
+                          .max_trace_events = 1, .max_steps = a->o->max_steps,
+                          .max_memory_bytes = a->o->max_memory_bytes};
     struct summary s = {0};
     res->rc = sim_run(a->sc, &so, &s, d);
     res->time_s = s.total_time_s;
@@ -37,7 +38,7 @@ static void eval_body(void *arg, void *out)
     diag_free(d);
 }
 
-int train_eval_step(struct cfg_scenario *sc, int sg_argc, char **sg_argv, struct diag *d)
+int train_eval_step(struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d)
 {
     if (!sc->train.present || sc->train.eval_interval <= 0 || !sc->model)
         return 0;
@@ -49,12 +50,12 @@ int train_eval_step(struct cfg_scenario *sc, int sg_argc, char **sg_argv, struct
     ev.train.present = false;
     spmd_fold(&ev, ev.all_chips);
     struct autotune_cache *cache = autotune_cache_new();
-    struct autotune_opts ao = {.sg_argc = sg_argc, .sg_argv = sg_argv};
+    struct autotune_opts ao = {.sg_argc = o->sg_argc, .sg_argv = o->sg_argv};
     int rc = autotune_resolve(&ev, cache, &ao, d);
     autotune_cache_free(cache);
     struct eval_result res = {.rc = rc};
     if (rc == 0) {
-        struct eval_args a = {&ev, sg_argc, sg_argv};
+        struct eval_args a = {&ev, o};
         int crc = sim_child_run(eval_body, &a, &res, sizeof res, "evaluation step's run",
                                 res.err, sizeof res.err);
         if (crc != 0)

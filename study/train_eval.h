@@ -8,10 +8,11 @@
 
 #include "base/diag.h"
 #include "config/cfg.h"
+#include "engine/sim_opts.h"
 
 /* Times the evaluation step of 'sc' when its train: section evaluates (else
- * does nothing). Returns 0, or the run's exit code (1, 2 or 130) with
- * messages in 'd'. */
-int train_eval_step(struct cfg_scenario *sc, int sg_argc, char **sg_argv, struct diag *d);
+ * does nothing), with the SimGrid flags and limits of 'o' (no outputs).
+ * Returns 0, or the run's exit code (1, 2 or 130) with messages in 'd'. */
+int train_eval_step(struct cfg_scenario *sc, const struct sim_opts *o, struct diag *d);
 
 #endif
