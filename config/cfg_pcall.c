@@ -305,6 +305,7 @@ static void init_values(struct walk *w, const struct cfg_node *m, const char *p,
             walk_type_error(w, m, p, "operands and scratch of distinct names");
         add_value(s, o->name, o->rank, o->prefetch ? o->shape : o->block, o->dt,
                   o->space != PL_ANY);
+        s->values[s->nvalues - 1].hbm = o->space == PL_ANY;
     }
     for (int i = 0; i < s->nscratch; i++) {
         const struct pc_scratch *sc = &s->scratch[i];
@@ -334,6 +335,11 @@ static int value_ref(struct walk *w, const struct pc_spec *s, const struct cfg_n
                      const char *p, bool ref)
 {
     int v = x->type == CFG_SCALAR ? find_value(s, x->value) : -1;
+    if (v >= 0 && s->values[v].hbm) {
+        walk_type_error(w, x, p, "a block the body can read (this operand is in memory space "
+                                 "any: it stays in HBM, and the body has no DMA primitive)");
+        return -1;
+    }
     if (v >= 0 && (!ref || s->values[v].ref))
         return v;
     char list[400], want[480];
@@ -660,6 +666,12 @@ void cfg_load_pallas_call(struct walk *w, const struct cfg_node *m, const char *
                                        "dimension_semantics", "num_scalar_prefetch", "in_specs",
                                        "out_specs", "scratch_shapes", "body", "work", NULL};
     walk_check_keys(w, m, p, keys);
+    if (op->functional) {
+        char *fp = walk_join(p, "functional");
+        walk_type_error(w, cfg_get(m, "functional"), fp,
+                        "false for a pallas_call (its body describes cost, not values)");
+        free(fp);
+    }
     struct pc_spec *s = xcalloc(1, sizeof *s);
     op->u.pcall.spec = s;
     struct pload L = {.w = w, .s = s};

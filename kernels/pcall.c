@@ -252,6 +252,26 @@ static int check_operand(const struct pc_spec *s, const struct pc_operand *o, ch
     return 0;
 }
 
+/* Every MXU dtype the body uses is one the chip's MXU takes (as
+ * walk_mxu_dtype rules for the built-ins' dtype keys) and has a rate. */
+static int check_rates(const struct pc_spec *s, const struct chip_params *chip, char *err,
+                       size_t n)
+{
+    for (int i = 0; i < s->nitems; i++) {
+        const struct pc_item *it = &s->items[i];
+        for (int d = 0; d < DT_COUNT; d++) {
+            bool used = it->prim == PC_DOT ? it->dt == (enum dtype)d : it->mxu_flops[d] > 0;
+            if (used && (!(chip->peak_flops[d] > 0) ||
+                         (!chip->hypothetical && !chip->mxu_dtype[d] && chip->mxu_dtype[DT_BF16])))
+                return diag_fail(err, n,
+                                 "body item %d: the %s MXU takes no %s (chip: {base: %s, "
+                                 "hypothetical: true} allows it; or cast the blocks)",
+                                 i, chip->name, dtype_name((enum dtype)d), chip->name);
+        }
+    }
+    return 0;
+}
+
 int pc_check(const struct pc_spec *s, char *err, size_t n)
 {
     int64_t steps = 1;
@@ -307,7 +327,7 @@ static int pc_init(struct kern *k, char *err, size_t n)
     if (k->functional)
         return diag_fail(err, n, "pallas_call has no functional mode: its body describes cost, "
                                  "not values");
-    if (pc_check(s, err, n))
+    if (pc_check(s, err, n) || check_rates(s, k->chip, err, n))
         return -1;
     struct pcall_run *run = xcalloc(1, sizeof *run);
     k->impl = run;

@@ -100,6 +100,7 @@ struct pc_value {
     int64_t rows, cols; /* the block as the body sees it: (prod of all but the last dim, last) */
     enum dtype dt;
     bool ref;           /* a VMEM/SMEM buffer: read by a load, written by a store */
+    bool hbm;           /* an operand in memory space any: the body cannot touch it */
 };
 
 struct pc_item {
