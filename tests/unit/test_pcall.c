@@ -239,6 +239,32 @@ static void test_work_form_mxu_time(void **state)
     assert_true(fabs(r.mxu_s[0] - 4.0 * 268435456 / 197e12) < 1e-9);
 }
 
+/* dimension_semantics drives the megacore split (v5p: two TensorCores
+ * share a kernel): a grid of 6 parallel steps gives each core 3 (per step
+ * 2^28 bf16 flops, so 3 x 2^28 / 229.5e12 MXU seconds each); the same grid
+ * 'arbitrary' runs on core 0 alone (6 steps), core 1 has no MXU work. */
+static void test_parallel_dims_split_megacore(void **state)
+{
+    (void)state;
+#define MEGACORE_YAML(sem)                                                                         \
+    "chip: v5p\nworkload:\n"                                                                    \
+    "  - op: pallas_call\n"                                                                      \
+    "    grid: [6]\n"                                                                            \
+    "    dimension_semantics: [" sem "]\n"                                                       \
+    "    out_specs: [{name: o, shape: [768, 128], dtype: f32, block_shape: [128, 128], "          \
+    "index_map: [i, 0]}]\n"                                                                      \
+    "    work: {mxu_flops: {bf16: 268435456}}\n"
+    struct result par = run(MEGACORE_YAML("parallel"), NULL, 0);
+    struct result arb = run(MEGACORE_YAML("arbitrary"), NULL, 0);
+    assert_int_equal(par.rc, 0);
+    assert_int_equal(arb.rc, 0);
+    double step_s = 268435456.0 / 229.5e12; /* v5p: 229.5 TF/s bf16 per core */
+    assert_true(fabs(par.core[0][0].mxu_s - 3 * step_s) < 1e-12);
+    assert_true(fabs(par.core[0][1].mxu_s - 3 * step_s) < 1e-12);
+    assert_true(fabs(arb.core[0][0].mxu_s - 6 * step_s) < 1e-12);
+    assert_true(arb.core[0][1].mxu_s == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_matmul_rebuilt_within_1pct),
         cmocka_unit_test(test_flash_fwd_rebuilt_within_1pct),
         cmocka_unit_test(test_work_form_mxu_time),
+        cmocka_unit_test(test_parallel_dims_split_megacore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
