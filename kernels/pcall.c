@@ -35,6 +35,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas_int.h"
 #include "kernels/xla.h"
+#include "models/mxu.h"
 #include "models/vpu.h"
 
 struct pcall_run {
@@ -90,130 +91,143 @@ static int64_t packed(int64_t rows, enum dtype dt)
     return (rows * dtype_bytes(dt) + 3) / 4;
 }
 
-static void load(struct pl_ctx *ctx, const struct pc_value *v)
+/* Each helper below prices 'r' repetitions of its item at once: the VPU
+ * counts are per element and add linearly, so r times the count is r
+ * items (a repeat costs no more host time than one item). */
+static void load(struct pl_ctx *ctx, const struct pc_value *v, double r)
 {
     if (v->ref)
-        pl_vpu(ctx, packed(v->rows, v->dt), v->cols, 0, 1, 0, 0, 0);
+        pl_vpu(ctx, packed(v->rows, v->dt), v->cols, 0, r, 0, 0, 0);
 }
 
 /* A result of 'dt' (rows, cols) in vregs stored into ref 'r'. */
-static void store(struct pl_ctx *ctx, const struct pc_value *r, int64_t rows, int64_t cols,
-                  enum dtype dt)
+static void store(struct pl_ctx *ctx, const struct pc_value *v, int64_t rows, int64_t cols,
+                  enum dtype dt, double r)
 {
-    if (dt != r->dt)
-        pl_vpu(ctx, rows, cols, 1, 0, 0, 0, 0);
-    pl_vpu(ctx, packed(rows, r->dt), cols, 0, 0, 1, 0, 0);
+    if (dt != v->dt)
+        pl_vpu(ctx, rows, cols, r, 0, 0, 0, 0);
+    pl_vpu(ctx, packed(rows, v->dt), cols, 0, 0, r, 0, 0);
 }
 
-static void feed(struct pl_ctx *ctx, const struct pc_value *v, enum dtype dt)
+static void feed(struct pl_ctx *ctx, const struct pc_value *v, enum dtype dt, double r)
 {
     if (v->ref)
-        pl_mxu_feed(ctx, packed(v->rows, v->dt), v->cols, 0, 1);
+        pl_mxu_feed(ctx, packed(v->rows, v->dt), v->cols, 0, r);
     if (v->dt != dt) /* cast on the vregs of the wider dtype */
         pl_mxu_feed(ctx, packed(v->rows, dtype_bytes(v->dt) > dtype_bytes(dt) ? v->dt : dt),
-                    v->cols, 1, 0);
+                    v->cols, r, 0);
 }
 
-static void run_dot(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it)
+/* r identical matmuls: r times the feed and the pass (their overlap,
+ * max(MXU, feed), scales with them), r accumulations or drains. */
+static void run_dot(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it,
+                    double r)
 {
     const struct pc_value *a = &s->values[it->args[0]], *b = &s->values[it->args[1]];
     int64_t m = a->rows, k = a->cols, n = it->transpose_b ? b->rows : b->cols;
-    feed(ctx, a, it->dt);
-    feed(ctx, b, it->dt);
+    feed(ctx, a, it->dt, r);
+    feed(ctx, b, it->dt, r);
     pl_matmul(ctx, m, k, n, it->dt);
+    ctx->work.mm_s *= r;
+    ctx->work.flops += (r - 1) * mxu_flops(m, k, n);
     if (it->acc >= 0) /* acc += dot */
-        pl_vpu(ctx, m, n, 1, 1, 1, 0, 0);
+        pl_vpu(ctx, m, n, r, r, r, 0, 0);
     if (it->into >= 0) {
-        const struct pc_value *r = &s->values[it->into];
-        pl_mxu_drain(ctx, m, n, r->dt != DT_F32 ? 1 : 0, 0);
-        pl_mxu_drain(ctx, packed(m, r->dt), n, 0, 1);
+        const struct pc_value *v = &s->values[it->into];
+        pl_mxu_drain(ctx, m, n, v->dt != DT_F32 ? r : 0, 0);
+        pl_mxu_drain(ctx, packed(m, v->dt), n, 0, r);
     }
 }
 
-static void run_fn(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it)
+static void run_fn(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it,
+                   double r)
 {
     int64_t rows = 1, cols = 1;
     for (int i = 0; i < it->nargs; i++) {
         const struct pc_value *v = &s->values[it->args[i]];
-        load(ctx, v);
+        load(ctx, v, r);
         rows = v->rows > rows ? v->rows : rows;
         cols = v->cols > cols ? v->cols : cols;
     }
     double alu, eup;
     xla_fn_cost((enum xla_fn)it->fn, &alu, &eup);
-    pl_vpu(ctx, rows, cols, alu, 0, 0, eup, 0);
+    pl_vpu(ctx, rows, cols, r * alu, 0, 0, r * eup, 0);
     if (it->into >= 0)
-        store(ctx, &s->values[it->into], rows, cols, DT_F32);
+        store(ctx, &s->values[it->into], rows, cols, DT_F32, r);
 }
 
-static void run_reduce(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it)
+static void run_reduce(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it,
+                       double r)
 {
     const struct pc_value *v = &s->values[it->args[0]];
     const struct chip_params *chip = pl_chip(ctx);
-    load(ctx, v);
+    load(ctx, v, r);
     if (it->axis == 1) {
         double nv = (double)((v->cols + chip->vpu_lanes - 1) / chip->vpu_lanes);
-        pl_vpu(ctx, v->rows, v->cols, 1.0 - 1.0 / nv, 0, 0, 0, 0);
-        pl_vpu(ctx, v->rows, chip->vpu_lanes, 0, 0, 0, 0, 1);
+        pl_vpu(ctx, v->rows, v->cols, r * (1.0 - 1.0 / nv), 0, 0, 0, 0);
+        pl_vpu(ctx, v->rows, chip->vpu_lanes, 0, 0, 0, 0, r);
     } else {
         double ns = (double)((v->rows + chip->vpu_sublanes - 1) / chip->vpu_sublanes);
-        pl_vpu(ctx, v->rows, v->cols, 1.0 - 1.0 / ns, 0, 0, 0, 0);
-        pl_vpu(ctx, chip->vpu_sublanes, v->cols, 0, 0, 0, 0, 1);
+        pl_vpu(ctx, v->rows, v->cols, r * (1.0 - 1.0 / ns), 0, 0, 0, 0);
+        pl_vpu(ctx, chip->vpu_sublanes, v->cols, 0, 0, 0, 0, r);
     }
     if (it->into >= 0)
         store(ctx, &s->values[it->into], it->axis == 1 ? v->rows : 1,
-              it->axis == 1 ? 1 : v->cols, DT_F32);
+              it->axis == 1 ? 1 : v->cols, DT_F32, r);
 }
 
-static void run_work(struct pl_ctx *ctx, const struct pc_item *it)
+static int64_t lane_rows(double ops, int64_t lanes)
+{
+    return (int64_t)((ops + (double)lanes - 1) / (double)lanes);
+}
+
+static void run_work(struct pl_ctx *ctx, const struct pc_item *it, double r)
 {
     const struct chip_params *chip = pl_chip(ctx);
     for (int d = 0; d < DT_COUNT; d++) {
         if (it->mxu_flops[d] <= 0)
             continue;
-        ctx->work.mxu_s += it->mxu_flops[d] / chip->peak_flops[d];
-        ctx->work.flops += it->mxu_flops[d];
+        ctx->work.mxu_s += r * it->mxu_flops[d] / chip->peak_flops[d];
+        ctx->work.flops += r * it->mxu_flops[d];
     }
     int64_t lanes = chip->vpu_lanes;
     if (it->vpu_ops > 0)
-        pl_vpu(ctx, (int64_t)((it->vpu_ops + (double)lanes - 1) / (double)lanes), lanes, 1, 0, 0,
-               0, 0);
+        pl_vpu(ctx, lane_rows(it->vpu_ops, lanes), lanes, r, 0, 0, 0, 0);
     if (it->transcendentals > 0)
-        pl_vpu(ctx, (int64_t)((it->transcendentals + (double)lanes - 1) / (double)lanes), lanes,
-               0, 0, 0, 1, 0);
+        pl_vpu(ctx, lane_rows(it->transcendentals, lanes), lanes, 0, 0, 0, r, 0);
     if (it->xlu_ops > 0)
-        pl_vpu(ctx, (int64_t)((it->xlu_ops + (double)lanes - 1) / (double)lanes), lanes, 0, 0, 0,
-               0, 1);
+        pl_vpu(ctx, lane_rows(it->xlu_ops, lanes), lanes, 0, 0, 0, 0, r);
 }
 
 static void run_item(struct pl_ctx *ctx, const struct pc_spec *s, const struct pc_item *it)
 {
     const struct pc_value *a = it->nargs ? &s->values[it->args[0]] : NULL;
+    double r = (double)it->repeat;
     switch (it->prim) {
     case PC_DOT:
-        run_dot(ctx, s, it);
+        run_dot(ctx, s, it, r);
         break;
     case PC_FN:
-        run_fn(ctx, s, it);
+        run_fn(ctx, s, it, r);
         break;
     case PC_REDUCE:
-        run_reduce(ctx, s, it);
+        run_reduce(ctx, s, it, r);
         break;
     case PC_CAST:
-        load(ctx, a);
-        pl_vpu(ctx, a->rows, a->cols, 1, 0, 0, 0, 0);
+        load(ctx, a, r);
+        pl_vpu(ctx, a->rows, a->cols, r, 0, 0, 0, 0);
         if (it->into >= 0)
-            store(ctx, &s->values[it->into], a->rows, a->cols, it->dt);
+            store(ctx, &s->values[it->into], a->rows, a->cols, it->dt, r);
         break;
     case PC_ZERO:
         store(ctx, &s->values[it->into], s->values[it->into].rows, s->values[it->into].cols,
-              s->values[it->into].dt);
+              s->values[it->into].dt, r);
         break;
     case PC_SYNC:
         pl_vpu_flush(ctx);
         break;
     case PC_WORK:
-        run_work(ctx, it);
+        run_work(ctx, it, r);
         break;
     }
 }
@@ -223,9 +237,7 @@ static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
     const struct pc_spec *s = ((const struct pcall_run *)user)->s;
     for (int i = 0; i < s->nitems; i++) {
         const struct pc_item *it = &s->items[i];
-        if (it->has_when && !pc_cond_true(&it->when, g))
-            continue;
-        for (int64_t r = 0; r < it->repeat; r++)
+        if (!it->has_when || pc_cond_true(&it->when, g))
             run_item(ctx, s, it);
     }
 }

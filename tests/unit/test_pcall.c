@@ -265,6 +265,38 @@ static void test_parallel_dims_split_megacore(void **state)
     assert_true(arb.core[0][1].mxu_s == 0);
 }
 
+/* repeat: N prices N copies of an item at once (host time independent of
+ * N): a dot repeated twice costs what two dot items cost, the MXU and VPU
+ * times of a step adding linearly. */
+#define REPEAT_YAML(body)                                                                          \
+    "chip: v5e\nworkload:\n"                                                                    \
+    "  - op: pallas_call\n"                                                                      \
+    "    grid: [2, 4]\n"                                                                         \
+    "    in_specs:\n"                                                                            \
+    "      - {name: x, shape: [512, 1024], block_shape: [256, 256], index_map: [i, j]}\n"        \
+    "      - {name: y, shape: [1024, 256], block_shape: [256, 256], index_map: [j, 0]}\n"        \
+    "    out_specs: [{name: o, shape: [512, 256], block_shape: [256, 256], index_map: [i, 0]}]\n" \
+    "    scratch_shapes: [{name: acc, shape: [256, 256]}]\n"                                      \
+    "    body:\n" body
+static void test_repeat_is_copies(void **state)
+{
+    (void)state;
+    struct result two = run(REPEAT_YAML("      - {dot: [x, y], acc: acc}\n"
+                                        "      - {dot: [x, y], acc: acc}\n"
+                                        "      - {cast: acc, to: bf16, into: o, when: j == 3}\n"),
+                            NULL, 0);
+    struct result rep = run(REPEAT_YAML("      - {dot: [x, y], acc: acc, repeat: 2}\n"
+                                        "      - {cast: acc, to: bf16, into: o, when: j == 3}\n"),
+                            NULL, 0);
+    assert_int_equal(two.rc, 0);
+    assert_int_equal(rep.rc, 0);
+    assert_true(rep.flops[0] == two.flops[0]);
+    assert_true(rep.flops[0] == 8 * 2 * 2.0 * 256 * 256 * 256);
+    assert_true(fabs(rep.mxu_s[0] - two.mxu_s[0]) < 1e-15);
+    assert_true(fabs(rep.vpu_s[0] - two.vpu_s[0]) < 1e-15);
+    assert_time(rep.end[0] - rep.start[0], two.end[0] - two.start[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_flash_fwd_rebuilt_within_1pct),
         cmocka_unit_test(test_work_form_mxu_time),
         cmocka_unit_test(test_parallel_dims_split_megacore),
+        cmocka_unit_test(test_repeat_is_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
