@@ -69,6 +69,11 @@ static void load_grid(struct pload *L, const struct cfg_node *m, const char *p)
         walk_item(L->w, g, gp, i, 1, PC_MAX_STEPS, &s->grid[i]);
         snprintf(s->grid_names[i], PC_NAME_MAX, "%s", default_grid_names[i]);
     }
+    int64_t steps = 1;
+    for (int i = 0; i < s->ngrid; i++)
+        steps = steps > PC_MAX_STEPS ? steps : steps * s->grid[i];
+    if (steps > PC_MAX_STEPS)
+        walk_type_error(L->w, g, gp, "a grid of at most 2^30 steps in all (resource guard)");
     free(gp);
     const struct cfg_node *nm = seq_of(L->w, m, p, "grid_names", false, PL_MAX_GRID,
                                        "a list of names, one per grid dim");
