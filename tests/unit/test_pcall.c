@@ -297,6 +297,32 @@ static void test_repeat_is_copies(void **state)
     assert_time(rep.end[0] - rep.start[0], two.end[0] - two.start[0]);
 }
 
+/* num_scalar_prefetch: the first in_spec (a [64] int32 table, 256 bytes)
+ * is copied whole to SMEM before step 0: one DMA of 256 bytes more than
+ * the same call without it (x fetched 4 times, o written 4 times). */
+#define PREFETCH_YAML(n, pre)                                                                      \
+    "chip: v5e\nworkload:\n"                                                                    \
+    "  - op: pallas_call\n"                                                                      \
+    "    grid: [4]\n"                                                                            \
+    "    num_scalar_prefetch: " n "\n"                                                           \
+    "    in_specs:\n" pre                                                                        \
+    "      - {name: x, shape: [32, 128], dtype: f32, block_shape: [8, 128], index_map: [i, 0]}\n" \
+    "    out_specs: [{name: o, shape: [32, 128], dtype: f32, block_shape: [8, 128], "             \
+    "index_map: [i, 0]}]\n"                                                                      \
+    "    body: [{exp: x, into: o}]\n"
+static void test_scalar_prefetch_one_dma(void **state)
+{
+    (void)state;
+    struct result with = run(PREFETCH_YAML("1", "      - {name: table, shape: [64], dtype: int32}\n"),
+                             NULL, 0);
+    struct result without = run(PREFETCH_YAML("0", ""), NULL, 0);
+    assert_int_equal(with.rc, 0);
+    assert_int_equal(without.rc, 0);
+    assert_int_equal(without.dmas[0], 8);
+    assert_int_equal(with.dmas[0], 9);
+    assert_true(with.hbm[0] == without.hbm[0] + 256);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_work_form_mxu_time),
         cmocka_unit_test(test_parallel_dims_split_megacore),
         cmocka_unit_test(test_repeat_is_copies),
+        cmocka_unit_test(test_scalar_prefetch_one_dma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
