@@ -502,6 +502,21 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
         END { exit !(b == best && b != s && s == 0) }' "$t/swt/sweep.csv" \
     && grep -q '^best: point 2, .* time to train .* (ranked by it)' "$t/swt.out" \
     && ok || bad "sweep ranked by time to train: $(cat "$t/swt.out")"
+# "Your own kernel" (docs/user-guide.md): the shipped pallas_call scenarios. The fused matmul +
+# bias + GeLU, grid (4, 4, 8): x and w fetched every step (2 x 128), b and o once per (i, j)
+# (2 x 16) = 288 DMAs, and it beats the unfused matmul + two element-wise passes. The int8-weight
+# matmul, grid (1, 4, 8): x 32 x 256 KiB + w 32 x 512 KiB (int8) + o 4 x 512 KiB + scale
+# 4 x 32 KiB (a (1, 1024) f32 block pads to 8 sublanes) = 27394048 bytes in 72 DMAs, less time
+# than the same matmul with bf16 weights
+"$bin" run configs/scenarios/pallas_fused_matmul_gelu.yaml -o "$t/pf" -q --trace none \
+    && grep -o '"dmas": [0-9]*' "$t/pf/summary.json" | head -n 1 | grep -qx '"dmas": 288' \
+    && grep -o '"kind": "[a-z_]*", "start_s": [^,]*, "end_s": [^,]*, "time_s": [0-9.e+-]*' "$t/pf/summary.json" \
+       | awk '{ if ($2 == "\"pallas_call\",") f += $NF; else u += $NF } END { exit !(f > 0 && u > f) }' \
+    && ok || bad "fused pallas_call: $(grep -o '"dmas": [0-9]*' "$t/pf/summary.json" | head -n 1)"
+"$bin" run configs/scenarios/pallas_int8_weight_matmul.yaml -o "$t/pi" -q --trace none \
+    && grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2 | tr '\n' ' ' \
+       | grep -qx '"hbm_bytes": 27394048 "dmas": 72 ' \
+    && ok || bad "int8-weight pallas_call: $(grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2)"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
