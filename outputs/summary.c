@@ -481,12 +481,14 @@ static void print_model(const struct summary *s, FILE *out)
                 m->pipeline_stages, (long long)m->pipeline_microbatches, m->pipeline_schedule,
                 (long long)m->pipeline_repeats, (long long)m->pipeline_iterations,
                 100.0 * m->pipeline_bubble);
+    char cf[32] = "none (dropless)";
+    if (m->moe_capacity_factor > 0)
+        snprintf(cf, sizeof cf, "%.3g", m->moe_capacity_factor);
     if (m->moe)
         fprintf(out, "experts: %s, capacity factor %s, load imbalance %.3g: %.2f%% of routed "
                      "tokens dropped\n",
                 m->moe_sparse_matmul ? "grouped matmul (sparse_matmul)" : "dense einsum dispatch",
-                m->moe_capacity_factor > 0 ? "set" : "none (dropless)", m->moe_load_imbalance,
-                100.0 * m->moe_dropped_share);
+                cf, m->moe_load_imbalance, 100.0 * m->moe_dropped_share);
 }
 
 /* Why each op took its time: its bound and runner-up (share of its time),
