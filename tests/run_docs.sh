@@ -36,6 +36,13 @@ quote "layer.attn: hbm 96% of its time, then mxu 31%; HBM moved 9135 MB for 2152
 quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-events 500; the run has 49893 events at this level; for all of them: --trace-max-events 100000, or 108 runs with --trace-window 0:102.4us, --trace-window 102.4us:201.728us, --trace-window 201.728us:303.104us, ... (all 108 in summary.json's trace.windows), or --trace units"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
+quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
+quote "bubble 15.8% of the step"
+quote "model train step: 0.172 s"
+quote "activations 0.12"
+quote "activations 0.06"
+quote "0.63% of routed tokens dropped"
+quote "bytes: 10485760"
 rm -rf "$t"
 echo "docs: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]
