@@ -955,6 +955,8 @@ static struct val reduce_grads(struct out *o, struct layer_grads lg)
     const struct model_shard *s = o->sh;
     struct val g = collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp,
                               layer_grad_bytes(o), PROG_ASYNC, val2(lg.norms, lg.mm));
+    if (s->pipeline > 1) /* summed over the microbatches, all-reduced once (optimizer) */
+        return g;
     return collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
                       PROG_ASYNC, g);
 }
@@ -1201,8 +1203,9 @@ static void optimizer(struct out *o)
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     double local = chip_params(m, s);
-    double rest = local * bytes(m->weight_dtype) -
-                  (double)pipe_stage_layers(m, s) * layer_grad_bytes(o) / s->fsdp;
+    double rest = local * bytes(m->weight_dtype); /* with a pipeline: every gradient */
+    if (s->pipeline <= 1)
+        rest -= (double)m->layers * layer_grad_bytes(o) / s->fsdp;
     struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
                               o->rest);
     if (s->data > 1 && rest < 1) /* no other gradients to wait for */

@@ -264,6 +264,25 @@ static void test_pipeline_memory(void **state)
     assert_float_equal(mem.params, (4722688.0 / 8 + 524544.0 / 2) * 4, 0.5);
 }
 
+/* pipeline 4 x data 2: the stage's gradients are summed over the
+ * microbatches and all-reduced over data once, before the optimizer (not
+ * per layer and iteration): the stage's 8 / 4 = 2 layers (2 x 590336) and the
+ * embedding, head and final norm (524544) in f32, (1180672 + 524544) x 4 B =
+ * 6820864 bytes in one grad_ar_rest; no grad_ar in the loops. */
+static void test_pipeline_data_allreduce_once(void **state)
+{
+    (void)state;
+    struct model m = pipe_model();
+    m.microbatches = 8;
+    struct fixture f;
+    char err[256];
+    assert_int_equal(setup(&f, &m, "pipeline", 4, "data", 2, err, sizeof err), 0);
+    struct cfg_node *t = expansion(&m, &f);
+    assert_null(find(t, "grad_ar"));
+    assert_float_equal(num(find(t, "grad_ar_rest"), "bytes"), 6820864, 0.5);
+    cfg_node_free(t);
+}
+
 static void test_pipeline_errors(void **state)
 {
     (void)state;
@@ -290,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_moe_dense_dispatch), cmocka_unit_test(test_moe_errors),
         cmocka_unit_test(test_pipeline_gpipe),     cmocka_unit_test(test_pipeline_circular),
         cmocka_unit_test(test_pipeline_memory),    cmocka_unit_test(test_pipeline_errors),
+        cmocka_unit_test(test_pipeline_data_allreduce_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
