@@ -1,7 +1,7 @@
 /* workload/model.h -- model steps: a transformer and a mesh in, the per-chip
  * program of one step out. A scenario's `model:` (a preset from
  * configs/models/presets/ and/or dimensions) with its `mesh:` (logical axes
- * data, fsdp, tensor, sequence, expert laid out on the slice) expands into
+ * data, fsdp, tensor, sequence, expert, pipeline laid out on the slice) expands into
  * the workload every chip runs: per layer its norms, projections, rotary
  * embedding, attention kernel, MLP or routed experts and residuals, with
  * shard shapes; embedding, final norm, unembedding and loss; the backward
@@ -10,7 +10,9 @@
  * collectives the sharding implies (FSDP all-gather of each layer's weights
  * one layer ahead, reduce-scatter of its gradients, tensor-parallel
  * all-gather and reduce-scatter of activations, data-parallel all-reduce,
- * expert all-to-all). The builder emits the step as a program
+ * expert all-to-alls; workload/model_moe.c sizes the experts' routing,
+ * workload/model_pipeline.c the pipeline's stages, microbatches and sends).
+ * The builder emits the step as a program
  * (workload/program.h: each op with the tensors it reads and writes) and
  * workload/schedule.h derives what waits for what; the program's YAML is
  * plain workload YAML, loaded like any other (`tpusim expand` prints it).

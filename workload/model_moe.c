@@ -53,7 +53,8 @@ static void plan_dense(const struct model *m, const struct model_shard *s, struc
 {
     int64_t b = s->b > 0 ? s->b : 1, S = s->tokens / b, E = m->experts;
     int64_t C = (int64_t)floor((double)S * (double)m->top_k / (double)E * m->capacity_factor);
-    p->capacity = C > 0 ? C : 1;
+    /* at least a row; at most the sequence's tokens (a token picks an expert once) */
+    p->capacity = C < 1 ? 1 : C > S ? S : C;
     p->disp_batch = b, p->disp_m = E * p->capacity, p->disp_k = S, p->disp_n = m->d_model;
     p->rows_per_expert = (int64_t)s->expert * b * p->capacity;
     p->load = 1;

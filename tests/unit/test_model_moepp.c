@@ -177,6 +177,12 @@ static void test_moe_dense_dispatch(void **state)
     assert_float_equal(num(find(t, "experts_up"), "m"), 320, 0);
     assert_null(find(t, "permute"));
     cfg_node_free(t);
+    /* a capacity past the sequence's 256 tokens pads to 256 rows (a token picks an
+     * expert once): the mask [8 x 256, 256] */
+    m.capacity_factor = 1024;
+    t = expansion(&m, &f);
+    assert_float_equal(num(find(t, "dispatch_mask"), "m"), 8 * 256, 0);
+    cfg_node_free(t);
 }
 
 static void test_moe_errors(void **state)
