@@ -132,6 +132,16 @@ struct summary_model {
     /* per chip, bytes */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_weights_gathered,
         mem_logits, mem_kv_cache, mem_total, mem_capacity;
+    /* pipeline parallelism (stages > 1): its schedule and bubble */
+    int pipeline_stages;
+    int64_t pipeline_microbatches, pipeline_repeats, pipeline_iterations;
+    double pipeline_bubble;
+    char pipeline_schedule[12];
+    /* mixture of experts (moe): the routing as it runs */
+    bool moe;
+    double moe_capacity_factor; /* <= 0: dropless */
+    double moe_load_imbalance, moe_dropped_share;
+    bool moe_sparse_matmul;
 };
 
 /* What a step costs (engine/cost.h): the price of a chip-hour in use, per

@@ -517,6 +517,27 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
     && grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2 | tr '\n' ' ' \
        | grep -qx '"hbm_bytes": 27394048 "dmas": 72 ' \
     && ok || bad "int8-weight pallas_call: $(grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2)"
+# pipeline parallelism (configs/models/pipeline-small-v5e-8.yaml): 4 stages, 8 microbatches of
+# 2 sequences, GPipe: a pass is 8 + 4 - 1 = 11 iterations of 16 / 4 = 4 layers, the bubble
+# (4 - 1) / (8 + 4 - 1) = 0.272727; after each iteration a stage sends 2 x 1024 tokens x 1024
+# x 2 B = 4194304 B to the next (a ring all-gather of 4194304 / 3 = 1398101 B a piece)
+"$bin" run configs/models/pipeline-small-v5e-8.yaml -o "$t/pp" --trace none >"$t/pp.out" 2>&1 \
+    && grep -q '"pipeline": {"stages": 4, "schedule": "gpipe", "num_pipeline_microbatches": 8, "num_pipeline_repeats": 1, "iterations": 11, "bubble": 0.272727}' "$t/pp/summary.json" \
+    && grep -q '"name": "pipe_fwd", "count": 11' "$t/pp/summary.json" \
+    && grep -q '^pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step' "$t/pp.out" \
+    && "$bin" expand configs/models/pipeline-small-v5e-8.yaml 2>/dev/null \
+       | grep -q '{op: all_gather, name: stage_send, bytes: 1398101, groups: \[pipeline\]}' \
+    && ok || bad "pipeline: $(grep '^pipeline' "$t/pp.out")"
+# mixture of experts (configs/models/moe-small-v5e-8.yaml): 16 / (4 x 2) = 2 sequences, 2048
+# tokens per device, 2 experts each: the dispatch buffer 2048 x top_k 2 x 1024 x 2 B x the
+# busiest device's load min(1.3, capacity 1.25) = 10485760 B; one hot expert at 1.3 x the mean
+# over a capacity of 1.25: (1.3 - 1.25) / 8 = 0.625 % of the routed tokens dropped
+"$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/moe" --trace none >"$t/moe.out" 2>&1 \
+    && grep -q '"moe": {"sparse_matmul": true, "capacity_factor": 1.25, "expert_load_imbalance": 1.3, "dropped_share": 0.006250}' "$t/moe/summary.json" \
+    && grep -q '^experts: grouped matmul (sparse_matmul), capacity factor 1.25, load imbalance 1.3: 0.63% of routed tokens dropped' "$t/moe.out" \
+    && "$bin" expand configs/models/moe-small-v5e-8.yaml 2>/dev/null \
+       | grep -q '{op: all_to_all, name: dispatch, bytes: 10485760, groups: \[expert\]}' \
+    && ok || bad "moe: $(grep '^experts' "$t/moe.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
