@@ -20,6 +20,7 @@
 #include "engine/outputs.h"
 #include "engine/sim.h"
 #include "study/sweep.h"
+#include "study/train_eval.h"
 #include "engine/validate.h"
 #include "engine/spmd.h"
 #include "serving/serve_run.h"
@@ -277,6 +278,14 @@ static int run_scenario(struct cli *c)
     }
     if (rc == 0)
         rc = resolve_blocks(c, &sc, d, NULL);
+    if (rc == 0) {
+        struct sim_opts eo = {.sg_argc = c->sg_argc, .sg_argv = c->sg_argv,
+                              .max_steps = c->max_steps, .max_memory_bytes = c->max_memory};
+        if ((rc = train_eval_step(&sc, &eo, d)) != 0) {
+            diag_print(d, stderr);
+            cfg_scenario_fini(&sc);
+        }
+    }
     if (rc == 0) {
         char *dir = xstrdup(lk.dir);
         struct sim_opts o = c->trace;

@@ -893,7 +893,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
                                            "mesh", "workload", "model",    "serve",
-                                           "program", NULL};
+                                           "program", "cost", "train", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -919,6 +919,10 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
             load_workload(&w, wl, sc);
         if (diag_count(d) == 0) /* its checks point into the ops' nodes: before the free */
             check_semantics(&w, sc);
+        if (diag_count(d) == 0) {
+            cfg_load_cost(&w, root, sc);
+            cfg_load_train(&w, root, sc);
+        }
         cfg_node_free(expanded);
         if (diag_count(d) == 0)
             walk_check_unread(&w, root, "");

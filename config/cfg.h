@@ -31,6 +31,40 @@ struct serve_cfg;
 
 enum cfg_fidelity { CFG_FIDELITY_FAST, CFG_FIDELITY_EXACT };
 
+/* What a run costs and how long a training run takes (config/cfg_cost.c): a
+ * scenario's cost: section (the price of a chip-hour: the chip preset's list
+ * price for a commitment, or a price given) and train: section (the training
+ * run a model step is one step of: its length, evaluations, checkpoints and
+ * compile time, named as MaxText and MLPerf name them); priced by engine/cost.h. */
+/* The most steps, checkpoints or eval samples a train: section may name. */
+#define CFG_TRAIN_MAX_STEPS 1000000000000LL
+
+enum cfg_commitment { CFG_ON_DEMAND, CFG_COMMIT_1Y, CFG_COMMIT_3Y, CFG_COMMIT_COUNT };
+
+struct cfg_cost {
+    enum cfg_commitment commitment;  /* cost.commitment (default on_demand) */
+    bool price_given;                /* cost.price_usd_per_chip_hour was set */
+    double price_usd_per_chip_hour;  /* the price in use: given, else the chip's list price
+                                        for the commitment; 0: none known (no cost block) */
+};
+
+struct cfg_train {
+    bool present;                    /* the scenario has a train: section */
+    int64_t steps;                   /* train.steps, or tokens over the step's tokens */
+    double tokens;                   /* train.tokens (0: given as steps) */
+    int64_t eval_interval;           /* steps between evaluations (0: none) */
+    double eval_every_tokens;        /* as given (0: given as eval_interval or none) */
+    int64_t eval_samples;            /* sequences each evaluation runs forward */
+    int64_t checkpoint_period;       /* steps between checkpoints (0: none) */
+    double checkpoint_bytes_per_chip; /* default: the chip's parameters and optimizer state */
+    double storage_write_Bps;        /* each chip's write bandwidth to storage */
+    double compile_s;                /* compilation and warm-up, once */
+};
+
+/* "on_demand", "1y", "3y". Static. */
+const char *cfg_commitment_name(enum cfg_commitment c);
+
+
 /* options.max_steps by default: steps of simulated work (engine/validate.h),
  * about 3 us of CPU each here: a run of a few minutes at most. */
 #define CFG_DEFAULT_MAX_STEPS 50000000
@@ -51,6 +85,8 @@ struct cfg_plan {
     int sim_mult;              /* chips of the slice each simulated chip stands for */
     struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
                                   NULL until the search ran */
+    double eval_step_s;        /* train: the forward-only evaluation step's time
+                                  (study/train_eval.h); 0: not run */
 };
 
 /* A scenario: what the user wrote (the chip, the slice, the options), the
@@ -71,6 +107,8 @@ struct cfg_scenario {
     int trace_level;       /* options.trace: a outputs/trace.h enum trace_level (units) */
     uint64_t seed;
     int64_t max_steps;     /* resource guard: refuse runs above this many steps of work */
+    struct cfg_cost cost;   /* cost: (config/cfg_cost.c) */
+    struct cfg_train train; /* train: (a model's training run) */
     /* --- the program --- */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);

@@ -287,7 +287,7 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
         return;
     static const char *const keys[] = {"name", "generation", "tensorcore", "hbm", "ici",
                                        "pcie", "dcn",  "slice",      "hypothetical", "base",
-                                       NULL};
+                                       "price", "power", NULL};
     walk_check_keys(w, root, pre, keys);
     const struct cfg_node *name = cfg_get(root, "name");
     if (name && name->type == CFG_SCALAR)
@@ -299,6 +299,7 @@ static void load_chip_tree(struct walk *w, const struct cfg_node *root, const ch
     load_pcie(w, root, pre, c);
     load_dcn(w, root, pre, c);
     load_slice(w, root, pre, c);
+    cfg_chip_load_cost(w, root, pre, c);
     walk_bool(w, root, pre, "hypothetical", &c->hypothetical);
 }
 

@@ -31,4 +31,12 @@ void cfg_load_op_kind(struct walk *w, const struct cfg_node *m, const char *p, s
 /* The scenario's chip: a preset name, or {base: name, key: override...}. */
 void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
 
+/* A chip preset's price: and power: sections (config/cfg_cost.c). */
+void cfg_chip_load_cost(struct walk *w, const struct cfg_node *root, const char *pre,
+                        struct chip_params *c);
+/* A scenario's cost: and train: sections (config/cfg_cost.c), after its model. */
+struct cfg_scenario;
+void cfg_load_cost(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+void cfg_load_train(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+
 #endif

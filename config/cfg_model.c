@@ -19,7 +19,8 @@ static const char *const model_keys[] = {
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
-    NULL};
+    "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
+    "num_pipeline_repeats", "pipeline_schedule", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -73,6 +74,8 @@ static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
         {"vocab_tiling", false, 1 << 10, offsetof(struct model, vocab_tiling)},
         {"experts", false, 1 << 10, offsetof(struct model, experts)},
         {"top_k", false, 1 << 10, offsetof(struct model, top_k)},
+        {"num_pipeline_microbatches", false, 1 << 12, offsetof(struct model, microbatches)},
+        {"num_pipeline_repeats", false, 1 << 10, offsetof(struct model, pipeline_repeats)},
     };
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         walk_int(w, t, "model", dims[i].key, dims[i].required, 1, dims[i].max,
@@ -114,8 +117,31 @@ static void read_remat(struct walk *w, const struct cfg_node *t, struct model *m
     model_remat_policy(model_remat_names()[v], &m->remat);
 }
 
+/* Mixture of experts as it runs and the pipeline's schedule (MaxText's names). */
+static void read_moe_pipeline(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *cf = cfg_get(t, "capacity_factor");
+    char *end = NULL;
+    double v = cf && cf->type == CFG_SCALAR && !cf->quoted ? strtod(cf->value, &end) : 0;
+    if (cf && !(end && *end == '\0' && v == -1.0))
+        walk_real(w, t, "model", "capacity_factor", false, 0.01, 1024,
+                  "-1 (dropless) or a factor from 0.01 to 1024", &m->capacity_factor);
+    else if (cf)
+        m->capacity_factor = -1;
+    walk_real(w, t, "model", "expert_load_imbalance", false, 1, 1024,
+              "a ratio of the busiest device's routed tokens to the mean, from 1 to 1024",
+              &m->expert_load_imbalance);
+    bool sparse = true;
+    walk_bool(w, t, "model", "sparse_matmul", &sparse);
+    m->dense_matmul = !sparse;
+    int sch = (int)m->pipeline_schedule;
+    walk_enum(w, t, "model", "pipeline_schedule", model_pipe_schedule_names(), &sch);
+    m->pipeline_schedule = (enum model_pipe_schedule)sch;
+}
+
 static void read_choices(struct walk *w, const struct cfg_node *t, struct model *m)
 {
+    read_moe_pipeline(w, t, m);
     int v = (int)m->arch;
     walk_enum(w, t, "model", "arch", model_arch_names(), &v);
     m->arch = (enum model_arch)v;

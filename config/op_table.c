@@ -202,6 +202,10 @@ static const struct op_row rows[] = {
                       .async = true,
                       .keys = host_copy_keys,
                       .check = copy_check_host},
+    [OP_PALLAS_CALL] = {.name = "pallas_call",
+                        .category = "pallas",
+                        .load = cfg_load_pallas_call,
+                        .kern = &kern_pcall_kind},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 

@@ -4,6 +4,7 @@
  * cost exactly latency + bytes / bw (docs/reference.md, "How it models a TPU"); they are passed from
  * here, never by users. The top of the engine (see engine/engine.h). */
 #include "engine/sim.h"
+#include "engine/cost.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -422,6 +423,18 @@ static void model_summary(const struct cfg_scenario *sc, struct summary *s)
     o->mem_activations = m->activations, o->mem_weights_gathered = m->weights_gathered;
     o->mem_logits = m->logits, o->mem_kv_cache = m->kv_cache, o->mem_total = m->total;
     o->mem_capacity = m->capacity;
+    struct model_pipeline_info pi;
+    model_pipeline_info(&ms->m, &ms->shard, &pi);
+    o->pipeline_stages = pi.stages, o->pipeline_microbatches = pi.microbatches;
+    o->pipeline_repeats = pi.repeats, o->pipeline_iterations = pi.iterations;
+    o->pipeline_bubble = pi.bubble;
+    snprintf(o->pipeline_schedule, sizeof o->pipeline_schedule, "%s",
+             model_pipe_schedule_names()[ms->m.pipeline_schedule]);
+    o->moe = ms->m.arch == MODEL_MIXTRAL;
+    o->moe_capacity_factor = ms->m.capacity_factor > 0 ? ms->m.capacity_factor : -1;
+    o->moe_load_imbalance = ms->m.expert_load_imbalance >= 1 ? ms->m.expert_load_imbalance : 1;
+    o->moe_dropped_share = model_moe_dropped_share(&ms->m);
+    o->moe_sparse_matmul = !ms->m.dense_matmul;
 }
 
 static void collect(struct eng_run *r, struct summary *s)
@@ -463,6 +476,7 @@ static void collect(struct eng_run *r, struct summary *s)
     if (sc->model)
         model_summary(sc, s);
     explain_run(sc, s);
+    cost_summary(sc, s);
 }
 
 static int verify(struct eng_run *r, struct diag *d)

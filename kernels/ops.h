@@ -39,6 +39,7 @@ enum op_kind {
     OP_COPY,
     OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
     OP_HOST_COPY,     /* HBM <-> host memory over the chip's PCIe link (offloaded activations) */
+    OP_PALLAS_CALL,   /* a generic pallas_call written in the scenario (kernels/pcall.h) */
     OP_KIND_COUNT
 };
 
@@ -243,6 +244,12 @@ struct op_xla {
     int64_t block;          /* rows per block (transpose: tile edge); 0: from the VMEM limit */
 };
 
+/* pallas_call: grid, BlockSpecs and body as the scenario writes them. */
+struct pc_spec; /* kernels/pcall.h */
+struct op_pallas_call {
+    struct pc_spec *spec; /* owned */
+};
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
@@ -264,6 +271,7 @@ struct op {
         struct op_remote_copy remote_copy;
         struct op_fusion fusion;
         struct op_xla xla;
+        struct op_pallas_call pcall;
     } u;
 };
 
@@ -278,5 +286,6 @@ extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
 extern const struct kern_kind kern_fusion_kind; /* kernels/fusion.c */
 extern const struct kern_kind kern_xla_kind;    /* kernels/xla.c: the named forms */
 extern const struct kern_kind kern_transpose_kind; /* kernels/transpose.c */
+extern const struct kern_kind kern_pcall_kind;  /* kernels/pcall.c */
 
 #endif

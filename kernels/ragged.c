@@ -345,15 +345,17 @@ static void rg_pages(struct rg *g)
 
 /* Block sizes: given, or get_tuned_block_sizes' defaults (untuned path):
  * (the chip's rpa_kv_pages_per_block: 128, v4 32; 32 queries), clipped to
- * (pages_per_seq, T). */
+ * (pages_per_seq, T). A size left unset takes its default even when the
+ * other is given (issue 31.5: one given size used to be dropped too). */
 static void rg_blocks(struct rg *g, const struct chip_params *chip)
 {
     g->nkvp = g->p.num_kv_pages_per_block, g->bq = g->p.num_queries_per_block;
-    if (!g->nkvp || !g->bq) {
-        g->nkvp = chip->rpa_kv_pages_per_block, g->bq = 32;
+    if (!g->nkvp) {
+        g->nkvp = chip->rpa_kv_pages_per_block;
         g->nkvp = g->nkvp < g->pps ? g->nkvp : g->pps;
-        g->bq = g->bq < g->T ? g->bq : g->T;
     }
+    if (!g->bq)
+        g->bq = 32 < g->T ? 32 : g->T;
     g->nkv = g->nkvp * g->p.page_size;
     g->nqb = cdiv(g->T, g->bq);
 }

@@ -69,6 +69,11 @@ int xla_fn_arity(enum xla_fn fn)
     return fns[fn].arity;
 }
 
+void xla_fn_cost(enum xla_fn fn, double *alu, double *eup)
+{
+    *alu = fns[fn].alu, *eup = fns[fn].eup;
+}
+
 static struct op_array arr1(int64_t n, enum dtype dt)
 {
     return (struct op_array){.rank = 1, .shape = {n}, .dt = dt};

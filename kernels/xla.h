@@ -18,6 +18,10 @@ extern const char *const xla_algo_names[];
 /* Arguments 'fn' takes (1 or 2); a binary function folds over its inputs. */
 int xla_fn_arity(enum xla_fn fn);
 
+/* ALU ops and transcendentals per element of 'fn' (the generic
+ * pallas_call's element-wise primitives price with them too). */
+void xla_fn_cost(enum xla_fn fn, double *alu, double *eup);
+
 /* Checks what a key table cannot of named form 'op' (the rank of its shape,
  * elementwise's input count): returns 0, or -1 with the key at fault in
  * '*key' and what that key expects in 'want'. */

@@ -66,6 +66,9 @@ struct chip_params {
     int dcn_host_shape[TOPO_MAX_DIMS]; /* the chips of one host, a block of the slice */
     double dcn_bw_Bps;            /* per host, one direction: all its NICs */
     double dcn_lat_s;             /* one way, NIC to NIC */
+    /* --- what a chip-hour costs and what a chip draws (config/cfg_cost.c; 0: not given) --- */
+    double price_usd_per_chip_hour[3]; /* list price: on demand, 1-year, 3-year commitment */
+    double tdp_w, idle_w;         /* power per chip: at full load (TDP) and idle */
 };
 
 /* Returns the size in bytes of one element of 'dt'. */

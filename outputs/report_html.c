@@ -147,6 +147,44 @@ static void core_table(FILE *f, const struct summary *s)
     fputs("</table>\n", f);
 }
 
+/* A row of the cost table: what, and its figure to 'digits' significant digits. */
+static void cost_row(FILE *f, const char *what, int digits, double v)
+{
+    fprintf(f, "<tr><td class=\"l\">%s</td><td>%.*g</td></tr>\n", what, digits, v);
+}
+
+/* Cost, energy and time to train (engine/cost.h), when the run has them. */
+static void cost_table(FILE *f, const struct summary *s)
+{
+    if (!s->cost.present && !s->energy.present && !s->train.present)
+        return;
+    fputs("<h2>Cost, energy and time to train</h2>\n<table id=\"cost\">"
+          "<tr><th class=\"l\">figure</th><th>value</th></tr>\n", f);
+    const struct summary_cost *c = &s->cost;
+    if (c->present) {
+        cost_row(f, "USD per chip-hour", 4, c->usd_per_chip_hour);
+        cost_row(f, "USD per step", 4, c->usd_per_step);
+        if (c->usd_per_million_tokens >= 0)
+            cost_row(f, "USD per million tokens", 4, c->usd_per_million_tokens);
+    }
+    if (s->energy.present) {
+        cost_row(f, "kJ per step (all chips)", 4, s->energy.joules_per_step / 1e3);
+        cost_row(f, "average power per chip (W)", 4, s->energy.avg_power_w);
+    }
+    const struct summary_train *t = &s->train;
+    if (t->present) {
+        cost_row(f, "training steps", 15, (double)t->steps);
+        if (t->evals)
+            cost_row(f, "evaluation block (s)", 6, t->eval_block_s);
+        cost_row(f, "time to train (h)", 6, t->time_to_train_s / 3600);
+        if (t->usd_to_train >= 0)
+            cost_row(f, "USD to train", 6, t->usd_to_train);
+        if (t->joules_to_train >= 0)
+            cost_row(f, "MWh to train", 4, t->joules_to_train / 3.6e9);
+    }
+    fputs("</table>\n", f);
+}
+
 static void critical_path(FILE *f, const struct summary *s)
 {
     if (!s->npath) {
@@ -199,6 +237,7 @@ int report_html_run(const struct summary *s, const char *cmd, const char *path)
     core_table(f, s);
     fputs("<h2>Critical path</h2>\n", f);
     critical_path(f, s);
+    cost_table(f, s);
     if (s->trace.present) {
         char hint[512];
         summary_trace_hint(s, hint, sizeof hint);

@@ -80,8 +80,15 @@ static void md_point_line(FILE *f, const struct table *t, const char *what,
     }
     table_format_time(tm, sizeof tm, r->time_s);
     fprintf(f, ": **%s**", tm);
+    bool tr = def && r->time_to_train_s > 0 && def->time_to_train_s > 0; /* ranked by it */
     if (def && def != r && def->status == TABLE_OK && r->time_s > 0)
-        fprintf(f, ", **%.2f\xc3\x97** the speed of the default", def->time_s / r->time_s);
+        fprintf(f, ", **%.2f\xc3\x97** the speed of the default%s",
+                tr ? def->time_to_train_s / r->time_to_train_s : def->time_s / r->time_s,
+                tr ? " (time to train)" : "");
+    if (r->time_to_train_s > 0) {
+        table_format_time(tm, sizeof tm, r->time_to_train_s);
+        fprintf(f, "; time to train **%s**", tm);
+    }
     fprintf(f, "; bound by %s (`%s`, op `", bound_words(r->bound), r->bound);
     md_cell(f, r->op);
     fprintf(f, "`, %.1f%% of peak)\n", 100.0 * r->peak_fraction);
@@ -157,6 +164,16 @@ static int cmp_time(const void *a, const void *b)
     return x->point - y->point;
 }
 
+/* By time to train (a scenario with train:), then point. */
+static int cmp_train(const void *a, const void *b)
+{
+    const struct table_row *x = *(const struct table_row *const *)a;
+    const struct table_row *y = *(const struct table_row *const *)b;
+    if (x->time_to_train_s != y->time_to_train_s)
+        return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+    return x->point - y->point;
+}
+
 static void md_ranked(FILE *f, const struct table *t)
 {
     const struct table_row **ok = xcalloc((size_t)t->nrows + 1, sizeof *ok);
@@ -164,7 +181,8 @@ static void md_ranked(FILE *f, const struct table *t)
     for (int i = 0; i < t->nrows; i++)
         if (t->rows[i].status == TABLE_OK)
             ok[n++] = &t->rows[i];
-    qsort(ok, (size_t)n, sizeof *ok, cmp_time);
+    qsort(ok, (size_t)n, sizeof *ok,
+          table_rank_by_train(t->rows, t->nrows, NULL) ? cmp_train : cmp_time);
     int d = table_find_row(t, t->default_point);
     const struct table_row *def = d >= 0 && t->rows[d].status == TABLE_OK ? &t->rows[d] : NULL;
     fputs("## Ranked points\n\n", f);

@@ -163,6 +163,23 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
     fputc('}', f);
 }
 
+/* A model step's pipeline and experts (only when it has them). */
+static void write_model_parallel(FILE *f, const struct summary_model *m)
+{
+    if (m->pipeline_stages > 1)
+        fprintf(f, ",\n    \"pipeline\": {\"stages\": %d, \"schedule\": \"%s\", "
+                   "\"num_pipeline_microbatches\": %lld, \"num_pipeline_repeats\": %lld, "
+                   "\"iterations\": %lld, \"bubble\": %s}",
+                m->pipeline_stages, m->pipeline_schedule, (long long)m->pipeline_microbatches,
+                (long long)m->pipeline_repeats, (long long)m->pipeline_iterations,
+                JSON_F6(m->pipeline_bubble));
+    if (m->moe)
+        fprintf(f, ",\n    \"moe\": {\"sparse_matmul\": %s, \"capacity_factor\": %s, "
+                   "\"expert_load_imbalance\": %s, \"dropped_share\": %s}",
+                m->moe_sparse_matmul ? "true" : "false", JSON_G17(m->moe_capacity_factor),
+                JSON_G17(m->moe_load_imbalance), JSON_F6(m->moe_dropped_share));
+}
+
 static void write_model(FILE *f, const struct summary_model *m)
 {
     fprintf(f, ",\n  \"model\": {\"mode\": \"%s\", \"tokens\": %s, \"tokens_per_s\": %s, "
@@ -173,11 +190,13 @@ static void write_model(FILE *f, const struct summary_model *m)
             m->peak_dtype);
     fprintf(f, "    \"memory_bytes\": {\"params\": %s, \"grads\": %s, \"optimizer\": %s, "
                "\"activations\": %s, \"weights_gathered\": %s, \"logits\": %s, "
-               "\"kv_cache\": %s, \"total\": %s, \"capacity\": %s}}",
+               "\"kv_cache\": %s, \"total\": %s, \"capacity\": %s}",
             JSON_G17(m->mem_params), JSON_G17(m->mem_grads), JSON_G17(m->mem_optimizer),
             JSON_G17(m->mem_activations), JSON_G17(m->mem_weights_gathered),
             JSON_G17(m->mem_logits), JSON_G17(m->mem_kv_cache), JSON_G17(m->mem_total),
             JSON_G17(m->mem_capacity));
+    write_model_parallel(f, m);
+    fputc('}', f);
 }
 
 static void write_timeline(FILE *f, const struct summary *s)
@@ -369,6 +388,7 @@ int summary_write_json(const struct summary *s, const char *path)
         write_model(f, &s->model);
     if (s->trace.present)
         write_trace(f, s);
+    summary_write_cost(f, s);
     if (s->ntc) {
         fputs(",\n  \"tensorcores\": [", f);
         for (int c = 0; c < s->ntc; c++) {
@@ -456,6 +476,20 @@ static void print_model(const struct summary *s, FILE *out)
             m->mem_total / g, m->mem_capacity / g, m->mem_params / g, m->mem_grads / g,
             m->mem_optimizer / g, m->mem_activations / g, m->mem_weights_gathered / g,
             m->mem_logits / g, m->mem_kv_cache / g);
+    if (m->pipeline_stages > 1)
+        fprintf(out, "pipeline: %d stages, %lld microbatches (%s, %lld repeats): %lld iterations "
+                     "a pass, bubble %.1f%% of the step\n",
+                m->pipeline_stages, (long long)m->pipeline_microbatches, m->pipeline_schedule,
+                (long long)m->pipeline_repeats, (long long)m->pipeline_iterations,
+                100.0 * m->pipeline_bubble);
+    char cf[32] = "none (dropless)";
+    if (m->moe_capacity_factor > 0)
+        snprintf(cf, sizeof cf, "%.3g", m->moe_capacity_factor);
+    if (m->moe)
+        fprintf(out, "experts: %s, capacity factor %s, load imbalance %.3g: %.2f%% of routed "
+                     "tokens dropped\n",
+                m->moe_sparse_matmul ? "grouped matmul (sparse_matmul)" : "dense einsum dispatch",
+                cf, m->moe_load_imbalance, 100.0 * m->moe_dropped_share);
 }
 
 /* Why each op took its time: its bound and runner-up (share of its time),
@@ -543,6 +577,7 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_timeline(s, out);
     if (s->model.present)
         print_model(s, out);
+    summary_print_cost(s, out);
     print_why(s, out);
 }
 

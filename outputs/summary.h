@@ -132,6 +132,55 @@ struct summary_model {
     /* per chip, bytes */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_weights_gathered,
         mem_logits, mem_kv_cache, mem_total, mem_capacity;
+    /* pipeline parallelism (stages > 1): its schedule and bubble */
+    int pipeline_stages;
+    int64_t pipeline_microbatches, pipeline_repeats, pipeline_iterations;
+    double pipeline_bubble;
+    char pipeline_schedule[12];
+    /* mixture of experts (moe): the routing as it runs */
+    bool moe;
+    double moe_capacity_factor; /* <= 0: dropless */
+    double moe_load_imbalance, moe_dropped_share;
+    bool moe_sparse_matmul;
+};
+
+/* What a step costs (engine/cost.h): the price of a chip-hour in use, per
+ * step and per million tokens (the model step's tokens; -1: no model). */
+struct summary_cost {
+    bool present;
+    char commitment[12];        /* on_demand, 1y, 3y, or "given" */
+    double usd_per_chip_hour;
+    int chips;
+    double usd_per_hour, usd_per_step, usd_per_million_tokens;
+};
+
+/* The energy of a step (engine/cost.h): P = idle + (tdp - idle) x utilization per chip. */
+struct summary_energy {
+    bool present;
+    double tdp_w, idle_w;       /* per chip */
+    double utilization;         /* chip 0's TensorCores' busy time over theirs and the step's */
+    double avg_power_w;         /* per chip */
+    double joules_per_step;     /* all chips */
+    double joules_per_million_tokens; /* -1: no model */
+};
+
+/* A training run (train:; engine/cost.h): its steps, evaluations, checkpoints
+ * and compile time, and their sum. */
+struct summary_train {
+    bool present;
+    int64_t steps;
+    double tokens;              /* steps x the step's tokens */
+    double step_s;
+    int64_t eval_interval;      /* steps between evaluations (0: none) */
+    int64_t evals, eval_steps;  /* evaluations, forward-only steps in each */
+    double eval_step_s, eval_s; /* one forward-only step; one evaluation */
+    double eval_block_s;        /* eval_interval steps and one evaluation */
+    int64_t checkpoints;
+    double checkpoint_bytes_per_chip, checkpoint_s; /* one checkpoint */
+    double compile_s;
+    double time_to_train_s;
+    double usd_to_train;        /* -1: no price */
+    double joules_to_train;     /* -1: no power figures */
 };
 
 /* A repeat block: the time of each of its iterations on chip 0. */
@@ -176,6 +225,9 @@ struct summary {
     struct summary_trace trace;
     int ntc;                    /* chip 0's TensorCores */
     struct summary_tc tc[SUMMARY_MAX_CORES];
+    struct summary_cost cost;
+    struct summary_energy energy;
+    struct summary_train train;
 };
 
 /* "matmul", "collective_exposed", ... */
@@ -209,6 +261,12 @@ void summary_trace_hint(const struct summary *s, char *buf, size_t n);
  * were dropped, a warning with the hint. */
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out);
 void summary_fini(struct summary *s); /* frees what 's' owns and zeroes it */
+
+/* Writes the cost, energy and train blocks of summary.json (those present;
+ * outputs/summary_cost.c). */
+void summary_write_cost(FILE *f, const struct summary *s);
+/* Prints a line each for the cost, the energy and the training run (those present). */
+void summary_print_cost(const struct summary *s, FILE *out);
 
 /* Formats 's' seconds as the console does: "1.234 s", "5.678 ms", "9.012 us". */
 void summary_format_time(char *buf, size_t n, double s);

@@ -66,6 +66,7 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
         r->collective_exposed_s =
             json_num(json_get(j, "time_by_category_s"), "collective_exposed", 0);
     }
+    r->time_to_train_s = json_num(json_get(j, "train"), "time_to_train_s", 0);
     return 0;
 }
 
@@ -73,6 +74,15 @@ bool table_has_model(const struct table *t)
 {
     for (int i = 0; i < t->nrows; i++)
         if (t->rows[i].status == TABLE_OK && t->rows[i].has_model)
+            return true;
+    return false;
+}
+
+/* True if some ok row has a time to train: the table then has its column. */
+static bool table_has_train(const struct table *t)
+{
+    for (int i = 0; i < t->nrows; i++)
+        if (t->rows[i].status == TABLE_OK && t->rows[i].time_to_train_s > 0)
             return true;
     return false;
 }
@@ -90,11 +100,31 @@ void table_row_fini(struct table_row *r, int nkeys)
     memset(r, 0, sizeof *r);
 }
 
+bool table_rank_by_train(const struct table_row *rows, int n, const bool *done)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        if ((done && !done[i]) || rows[i].status != TABLE_OK)
+            continue;
+        if (!(rows[i].time_to_train_s > 0))
+            return false;
+        ok++;
+    }
+    return ok > 0;
+}
+
+double table_rank_value(const struct table_row *r, bool by_train)
+{
+    return by_train ? r->time_to_train_s : r->time_s;
+}
+
 int table_best_row(const struct table *t)
 {
+    bool by = table_rank_by_train(t->rows, t->nrows, NULL);
     int best = -1;
     for (int i = 0; i < t->nrows; i++)
-        if (t->rows[i].status == TABLE_OK && (best < 0 || t->rows[i].time_s < t->rows[best].time_s))
+        if (t->rows[i].status == TABLE_OK &&
+            (best < 0 || table_rank_value(&t->rows[i], by) < table_rank_value(&t->rows[best], by)))
             best = i;
     return best;
 }
@@ -193,6 +223,9 @@ int table_write_csv(const struct table *t, const char *path)
     bool model = table_has_model(t);
     if (model)
         fputs(",mfu,tokens_per_s,memory_bytes,collective_exposed_s", f);
+    bool train = table_has_train(t);
+    if (train)
+        fputs(",time_to_train_s", f);
     fputs(",status,reason\n", f);
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
@@ -209,6 +242,10 @@ int table_write_csv(const struct table *t, const char *path)
                     r->collective_exposed_s);
         else if (model)
             fputs(",,,,", f);
+        if (train && r->status == TABLE_OK && r->time_to_train_s > 0)
+            fprintf(f, ",%.9e", r->time_to_train_s);
+        else if (train)
+            fputc(',', f);
         fprintf(f, ",%s,", table_status_name(r->status));
         csv_field(f, r->reason);
         fputc('\n', f);
@@ -256,6 +293,8 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
                        "\"collective_exposed_s\": %s",
                     JSON_F6(r->mfu), JSON_E9(r->tokens_per_s), JSON_G17(r->memory_bytes),
                     JSON_E9(r->collective_exposed_s));
+        if (r->time_to_train_s > 0)
+            fprintf(f, ", \"time_to_train_s\": %s", JSON_E9(r->time_to_train_s));
         fputc('}', f);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "
@@ -292,6 +331,8 @@ int table_write_json(const struct table *t, const char *path)
         fprintf(f, "%d", t->default_point);
     else
         fputs("null", f);
+    if (table_rank_by_train(t->rows, t->nrows, NULL))
+        fputs(", \"rank_by\": \"time_to_train_s\"", f);
     fprintf(f, ", \"default_is_base\": %s, \"default_added\": %s,\n  \"points\": [\n",
             t->default_is_base ? "true" : "false", t->default_added ? "true" : "false");
     for (int i = 0; i < t->nrows; i++) {
@@ -338,6 +379,7 @@ static int row_from_json(struct table *t, struct table_row *r, const struct json
     r->mfu = json_num(p, "mfu", 0);
     r->tokens_per_s = json_num(p, "tokens_per_s", 0);
     r->memory_bytes = json_num(p, "memory_bytes", 0);
+    r->time_to_train_s = json_num(p, "time_to_train_s", 0);
     r->collective_exposed_s = json_num(p, "collective_exposed_s", 0);
     return 0;
 }

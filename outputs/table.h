@@ -38,6 +38,8 @@ struct table_row {
     double tokens_per_s;         /* model.tokens_per_s (all chips) */
     double memory_bytes;         /* model.memory_bytes.total, per chip */
     double collective_exposed_s; /* time_by_category_s.collective_exposed */
+    /* from summary.json's train object (a train: section; 0 otherwise): */
+    double time_to_train_s;      /* train.time_to_train_s */
 };
 
 
@@ -70,7 +72,13 @@ struct table {
 /* True if some ok row of 't' is a model step: the table then has the model
  * columns (mfu, tokens_per_s, memory_bytes, collective_exposed_s). */
 bool table_has_model(const struct table *t);
-/* Index into t->rows of the fastest ok row (the lowest point on a tie), or -1. */
+/* True when every ok row of 'rows' (n, the done ones) has a time to train (a
+ * scenario with train:): the sweep then ranks by time to train, not step time. */
+bool table_rank_by_train(const struct table_row *rows, int n, const bool *done);
+/* What 'r' is ranked by: its time to train when 'by_train', else its step time. */
+double table_rank_value(const struct table_row *r, bool by_train);
+/* Index into t->rows of the best ok row (the fastest, or the shortest time to
+ * train when table_rank_by_train; the lowest point on a tie), or -1. */
 int table_best_row(const struct table *t);
 /* Index into t->rows of point 'point', or -1. */
 int table_find_row(const struct table *t, int point);

@@ -64,6 +64,41 @@ static void put_dist(FILE *f, const char *key, const struct serve_dist *d, bool 
             d->mean, d->p50, d->p90, d->p99, last ? "" : ",");
 }
 
+/* The run's cost (docs/reference.md, "Cost, energy and time to train"): every chip
+ * for the run's duration at the price in use, per million output tokens; the
+ * energy at idle power plus (TDP - idle) x the device's busy fraction. */
+static void write_cost(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
+                       const struct serve_dists *ds)
+{
+    int chips = cfg_total_chips(sc);
+    double price = sc->cost.price_usd_per_chip_hour;
+    if (price > 0) {
+        double usd = chips * price * r->duration_s / 3600.0;
+        fprintf(f, ",\n  \"cost\": {\"commitment\": \"%s\", \"usd_per_chip_hour\": %.9g, "
+                   "\"chips\": %d, \"usd\": %.9e, \"usd_per_million_output_tokens\": ",
+                sc->cost.price_given ? "given" : cfg_commitment_name(sc->cost.commitment), price,
+                chips, usd);
+        if (ds->out_tokens > 0)
+            fprintf(f, "%.9e}", usd / ((double)ds->out_tokens / 1e6));
+        else
+            fputs("null}", f);
+    }
+    const struct chip_params *ch = &sc->chip;
+    if (ch->tdp_w > 0) {
+        double u = per_s(r->device_s, r->duration_s);
+        double w = ch->idle_w + (ch->tdp_w - ch->idle_w) * (u > 1 ? 1 : u);
+        double j = chips * w * r->duration_s;
+        fprintf(f, ",\n  \"energy\": {\"tdp_w\": %.9g, \"idle_w\": %.9g, "
+                   "\"utilization\": %.6f, \"avg_power_w_per_chip\": %.9e, \"joules\": %.9e, "
+                   "\"joules_per_million_output_tokens\": ",
+                ch->tdp_w, ch->idle_w, u > 1 ? 1 : u, w, j);
+        if (ds->out_tokens > 0)
+            fprintf(f, "%.9e}", j / ((double)ds->out_tokens / 1e6));
+        else
+            fputs("null}", f);
+    }
+}
+
 static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
                           const struct serve_dists *ds, const struct serve_price_stats *ps)
 {
@@ -103,9 +138,11 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
     fprintf(f, "    \"overloaded\": %s,\n    \"max_waiting\": %lld,\n",
             r->overloaded ? "true" : "false", (long long)r->max_waiting);
     fprintf(f, "    \"step_memo\": {\"buckets_per_octave\": %d, \"lookups\": %lld, "
-               "\"signatures\": %lld, \"engine_runs\": %lld, \"wall_s\": %.6g}\n  }\n}\n",
+               "\"signatures\": %lld, \"engine_runs\": %lld, \"wall_s\": %.6g}\n  }",
             c->buckets_per_octave, (long long)ps->lookups, (long long)ps->signatures,
             (long long)ps->runs, ps->wall_s);
+    write_cost(f, sc, r, ds);
+    fputs("\n}\n", f);
 }
 
 static void write_requests(FILE *f, const struct serve_result *r)

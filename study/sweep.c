@@ -28,6 +28,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "study/autotune.h"
+#include "study/train_eval.h"
 #include "engine/sim.h"
 #include "study/sweep_int.h"
 #include "outputs/plots.h"
@@ -137,6 +138,8 @@ static void child_main(struct runner *r, int i, bool trace)
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
         rc = autotune_resolve(&sc, cache, &ao, d);
         autotune_cache_free(cache);
+        if (rc == 0)
+            rc = train_eval_step(&sc, &o, d);
         if (rc == 0)
             rc = sim_run(&sc, &o, &s, d);
         char *path = point_file(r, i, "summary.json");
@@ -720,20 +723,25 @@ static void print_result(struct runner *r, double wall_s)
            r->sp->name, r->ndone, r->nmine, r->count[TABLE_OK], r->count[TABLE_INFEASIBLE],
            r->count[TABLE_FAILED], wall_s, r->jobs);
     int best = -1;
+    bool by = table_rank_by_train(r->rows, r->sp->npoints, r->done);
     for (int i = 0; i < r->sp->npoints; i++)
         if (r->done[i] && r->rows[i].status == TABLE_OK &&
-            (best < 0 || r->rows[i].time_s < r->rows[best].time_s))
+            (best < 0 || table_rank_value(&r->rows[i], by) < table_rank_value(&r->rows[best], by)))
             best = i;
     if (best >= 0) {
         char tm[32];
         table_format_time(tm, sizeof tm, r->rows[best].time_s);
         printf("best: point %d, %s, bound %s", best, tm, r->rows[best].bound);
+        if (by) {
+            table_format_time(tm, sizeof tm, r->rows[best].time_to_train_s);
+            printf(", time to train %s (ranked by it)", tm);
+        }
         int d = r->default_point;
         if (d == best)
             printf(" (the default point)");
         else if (d >= 0 && r->done[d] && r->rows[d].status == TABLE_OK && r->rows[best].time_s > 0)
             printf("; %.2fx the speed of the default (point %d)",
-                   r->rows[d].time_s / r->rows[best].time_s, d);
+                   table_rank_value(&r->rows[d], by) / table_rank_value(&r->rows[best], by), d);
         printf("\n");
     }
     char shard[64] = "";

@@ -240,15 +240,21 @@ static void print_merged(const struct merge *m, const struct table *t)
            m->nshards, t->name, m->out, t->nrows, count[TABLE_OK], count[TABLE_INFEASIBLE],
            count[TABLE_FAILED]);
     int best = table_best_row(t), d = table_find_row(t, t->default_point);
+    bool by = table_rank_by_train(t->rows, t->nrows, NULL);
     if (best >= 0) {
         char tm[32];
         table_format_time(tm, sizeof tm, t->rows[best].time_s);
         printf("best: point %d, %s, bound %s", t->rows[best].point, tm, t->rows[best].bound);
+        if (by) {
+            table_format_time(tm, sizeof tm, t->rows[best].time_to_train_s);
+            printf(", time to train %s (ranked by it)", tm);
+        }
         if (d == best)
             printf(" (the default point)");
         else if (d >= 0 && t->rows[d].status == TABLE_OK && t->rows[best].time_s > 0)
             printf("; %.2fx the speed of the default (point %d)",
-                   t->rows[d].time_s / t->rows[best].time_s, t->rows[d].point);
+                   table_rank_value(&t->rows[d], by) / table_rank_value(&t->rows[best], by),
+                   t->rows[d].point);
         printf("\n");
     }
     printf("wrote %s/report.html, report.md, sweep.csv, sweep.json and the plots\n", m->out);

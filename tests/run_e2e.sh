@@ -460,6 +460,96 @@ wait $svi
     && grep -q '"kv_cache": 2148532224, ' "$t/d8/summary.json" \
     && grep -q '"mfu_peak_dtype": "bf16"' "$t/d8/summary.json" \
     && ok || bad "8B decode: KV cache per chip $(grep -o '"kv_cache": [0-9]*' "$t/d8/summary.json")"
+# cost, energy and time to train (issues 30.2, 29.6): tests/data/train_tiny.yaml, 8 v5e chips at
+# the 3-year list price $0.54 a chip-hour, TDP 200 W, idle 60 W. By hand, from the step time T,
+# the evaluation step E and the utilization u the run reports:
+#   $/step = 8 x 0.54 x T / 3600; $/Mtok = $/step / (16 x 512 / 1e6); J/step = 8 x (60 + 140 u) x T
+#   time to train = 60 s + 1000 T + 5 evaluations x ceil(20 / 16) = 2 forward steps x E
+#                   + 4 checkpoints x 1e9 B / 2e9 B/s; $ to train = 8 x 0.54 x that / 3600
+# and the forward-only step E between a fifth and two thirds of T (a training step is about
+# three forwards: forward, backward's two matmuls per forward one, and its collectives)
+jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
+"$bin" run tests/data/train_tiny.yaml -o "$t/tr" --trace none >"$t/tr.out" 2>&1 \
+    && s="$t/tr/summary.json" \
+    && awk -v T="$(jnum "$s" total_time_s)" -v E="$(jnum "$s" eval_step_s)" \
+           -v u="$(jnum "$s" utilization)" -v ps="$(jnum "$s" usd_per_step)" \
+           -v pm="$(jnum "$s" usd_per_million_tokens)" -v j="$(jnum "$s" joules_per_step)" \
+           -v tt="$(jnum "$s" time_to_train_s)" -v ut="$(jnum "$s" usd_to_train)" '
+        function near(a, b) { return a > 0 && (a - b) / b < 1e-6 && (b - a) / b < 1e-6 }
+        BEGIN { want = 60 + 1000 * T + 5 * 2 * E + 4 * 0.5
+                exit !(near(ps, 8 * 0.54 * T / 3600) && near(pm, ps / (16 * 512 / 1e6)) &&
+                       near(j, 8 * (60 + 140 * u) * T) && near(tt, want) &&
+                       near(ut, 8 * 0.54 * want / 3600) && E > T / 5 && E < 2 * T / 3) }' \
+    && grep -q '^time to train: 1\.06 min (1000 steps of .*5 evaluations of 2 forward steps' "$t/tr.out" \
+    && grep -q '^cost: \$.* per step at \$0\.54 per chip-hour (3y) x 8 chips' "$t/tr.out" \
+    && grep -q '<table id="cost">.*' "$t/tr/report.html" && grep -q '>USD to train</td>' "$t/tr/report.html" \
+    && ok || bad "cost and time to train: $(grep -A3 '"cost"' "$t/tr/summary.json")"
+# a price given overrides the list price; v7 lists none: no cost block without one
+"$bin" run tests/data/train_tiny.yaml -o "$t/tr2" --trace none -q \
+        --set cost.commitment=on_demand --set cost.price_usd_per_chip_hour=3.6 \
+    2>"$t/tr2.err"; [ $? = 2 ] && grep -q 'cost.commitment: expected either a commitment or a price' "$t/tr2.err" \
+    && "$bin" run tests/data/model_int8.yaml -o "$t/tr3" --trace none -q --set cost.price_usd_per_chip_hour=3.6 \
+    && awk -v T="$(jnum "$t/tr3/summary.json" total_time_s)" -v ps="$(jnum "$t/tr3/summary.json" usd_per_step)" \
+        'BEGIN { exit !(ps > 0 && (ps - 8 * 3.6 * T / 3600) ^ 2 < 1e-18 * ps ^ 2) }' \
+    && grep -q '"commitment": "given"' "$t/tr3/summary.json" \
+    && ok || bad "cost.price_usd_per_chip_hour: $(cat "$t/tr2.err")"
+# serving: the run's cost, every chip for its duration D at v6e's on-demand list price, by
+# hand 4 chips x $2.70 x D / 3600, and per million output tokens (16 requests x 32 tokens)
+"$bin" run configs/scenarios/serve_llama3_8b_v6e.yaml -o "$t/svcost" -q \
+    && awk -v D="$(jnum "$t/svcost/summary.json" duration_s)" -v u="$(jnum "$t/svcost/summary.json" usd)" \
+           -v m="$(jnum "$t/svcost/summary.json" usd_per_million_output_tokens)" \
+        'BEGIN { w = 4 * 2.7 * D / 3600; exit !(u > 0 && (u - w) ^ 2 < 1e-16 * w ^ 2 &&
+                 (m - w / (16 * 32 / 1e6)) ^ 2 < 1e-16 * m ^ 2) }' \
+    && ok || bad "serving cost: $(grep '"cost"' "$t/svcost/summary.json")"
+# a sweep whose base has train: ranks its points by time to train (issue 29.6): the same 8.192M
+# tokens at batches 8, 16 and 64; the best point is the one with the least time_to_train_s in
+# sweep.csv, not the one with the shortest step (batch 8)
+"$bin" sweep tests/data/sweeps/train_batch.yaml -o "$t/swt" -j 2 >"$t/swt.out" 2>&1 \
+    && grep -q '"rank_by": "time_to_train_s"' "$t/swt/sweep.json" \
+    && awk -F, -v best="$(sed -n 's/.*"best_point": \([0-9]*\),.*/\1/p' "$t/swt/sweep.json")" '
+        NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { tt = $(c["time_to_train_s"]); ts = $(c["time_s"])
+          if (bt == "" || tt < bt) { bt = tt; b = $1 }
+          if (bs == "" || ts < bs) { bs = ts; s = $1 } }
+        END { exit !(b == best && b != s && s == 0) }' "$t/swt/sweep.csv" \
+    && grep -q '^best: point 2, .* time to train .* (ranked by it)' "$t/swt.out" \
+    && ok || bad "sweep ranked by time to train: $(cat "$t/swt.out")"
+# "Your own kernel" (docs/user-guide.md): the shipped pallas_call scenarios. The fused matmul +
+# bias + GeLU, grid (4, 4, 8): x and w fetched every step (2 x 128), b and o once per (i, j)
+# (2 x 16) = 288 DMAs, and it beats the unfused matmul + two element-wise passes. The int8-weight
+# matmul, grid (1, 4, 8): x 32 x 256 KiB + w 32 x 512 KiB (int8) + o 4 x 512 KiB + scale
+# 4 x 32 KiB (a (1, 1024) f32 block pads to 8 sublanes) = 27394048 bytes in 72 DMAs, less time
+# than the same matmul with bf16 weights
+"$bin" run configs/scenarios/pallas_fused_matmul_gelu.yaml -o "$t/pf" -q --trace none \
+    && grep -o '"dmas": [0-9]*' "$t/pf/summary.json" | head -n 1 | grep -qx '"dmas": 288' \
+    && grep -o '"kind": "[a-z_]*", "start_s": [^,]*, "end_s": [^,]*, "time_s": [0-9.e+-]*' "$t/pf/summary.json" \
+       | awk '{ if ($2 == "\"pallas_call\",") f += $NF; else u += $NF } END { exit !(f > 0 && u > f) }' \
+    && ok || bad "fused pallas_call: $(grep -o '"dmas": [0-9]*' "$t/pf/summary.json" | head -n 1)"
+"$bin" run configs/scenarios/pallas_int8_weight_matmul.yaml -o "$t/pi" -q --trace none \
+    && grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2 | tr '\n' ' ' \
+       | grep -qx '"hbm_bytes": 27394048 "dmas": 72 ' \
+    && ok || bad "int8-weight pallas_call: $(grep -o '"dmas": [0-9]*\|"hbm_bytes": [0-9]*' "$t/pi/summary.json" | head -n 2)"
+# pipeline parallelism (configs/models/pipeline-small-v5e-8.yaml): 4 stages, 8 microbatches of
+# 2 sequences, GPipe: a pass is 8 + 4 - 1 = 11 iterations of 16 / 4 = 4 layers, the bubble
+# (4 - 1) / (8 + 4 - 1) = 0.272727; after each iteration a stage sends 2 x 1024 tokens x 1024
+# x 2 B = 4194304 B to the next (a ring all-gather of 4194304 / 3 = 1398101 B a piece)
+"$bin" run configs/models/pipeline-small-v5e-8.yaml -o "$t/pp" --trace none >"$t/pp.out" 2>&1 \
+    && grep -q '"pipeline": {"stages": 4, "schedule": "gpipe", "num_pipeline_microbatches": 8, "num_pipeline_repeats": 1, "iterations": 11, "bubble": 0.272727}' "$t/pp/summary.json" \
+    && grep -q '"name": "pipe_fwd", "count": 11' "$t/pp/summary.json" \
+    && grep -q '^pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step' "$t/pp.out" \
+    && "$bin" expand configs/models/pipeline-small-v5e-8.yaml 2>/dev/null \
+       | grep -q '{op: all_gather, name: stage_send, bytes: 1398101, groups: \[pipeline\]}' \
+    && ok || bad "pipeline: $(grep '^pipeline' "$t/pp.out")"
+# mixture of experts (configs/models/moe-small-v5e-8.yaml): 16 / (4 x 2) = 2 sequences, 2048
+# tokens per device, 2 experts each: the dispatch buffer 2048 x top_k 2 x 1024 x 2 B x the
+# busiest device's load min(1.3, capacity 1.25) = 10485760 B; one hot expert at 1.3 x the mean
+# over a capacity of 1.25: (1.3 - 1.25) / 8 = 0.625 % of the routed tokens dropped
+"$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/moe" --trace none >"$t/moe.out" 2>&1 \
+    && grep -q '"moe": {"sparse_matmul": true, "capacity_factor": 1.25, "expert_load_imbalance": 1.3, "dropped_share": 0.006250}' "$t/moe/summary.json" \
+    && grep -q '^experts: grouped matmul (sparse_matmul), capacity factor 1.25, load imbalance 1.3: 0.63% of routed tokens dropped' "$t/moe.out" \
+    && "$bin" expand configs/models/moe-small-v5e-8.yaml 2>/dev/null \
+       | grep -q '{op: all_to_all, name: dispatch, bytes: 10485760, groups: \[expert\]}' \
+    && ok || bad "moe: $(grep '^experts' "$t/moe.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -20,6 +20,11 @@ def row_scenario(r):
     model.update({k: r[k] for k in KEYS if r[k]})
     if model.get("remat", "").startswith("custom:"):  # custom:name=where;name=where
         model["remat"] = dict(kv.split("=") for kv in model["remat"][7:].split(";"))
+    for kv in (r.get("extra") or "").split(";"):  # more model keys: key=value;key=value
+        if kv:
+            k, v = kv.split("=")
+            model[k] = {"true": True, "false": False}.get(v, v if not v.replace(".", "").isdigit()
+                                                          else float(v) if "." in v else int(v))
     mesh = {}
     for part in r["mesh"].split():
         axis, size = part.split("=")

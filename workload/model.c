@@ -16,6 +16,8 @@
 #include "base/diag.h"
 #include "base/check.h"
 #include "base/xalloc.h"
+#include "workload/model_moe_int.h"
+#include "workload/model_pipeline_int.h"
 #include "workload/schedule.h"
 
 static const char *const arch_names[] = {"llama", "gpt", "mixtral", NULL};
@@ -157,14 +159,15 @@ static int need(char *err, size_t n, int64_t a, int64_t b, const char *what, con
 
 static int check_mesh_names(const struct mesh *mesh, char *err, size_t n)
 {
-    static const char *const known[] = {"data", "fsdp", "tensor", "sequence", "expert", NULL};
+    static const char *const known[] = {"data",   "fsdp",     "tensor", "sequence",
+                                        "expert", "pipeline", NULL};
     for (int i = 0; i < mesh->naxes; i++) {
         bool ok = false;
         for (int k = 0; known[k]; k++)
             ok |= strcmp(mesh->axis[i].name, known[k]) == 0;
         if (!ok) {
-            return diag_fail(err, n, "a model's mesh has the axes data, fsdp, tensor, sequence and "
-                             "expert; got '%s'", mesh->axis[i].name);
+            return diag_fail(err, n, "a model's mesh has the axes data, fsdp, tensor, sequence, "
+                             "expert and pipeline; got '%s'", mesh->axis[i].name);
         }
     }
     return 0;
@@ -194,7 +197,7 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
         return -1;
     s->data = axis_size(mesh, "data"), s->fsdp = axis_size(mesh, "fsdp");
     s->tensor = axis_size(mesh, "tensor"), s->sequence = axis_size(mesh, "sequence");
-    s->expert = axis_size(mesh, "expert");
+    s->expert = axis_size(mesh, "expert"), s->pipeline = axis_size(mesh, "pipeline");
     if (mesh->dev_per_chip > 1) {
         const char *on = mesh->axis[mesh->dev_axis].name;
         if (strcmp(on, "tensor") == 0 || strcmp(on, "sequence") == 0) {
@@ -222,10 +225,13 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
         rc = need(err, n, m->experts, s->expert, "experts", "the expert axis");
     if (rc == 0 && m->mode == MODEL_DECODE)
         rc = decode_mesh(s, err, n);
+    rc = rc ? rc : moe_check(m, err, n);
     if (rc)
         return -1;
     s->b = m->batch / shards;
     s->tokens = m->nseqs ? m->tokens : s->b * m->seq_len / s->sequence;
+    if (pipe_check(m, s, err, n) != 0)
+        return -1;
     s->heads = m->heads / s->tensor;
     s->kv_heads = m->kv_heads >= s->tensor ? m->kv_heads / s->tensor : 1;
     s->ffn = m->ffn / s->tensor;
@@ -330,7 +336,10 @@ static double chip_params(const struct model *m, const struct model_shard *s)
         expert = (double)m->layers * (double)m->experts * 3.0 * (double)m->d_model *
                  (double)m->ffn;
     double split = (double)s->fsdp * s->tensor;
-    return ((double)s->params - expert) / split + expert / (split * s->expert);
+    /* a pipeline stage holds its layers; the embedding and head stay on every stage */
+    double layers = (double)m->layers * (double)s->layer_params, stage = s->pipeline;
+    return ((double)s->params - layers) / split + (layers - expert) / (split * stage) +
+           expert / (split * s->expert * stage);
 }
 
 /* Tokens in the KV cache of a device's sequences after a decode step. */
@@ -355,8 +364,11 @@ void model_memory(const struct model *m, const struct model_shard *s,
         mem->grads = p_chip * bytes(m->weight_dtype);
         mem->optimizer = p_chip * (bytes(m->mu_dtype) + bytes(m->weight_dtype));
         /* kept layers, and two layers' offloaded tensors on their way to or from the host */
-        mem->activations = dpc * (double)s->tokens * kept_per_token(m, s, KEEP_DEVICE) *
-                               (double)m->layers +
+        struct pipe_plan pp; /* a stage keeps its layers' for the microbatches in flight */
+        pipe_plan(m, s, &pp);
+        mem->activations = dpc * (double)(pp.micro_tokens * pp.in_flight) *
+                               kept_per_token(m, s, KEEP_DEVICE) *
+                               (double)pipe_stage_layers(m, s) +
                            2.0 * model_offload_bytes_per_layer(m, s);
     }
     if (s->fsdp > 1 && m->mode != MODEL_DECODE)
@@ -659,30 +671,47 @@ static void name_op(char *nm, size_t n, const char *pre, const char *what)
     snprintf(nm, n, "%s%s", pre, what);
 }
 
-/* Mixtral's routed experts between two all-to-alls (up to the activation
- * when not 'down'). */
+/* Mixtral's routed experts as MaxText runs them (workload/model_moe_int.h): the
+ * router and its softmax and top-k, the rows sorted by expert, the dispatch
+ * all-to-all, the experts' matmuls, the combine all-to-all and the
+ * unpermute with its weighted sum (up to the activation when not 'down'). */
 static void experts_run(struct out *o, const char *pre, bool down, struct layer_vals *l)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->tokens, D = m->d_model, F = s->ffn;
-    int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
-    double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
+    int64_t T = s->tokens, D = m->d_model, F = s->ffn, E = s->experts, k = m->top_k;
+    struct moe_plan mp;
+    moe_plan(m, s, &mp);
     char nm[64];
     name_op(nm, sizeof nm, pre, "router");
     struct val rt = wrv(o, matmul(o, nm, T, D, m->experts, val2(l->n2g, val1(l->w))));
+    name_op(nm, sizeof nm, pre, "router_softmax");
+    rt = wrv(o, fusion(o, "softmax", nm, T, m->experts, rt));
+    name_op(nm, sizeof nm, pre, "router_topk"); /* k passes of a max over the experts */
+    rt = wrv(o, elementwise(o, nm, T, m->experts * k, "max", 1, rt));
+    name_op(nm, sizeof nm, pre, m->dense_matmul ? "dispatch_mask" : "permute");
+    struct val pm = wrv(o, m->dense_matmul
+                               ? einsum(o, nm, mp.disp_batch, mp.disp_m, mp.disp_k, mp.disp_n,
+                                        val2(rt, l->n2g))
+                               : fusion(o, "copy", nm, mp.routed, D, val2(rt, l->n2g)));
     name_op(nm, sizeof nm, pre, "dispatch");
-    struct val ds = collective(o, "all_to_all", nm, "expert", s->expert, a2a, 0, val2(rt, l->n2g));
+    struct val ds = collective(o, "all_to_all", nm, "expert", s->expert, mp.a2a_bytes, 0, pm);
     name_op(nm, sizeof nm, pre, "experts_up");
-    l->up = wrv(o, einsum(o, nm, E, per ? per : 1, D, 2 * F, val2(ds, val1(l->w))));
+    l->up = wrv(o, einsum(o, nm, E, mp.rows_per_expert, D, 2 * F, val2(ds, val1(l->w))));
     name_op(nm, sizeof nm, pre, "experts_act");
-    l->act = wrv(o, elementwise(o, nm, routed, F, "silu", 2, l->up));
+    l->act = wrv(o, elementwise(o, nm, E * mp.rows_per_expert, F, "silu", 2, l->up));
     if (!down)
         return;
     name_op(nm, sizeof nm, pre, "experts_down");
-    struct val ed = wrv(o, einsum(o, nm, E, per ? per : 1, F, D, val2(l->act, val1(l->w))));
+    struct val ed = wrv(o, einsum(o, nm, E, mp.rows_per_expert, F, D, val2(l->act, val1(l->w))));
     name_op(nm, sizeof nm, pre, "combine");
-    l->mo = collective(o, "all_to_all", nm, "expert", s->expert, a2a, 0, ed);
+    struct val cb = collective(o, "all_to_all", nm, "expert", s->expert, mp.a2a_bytes, 0, ed);
+    name_op(nm, sizeof nm, pre, m->dense_matmul ? "combine_mask" : "unpermute");
+    cb = wrv(o, m->dense_matmul
+                    ? einsum(o, nm, mp.disp_batch, mp.disp_k, mp.disp_m, mp.disp_n, cb)
+                    : fusion(o, "copy", nm, mp.routed, D, cb));
+    name_op(nm, sizeof nm, pre, "combine_sum"); /* the top_k outputs weighted and summed */
+    l->mo = wrv(o, elementwise(o, nm, T, D, "mul", (int)(k < 8 ? k + 1 : 8), val2(cb, rt)));
 }
 
 /* The MLP of a layer: gated (gate and up fused, SiLU x mul, down) or GPT's
@@ -851,22 +880,34 @@ static struct val matmul_backward(struct out *o, const char *name, int64_t m, in
     return dx;
 }
 
-/* Mixtral's experts' backward; returns the gradient of the MLP's input. */
+/* Mixtral's experts' backward (the forward's ops in reverse, sized alike);
+ * returns the gradient of the MLP's input. */
 static struct val experts_backward(struct out *o, const struct layer_vals *l, struct val g,
                                    struct layer_grads *lg)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int64_t T = s->tokens, D = m->d_model, F = s->ffn;
-    int64_t E = s->experts, routed = T * m->top_k, per = routed / (E ? E : 1);
-    double a2a = (double)routed * (double)D * bytes(m->dtype) * s->dev_per_chip;
-    struct val gd = collective(o, "all_to_all", "g_dispatch", "expert", s->expert, a2a, 0, g);
-    struct val ged = wrv(o, einsum(o, "g_experts_dgrad", E, per ? per : 1, 3 * F, D,
+    int64_t T = s->tokens, D = m->d_model, F = s->ffn, E = s->experts;
+    struct moe_plan mp;
+    moe_plan(m, s, &mp);
+    struct val gp = wrv(o, m->dense_matmul
+                               ? einsum(o, "g_combine_mask", mp.disp_batch, mp.disp_m, mp.disp_k,
+                                        mp.disp_n, g)
+                               : fusion(o, "copy", "g_unpermute", mp.routed, D, g));
+    struct val gd = collective(o, "all_to_all", "g_dispatch", "expert", s->expert, mp.a2a_bytes,
+                               0, gp);
+    struct val ged = wrv(o, einsum(o, "g_experts_dgrad", E, mp.rows_per_expert, 3 * F, D,
                                    val2(gd, val1(l->w))));
-    lg->mm = wrv(o, einsum(o, "g_experts_wgrad", E, per ? per : 1, 3 * F, D,
+    lg->mm = wrv(o, einsum(o, "g_experts_wgrad", E, mp.rows_per_expert, 3 * F, D,
                            val2(val2(l->act, gd), lg->mm)));
-    struct val ga = wrv(o, elementwise(o, "g_experts_act", routed, F, "mul", 3, val2(ged, l->up)));
-    struct val gc = collective(o, "all_to_all", "g_combine", "expert", s->expert, a2a, 0, ga);
+    struct val ga = wrv(o, elementwise(o, "g_experts_act", E * mp.rows_per_expert, F, "mul", 3,
+                                       val2(ged, l->up)));
+    struct val gc = collective(o, "all_to_all", "g_combine", "expert", s->expert, mp.a2a_bytes,
+                               0, ga);
+    gc = wrv(o, m->dense_matmul
+                    ? einsum(o, "g_dispatch_mask", mp.disp_batch, mp.disp_k, mp.disp_m,
+                             mp.disp_n, gc)
+                    : fusion(o, "copy", "g_permute", mp.routed, D, gc));
     return matmul_backward(o, "g_router", T, D, m->experts, l->n2g, gc, lg);
 }
 
@@ -914,6 +955,8 @@ static struct val reduce_grads(struct out *o, struct layer_grads lg)
     const struct model_shard *s = o->sh;
     struct val g = collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp,
                               layer_grad_bytes(o), PROG_ASYNC, val2(lg.norms, lg.mm));
+    if (s->pipeline > 1) /* summed over the microbatches, all-reduced once (optimizer) */
+        return g;
     return collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
                       PROG_ASYNC, g);
 }
@@ -1073,12 +1116,56 @@ static void backward_layer(struct out *o, struct prog_block *body, int g)
     o->grad_last = gx;
 }
 
+/* With a pipeline axis, the stage's iterations around its chunk of layers
+ * (workload/model_pipeline_int.h): a loop of r m + p - 1 iterations on a
+ * microbatch each, the stage's input carried from the previous stage's send. */
+struct pipe_ctx {
+    struct pipe_plan pp;
+    struct model_shard mb; /* the shard with a microbatch's sequences */
+    const struct model_shard *full;
+    struct prog_block *loop;
+    int in;                /* the stage's input, carried */
+};
+
+static void pipe_begin(struct out *o, bool backward, struct pipe_ctx *c)
+{
+    pipe_plan(o->m, o->sh, &c->pp);
+    if (c->pp.stages <= 1)
+        return;
+    c->loop = o->b = prog_loop(o->b, backward ? "pipe_bwd" : "pipe_fwd", c->pp.iterations);
+    c->in = prog_tensor(o->p, backward ? "stage_grad" : "stage_x");
+    prog_carry(c->loop, c->in, backward ? o->grad_last.t[0] : o->x_last.t[0]);
+    *(backward ? &o->grad_last : &o->x_last) = val1(c->in);
+    c->full = o->sh;
+    c->mb = *o->sh;
+    c->mb.b = c->pp.micro_b, c->mb.tokens = c->pp.micro_tokens;
+    o->sh = &c->mb;
+}
+
+/* The stage sends its output on: point to point, as a ring all-gather of
+ * send_bytes / (p - 1) per piece, which puts send_bytes on the link to the
+ * next stage (over ICI, or the DCN when the axis spans the slices). */
+static void pipe_end(struct out *o, bool backward, struct pipe_ctx *c)
+{
+    if (c->pp.stages <= 1)
+        return;
+    o->b = c->loop;
+    struct val *out = backward ? &o->grad_last : &o->x_last;
+    struct val sent = collective(o, "all_gather", "stage_send", "pipeline", c->pp.stages,
+                                 c->pp.send_bytes / (c->pp.stages - 1), 0, *out);
+    prog_carry_next(c->loop, c->in, sent.t[0]);
+    *out = sent;
+    o->sh = c->full;
+}
+
 /* The layers' loop; with FSDP each layer gathers the next one's weights,
  * carried to it. */
 static void layer_block(struct out *o, const char *name, bool backward)
 {
     struct prog_block *top = o->b;
-    struct prog_block *body = o->b = prog_loop(o->b, name, o->m->layers);
+    struct pipe_ctx pc;
+    pipe_begin(o, backward, &pc);
+    struct prog_block *body = o->b = prog_loop(o->b, name, pc.pp.layers_per_iter);
     int x = prog_tensor(o->p, backward ? "grad" : "x");
     prog_carry(body, x, backward ? o->grad_last.t[0] : o->x_last.t[0]);
     int sharded = o->w;
@@ -1096,6 +1183,7 @@ static void layer_block(struct out *o, const char *name, bool backward)
     else
         forward_layer(o, body, x);
     o->w = sharded;
+    pipe_end(o, backward, &pc);
     o->b = top;
 }
 
@@ -1115,7 +1203,9 @@ static void optimizer(struct out *o)
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     double local = chip_params(m, s);
-    double rest = local * bytes(m->weight_dtype) - (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+    double rest = local * bytes(m->weight_dtype); /* with a pipeline: every gradient */
+    if (s->pipeline <= 1)
+        rest -= (double)m->layers * layer_grad_bytes(o) / s->fsdp;
     struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
                               o->rest);
     if (s->data > 1 && rest < 1) /* no other gradients to wait for */

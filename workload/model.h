@@ -1,7 +1,7 @@
 /* workload/model.h -- model steps: a transformer and a mesh in, the per-chip
  * program of one step out. A scenario's `model:` (a preset from
  * configs/models/presets/ and/or dimensions) with its `mesh:` (logical axes
- * data, fsdp, tensor, sequence, expert laid out on the slice) expands into
+ * data, fsdp, tensor, sequence, expert, pipeline laid out on the slice) expands into
  * the workload every chip runs: per layer its norms, projections, rotary
  * embedding, attention kernel, MLP or routed experts and residuals, with
  * shard shapes; embedding, final norm, unembedding and loss; the backward
@@ -10,7 +10,9 @@
  * collectives the sharding implies (FSDP all-gather of each layer's weights
  * one layer ahead, reduce-scatter of its gradients, tensor-parallel
  * all-gather and reduce-scatter of activations, data-parallel all-reduce,
- * expert all-to-all). The builder emits the step as a program
+ * expert all-to-alls; workload/model_moe.c sizes the experts' routing,
+ * workload/model_pipeline.c the pipeline's stages, microbatches and sends).
+ * The builder emits the step as a program
  * (workload/program.h: each op with the tensors it reads and writes) and
  * workload/schedule.h derives what waits for what; the program's YAML is
  * plain workload YAML, loaded like any other (`tpusim expand` prints it).
@@ -54,6 +56,8 @@ struct model_remat {
     enum model_keep t[MT_COUNT]; /* per tensor */
 };
 enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
+/* The pipeline schedules (workload/model_pipeline_int.h). */
+enum model_pipe_schedule { PIPE_GPIPE, PIPE_1F1B, PIPE_CIRCULAR };
 
 struct model {
     enum model_arch arch;
@@ -70,6 +74,15 @@ struct model {
     enum model_attention attention;
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
+    /* Mixture of experts as it runs (workload/model_moe_int.h); zero values are
+     * MaxText's defaults: dropless, balanced, the grouped matmul. */
+    double capacity_factor;       /* MaxText's capacity_factor; <= 0: dropless */
+    double expert_load_imbalance; /* busiest device's routed tokens over the mean; 0: 1 */
+    bool dense_matmul;            /* sparse_matmul: false (the einsum dispatch) */
+    /* Pipeline parallelism over the `pipeline` mesh axis (workload/model_pipeline_int.h). */
+    int64_t microbatches;         /* num_pipeline_microbatches; 0: the stages */
+    int64_t pipeline_repeats;     /* num_pipeline_repeats (circular); 0: 1 */
+    enum model_pipe_schedule pipeline_schedule;
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
@@ -82,6 +95,7 @@ struct model {
 /* How a model lands on the devices of a mesh: sizes and per-device shapes. */
 struct model_shard {
     int data, fsdp, tensor, sequence, expert; /* mesh axis sizes (1 when absent) */
+    int pipeline;          /* pipeline stages (the `pipeline` axis; 1 when absent) */
     int dev_per_chip;      /* devices (TensorCores that are JAX devices) per chip */
     int64_t devices;       /* chips x dev_per_chip */
     int64_t b;             /* sequences per device */
@@ -150,5 +164,19 @@ int model_remat_policy(const char *name, struct model_remat *r);
 /* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
 const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
+/* The pipeline's schedule (workload/model_pipeline.c): stages 1 without a
+ * pipeline axis; the bubble (p - 1) / (r m + p - 1). */
+struct model_pipeline_info {
+    int stages;
+    int64_t microbatches, repeats, iterations; /* iterations of a pass */
+    double bubble;
+};
+void model_pipeline_info(const struct model *m, const struct model_shard *s,
+                         struct model_pipeline_info *pi);
+/* The share of routed tokens the capacity factor drops (workload/model_moe.c):
+ * 0 dropless or without experts. */
+double model_moe_dropped_share(const struct model *m);
+/* "gpipe", "1f1b", "circular" (enum model_pipe_schedule). */
+const char *const *model_pipe_schedule_names(void);
 
 #endif

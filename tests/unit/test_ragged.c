@@ -278,6 +278,33 @@ static void test_ragged_default_block_sizes(void **state)
     kern_fini(&k);
 }
 
+/* A block override of one size only: the other comes from the default
+ * (issue 31.5; both used to be replaced by the defaults, silently). T = 31
+ * rows, 4 pages per sequence: queries 8 given -> grid of cdiv(31, 8) = 4 q
+ * blocks with kv pages min(128, 4) = 4; kv pages 2 given -> 2 with queries
+ * min(32, 31) = 31. */
+static void test_ragged_one_block_size_completed(void **state)
+{
+    (void)state;
+    int64_t q[] = {30, 1}, kv[] = {40, 64};
+    struct op op = ragged_op(32, 8, 2, q, kv);
+    struct chip_params ch = test_chip();
+    struct kern k;
+    char err[256];
+    op.u.ragged.num_kv_pages_per_block = 0, op.u.ragged.num_queries_per_block = 8;
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(k.calls[0].operands[0].block[0], 8);
+    assert_int_equal(k.calls[0].grid[1], 4);
+    assert_int_equal(k.calls[0].scratch[0].shape[1], 4);
+    kern_fini(&k);
+    op.u.ragged.num_kv_pages_per_block = 2, op.u.ragged.num_queries_per_block = 0;
+    assert_int_equal(kern_init(&k, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
+    assert_int_equal(k.calls[0].scratch[0].shape[1], 2);
+    assert_int_equal(k.calls[0].operands[0].block[0], 31);
+    assert_int_equal(k.calls[0].grid[1], 1);
+    kern_fini(&k);
+}
+
 int main(void)
 {
     (void)assert_time; /* sim_fork.h's timing helper: not used here */
@@ -291,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_ragged_mixed_prefill_decode_dmas_hand),
         cmocka_unit_test(test_ragged_sliding_window_fetches_every_kv_block),
         cmocka_unit_test(test_ragged_block_size_errors),
+        cmocka_unit_test(test_ragged_one_block_size_completed),
     };
     return cmocka_run_group_tests_name("ragged", tests, NULL, NULL);
 }
