@@ -292,6 +292,7 @@ static int run_scenario(struct cli *c)
         o.out_dir = dir, o.out_locked = true, o.sg_argc = c->sg_argc, o.sg_argv = c->sg_argv;
         o.max_steps = c->max_steps, o.max_memory_bytes = c->max_memory;
         o.command = c->command;
+        o.estimate_to = c->quiet ? NULL : stderr, o.announce_s = SIM_ANNOUNCE_S;
         struct summary s = {0};
         rc = sim_run(&sc, &o, &s, d);
         if (rc == 0 && !c->quiet) {
@@ -312,7 +313,7 @@ static int run_scenario(struct cli *c)
 
 static int check_scenario(struct cli *c, bool platform)
 {
-    struct validate_limits lim = {c->max_steps, c->max_memory};
+    struct validate_limits lim = {c->max_steps, c->max_memory, NULL};
     if (!platform && sweep_spec_detect(c->scenario))
         return sweep_check(c->scenario, c->sets, c->nsets, &lim);
     struct diag *d = diag_new();
@@ -336,8 +337,10 @@ static int check_scenario(struct cli *c, bool platform)
             printf(", %lld grid steps", (long long)e.grid_steps);
             if (e.copy_chunks)
                 printf(", %lld copy chunks", (long long)e.copy_chunks);
-            printf("; an estimated %lld steps of work, limit %lld)\n", (long long)e.work,
-                   (long long)(lim.max_steps ? lim.max_steps : sc.max_steps));
+            char about[96];
+            printf("; an estimated %lld steps of work, limit %lld; %s to run here)\n",
+                   (long long)e.work, (long long)(lim.max_steps ? lim.max_steps : sc.max_steps),
+                   validate_estimate_text(&e, about, sizeof about));
             autotune_print(&sc, stdout);
             if (st.ops)
                 printf("block: auto: %d ops, %d searches, %d runs of candidates, %d of %d "

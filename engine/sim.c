@@ -605,12 +605,23 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_di
     return rc;
 }
 
+/* A long run says so before it starts. */
+static void announce(const struct sim_opts *o, const struct validate_estimate *e)
+{
+    char about[96];
+    if (o->estimate_to && e->wall_s >= o->announce_s)
+        fprintf(o->estimate_to, "estimate: %s to run here (%lld steps of work)\n",
+                validate_estimate_text(e, about, sizeof about), (long long)e->work);
+}
+
 int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
             struct diag *d)
 {
-    struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
+    struct validate_estimate est = {0};
+    struct validate_limits lim = {o->max_steps, o->max_memory_bytes, &est};
     if (validate_scenario(sc, &lim, d) != 0)
         return 2;
+    announce(o, &est);
     struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
     if (!r.trace)
         return 2;

@@ -5,6 +5,7 @@
 #define TPUSIM_ENGINE_SIM_OPTS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,11 @@ struct sim_opts {
                                 re-run of a point for its trace keeps the point's summary) */
     int64_t max_steps;       /* 0: the scenario's options.max_steps */
     double max_memory_bytes; /* 0: 16 GiB */
+    FILE *estimate_to;       /* where a run estimated at announce_s or more says what it will
+                                take before it starts (validate_estimate_text); NULL: not */
+    double announce_s;       /* (tpusim run: SIM_ANNOUNCE_S) */
 };
+
+#define SIM_ANNOUNCE_S 10.0
 
 #endif

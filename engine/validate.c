@@ -62,10 +62,9 @@ static int64_t sat(double x)
 }
 
 /* ---- the work estimate (engine/validate.h): steps of simulated work, one
- * per SimGrid activity or walked grid step (2 to 5 us of this machine's
- * CPU each: an hbm_copy of 1M chunks, 2M DMAs, runs in 6.5 s; a GPT-3 175B
- * step on 192 simulated v5p chips, 3.7e7, in 111 s), as the engine will
- * run them ---- */
+ * per SimGrid activity or walked grid step, as the engine will run them
+ * (0.2 to 3 us of this machine's CPU each: an hbm_copy of 1M chunks, 2M DMAs,
+ * runs in 6.5 s; model steps with memos 0.2-1.3 us, see W_STEP_S) ---- */
 
 #define W_TASK 4          /* an op instance on a core: its actor, launch sleep, barrier */
 #define W_EXACT_STEP 6    /* a grid step of exact fidelity: its DMAs, compute, delay (18 us) */
@@ -77,9 +76,24 @@ static int64_t sat(double x)
                              (a 2048^3 matmul: 3.4e10 of them in 250 s) */
 #define W_MASK_CELLS 32.0 /* MaskInfo blocks classified per step (95 ns each) */
 #define W_MASK_EVALS 300.0 /* mask elements evaluated per step (non-computable masks) */
-/* Memos one script may have: the quiet one and MEMO_OVERLAPS_MAX (16,
- * engine/eng_memo.c) beside collectives; more overlaps run for real. */
-#define W_MEMOS_MAX 17
+/* Real runs of one script when collectives run beside it: a memo per
+ * overlap (the collectives running and how far along), at most 17 (the quiet
+ * one and MEMO_OVERLAPS_MAX, engine/eng_memo.c). A layer's kernels meet the
+ * same overlap in every layer but the first and last: the shipped models and
+ * 70B steps on 512-1024 v5p chips measure 1.1-1.4 memos per script, so 3. */
+#define W_MEMOS_TYPICAL 3
+
+/* What a step of work takes on this machine (CPU seconds over the estimate)
+ * and a run's fixed start (the loader, SimGrid's platform). Kernels with
+ * memos, measured on the shipped models and scenarios and on 70B steps:
+ * 0.2-1.3 us, median 0.6; a collective's ring step 7.4 us on 4096 chips
+ * (a 1 GiB all-reduce, every chip simulated), less on the tens of chips of
+ * a folded step: 3; copy chunks and MaskInfo blocks 3 (a 1M-chunk copy in
+ * 1.55 s). Good to a factor 2 or 3: it says minutes from seconds. */
+#define W_KERNEL_S 0.6e-6
+#define W_COLL_S 3e-6
+#define W_OTHER_S 3e-6
+#define W_START_S 0.05
 
 /* Does a run of 'sc' take kernel memos (engine/eng_memo.c's conditions)? */
 static bool memos_on(const struct cfg_scenario *sc)
@@ -182,7 +196,7 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
         w = sat_madd(sat_madd(c->steps, runs, c->replay), runs, c->always);
     } else {
         bool async = has_async_collectives(sc);
-        int64_t real = inst < (async ? W_MEMOS_MAX : 1) ? inst : (async ? W_MEMOS_MAX : 1);
+        int64_t real = inst < (async ? W_MEMOS_TYPICAL : 1) ? inst : (async ? W_MEMOS_TYPICAL : 1);
         int64_t real_chips = async || sc->chip.cores > 1 ? chips : 1;
         int64_t real_runs = sat_madd(0, real, real_chips);
         int64_t hits = runs > real_runs ? runs - real_runs : 0;
@@ -341,6 +355,9 @@ static void estimate(const struct cfg_scenario *sc, struct validate_estimate *e,
     }
     e->work = sat_madd(sat_madd(sat_madd(e->kernel, e->collective, 1), e->copy, 1), e->other, 1);
     e->work = sat_madd(e->work, e->build, 1);
+    e->wall_s = W_START_S + (double)e->kernel * W_KERNEL_S + (double)e->collective * W_COLL_S +
+                (double)(e->copy + e->other + e->build) * W_OTHER_S;
+    e->memory_bytes = validate_estimate_memory(sc);
 }
 
 void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e)
@@ -426,7 +443,9 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
      * run keeps one HBM rate span (32 bytes) per DMA for the HBM counter,
      * about one for every two events */
     double rates = sc->trace_level >= 3 ? events * 16.0 : 0;
-    return 12e6 + actors * 65536.0 + data + rates;
+    /* (the process at rest: the loader's 31 libraries, SimGrid, mimalloc;
+     * 33 MB resident for the default scenario) */
+    return 32e6 + actors * 65536.0 + data + rates;
 }
 
 /* "2.7 GiB", or "310 MiB" below 1 GiB. */
@@ -478,7 +497,7 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
                    (long long)max);
         return -1;
     }
-    double mem = validate_estimate_memory(sc);
+    double mem = e.memory_bytes;
     double mem_max = memory_limit(lim);
     if (mem > mem_max) {
         char need[32], have[32];
@@ -488,7 +507,25 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
                    gib(need, sizeof need, mem), gib(have, sizeof have, mem_max));
         return -1;
     }
+    if (lim->estimate)
+        *lim->estimate = e;
     return 0;
+}
+
+const char *validate_estimate_text(const struct validate_estimate *e, char *buf, size_t n)
+{
+    char mem[32], t[32];
+    double s = e->wall_s;
+    if (s < 10)
+        snprintf(t, sizeof t, "%.1f s", s);
+    else if (s < 120)
+        snprintf(t, sizeof t, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(t, sizeof t, "%.0f min", s / 60);
+    else
+        snprintf(t, sizeof t, "%.1f h", s / 3600);
+    snprintf(buf, n, "about %s and %s", t, gib(mem, sizeof mem, e->memory_bytes));
+    return buf;
 }
 
 int validate_prebuild(const struct cfg_scenario *sc, const struct validate_limits *lim,

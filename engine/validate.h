@@ -10,18 +10,6 @@
 #include "base/diag.h"
 #include "config/cfg.h"
 
-/* The limits a run is held to; 0 means the scenario's (or the default). */
-struct validate_limits {
-    int64_t max_steps;       /* 0: options.max_steps */
-    double max_memory_bytes; /* 0: 16 GiB */
-};
-
-/* Checks every op of 'sc' (block-shape rules, VMEM budgets, routing).
- * Returns 0 or -1 with messages in 'd'. */
-int validate_ops(const struct cfg_scenario *sc, struct diag *d);
-/* Checks the estimates against 'lim'. Returns 0 or -1 with messages in 'd'. */
-int validate_guards(const struct cfg_scenario *sc, const struct validate_limits *lim,
-                    struct diag *d);
 /* What a run will simulate, estimated from the ops as the engine will run
  * them: after SPMD folding (the engine's chips), for every op instance
  * (repeat), with kernel memos (a script replayed from its memo after its
@@ -30,9 +18,9 @@ int validate_guards(const struct cfg_scenario *sc, const struct validate_limits 
  * at most per estimate, past which a script counts its steps) and coalesced
  * ring passes. 'work' is in steps of
  * simulated work, one per SimGrid activity (a DMA, an execution, a
- * transfer, a sleep; about 3 us of CPU each here) or grid step walked, and
- * is what --max-steps and options.max_steps limit (default 5e7: a few
- * minutes); its parts by kind of op, and building splash MaskInfos. Every
+ * transfer, a sleep; 0.2 to 3 us of CPU each here) or grid step walked, and
+ * is what --max-steps and options.max_steps limit (default 5e7: half a
+ * minute to a few minutes); 'wall_s' what it takes here, to a factor 2 or 3; its parts by kind of op, and building splash MaskInfos. Every
  * count saturates at INT64_MAX. 'grid_steps' (the Pallas kernels' steps
  * over every simulated core and instance) and 'copy_chunks' (of hbm_copy)
  * are what the progress line counts; 'functional_bytes' the host arrays of
@@ -43,8 +31,26 @@ struct validate_estimate {
     int64_t grid_steps;
     int64_t copy_chunks;
     double functional_bytes;
+    double wall_s;       /* about what the run takes here: work at its measured rate */
+    double memory_bytes; /* validate_estimate_memory */
 };
+
+/* The limits a run is held to; 0 means the scenario's (or the default). */
+struct validate_limits {
+    int64_t max_steps;       /* 0: options.max_steps */
+    double max_memory_bytes; /* 0: 16 GiB */
+    struct validate_estimate *estimate; /* if not NULL: the guards' estimate, once they pass */
+};
+
+/* Checks every op of 'sc' (block-shape rules, VMEM budgets, routing).
+ * Returns 0 or -1 with messages in 'd'. */
+int validate_ops(const struct cfg_scenario *sc, struct diag *d);
+/* Checks the estimates against 'lim'. Returns 0 or -1 with messages in 'd'. */
+int validate_guards(const struct cfg_scenario *sc, const struct validate_limits *lim,
+                    struct diag *d);
 void validate_estimate(const struct cfg_scenario *sc, struct validate_estimate *e);
+/* "about 7 s and 76 MiB" (its wall_s and memory_bytes) into 'buf'. */
+const char *validate_estimate_text(const struct validate_estimate *e, char *buf, size_t n);
 /* grid_steps + copy_chunks: the progress line's total (walks no script). */
 int64_t validate_estimate_steps(const struct cfg_scenario *sc);
 /* What building op's kernel holds (splash MaskInfos, in closed form from

@@ -404,9 +404,47 @@ static void test_simgrid_routes_match_topology(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Issue 31.6: a run says what it will take before it starts when the
+ * estimate reaches opts.announce_s (tpusim run: 10 s; here 0, so the
+ * default scenario says it), with the guards' own estimate. */
+static void test_run_announces_its_estimate(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tpusim-announce-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct diag *d = diag_new();
+        struct cfg_scenario sc;
+        if (cfg_load_scenario("configs/scenarios/default.yaml", NULL, 0, &sc, d) != 0)
+            _exit(3);
+        spmd_fold(&sc, sc.all_chips);
+        FILE *f = fopen(path, "w");
+        struct sim_opts o = {.estimate_to = f, .announce_s = 0};
+        struct summary s = {0};
+        int rc = sim_run(&sc, &o, &s, d);
+        fclose(f);
+        _exit(rc);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char line[256] = "";
+    FILE *f = fopen(path, "r");
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    unlink(path);
+    /* check's figure for the same scenario: 31652 steps of work */
+    assert_non_null(strstr(line, "estimate: about 0."));
+    assert_non_null(strstr(line, " MiB to run here (31652 steps of work)\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_announces_its_estimate),
         cmocka_unit_test(test_hbm_copy_time_hand_derived),
         cmocka_unit_test(test_hbm_copy_megacore_shares_hbm),
         cmocka_unit_test(test_megacore_kernels_start_together),

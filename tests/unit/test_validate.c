@@ -191,9 +191,64 @@ static void test_cheap_repeats_accepted(void **state)
     assert_true(e.work < CFG_DEFAULT_MAX_STEPS);
 }
 
+/* Issue 31.6/29.8: beside async collectives a kernel's script runs for real
+ * once per overlap it meets, which the estimate takes as 3 (a layer's
+ * kernels meet the same overlap in every layer but the first and last; it
+ * took 17, the most memos a script may have, and refused 70B steps on 1024
+ * v5p chips that run in 10 s). 100 layers of an all-gather and a matmul on a
+ * 4-chip ring: 512 steps walked, 3 real runs on each of the 4 chips (1 + L
+ * each), 388 memo replays of 6, 400 instances of 4. */
+static void test_estimate_memos_beside_collectives(void **state)
+{
+    (void)state;
+    int64_t L = script_len("chip: v5e\nworkload:\n" MM1K);
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load("chip: v5e\ntopology: {shape: [4]}\noptions: {all_chips: true}\n"
+                          "workload:\n  - repeat:\n      count: 100\n      ops:\n"
+                          "        - {op: all_gather, bytes: 1MiB, axes: [0]}\n      " MM1K,
+                          &sc, d),
+                     0);
+    struct validate_estimate e;
+    validate_estimate(&sc, &e);
+    assert_int_equal(e.kernel, 512 + 12 * (1 + L) + 388 * 6 + 400 * 4);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
+/* What check and run say a run will take: wall_s and memory_bytes. */
+static void test_estimate_text(void **state)
+{
+    (void)state;
+    char buf[96];
+    struct validate_estimate e = {.wall_s = 7.25, .memory_bytes = 76.0 * 1048576};
+    assert_string_equal(validate_estimate_text(&e, buf, sizeof buf), "about 7.2 s and 76 MiB");
+    e.wall_s = 95, e.memory_bytes = 3.5 * 1073741824.0;
+    assert_string_equal(validate_estimate_text(&e, buf, sizeof buf), "about 95 s and 3.5 GiB");
+    e.wall_s = 600;
+    assert_string_equal(validate_estimate_text(&e, buf, sizeof buf), "about 10 min and 3.5 GiB");
+    e.wall_s = 9000;
+    assert_string_equal(validate_estimate_text(&e, buf, sizeof buf), "about 2.5 h and 3.5 GiB");
+    /* the guards hand their estimate to the caller once they pass */
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(load("chip: v5e\nworkload:\n" MM1K, &sc, d), 0);
+    struct validate_estimate got = {0}, want;
+    struct validate_limits lim = {.estimate = &got};
+    assert_int_equal(validate_guards(&sc, &lim, d), 0);
+    validate_estimate(&sc, &want);
+    assert_int_equal(got.work, want.work);
+    assert_true(got.wall_s == want.wall_s && got.wall_s > 0);
+    assert_true(got.memory_bytes == validate_estimate_memory(&sc));
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_estimate_memos_beside_collectives),
+        cmocka_unit_test(test_estimate_text),
         cmocka_unit_test(test_estimate_counts_copy_chunks),
         cmocka_unit_test(test_estimate_saturates),
         cmocka_unit_test(test_guard_boundary_kernels),
