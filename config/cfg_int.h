@@ -31,4 +31,9 @@ void cfg_load_op_kind(struct walk *w, const struct cfg_node *m, const char *p, s
 /* The scenario's chip: a preset name, or {base: name, key: override...}. */
 void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_params *c);
 
+/* Reads the faults: and goodput: sections (config/cfg_faults.c) once the
+ * topology is known. */
+struct cfg_scenario;
+void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+
 #endif

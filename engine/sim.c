@@ -28,6 +28,7 @@
 #include "engine/validate.h"
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
+#include "engine/fault_report.h"
 
 /* Many actors: small stacks (32 KiB: each is committed and zeroed when
  * guard pages are off, so 256 KiB stacks were most of the memory of a
@@ -552,8 +553,11 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     trace_tracks(r);
     init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
     simgrid_load_platform(plat);
-    eng_memo_init(r, sc->kernel_memo);
+    /* a slow chip's kernels do not take the time of the others: no memos with faults */
+    eng_memo_init(r, sc->kernel_memo && !cfg_faults_asymmetric(&sc->faults));
     spawn(r);
+    if (sc->faults.n)
+        eng_fault_init(r);
     r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
                                2.0);
 }
@@ -574,7 +578,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct outputs_d
 
 /* After the run: failures, summary, functional checks, outputs. */
 static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_dir *od,
-                  struct summary *s, struct diag *d)
+                  const struct fault_ref *ref, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -583,6 +587,7 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_di
     }
     hbm_counters(r);
     collect(r, s);
+    fault_report(r->sc, r->sc->faults.n ? ref : NULL, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
     if (rc == 0 && od->out &&
@@ -597,9 +602,14 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct validate_limits lim = {o->max_steps, o->max_memory_bytes};
     if (validate_scenario(sc, &lim, d) != 0)
         return 2;
+    struct fault_ref ref = {0}; /* faults: the same run without them, before SimGrid starts */
+    if (sc->faults.n)
+        fault_ref_run(sc, o, &ref);
     struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
-    if (!r.trace)
+    if (!r.trace) {
+        fault_ref_fini(&ref);
         return 2;
+    }
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     struct outputs_dir od;
@@ -607,6 +617,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
                                : outputs_dir_open(&od, o->out_dir, d);
     char *plat = opened == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
+        fault_ref_fini(&ref);
         free(plat);
         outputs_dir_close(&od);
         trace_free(r.trace);
@@ -623,9 +634,10 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, &od, s, d);
+        rc = finish(&r, o, &od, &ref, s, d);
     }
     outputs_dir_close(&od);
     free_run(&r);
+    fault_ref_fini(&ref);
     return rc;
 }

@@ -176,6 +176,10 @@ struct summary {
     struct summary_trace trace;
     int ntc;                    /* chip 0's TensorCores */
     struct summary_tc tc[SUMMARY_MAX_CORES];
+    /* faults: and goodput: (engine/fault_report.h): what moved against the run
+     * without faults, and the expected useful share; NULL without them */
+    char *faults_json;          /* owned: the members ",\n  \"faults\": {...}..." */
+    char *faults_text;          /* owned: lines for the console */
 };
 
 /* "matmul", "collective_exposed", ... */
