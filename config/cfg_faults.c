@@ -11,6 +11,7 @@
 #include "config/cfg.h"
 #include "config/cfg_int.h"
 #include "config/cfg_tree.h"
+#include "topology/topo_fault.h"
 
 bool cfg_faults_asymmetric(const struct cfg_faults *f)
 {
@@ -128,7 +129,7 @@ static void read_chip_fault(struct walk *w, const struct cfg_node *e, const char
     read_slice(w, e, p, "slice", false, sc, f);
     read_at(w, e, p, f);
     f->chip = read_chip(w, e, p, &sc->topo);
-    const char *want = "a fraction of the chip's rate in [0.001, 1] (0.9: 10 % slower)";
+    const char *want = "a fraction of the chip's rate in [0.001, 1] (0.9: it runs at 90 % of its rate)";
     walk_real(w, e, p, "compute_factor", false, 1e-3, 1, want, &f->compute_factor);
     walk_real(w, e, p, "hbm_factor", false, 1e-3, 1, want, &f->hbm_factor);
     walk_bool(w, e, p, "dead", &f->dead);
@@ -226,6 +227,55 @@ static void read_goodput(struct walk *w, const struct cfg_node *g, struct cfg_go
     c->present = true;
 }
 
+/* Every down link, whenever it starts, in slice 'ctx''s faults. */
+struct down_all {
+    const struct cfg_faults *fs;
+    const struct topo *t;
+    int slice;
+};
+
+static bool down_all(const void *ctx, int from, int axis, int dir)
+{
+    const struct down_all *c = ctx;
+    for (int i = 0; i < c->fs->n; i++) {
+        const struct cfg_fault *f = &c->fs->f[i];
+        if (f->kind == CFG_FAULT_LINK && f->bw_factor == 0 && f->slice == c->slice &&
+            f->axis == axis &&
+            ((f->chip == from && f->dir == dir) ||
+             (topo_neighbor(c->t, f->chip, axis, f->dir) == from && dir == -f->dir)))
+            return true;
+    }
+    return false;
+}
+
+/* The two ends of each down link must still reach each other (a route of
+ * topology/topo_fault.h), or the collectives across it cannot run. */
+static void check_cuts(struct walk *w, const struct cfg_node *list, const struct cfg_scenario *sc)
+{
+    const struct topo *t = &sc->topo;
+    int max = t->shape[0] + t->shape[1] + t->shape[2] + 6;
+    struct topo_hop *h = xcalloc((size_t)max, sizeof *h);
+    for (int i = 0; i < sc->faults.n; i++) {
+        const struct cfg_fault *f = &sc->faults.f[i];
+        if (f->kind != CFG_FAULT_LINK || f->bw_factor > 0)
+            continue;
+        struct down_all c = {&sc->faults, t, f->slice};
+        int nb = topo_neighbor(t, f->chip, f->axis, f->dir);
+        if (topo_route_around(t, f->chip, nb, down_all, &c, h, max) >= 0 &&
+            topo_route_around(t, nb, f->chip, down_all, &c, h, max) >= 0)
+            continue;
+        struct diag_loc loc;
+        walk_loc(list->kids[i], &loc);
+        char p[32];
+        snprintf(p, sizeof p, "faults.%d", i);
+        diag_error(w->d, &loc, p, "the down links cut the slice: no route from chip %d to chip "
+                   "%d around them (an axis without wraparound has no other way round), so the "
+                   "collectives across the cut cannot run", f->chip, nb);
+        break;
+    }
+    free(h);
+}
+
 void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
 {
     const struct cfg_node *g = cfg_get(root, "goodput");
@@ -262,4 +312,6 @@ void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_sce
         dead_chips(w, list, sc);
     if (diag_count(w->d) == 0)
         count_lost(w, list, sc);
+    if (diag_count(w->d) == 0)
+        check_cuts(w, list, sc);
 }
