@@ -91,7 +91,7 @@ static const char *kind_name(const struct cfg_fault *f)
     return "slow_chip";
 }
 
-static void write_fault(FILE *j, FILE *t, const struct cfg_fault *f)
+static void write_fault(FILE *j, FILE *t, const struct topo *t_slice, const struct cfg_fault *f)
 {
     fprintf(j, "{\"kind\": \"%s\"", kind_name(f));
     fprintf(t, "fault: %s", kind_name(f));
@@ -100,8 +100,16 @@ static void write_fault(FILE *j, FILE *t, const struct cfg_fault *f)
         fprintf(t, " slice %d (the DCN collectives run over the others)\n", f->slice);
         return;
     }
-    fprintf(j, ", \"slice\": %d, \"chip\": %d, \"at_s\": %s", f->slice, f->chip, JSON_E9(f->at_s));
-    fprintf(t, " chip %d of slice %d", f->chip, f->slice);
+    int co[TOPO_MAX_DIMS];
+    topo_coords(t_slice, f->chip, co);
+    fprintf(j, ", \"slice\": %d, \"chip\": %d, \"coords\": [", f->slice, f->chip);
+    fprintf(t, " chip %d [", f->chip);
+    for (int a = 0; a < t_slice->ndims; a++) {
+        fprintf(j, "%s%d", a ? ", " : "", co[a]);
+        fprintf(t, "%s%d", a ? ", " : "", co[a]);
+    }
+    fprintf(j, "], \"at_s\": %s", JSON_E9(f->at_s));
+    fprintf(t, "] of slice %d", f->slice);
     if (f->kind == CFG_FAULT_LINK) {
         fprintf(j, ", \"axis\": %d, \"direction\": %d, \"bandwidth_factor\": %s", f->axis, f->dir,
                 JSON_G17(f->bw_factor));
@@ -180,7 +188,7 @@ void fault_report(const struct cfg_scenario *sc, const struct fault_ref *ref, st
         fputs(",\n  \"faults\": {\"applied\": [", j);
         for (int i = 0; i < sc->faults.n; i++) {
             fputs(i ? ", " : "", j);
-            write_fault(j, t, &sc->faults.f[i]);
+            write_fault(j, t, &sc->topo, &sc->faults.f[i]);
         }
         fputc(']', j);
         if (ref && ref->present)
