@@ -496,6 +496,15 @@ for f in '{slice_lost: 3}' '{chip: [1, 2], slice: 3, dead: true}'; do
         && near "$(fsum "$t/ml/summary.json" total_time_delta_s)" -3.599e-3 0.01 \
         && ok || bad "faults: $f: the DCN all-reduce moved by $(fsum "$t/ml/summary.json" total_time_delta_s), not -3.599 ms"
 done
+# ... a fault with a start time: a half-speed link from 1 ms (after the 0.72 ms all-gather)
+# moves nothing; from 0.4 ms, only the bytes after it slow down: less than the whole +686.8 us
+"$bin" run tests/data/faults_ring.yaml --set faults.0.bandwidth_factor=0.5 --set faults.0.at_s=1e-3 \
+        -o "$t/fat" -q --trace none \
+    && grep -q '"total_time_delta_s": 0.000000000e+00, "moved": \[\]' "$t/fat/summary.json" \
+    && "$bin" run tests/data/faults_ring.yaml --set faults.0.bandwidth_factor=0.5 \
+        --set faults.0.at_s=4e-4 -o "$t/fat" -q --trace none \
+    && awk -v d="$(fsum "$t/fat/summary.json" total_time_delta_s)" 'BEGIN { exit !(d > 100e-6 && d < 686e-6) }' \
+    && ok || bad "faults: a link slowed from at_s: moved by $(fsum "$t/fat/summary.json" total_time_delta_s)"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
