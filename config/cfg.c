@@ -904,7 +904,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         w.chip = &sc->chip;
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
-        cfg_load_faults(&w, root, sc);
+        cfg_load_faults(&w, root, &sc->topo, sc->dcn.slices, &sc->faults);
         load_mesh(&w, root, sc);
         struct cfg_node *expanded = NULL;
         const struct cfg_node *wl = NULL;

@@ -8,10 +8,17 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "config/cfg.h"
+#include "config/cfg_faults.h"
 #include "config/cfg_int.h"
 #include "config/cfg_tree.h"
 #include "topology/topo_fault.h"
+
+/* What the section is read against: the slice, the slices, where it goes. */
+struct fault_ctx {
+    const struct topo *topo;
+    int slices;
+    struct cfg_faults *faults;
+};
 
 bool cfg_faults_asymmetric(const struct cfg_faults *f)
 {
@@ -72,16 +79,16 @@ static void read_at(struct walk *w, const struct cfg_node *m, const char *p, str
 }
 
 static void read_slice(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
-                       bool required, const struct cfg_scenario *sc, struct cfg_fault *f)
+                       bool required, const struct fault_ctx *sc, struct cfg_fault *f)
 {
     int64_t s = 0;
-    int slices = sc->dcn.slices > 1 ? sc->dcn.slices : 1;
+    int slices = sc->slices > 1 ? sc->slices : 1;
     walk_int(w, m, p, key, required, 0, slices - 1, &s);
     f->slice = (int)s;
 }
 
 static void read_link(struct walk *w, const struct cfg_node *e, const char *p,
-                      const struct cfg_scenario *sc, struct cfg_fault *f)
+                      const struct fault_ctx *sc, struct cfg_fault *f)
 {
     static const char *const keys[] = {"link", "bandwidth_factor", "slice", "at_s", NULL};
     walk_check_keys(w, e, p, keys);
@@ -95,7 +102,7 @@ static void read_link(struct walk *w, const struct cfg_node *e, const char *p,
     if (walk_is_map(w, l, lp)) {
         static const char *const lk[] = {"chip", "axis", "direction", NULL};
         walk_check_keys(w, l, lp, lk);
-        const struct topo *t = &sc->topo;
+        const struct topo *t = sc->topo;
         f->chip = read_chip(w, l, lp, t);
         walk_int32(w, l, lp, "axis", true, 0, t->ndims - 1, &f->axis);
         const struct cfg_node *d = walk_field(w, l, lp, "direction", true);
@@ -119,7 +126,7 @@ static void read_link(struct walk *w, const struct cfg_node *e, const char *p,
 }
 
 static void read_chip_fault(struct walk *w, const struct cfg_node *e, const char *p,
-                            const struct cfg_scenario *sc, struct cfg_fault *f)
+                            const struct fault_ctx *sc, struct cfg_fault *f)
 {
     static const char *const keys[] = {"chip", "compute_factor", "hbm_factor", "dead",
                                        "slice", "at_s", NULL};
@@ -128,7 +135,7 @@ static void read_chip_fault(struct walk *w, const struct cfg_node *e, const char
     f->compute_factor = f->hbm_factor = 1;
     read_slice(w, e, p, "slice", false, sc, f);
     read_at(w, e, p, f);
-    f->chip = read_chip(w, e, p, &sc->topo);
+    f->chip = read_chip(w, e, p, sc->topo);
     const char *want = "a fraction of the chip's rate in [0.001, 1] (0.9: it runs at 90 % of its rate)";
     walk_real(w, e, p, "compute_factor", false, 1e-3, 1, want, &f->compute_factor);
     walk_real(w, e, p, "hbm_factor", false, 1e-3, 1, want, &f->hbm_factor);
@@ -145,7 +152,7 @@ static void read_chip_fault(struct walk *w, const struct cfg_node *e, const char
 }
 
 static void read_entry(struct walk *w, const struct cfg_node *e, const char *p,
-                       struct cfg_scenario *sc, struct cfg_fault *f)
+                       struct fault_ctx *sc, struct cfg_fault *f)
 {
     if (!walk_is_map(w, e, p))
         return;
@@ -165,9 +172,9 @@ static void read_entry(struct walk *w, const struct cfg_node *e, const char *p,
 }
 
 /* A dead chip: with one slice the program cannot run; with several its slice is lost. */
-static void dead_chips(struct walk *w, const struct cfg_node *list, struct cfg_scenario *sc)
+static void dead_chips(struct walk *w, const struct cfg_node *list, struct fault_ctx *sc)
 {
-    struct cfg_faults *fs = &sc->faults;
+    struct cfg_faults *fs = sc->faults;
     for (int i = 0; i < fs->n; i++) {
         struct cfg_fault *f = &fs->f[i];
         if (f->kind != CFG_FAULT_CHIP || !f->dead)
@@ -176,7 +183,7 @@ static void dead_chips(struct walk *w, const struct cfg_node *list, struct cfg_s
         walk_loc(list->kids[i], &loc);
         char p[32];
         snprintf(p, sizeof p, "faults.%d", i);
-        if (sc->dcn.slices <= 1) {
+        if (sc->slices <= 1) {
             diag_error(w->d, &loc, p, "chip %d is dead: the program spans every chip of the "
                        "slice (each SPMD step needs all its devices), so it cannot run; re-plan "
                        "it on a slice without that chip, or run topology.slices > 1 to drop "
@@ -187,9 +194,9 @@ static void dead_chips(struct walk *w, const struct cfg_node *list, struct cfg_s
     }
 }
 
-static void count_lost(struct walk *w, const struct cfg_node *list, struct cfg_scenario *sc)
+static void count_lost(struct walk *w, const struct cfg_node *list, struct fault_ctx *sc)
 {
-    struct cfg_faults *fs = &sc->faults;
+    struct cfg_faults *fs = sc->faults;
     for (int i = 0; i < fs->n; i++) {
         if (fs->f[i].kind != CFG_FAULT_SLICE)
             continue;
@@ -198,7 +205,7 @@ static void count_lost(struct walk *w, const struct cfg_node *list, struct cfg_s
             again |= fs->f[j].kind == CFG_FAULT_SLICE && fs->f[j].slice == fs->f[i].slice;
         fs->slices_lost += !again;
     }
-    int slices = sc->dcn.slices > 1 ? sc->dcn.slices : 1;
+    int slices = sc->slices > 1 ? sc->slices : 1;
     if (fs->slices_lost > 0 && fs->slices_lost >= slices) {
         struct diag_loc loc;
         walk_loc(list, &loc);
@@ -250,16 +257,16 @@ static bool down_all(const void *ctx, int from, int axis, int dir)
 
 /* The two ends of each down link must still reach each other (a route of
  * topology/topo_fault.h), or the collectives across it cannot run. */
-static void check_cuts(struct walk *w, const struct cfg_node *list, const struct cfg_scenario *sc)
+static void check_cuts(struct walk *w, const struct cfg_node *list, const struct fault_ctx *sc)
 {
-    const struct topo *t = &sc->topo;
+    const struct topo *t = sc->topo;
     int max = t->shape[0] + t->shape[1] + t->shape[2] + 6;
     struct topo_hop *h = xcalloc((size_t)max, sizeof *h);
-    for (int i = 0; i < sc->faults.n; i++) {
-        const struct cfg_fault *f = &sc->faults.f[i];
+    for (int i = 0; i < sc->faults->n; i++) {
+        const struct cfg_fault *f = &sc->faults->f[i];
         if (f->kind != CFG_FAULT_LINK || f->bw_factor > 0)
             continue;
-        struct down_all c = {&sc->faults, t, f->slice};
+        struct down_all c = {sc->faults, t, f->slice};
         int nb = topo_neighbor(t, f->chip, f->axis, f->dir);
         if (topo_route_around(t, f->chip, nb, down_all, &c, h, max) >= 0 &&
             topo_route_around(t, nb, f->chip, down_all, &c, h, max) >= 0)
@@ -276,11 +283,13 @@ static void check_cuts(struct walk *w, const struct cfg_node *list, const struct
     free(h);
 }
 
-void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+void cfg_load_faults(struct walk *w, const struct cfg_node *root, const struct topo *topo,
+                     int slices, struct cfg_faults *out)
 {
+    struct fault_ctx ctx = {topo, slices, out}, *sc = &ctx;
     const struct cfg_node *g = cfg_get(root, "goodput");
     if (g)
-        read_goodput(w, g, &sc->faults.goodput);
+        read_goodput(w, g, &sc->faults->goodput);
     const struct cfg_node *list = cfg_get(root, "faults");
     if (!list)
         return;
@@ -305,9 +314,9 @@ void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_sce
     for (int i = 0; i < list->n; i++) {
         char p[32];
         snprintf(p, sizeof p, "faults.%d", i);
-        read_entry(w, list->kids[i], p, sc, &sc->faults.f[i]);
+        read_entry(w, list->kids[i], p, sc, &sc->faults->f[i]);
     }
-    sc->faults.n = list->n;
+    sc->faults->n = list->n;
     if (diag_count(w->d) == 0)
         dead_chips(w, list, sc);
     if (diag_count(w->d) == 0)

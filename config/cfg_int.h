@@ -33,7 +33,8 @@ void cfg_chip_load(struct walk *w, const struct cfg_node *root, struct chip_para
 
 /* Reads the faults: and goodput: sections (config/cfg_faults.c) once the
  * topology is known. */
-struct cfg_scenario;
-void cfg_load_faults(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+struct cfg_faults;
+void cfg_load_faults(struct walk *w, const struct cfg_node *root, const struct topo *topo,
+                     int slices, struct cfg_faults *out);
 
 #endif

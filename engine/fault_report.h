@@ -1,7 +1,7 @@
 /* engine/fault_report.h -- what a scenario's faults cost: the same run
  * without them (a forked engine run, engine/sim_child.h) as the reference,
  * the ops whose time moved, and the goodput of goodput: on top of the step
- * time (docs/reference.md, "Faults"). No SimGrid here. */
+ * time (docs/reference.md, "Faults"). No SimGrid here; sim.c runs the reference. */
 #ifndef TPUSIM_ENGINE_FAULT_REPORT_H
 #define TPUSIM_ENGINE_FAULT_REPORT_H
 
@@ -17,10 +17,8 @@ struct fault_ref {
     char err[256];
 };
 
-/* Runs 'sc' without its faults (every chip simulated and no kernel memos,
- * as the faulted run) in a child. Returns 0, or the child's code with the
- * reason in ref->err. */
-int fault_ref_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct fault_ref *ref);
+/* engine/sim.c fills it: the scenario without its faults, run in a child
+ * (every chip simulated and no kernel memos, as the faulted run). */
 void fault_ref_fini(struct fault_ref *ref);
 
 /* Fills s->faults_json and s->faults_text: the faults, what moved against

@@ -29,6 +29,7 @@
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 #include "engine/fault_report.h"
+#include "engine/sim_child.h"
 
 /* Many actors: small stacks (32 KiB: each is committed and zeroed when
  * guard pages are off, so 256 KiB stacks were most of the memory of a
@@ -593,6 +594,59 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_di
     if (rc == 0 && od->out &&
         (outputs_run(r->trace, s, o, od->stage, d) != 0 || outputs_dir_commit(od, d) != 0))
         rc = 1;
+    return rc;
+}
+
+/* ---- faults: the same run without them (engine/fault_report.h) ---- */
+
+struct ref_args {
+    const struct cfg_scenario *sc;
+    const struct sim_opts *o;
+    int nops;
+};
+
+/* In the child: the scenario without faults; out = rc, total, per-op times. */
+static void ref_body(void *arg, void *out)
+{
+    const struct ref_args *a = arg;
+    double *res = out;
+    struct cfg_scenario ref = *a->sc; /* shallow: the child exits without freeing it */
+    bool asym = cfg_faults_asymmetric(&ref.faults);
+    memset(&ref.faults, 0, sizeof ref.faults);
+    ref.kernel_memo = ref.kernel_memo && !asym; /* as the faulted run: no memos */
+    struct sim_opts so = {.sg_argc = a->o->sg_argc, .sg_argv = a->o->sg_argv,
+                          .trace_set = true, .trace = TRACE_NONE, .max_steps = a->o->max_steps,
+                          .max_memory_bytes = a->o->max_memory_bytes, .max_trace_events = 1};
+    struct diag *d = diag_new();
+    struct summary s = {0};
+    res[0] = sim_run(&ref, &so, &s, d);
+    res[1] = s.total_time_s;
+    for (int i = 0; i < s.nops && i < a->nops; i++)
+        res[2 + i] = s.ops[i].time_s;
+    summary_fini(&s);
+    diag_free(d);
+}
+
+static int fault_ref_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct fault_ref *ref)
+{
+    memset(ref, 0, sizeof *ref);
+    struct ref_args a = {sc, o, sc->nops};
+    size_t size = (size_t)(sc->nops + 2) * sizeof(double);
+    double *res = xcalloc((size_t)sc->nops + 2, sizeof *res);
+    int rc = sim_child_run(ref_body, &a, res, size, "run without faults", ref->err,
+                           sizeof ref->err);
+    if (rc == 0 && res[0] != 0) {
+        rc = (int)res[0];
+        snprintf(ref->err, sizeof ref->err, "the run without faults failed (exit %d)", rc);
+    }
+    if (rc == 0) {
+        ref->present = true;
+        ref->total_s = res[1];
+        ref->nops = sc->nops;
+        ref->op_s = xcalloc((size_t)sc->nops, sizeof *ref->op_s);
+        memcpy(ref->op_s, res + 2, (size_t)sc->nops * sizeof *ref->op_s);
+    }
+    free(res);
     return rc;
 }
 
