@@ -75,7 +75,13 @@ static int read_chip(struct walk *w, const struct cfg_node *m, const char *p,
 /* at_s: a start time, >= 0. */
 static void read_at(struct walk *w, const struct cfg_node *m, const char *p, struct cfg_fault *f)
 {
-    walk_real(w, m, p, "at_s", false, 0, 1e7, "a start time in seconds in [0, 1e7]", &f->at_s);
+    const char *want = "a start time in seconds, 0 or from 1e-12 to 1e7";
+    if (walk_real(w, m, p, "at_s", false, 0, 1e7, want, &f->at_s) == 0 && f->at_s > 0 &&
+        f->at_s < 1e-12) { /* a subnormal sleep aborted SimGrid */
+        char *q = walk_join(p, "at_s");
+        walk_type_error(w, cfg_get(m, "at_s"), q, want);
+        free(q);
+    }
 }
 
 static void read_slice(struct walk *w, const struct cfg_node *m, const char *p, const char *key,
