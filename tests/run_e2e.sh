@@ -505,6 +505,11 @@ done
         --set faults.0.at_s=4e-4 -o "$t/fat" -q --trace none \
     && awk -v d="$(fsum "$t/fat/summary.json" total_time_delta_s)" 'BEGIN { exit !(d > 100e-6 && d < 686e-6) }' \
     && ok || bad "faults: a link slowed from at_s: moved by $(fsum "$t/fat/summary.json" total_time_delta_s)"
+# ... a chip's HBM at half its bandwidth: a 64 MiB copy reads and writes 2 x 64 MiB, 163.9 us at
+# 819 GB/s, 327.8 us at half: +163.9 us
+"$bin" run tests/data/faults_hbm.yaml -o "$t/fh" -q --trace none \
+    && near "$(fsum "$t/fh/summary.json" total_time_delta_s)" 163.88e-6 0.005 \
+    && ok || bad "faults: a half-speed HBM moved the copy by $(fsum "$t/fh/summary.json" total_time_delta_s), not 163.9 us"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
