@@ -893,7 +893,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
                                            "mesh", "workload", "model",    "serve",
-                                           "program", "cost", "train", NULL};
+                                           "program", "cost", "train", "faults", "goodput", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -904,6 +904,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         w.chip = &sc->chip;
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
+        cfg_load_faults(&w, root, &sc->topo, sc->dcn.slices, &sc->faults);
         load_mesh(&w, root, sc);
         struct cfg_node *expanded = NULL;
         const struct cfg_node *wl = NULL;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/diag.h"
+#include "config/cfg_faults.h"
 #include "config/cfg_tree.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
@@ -109,6 +110,7 @@ struct cfg_scenario {
     int64_t max_steps;     /* resource guard: refuse runs above this many steps of work */
     struct cfg_cost cost;   /* cost: (config/cfg_cost.c) */
     struct cfg_train train; /* train: (a model's training run) */
+    struct cfg_faults faults; /* faults: and goodput: (config/cfg_faults.h) */
     /* --- the program --- */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);

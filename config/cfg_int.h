@@ -38,5 +38,10 @@ void cfg_chip_load_cost(struct walk *w, const struct cfg_node *root, const char 
 struct cfg_scenario;
 void cfg_load_cost(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
 void cfg_load_train(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+/* Reads the faults: and goodput: sections (config/cfg_faults.c) once the
+ * topology is known. */
+struct cfg_faults;
+void cfg_load_faults(struct walk *w, const struct cfg_node *root, const struct topo *topo,
+                     int slices, struct cfg_faults *out);
 
 #endif

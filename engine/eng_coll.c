@@ -125,16 +125,30 @@ static void flush(struct coll_actor *a)
         sg_actor_sleep_until(a->ready);
     a->wake = 0; /* ready was counted from it */
     struct eng_core *core = a->task->core;
-    for (int i = 0; i < a->npend; i++) {
-        struct pending *p = &a->pend[i];
-        struct sem_msg *m = xmalloc(sizeof *m);
-        m->amount = p->bytes;
-        p->slot->t_post = eng_now();
-        if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
-            sg_actor_set_host(sg_actor_self(), core->run->hw.chips[core->chip].nic);
-        p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
-        if (p->slot->dcn)
-            sg_actor_set_host(sg_actor_self(), core->host);
+    struct eng_run *r = core->run;
+    double t0 = eng_now();
+    /* pass 1: those on a detour around a down link (faults:), after the others */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < a->npend; i++) {
+            struct pending *p = &a->pend[i];
+            bool detour = r->sc->faults.n && !p->slot->dcn &&
+                          eng_fault_detours(r, core->chip, p->dst);
+            if (detour != (pass == 1))
+                continue;
+            struct sem_msg *m = xmalloc(sizeof *m);
+            m->amount = p->bytes;
+            p->slot->t_post = t0;
+            if (detour) {
+                p->slot->comm = eng_fault_put(r, core->chip, p->dst, dst_mb(a, p->dst, p->sem),
+                                              m, p->bytes, t0);
+                continue;
+            }
+            if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
+                sg_actor_set_host(sg_actor_self(), r->hw.chips[core->chip].nic);
+            p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
+            if (p->slot->dcn)
+                sg_actor_set_host(sg_actor_self(), core->host);
+        }
     }
     a->npend = 0;
 }
@@ -191,7 +205,9 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     struct coll_actor *a = ex;
     struct eng_task *task = a->task;
     struct eng_run *r = task->core->run;
-    int n = r->sc->plan.sim.nchips, dst = dst_slice * n + task->core->chip % n;
+    int n = r->sc->plan.sim.nchips;
+    dst_slice = eng_fault_real_slice(r, eng_slice_of(r, task->core->chip), dst_slice);
+    int dst = dst_slice * n + task->core->chip % n;
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
@@ -324,6 +340,8 @@ static void run_part(struct eng_task *task, int part)
     struct coll_actor a = {.task = task};
     const struct cfg_scenario *sc = task->core->run->sc;
     const struct sim_coll *dev = task->coll;
+    int slice, nslices = eng_fault_slices(task->core->run,
+                                          eng_slice_of(task->core->run, task->core->chip), &slice);
     struct coll_ctx c = {dev->topo,
                          &sc->chip,
                          task->op,
@@ -332,8 +350,8 @@ static void run_part(struct eng_task *task, int part)
                          &coll_ops,
                          &a,
                          sc->fidelity == CFG_FIDELITY_FAST,
-                         eng_slice_of(task->core->run, task->core->chip),
-                         sc->dcn.slices > 1 ? sc->dcn.slices : 1,
+                         slice,
+                         nslices,
                          sc->dcn.lat_s};
     coll_run_part(&c, &task->coll->plan);
     settle(&a);
@@ -433,7 +451,9 @@ void eng_run_collective(struct eng_task *task)
         return;
     struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
     dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
-    coll_plan_slices(task->op, dev.topo, sc->dcn.slices, &dev.plan);
+    int eff, nslices = eng_fault_slices(r, eng_slice_of(r, c->chip), &eff);
+    coll_plan_slices(task->op, dev.topo, sc->dcn.slices > 1 ? nslices : sc->dcn.slices,
+                     &dev.plan);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
     dev.mb = xcalloc((size_t)dev.nsems, sizeof *dev.mb);
     task->coll = &dev;

@@ -157,8 +157,9 @@ void eng_run_ppermute(struct eng_task *task)
     double t0 = eng_now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */
     long wire = (long)(to == me ? 2 * p->bytes : p->bytes);
-    sg_comm_t put = sg_mailbox_put_async(
-        sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)), task, wire);
+    sg_comm_t put = eng_fault_put(r, c->chip, dst,
+                                  sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)),
+                                  task, (uint64_t)wire, t0);
     eng_wait_note(task, "its ppermute send");
     sg_comm_wait(put);
     eng_trace_route(r, c->chip, dst, t0, eng_now(), p->bytes, task->op->name);

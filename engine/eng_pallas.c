@@ -38,7 +38,8 @@ static void ex_compute(void *ex, const struct pl_work *w, int64_t step, int64_t 
                    t0);
         task->flow_t = -1;
     }
-    sg_actor_execute((mxu + vpu) * sg_host_get_speed(c->host));
+    /* the work at the nominal speed (pstate 0): a slow chip's pstate runs it longer */
+    sg_actor_execute((mxu + vpu) * sg_host_get_pstate_speed(c->host, 0));
     if (!trace_wants(c->run->trace, TRACE_UNITS))
         return;
     char args[96] = ""; /* kept by a trace of steps only (units merge spans) */

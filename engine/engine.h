@@ -23,6 +23,7 @@
 #include <simgrid/engine.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
 #include <simgrid/semaphore.h>
@@ -270,6 +271,23 @@ eng_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_host_copy, eng_run_ppermute
 /* The runner of 'kind': its row in eng_runners.c, or eng_run_kernel for a
  * Pallas kind (its op table row has a builder); NULL if it has neither. */
 eng_run_fn *eng_runner(enum op_kind kind);
+
+/* --- eng_fault.c: the scenario's faults (config/cfg_faults.h) --- */
+/* Applies the faults that start at 0 and starts the actor that applies the later ones. */
+void eng_fault_init(struct eng_run *r);
+/* True if engine chip 'src''s transfer to 'dst' (same slice) must detour around a down link. */
+bool eng_fault_detours(const struct eng_run *r, int src, int dst);
+/* Puts 'msg' of 'bytes' into 'mb' (whose receiver is on engine chip 'dst')
+ * from engine chip 'src', whose host the caller runs on: on SimGrid's route,
+ * or on the detour around the down links (legs at once, the last one after
+ * the earlier legs' hop latency counted from 't0', when the DMA was posted). */
+sg_comm_t eng_fault_put(struct eng_run *r, int src, int dst, sg_mailbox_t mb, void *msg,
+                        uint64_t bytes, double t0);
+/* The slices a DCN collective of slice 'slice' runs over (the survivors; 1
+ * for a lost slice) and its index among them in '*eff'. */
+int eng_fault_slices(const struct eng_run *r, int slice, int *eff);
+/* The slice of index 'eff' among those slice 'slice' runs with. */
+int eng_fault_real_slice(const struct eng_run *r, int slice, int eff);
 
 /* --- eng_core.c: the program on each chip --- */
 /* A TensorCore's compute stream: runs the compute ops in program order. */

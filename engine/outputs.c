@@ -25,10 +25,22 @@ static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
     p->pcie_Bps = cfg_uses_kind(sc, OP_HOST_COPY) ? sc->chip.pcie_bw_Bps : 0;
 }
 
+/* The compute factors of the slow chips: pstate 1 + i is fault i's (eng_fault.c). */
+static void plat_pstates(const struct cfg_scenario *sc, struct plat_params *p, double *factors)
+{
+    p->npstates = 0;
+    p->pstate_factors = factors;
+    for (int i = 0; i < sc->faults.n; i++)
+        if (sc->faults.f[i].kind == CFG_FAULT_CHIP)
+            factors[p->npstates++] = sc->faults.f[i].compute_factor;
+}
+
 int outputs_platform(const struct cfg_scenario *sc, FILE *f)
 {
     struct plat_params p;
+    double factors[CFG_MAX_FAULTS];
     plat_params(sc, &p);
+    plat_pstates(sc, &p, factors);
     if (sc->dcn.slices > 1)
         return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, &p);
     return plat_write_xml(f, &sc->plan.sim, &p);

@@ -29,6 +29,8 @@
 #include "engine/validate.h"
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
+#include "engine/fault_report.h"
+#include "engine/sim_child.h"
 
 /* Many actors: small stacks (32 KiB: each is committed and zeroed when
  * guard pages are off, so 256 KiB stacks were most of the memory of a
@@ -566,8 +568,11 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     trace_tracks(r);
     init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
     simgrid_load_platform(plat);
-    eng_memo_init(r, sc->kernel_memo);
+    /* a slow chip's kernels do not take the time of the others: no memos with faults */
+    eng_memo_init(r, sc->kernel_memo && !cfg_faults_asymmetric(&sc->faults));
     spawn(r);
+    if (sc->faults.n)
+        eng_fault_init(r);
     r->progress = progress_new(validate_estimate_steps(sc), isatty(STDERR_FILENO) ? stderr : NULL,
                                2.0);
 }
@@ -588,7 +593,7 @@ static char *platform_path(const struct cfg_scenario *sc, const struct outputs_d
 
 /* After the run: failures, summary, functional checks, outputs. */
 static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_dir *od,
-                  struct summary *s, struct diag *d)
+                  const struct fault_ref *ref, struct summary *s, struct diag *d)
 {
     int rc = report_deadlock(r, d) ? 1 : 0;
     if (r->error) {
@@ -597,6 +602,7 @@ static int finish(struct eng_run *r, const struct sim_opts *o, struct outputs_di
     }
     hbm_counters(r);
     collect(r, s);
+    fault_report(r->sc, r->sc->faults.n ? ref : NULL, s);
     if (rc == 0 && verify(r, d) != 0)
         rc = 1;
     if (rc == 0 && od->out &&
@@ -614,6 +620,59 @@ static void announce(const struct sim_opts *o, const struct validate_estimate *e
                 validate_estimate_text(e, about, sizeof about), (long long)e->work);
 }
 
+/* ---- faults: the same run without them (engine/fault_report.h) ---- */
+
+struct ref_args {
+    const struct cfg_scenario *sc;
+    const struct sim_opts *o;
+    int nops;
+};
+
+/* In the child: the scenario without faults; out = rc, total, per-op times. */
+static void ref_body(void *arg, void *out)
+{
+    const struct ref_args *a = arg;
+    double *res = out;
+    struct cfg_scenario ref = *a->sc; /* shallow: the child exits without freeing it */
+    bool asym = cfg_faults_asymmetric(&ref.faults);
+    memset(&ref.faults, 0, sizeof ref.faults);
+    ref.kernel_memo = ref.kernel_memo && !asym; /* as the faulted run: no memos */
+    struct sim_opts so = {.sg_argc = a->o->sg_argc, .sg_argv = a->o->sg_argv,
+                          .trace_set = true, .trace = TRACE_NONE, .max_steps = a->o->max_steps,
+                          .max_memory_bytes = a->o->max_memory_bytes, .max_trace_events = 1};
+    struct diag *d = diag_new();
+    struct summary s = {0};
+    res[0] = sim_run(&ref, &so, &s, d);
+    res[1] = s.total_time_s;
+    for (int i = 0; i < s.nops && i < a->nops; i++)
+        res[2 + i] = s.ops[i].time_s;
+    summary_fini(&s);
+    diag_free(d);
+}
+
+static int fault_ref_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct fault_ref *ref)
+{
+    memset(ref, 0, sizeof *ref);
+    struct ref_args a = {sc, o, sc->nops};
+    size_t size = (size_t)(sc->nops + 2) * sizeof(double);
+    double *res = xcalloc((size_t)sc->nops + 2, sizeof *res);
+    int rc = sim_child_run(ref_body, &a, res, size, "run without faults", ref->err,
+                           sizeof ref->err);
+    if (rc == 0 && res[0] != 0) {
+        rc = (int)res[0];
+        snprintf(ref->err, sizeof ref->err, "the run without faults failed (exit %d)", rc);
+    }
+    if (rc == 0) {
+        ref->present = true;
+        ref->total_s = res[1];
+        ref->nops = sc->nops;
+        ref->op_s = xcalloc((size_t)sc->nops, sizeof *ref->op_s);
+        memcpy(ref->op_s, res + 2, (size_t)sc->nops * sizeof *ref->op_s);
+    }
+    free(res);
+    return rc;
+}
+
 int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
             struct diag *d)
 {
@@ -622,9 +681,14 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     if (validate_scenario(sc, &lim, d) != 0)
         return 2;
     announce(o, &est);
+    struct fault_ref ref = {0}; /* faults: the same run without them, before SimGrid starts */
+    if (sc->faults.n)
+        fault_ref_run(sc, o, &ref);
     struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
-    if (!r.trace)
+    if (!r.trace) {
+        fault_ref_fini(&ref);
         return 2;
+    }
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     struct outputs_dir od;
@@ -632,6 +696,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
                                : outputs_dir_open(&od, o->out_dir, d);
     char *plat = opened == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
+        fault_ref_fini(&ref);
         free(plat);
         outputs_dir_close(&od);
         trace_free(r.trace);
@@ -648,9 +713,10 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, &od, s, d);
+        rc = finish(&r, o, &od, &ref, s, d);
     }
     outputs_dir_close(&od);
     free_run(&r);
+    fault_ref_fini(&ref);
     return rc;
 }

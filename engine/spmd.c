@@ -19,7 +19,8 @@ void spmd_fold(struct cfg_scenario *sc, bool all)
 {
     const struct topo *t = &sc->topo;
     int hops[TOPO_MAX_DIMS] = {0, 0, 0}, roles[TOPO_MAX_DIMS] = {1, 1, 1}, period[TOPO_MAX_DIMS];
-    bool symmetric = !all;
+    /* a faulted link or chip breaks the symmetry of what it touches: every chip is simulated */
+    bool symmetric = !all && !cfg_faults_asymmetric(&sc->faults);
     for (int i = 0; symmetric && i < sc->nops; i++) {
         op_reach_fn *reach = op_row(sc->ops[i].kind)->reach;
         if (reach && reach(&sc->ops[i], t, hops, roles) != 0)

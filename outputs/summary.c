@@ -402,6 +402,8 @@ int summary_write_json(const struct summary *s, const char *path)
         }
         fputs("\n  ]", f);
     }
+    if (s->faults_json)
+        fputs(s->faults_json, f);
     fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
 }
@@ -579,6 +581,8 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_model(s, out);
     summary_print_cost(s, out);
     print_why(s, out);
+    if (s->faults_text)
+        fputs(s->faults_text, out);
 }
 
 void summary_fini(struct summary *s)
@@ -602,5 +606,7 @@ void summary_fini(struct summary *s)
     free(s->scenario);
     free(s->chip);
     free(s->trace.chips);
+    free(s->faults_json);
+    free(s->faults_text);
     memset(s, 0, sizeof *s);
 }

@@ -228,6 +228,10 @@ struct summary {
     struct summary_cost cost;
     struct summary_energy energy;
     struct summary_train train;
+    /* faults: and goodput: (engine/fault_report.h): what moved against the run
+     * without faults, and the expected useful share; NULL without them */
+    char *faults_json;          /* owned: the members ",\n  \"faults\": {...}..." */
+    char *faults_text;          /* owned: lines for the console */
 };
 
 /* "matmul", "collective_exposed", ... */

@@ -34,6 +34,8 @@ quote "allreduce: ici 85% of its time, then hbm 31%; algbw 39.0 GB/s, busbw 73.1
 quote "model decode step: 0.001 s, 52523 tokens/s (6565.3 per chip), MFU 2.0% (0.0 TFLOP per device)"
 quote "layer.attn: hbm 96% of its time, then mxu 31%; HBM moved 9135 MB for 2152 MB of data (76% tile padding and discarded fetches)"
 quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-events 500; the run has 49893 events at this level; for all of them: --trace-max-events 100000, or 108 runs with --trace-window 0:102.4us, --trace-window 102.4us:201.728us, --trace-window 201.728us:303.104us, ... (all 108 in summary.json's trace.windows), or --trace units"
+quote "faults: total 4.149 ms without them, +605.072 us with (x1.146)"
+quote "faults: total 4.149 ms without them, +490.562 us with (x1.118)"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
 quote "448.561 us"
 quote "64.258 us"

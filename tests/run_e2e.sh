@@ -550,6 +550,68 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
     && "$bin" expand configs/models/moe-small-v5e-8.yaml 2>/dev/null \
        | grep -q '{op: all_to_all, name: dispatch, bytes: 10485760, groups: \[expert\]}' \
     && ok || bad "moe: $(grep '^experts' "$t/moe.out")"
+# faults: a ring all-gather with one link down takes the detour's time. v5e: one link direction
+# 45 GB/s x ici.efficiency 0.95 = 42.75e9 B/s. A bidirectional all-gather of 8 MiB per chip over a
+# ring of 8 takes 7 steps, each sending 4 MiB each way. With the link between chips 3 and 4 down
+# (both ways), chip 3's +1 half goes the other way round (7 hops over the -1 links) and chip 4's
+# -1 half over the +1 links: every link on a detour carries two halves a step, so each step
+# takes 8 MiB / 42.75e9 instead of 4 MiB / 42.75e9, +98.11 us, +686.8 us in all (the detour's
+# extra hop latencies hide: a link is busy until both halves are through). A link at half its
+# bandwidth (factor 0.5) slows the same halves to 4 MiB / 21.375e9: the same +686.8 us.
+fsum() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -n 1 | awk '{ print $2 }'; }
+near() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b
+    exit !(m > 0 && d <= tol * m) }'; }
+for bw in 0 0.5; do
+    "$bin" run tests/data/faults_ring.yaml --set faults.0.bandwidth_factor=$bw -o "$t/fr$bw" -q \
+        --trace none \
+        && near "$(fsum "$t/fr$bw/summary.json" total_time_delta_s)" 686.79e-6 0.01 \
+        && grep -q '"moved": \[' "$t/fr$bw/summary.json" && grep -q '"name": "gather", "kind": "all_gather"' "$t/fr$bw/summary.json" \
+        && "$t/jsoncheck" "$t/fr$bw/summary.json" \
+        && ok || bad "faults: link factor $bw: the all-gather moved by $(fsum "$t/fr$bw/summary.json" total_time_delta_s), not 686.8 us"
+done
+# ... a 10 % slower chip (compute_factor 0.9) delays an FSDP step by its compute on the critical
+# path: the reduce-scatter after the matmul waits for it. The 4096^3 matmul in 512^3 blocks is
+# 512 grid steps; each step's MXU time is 2 x 512^3 / 197e12 + a 128-row fill/drain at 1.5 GHz
+# = 1.4479 us (741.3 us in all), its VPU time 256 vreg stores (acc += dot) at 1 a cycle, plus
+# 256 for the first (acc = 0) and the last (the cast) of each of the 64 output blocks' 8 steps:
+# 64 x 10 x 256 cycles / 1.5 GHz = 109.2 us. Compute 850.6 us at 90 % takes 1/0.9 as long:
+# +94.5 us, and the step is that much longer.
+"$bin" run tests/data/faults_fsdp.yaml -o "$t/fs" -q --trace none \
+    && near "$(fsum "$t/fs/summary.json" total_time_delta_s)" 94.51e-6 0.005 \
+    && ok || bad "faults: the straggler delayed the step by $(fsum "$t/fs/summary.json" total_time_delta_s), not 94.5 us"
+# ... folding on or off gives the same times with a fault present (a fault stops the fold)
+"$bin" run tests/data/faults_fsdp.yaml -o "$t/fsa" -q --trace none --all-chips \
+    && grep -q '"simulated_chips": 16' "$t/fs/summary.json" \
+    && cmp -s "$t/fs/summary.json" "$t/fsa/summary.json" \
+    && ok || bad "faults: folding on and off differ with a fault present"
+# ... the same step without the fault folds (16 chips -> fewer) and takes the reference's time
+sed '/^faults:/,/compute_factor/d' tests/data/faults_fsdp.yaml >"$t/nofault.yaml"
+"$bin" run "$t/nofault.yaml" -o "$t/nf" -q --trace none --all-chips --no-kernel-memo \
+    && [ "$(fsum "$t/nf/summary.json" total_time_s)" = "$(fsum "$t/fs/summary.json" reference_total_time_s)" ] \
+    && ok || bad "faults: the reference is not the run without faults"
+# ... a lost slice: the DCN all-reduce runs over the survivors. A ring all-reduce over n slices
+# moves 2 (n - 1) / n x 64 MiB per chip over its share of its host's NICs, 25 GB/s / 8 chips =
+# 3.125e9 B/s: 32.21 ms over 4 slices, 28.63 ms over 3; and two DCN steps fewer (10 us each):
+# -3.599 ms. A dead chip of slice 3 takes its slice out the same way.
+for f in '{slice_lost: 3}' '{chip: [1, 2], slice: 3, dead: true}'; do
+    "$bin" run tests/data/faults_multislice.yaml --set "faults.0=$f" -o "$t/ml" -q --trace none \
+        && near "$(fsum "$t/ml/summary.json" total_time_delta_s)" -3.599e-3 0.01 \
+        && ok || bad "faults: $f: the DCN all-reduce moved by $(fsum "$t/ml/summary.json" total_time_delta_s), not -3.599 ms"
+done
+# ... a fault with a start time: a half-speed link from 1 ms (after the 0.72 ms all-gather)
+# moves nothing; from 0.4 ms, only the bytes after it slow down: less than the whole +686.8 us
+"$bin" run tests/data/faults_ring.yaml --set faults.0.bandwidth_factor=0.5 --set faults.0.at_s=1e-3 \
+        -o "$t/fat" -q --trace none \
+    && grep -q '"total_time_delta_s": 0.000000000e+00, "moved": \[\]' "$t/fat/summary.json" \
+    && "$bin" run tests/data/faults_ring.yaml --set faults.0.bandwidth_factor=0.5 \
+        --set faults.0.at_s=4e-4 -o "$t/fat" -q --trace none \
+    && awk -v d="$(fsum "$t/fat/summary.json" total_time_delta_s)" 'BEGIN { exit !(d > 100e-6 && d < 686e-6) }' \
+    && ok || bad "faults: a link slowed from at_s: moved by $(fsum "$t/fat/summary.json" total_time_delta_s)"
+# ... a chip's HBM at half its bandwidth: a 64 MiB copy reads and writes 2 x 64 MiB, 163.9 us at
+# 819 GB/s, 327.8 us at half: +163.9 us
+"$bin" run tests/data/faults_hbm.yaml -o "$t/fh" -q --trace none \
+    && near "$(fsum "$t/fh/summary.json" total_time_delta_s)" 163.88e-6 0.005 \
+    && ok || bad "faults: a half-speed HBM moved the copy by $(fsum "$t/fh/summary.json" total_time_delta_s), not 163.9 us"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

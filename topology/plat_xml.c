@@ -44,13 +44,16 @@ void plat_write_cluster(FILE *out, const struct topo *t, const struct plat_param
 {
     char dims[64];
     torus_dims(t, dims, sizeof dims);
+    fprintf(out, "  <cluster id=\"%s\" prefix=\"%s\" suffix=\"\" radical=\"0-%d\"\n"
+                 "           speed=\"%.17gf", id, prefix, topo_sim_nodes(t) - 1, p->core_flops);
+    for (int i = 0; i < p->npstates; i++)
+        fprintf(out, ",%.17gf", p->core_flops * p->pstate_factors[i]);
     fprintf(out,
-            "  <cluster id=\"%s\" prefix=\"%s\" suffix=\"\" radical=\"0-%d\"\n"
-            "           speed=\"%.17gf\" core=\"%d\"\n"
+            "\" core=\"%d\"\n"
             "           bw=\"%.17gBps\" lat=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"\n"
             "           limiter_link=\"%.17gBps\"\n"
             "           topology=\"TORUS\" topo_parameters=\"%s\"/>\n",
-            id, prefix, topo_sim_nodes(t) - 1, p->core_flops, p->cores, p->ici_bw_Bps,
+            p->cores, p->ici_bw_Bps,
             p->ici_lat_s, p->hbm_bw_Bps, dims);
 }
 

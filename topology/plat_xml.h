@@ -21,6 +21,9 @@ struct plat_params {
     double ici_bw_Bps;  /* one direction of one ICI link */
     double ici_lat_s;   /* per hop */
     double pcie_Bps;    /* > 0: a zone of PCIe hosts, two per chip (one per direction) */
+    int npstates;       /* > 0: speeds core_flops x pstate_factors[i] as pstates 1..n (slow
+                           chips: engine/eng_fault.c sets a chip's pstate); pstate 0 = nominal */
+    const double *pstate_factors;
 };
 
 /* Name of the SimGrid host of chip 'rank' ("chip<simnode>"), into 'buf'. */

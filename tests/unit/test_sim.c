@@ -371,7 +371,7 @@ static void route_child(void)
     int shape[2] = {4, 16};
     bool wrap[2] = {false, true};
     topo_init(&t, 2, shape, wrap);
-    struct plat_params p = {1, 1e12, 1e12, 1e9, 1e-6, 0};
+    struct plat_params p = {1, 1e12, 1e12, 1e9, 1e-6, 0, 0, NULL};
     char path[64];
     snprintf(path, sizeof path, "/tmp/tpusim-plat-%d.xml", (int)getpid());
     FILE *f = fopen(path, "w");

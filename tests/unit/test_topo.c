@@ -176,7 +176,7 @@ static void test_plat_xml_torus_cluster(void **state)
 {
     (void)state;
     struct topo t = mk(2, 4, 16, 1, false, true, false);
-    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 0};
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 0, 0, NULL};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -195,7 +195,7 @@ static void test_plat_xml_pcie_zone(void **state)
 {
     (void)state;
     struct topo t = mk(2, 2, 4, 1, true, true, false);
-    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 16e9};
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 16e9, 0, NULL};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
