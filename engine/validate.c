@@ -443,9 +443,7 @@ double validate_estimate_memory(const struct cfg_scenario *sc)
      * run keeps one HBM rate span (32 bytes) per DMA for the HBM counter,
      * about one for every two events */
     double rates = sc->trace_level >= 3 ? events * 16.0 : 0;
-    /* (the process at rest: the loader's 31 libraries, SimGrid, mimalloc;
-     * 33 MB resident for the default scenario) */
-    return 32e6 + actors * 65536.0 + data + rates;
+    return 12e6 + actors * 65536.0 + data + rates;
 }
 
 /* "2.7 GiB", or "310 MiB" below 1 GiB. */
