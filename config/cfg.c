@@ -923,6 +923,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         if (diag_count(d) == 0) {
             cfg_load_cost(&w, root, sc);
             cfg_load_train(&w, root, sc);
+            cfg_goodput_from_train(&w, root, sc);
         }
         cfg_node_free(expanded);
         if (diag_count(d) == 0)

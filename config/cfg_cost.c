@@ -206,3 +206,33 @@ void cfg_load_train(struct walk *w, const struct cfg_node *root, struct cfg_scen
     train_lengths(w, t, tr, per_step);
     train_checkpoints(w, t, tr, ms);
 }
+
+/* goodput:'s checkpoint keys it does not give, from train:'s (its period;
+ * all chips' checkpoint_bytes_per_chip at each chip's write bandwidth), or
+ * an error naming both. */
+void cfg_goodput_from_train(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+{
+    struct cfg_goodput *g = &sc->faults.goodput;
+    const struct cfg_train *tr = &sc->train;
+    if (!g->present)
+        return;
+    double chips = (double)cfg_total_chips(sc);
+    bool from = tr->present && tr->checkpoint_period > 0;
+    if (!g->checkpoint_period && from)
+        g->checkpoint_period = tr->checkpoint_period;
+    if (!g->checkpoint_bytes && from)
+        g->checkpoint_bytes = tr->checkpoint_bytes_per_chip * chips;
+    if (!g->checkpoint_Bps && from)
+        g->checkpoint_Bps = tr->storage_write_Bps * chips;
+    static const char *const keys[] = {"checkpoint_period", "checkpoint_size",
+                                       "checkpoint_bandwidth"};
+    bool have[] = {g->checkpoint_period > 0, g->checkpoint_bytes > 0, g->checkpoint_Bps > 0};
+    for (int i = 0; i < 3; i++)
+        if (!have[i]) {
+            struct diag_loc loc;
+            walk_loc(cfg_get(root, "goodput"), &loc);
+            diag_error(w->d, &loc, "goodput", "missing required key '%s' (or a train: section "
+                       "with checkpoint_period and checkpoint_write_bandwidth)", keys[i]);
+            return;
+        }
+}

@@ -233,9 +233,10 @@ static void read_goodput(struct walk *w, const struct cfg_node *g, struct cfg_go
     walk_real(w, g, p, "mtbf_per_chip_hours", true, 1e-3, 1e9,
               "hours in [0.001, 1e9]", &hours);
     c->mtbf_chip_s = hours * 3600;
-    walk_int(w, g, p, "checkpoint_period", true, 1, 1000000000, &c->checkpoint_period);
-    walk_qty(w, g, p, "checkpoint_size", true, UNITS_BYTES, true, &c->checkpoint_bytes);
-    walk_qty(w, g, p, "checkpoint_bandwidth", true, UNITS_BANDWIDTH, false, &c->checkpoint_Bps);
+    /* (the checkpoint keys may come from train:, cfg_goodput_from_train) */
+    walk_int(w, g, p, "checkpoint_period", false, 1, 1000000000, &c->checkpoint_period);
+    walk_qty(w, g, p, "checkpoint_size", false, UNITS_BYTES, true, &c->checkpoint_bytes);
+    walk_qty(w, g, p, "checkpoint_bandwidth", false, UNITS_BANDWIDTH, false, &c->checkpoint_Bps);
     walk_real(w, g, p, "restart_time_s", true, 0, 1e7, "seconds in [0, 1e7]", &c->restart_s);
     c->present = true;
 }

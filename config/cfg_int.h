@@ -43,5 +43,7 @@ void cfg_load_train(struct walk *w, const struct cfg_node *root, struct cfg_scen
 struct cfg_faults;
 void cfg_load_faults(struct walk *w, const struct cfg_node *root, const struct topo *topo,
                      int slices, struct cfg_faults *out);
+/* goodput:'s checkpoint keys it leaves out, from train: (after cfg_load_train). */
+void cfg_goodput_from_train(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
 
 #endif

@@ -484,6 +484,16 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
     && grep -q '^cost: \$.* per step at \$0\.54 per chip-hour (3y) x 8 chips' "$t/tr.out" \
     && grep -q '<table id="cost">.*' "$t/tr/report.html" && grep -q '>USD to train</td>' "$t/tr/report.html" \
     && ok || bad "cost and time to train: $(grep -A3 '"cost"' "$t/tr/summary.json")"
+# goodput: without checkpoint keys takes train:'s: every 250 steps, 8 chips x 1 GB at 8 x 2 GB/s
+# (C = 0.5 s); by hand from the step T: tau = 250 T, lambda = 8 / (1000 h), R = 600 s,
+# goodput = tau / (tau + C) x (1 - lambda ((tau + C) / 2 + R))
+"$bin" run tests/data/train_tiny.yaml -o "$t/gpt" -q --trace none \
+        --set goodput.mtbf_per_chip_hours=1000 --set goodput.restart_time_s=600 \
+    && awk -v T="$(jnum "$t/gpt/summary.json" step_time_s)" -v c="$(jnum "$t/gpt/summary.json" checkpoint_write_s)" \
+           -v g="$(sed -n 's/.*"lost_per_failure_s": [^,]*, "goodput": \([0-9.e+-]*\).*/\1/p' "$t/gpt/summary.json")" '
+        BEGIN { tau = 250 * T; l = 8 / 3.6e6; want = tau / (tau + 0.5) * (1 - l * ((tau + 0.5) / 2 + 600))
+                exit !(c == 0.5 && g > 0 && (g - want) ^ 2 < 1e-16 * want ^ 2) }' \
+    && ok || bad "goodput from train:'s checkpoints: $(grep -o '"goodput": {[^}]*}' "$t/gpt/summary.json")"
 # a price given overrides the list price; v7 lists none: no cost block without one
 "$bin" run tests/data/train_tiny.yaml -o "$t/tr2" --trace none -q \
         --set cost.commitment=on_demand --set cost.price_usd_per_chip_hour=3.6 \
