@@ -438,7 +438,7 @@ int walk_enum(struct walk *w, const struct cfg_node *m, const char *path, const 
             return 0;
         }
     }
-    char want[160] = "one of";
+    char want[1024] = "one of";
     for (int i = 0; names[i]; i++)
         snprintf(want + strlen(want), sizeof want - strlen(want), "%s %s", i ? "," : "", names[i]);
     char *p = walk_join(path, key);
