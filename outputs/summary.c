@@ -328,7 +328,12 @@ static void write_trace(FILE *f, const struct summary *s)
         fmt_window_arg(w, sizeof w, st, i);
         fprintf(f, "%s\"%s\"", i ? ", " : "", w);
     }
-    fputs("]}", f);
+    fputs("], \"chosen\": ", f); /* why this level (no --trace), else null */
+    if (st->chosen[0])
+        json_write_string(f, st->chosen);
+    else
+        fputs("null", f);
+    fputs("}", f);
 }
 
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
@@ -348,6 +353,10 @@ void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
     fprintf(out, "wrote %s/trace.json (--trace %s: %zu events, %s; open in "
                  "https://ui.perfetto.dev), %s/summary.json\n",
             dir, trace_level_name(st->level), st->events, size, dir);
+    if (st->chosen[0] && (st->level != TRACE_UNITS || st->chosen_chips[0]))
+        fprintf(out, "note: trace level %s%s%s chosen: %s; --trace units asks for the default\n",
+                trace_level_name(st->level), st->chosen_chips[0] ? " on chip " : "",
+                st->chosen_chips, st->chosen);
     if (st->dropped)
         fprintf(out, "warning: trace.json is incomplete: %zu events dropped past --trace-max-events "
                      "%zu; %s\n", st->dropped, st->max_events, hint);
