@@ -196,6 +196,11 @@ static void write_model(FILE *f, const struct summary_model *m)
             JSON_G17(m->mem_logits), JSON_G17(m->mem_kv_cache), JSON_G17(m->mem_total),
             JSON_G17(m->mem_capacity));
     write_model_parallel(f, m);
+    if (m->mbu_bytes_per_chip > 0)
+        fprintf(f, ", \"mbu\": %s, \"mbu_bytes_per_chip\": %s", JSON_F6(m->mbu),
+                JSON_G17(m->mbu_bytes_per_chip));
+    else
+        fputs(", \"mbu\": null, \"mbu_bytes_per_chip\": null", f);
     fputc('}', f);
 }
 
@@ -480,6 +485,10 @@ static void print_model(const struct summary *s, FILE *out)
             m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
             bf16 ? "" : " of the ", bf16 ? "" : m->peak_dtype, bf16 ? "" : " peak",
             m->flops_per_device / 1e12);
+    if (m->mbu_bytes_per_chip > 0)
+        fprintf(out, "MBU %.1f%%: %.2f GiB read per chip and step (weights and KV cache) over the "
+                     "step time at the peak HBM bandwidth\n",
+                100.0 * m->mbu, m->mbu_bytes_per_chip / g);
     fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
                  "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",
             m->mem_total / g, m->mem_capacity / g, m->mem_params / g, m->mem_grads / g,
