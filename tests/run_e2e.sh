@@ -571,6 +571,20 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     && grep -q '^  MBU  *[0-9.]*% -> [0-9.]*%' "$t/mbuc.out" && grep -q '^  memory/chip  *3.87 GiB -> ' "$t/mbuc.out" \
     && grep -q '^  MFU ' "$t/mbuc.out" && grep -q '^  step time ' "$t/mbuc.out" \
     && ok || bad "compare model steps: $(cat "$t/mbuc.out" | tail -8)"
+# issue 31.6: a sweep records each point's wall time and peak memory, measured on the point's
+# own process (wait4), appended to sweep.csv and sweep.json; every point ran, so every value is
+# positive: the peak above 1 MiB (the binary and SimGrid mapped) and below 2 GiB, the points' wall
+# times (-j 1: one after the other) adding up to at most the sweep's own wall time. With stderr a
+# file, progress lines: at least the last one, 6/6 points done
+TPUSIM_PROGRESS_INTERVAL=0.01 "$bin" sweep tests/data/sweeps/matmul_blocks.yaml -o "$t/swu" -j 1 \
+    > "$t/swu.out" 2> "$t/swu.err" \
+    && head -n 1 "$t/swu/sweep.csv" | grep -q ',status,reason,wall_s,peak_rss_bytes$' \
+    && awk -F, -v total="$(sed -n 's/^sweep .* in \([0-9.]*\) s with -j 1$/\1/p' "$t/swu.out")" '
+        NR > 1 { n++; w += $(NF - 1); if (!($(NF - 1) > 0 && $NF > 1048576 && $NF < 2147483648)) bad++ }
+        END { exit !(n == 6 && !bad && total != "" && w <= total + 0.05) }' "$t/swu/sweep.csv" \
+    && [ "$(grep -c '"wall_s": [0-9.]*, "peak_rss_bytes": [0-9]*}' "$t/swu/sweep.json")" = 6 ] \
+    && grep -q '^progress: 6/6 points done (100%), 0 running, [0-9:]* elapsed, ETA 0:00$' "$t/swu.err" \
+    && ok || bad "sweep wall_s/peak_rss_bytes/progress: $(cat "$t/swu/sweep.csv" "$t/swu.err")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
