@@ -119,6 +119,10 @@ TPUSIM_TRACE_AUTO_MAX_BYTES=12000 "$bin" run -o "$t/auto0" -q $SIMFLAGS \
     && "$bin" run --trace units --trace-chips 0 -o "$t/units0" -q $SIMFLAGS \
     && cmp -s "$t/auto0/trace.json" "$t/units0/trace.json" \
     && grep -q '"chips": "0"' "$t/auto0/summary.json" && ok || bad "auto level at 12 kB: chip 0"
+# an explicit level stays, however large: options.trace as --trace
+TPUSIM_TRACE_AUTO_MAX_BYTES=20000 "$bin" run --set options.trace=units -o "$t/autoy" -q $SIMFLAGS \
+    && cmp -s "$t/autoy/trace.json" "$t/units/trace.json" \
+    && grep -q '"chosen": null' "$t/autoy/summary.json" && ok || bad "options.trace units kept"
 # an explicit level stays, however large
 TPUSIM_TRACE_AUTO_MAX_BYTES=20000 "$bin" run --trace units -o "$t/autou" -q $SIMFLAGS \
     && cmp -s "$t/autou/trace.json" "$t/units/trace.json" \
