@@ -202,6 +202,7 @@ static void load_options(struct walk *w, const struct cfg_node *root, struct cfg
                                        "all_chips", "kernel_memo", "trace", NULL};
     static const char *const levels[] = {"none", "ops", "units", "steps", NULL}; /* trace.h */
     walk_enum(w, o, "options", "trace", levels, &sc->trace_level);
+    sc->trace_level_set = walk_field(w, o, "options", "trace", false) != NULL;
     walk_check_keys(w, o, "options", keys);
     walk_bool(w, o, "options", "all_chips", &sc->all_chips);
     walk_bool(w, o, "options", "kernel_memo", &sc->kernel_memo);

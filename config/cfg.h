@@ -106,6 +106,7 @@ struct cfg_scenario {
     struct mesh mesh;      /* laid out on 'topo' */
     enum cfg_fidelity fidelity;
     int trace_level;       /* options.trace: a outputs/trace.h enum trace_level (units) */
+    bool trace_level_set;  /* options.trace was given (else the run picks, engine/trace_auto.h) */
     uint64_t seed;
     int64_t max_steps;     /* resource guard: refuse runs above this many steps of work */
     struct cfg_cost cost;   /* cost: (config/cfg_cost.c) */

@@ -12,6 +12,7 @@
 #include "models/ici.h"
 #include "outputs/report_html.h"
 #include "engine/spmd.h"
+#include "engine/trace_auto.h"
 #include "topology/dcn.h"
 #include "topology/plat_xml.h"
 
@@ -104,10 +105,19 @@ struct trace *outputs_trace_new(const struct cfg_scenario *sc, const struct sim_
     to.level = o->trace_set  ? o->trace
                : o->out_dir ? (enum trace_level)sc->trace_level
                             : TRACE_NONE;
+    const char *chips = o->trace_chips;
+    if (!o->trace_set && o->out_dir && !sc->trace_level_set) {
+        struct trace_auto a;
+        trace_auto_pick(sc, o->trace_chips != NULL, trace_auto_max_bytes(), &a);
+        to.level = a.level;
+        snprintf(to.chosen, sizeof to.chosen, "%s", a.why);
+        if (a.chip0)
+            snprintf(to.chosen_chips, sizeof to.chosen_chips, "0"), chips = to.chosen_chips;
+    }
     bool *keep = NULL;
-    if (o->trace_chips) {
+    if (chips) {
         keep = xcalloc((size_t)cfg_engine_chips(sc), sizeof *keep);
-        if (trace_chip_set(sc, o->trace_chips, keep, d) != 0) {
+        if (trace_chip_set(sc, chips, keep, d) != 0) {
             free(keep);
             return NULL;
         }
@@ -144,7 +154,9 @@ int outputs_run(struct trace *t, struct summary *s, const struct sim_opts *o, co
     }
     s->trace.present = true;
     trace_stats(t, &s->trace.st);
-    s->trace.chips = o->trace_chips ? xstrdup(o->trace_chips) : NULL;
+    s->trace.chips = o->trace_chips           ? xstrdup(o->trace_chips)
+                     : s->trace.st.chosen_chips[0] ? xstrdup(s->trace.st.chosen_chips)
+                                                   : NULL;
     s->trace.window = o->trace_window;
     s->trace.window_t0_s = o->trace_t0_s, s->trace.window_t1_s = o->trace_t1_s;
     if (rc == 0 && !o->no_summary && summary_write_json(s, sp) != 0) {

@@ -437,6 +437,10 @@ static void model_summary(const struct cfg_scenario *sc, struct summary *s)
     o->moe_load_imbalance = ms->m.expert_load_imbalance >= 1 ? ms->m.expert_load_imbalance : 1;
     o->moe_dropped_share = model_moe_dropped_share(&ms->m);
     o->moe_sparse_matmul = !ms->m.dense_matmul;
+    if (ms->m.mode == MODEL_DECODE) {
+        o->mbu_bytes_per_chip = m->params + m->kv_cache;
+        o->mbu = o->mbu_bytes_per_chip / (t * sc->chip.hbm_bw_Bps);
+    }
 }
 
 static void collect(struct eng_run *r, struct summary *s)

@@ -431,6 +431,58 @@ static double data_bytes(const struct cfg_scenario *sc, double *events)
     return bytes;
 }
 
+/* Trace events per engine chip at levels ops and units (see
+ * outputs/trace.h), counted the way the engine records them: per chip its
+ * track names (a process name, two metadata events per track: per core its
+ * compute, async, MXU, VPU and DMA tracks, two ICI directions per axis, the
+ * DCN); per op instance and core its span, and the span of each of its
+ * pallas_calls when it has several; on chip 0 two events per after:
+ * arrow. Units adds per kernel instance and core two unit spans (its VPU
+ * and DMA; the MXU too when it multiplies, about half of a model step's
+ * kernels, which the estimate leaves out) and two VMEM counter samples per
+ * pallas_call, per collective a DMA span and up to four ICI link spans
+ * (a collective_matmul also the VPU and MXU spans and the VMEM samples of
+ * its matmuls: one per chip of its axis when overlapped), per other op one
+ * span. */
+static void trace_level_events(const struct cfg_scenario *sc, double *ops, double *units)
+{
+    int cores = sc->chip.cores, chips = cfg_engine_chips(sc);
+    double tracks = 5.0 * cores + 2.0 * sc->topo.ndims + (sc->dcn.slices > 1);
+    *ops = chips * (1.0 + 2.0 * tracks);
+    *units = 0;
+    for (int i = 0; i < sc->nops; i++) {
+        const struct op *op = &sc->ops[i];
+        const struct graph_node *g = &sc->graph.node[i];
+        int64_t steps;
+        int calls;
+        struct kcost fn = {0};
+        op_built(sc, op, &steps, &calls, &fn);
+        double inst = (double)g->instances, per = inst * chips * cores;
+        *ops += per * (1.0 + (calls > 1 ? calls : 0));
+        if (g->has_after)
+            *ops += 2.0 * inst * g->ndeps;
+        if (op_row(op->kind)->kern)
+            *units += per * (2.0 + 2.0 * calls);
+        else if (op->kind == OP_COLLECTIVE_MATMUL) /* its X chunks' matmuls when overlapped */
+            *units += per * (7.0 + 2.0 * (op->u.coll_matmul.overlap
+                                              ? sc->topo.shape[op->u.coll_matmul.axis] : 1));
+        else if (strcmp(op_row(op->kind)->category, "collective") == 0)
+            *units += per * 5.0;
+        else
+            *units += per;
+    }
+    *units += *ops;
+}
+
+void validate_trace_events(const struct cfg_scenario *sc, double ev[4])
+{
+    double steps;
+    data_bytes(sc, &steps);
+    ev[TRACE_NONE] = 0;
+    trace_level_events(sc, &ev[TRACE_OPS], &ev[TRACE_UNITS]);
+    ev[TRACE_STEPS] = steps > ev[TRACE_UNITS] ? steps : ev[TRACE_UNITS];
+}
+
 double validate_estimate_memory(const struct cfg_scenario *sc)
 {
     /* per chip: a compute stream and a DMA engine per core, an async stream,

@@ -69,5 +69,8 @@ int validate_scenario(const struct cfg_scenario *sc, const struct validate_limit
  * instance its bits and times, and the trace (at most 2M events of ~260
  * bytes); within 2x of the measured peak (tests/unit/test_guards.c). */
 double validate_estimate_memory(const struct cfg_scenario *sc);
+/* The trace events a run would record at each outputs/trace.h level
+ * (ev[TRACE_NONE] is 0), every engine chip traced, before any cap. */
+void validate_trace_events(const struct cfg_scenario *sc, double ev[4]);
 
 #endif

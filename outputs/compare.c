@@ -10,6 +10,7 @@
 
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "outputs/compare_model.h"
 #include "outputs/table.h"
 
 struct cmp_input {
@@ -207,6 +208,7 @@ static void cmp_summaries(const struct cmp_input *a, const struct cmp_input *b, 
     fprintf(out, "%-24s %-16s", "total", "");
     delta_cols(out, la, lb, json_num(a->j, "total_time_s", 0), json_num(b->j, "total_time_s", 0));
     fputc('\n', out);
+    compare_model_summaries(a->j, b->j, la, lb, out);
 }
 
 /* The rows of a sweep sorted for pairing: by their values when the two
@@ -344,6 +346,14 @@ static void cmp_sweeps(const struct cmp_input *a, const struct cmp_input *b, FIL
         fprintf(out, "%-*s", w, "best");
         delta_cols(out, la, lb, ta.rows[ba].time_s, tb.rows[bb].time_s);
         fprintf(out, "  point %d -> point %d\n", ta.rows[ba].point, tb.rows[bb].point);
+    }
+    if (table_has_model(&ta) && table_has_model(&tb)) {
+        fprintf(out, "model metrics, %s -> %s:\n", la, lb);
+        for (int i = 0; i < ta.nrows; i++) {
+            row_label(label, sizeof label, &ta, &ta.rows[i]);
+            compare_model_point(label, w, &ta.rows[i], match_row(&ib, &ta, &ta.rows[i], by_values),
+                                out);
+        }
     }
     row_index_fini(&ia);
     row_index_fini(&ib);

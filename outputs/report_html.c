@@ -254,6 +254,22 @@ int report_html_run(const struct summary *s, const char *cmd, const char *path)
 
 /* ---------------- a sweep ---------------- */
 
+/* A model step point's MFU, tokens/s and memory per chip (as report.md). */
+static void model_cells(FILE *f, const struct table_row *r)
+{
+    if (r->status != TABLE_OK) {
+        fputs("<td></td><td></td><td></td>", f);
+        return;
+    }
+    double b = r->memory_bytes;
+    char mem[32];
+    if (b >= 1073741824.0) /* as report.md writes it */
+        snprintf(mem, sizeof mem, "%.3g GiB", b / 1073741824.0);
+    else
+        snprintf(mem, sizeof mem, "%.3g MiB", b / 1048576.0);
+    fprintf(f, "<td>%.1f%%</td><td>%.4g</td><td>%s</td>", 100.0 * r->mfu, r->tokens_per_s, mem);
+}
+
 static void ranked(FILE *f, const struct table *t)
 {
     int n = t->nrows, *order = xcalloc((size_t)n + 1, sizeof *order), k = 0;
@@ -276,9 +292,11 @@ static void ranked(FILE *f, const struct table *t)
         esc(f, table_short_key(t, c));
         fputs("</th>", f);
     }
-    fputs("<th>time</th><th>speedup</th><th class=\"l\">bound</th><th class=\"l\">status</th>"
-          "</tr>\n",
-          f);
+    bool model = table_has_model(t); /* a model step: report.md's headline figures too */
+    fputs("<th>time</th><th>speedup</th>", f);
+    if (model)
+        fputs("<th>MFU</th><th>tokens/s</th><th>memory/chip</th>", f);
+    fputs("<th class=\"l\">bound</th><th class=\"l\">status</th></tr>\n", f);
     for (int i = 0; i < k; i++) {
         const struct table_row *r = &t->rows[order[i]];
         fprintf(f, "<tr><td>%d%s</td>", r->point, r->point == t->default_point ? " (default)" : "");
@@ -295,6 +313,8 @@ static void ranked(FILE *f, const struct table *t)
             fprintf(f, "<td>%.2fx</td>", dt / r->time_s);
         else
             fputs("<td></td>", f);
+        if (model)
+            model_cells(f, r);
         fputs("<td class=\"l\">", f);
         esc(f, r->status == TABLE_OK ? r->bound : "");
         fprintf(f, "</td><td class=\"l\">%s", table_status_name(r->status));

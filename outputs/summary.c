@@ -196,6 +196,11 @@ static void write_model(FILE *f, const struct summary_model *m)
             JSON_G17(m->mem_logits), JSON_G17(m->mem_kv_cache), JSON_G17(m->mem_total),
             JSON_G17(m->mem_capacity));
     write_model_parallel(f, m);
+    if (m->mbu_bytes_per_chip > 0)
+        fprintf(f, ", \"mbu\": %s, \"mbu_bytes_per_chip\": %s", JSON_F6(m->mbu),
+                JSON_G17(m->mbu_bytes_per_chip));
+    else
+        fputs(", \"mbu\": null, \"mbu_bytes_per_chip\": null", f);
     fputc('}', f);
 }
 
@@ -328,7 +333,12 @@ static void write_trace(FILE *f, const struct summary *s)
         fmt_window_arg(w, sizeof w, st, i);
         fprintf(f, "%s\"%s\"", i ? ", " : "", w);
     }
-    fputs("]}", f);
+    fputs("], \"chosen\": ", f); /* why this level (no --trace), else null */
+    if (st->chosen[0])
+        json_write_string(f, st->chosen);
+    else
+        fputs("null", f);
+    fputs("}", f);
 }
 
 void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
@@ -348,6 +358,10 @@ void summary_print_trace(const struct summary *s, const char *dir, FILE *out)
     fprintf(out, "wrote %s/trace.json (--trace %s: %zu events, %s; open in "
                  "https://ui.perfetto.dev), %s/summary.json\n",
             dir, trace_level_name(st->level), st->events, size, dir);
+    if (st->chosen[0] && (st->level != TRACE_UNITS || st->chosen_chips[0]))
+        fprintf(out, "note: trace level %s%s%s chosen: %s; --trace units asks for the default\n",
+                trace_level_name(st->level), st->chosen_chips[0] ? " on chip " : "",
+                st->chosen_chips, st->chosen);
     if (st->dropped)
         fprintf(out, "warning: trace.json is incomplete: %zu events dropped past --trace-max-events "
                      "%zu; %s\n", st->dropped, st->max_events, hint);
@@ -473,6 +487,10 @@ static void print_model(const struct summary *s, FILE *out)
             m->mode, s->total_time_s, m->tokens_per_s, m->tokens_per_s_per_chip, 100.0 * m->mfu,
             bf16 ? "" : " of the ", bf16 ? "" : m->peak_dtype, bf16 ? "" : " peak",
             m->flops_per_device / 1e12);
+    if (m->mbu_bytes_per_chip > 0)
+        fprintf(out, "MBU %.1f%%: %.2f GiB read per chip and step (weights and KV cache) over the "
+                     "step time at the peak HBM bandwidth\n",
+                100.0 * m->mbu, m->mbu_bytes_per_chip / g);
     fprintf(out, "memory per chip: %.2f of %.2f GiB (params %.2f, grads %.2f, optimizer %.2f, "
                  "activations %.2f, gathered weights %.2f, logits %.2f, KV cache %.2f)\n",
             m->mem_total / g, m->mem_capacity / g, m->mem_params / g, m->mem_grads / g,

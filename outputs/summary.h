@@ -142,6 +142,10 @@ struct summary_model {
     double moe_capacity_factor; /* <= 0: dropless */
     double moe_load_imbalance, moe_dropped_share;
     bool moe_sparse_matmul;
+    /* a decode step's memory-bandwidth utilisation: the bytes each chip
+     * must read per step (its weights and KV cache) over the step time and
+     * the chip's peak HBM bandwidth (0 bytes: not a decode step) */
+    double mbu, mbu_bytes_per_chip;
 };
 
 /* What a step costs (engine/cost.h): the price of a chip-hour in use, per

@@ -226,7 +226,7 @@ int table_write_csv(const struct table *t, const char *path)
     bool train = table_has_train(t);
     if (train)
         fputs(",time_to_train_s", f);
-    fputs(",status,reason\n", f);
+    fputs(",status,reason,wall_s,peak_rss_bytes\n", f);
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
         fprintf(f, "%d", r->point);
@@ -248,7 +248,10 @@ int table_write_csv(const struct table *t, const char *path)
             fputc(',', f);
         fprintf(f, ",%s,", table_status_name(r->status));
         csv_field(f, r->reason);
-        fputc('\n', f);
+        if (r->peak_rss_bytes > 0) /* measured: the only fields that differ between runs */
+            fprintf(f, ",%.6f,%.0f\n", r->wall_s, r->peak_rss_bytes);
+        else
+            fputs(",,\n", f);
     }
     return fs_atomic_commit(&a);
 }
@@ -295,12 +298,15 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
                     JSON_E9(r->collective_exposed_s));
         if (r->time_to_train_s > 0)
             fprintf(f, ", \"time_to_train_s\": %s", JSON_E9(r->time_to_train_s));
-        fputc('}', f);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "
-              "\"vmem_peak_bytes\": null, \"grid_steps\": null}",
+              "\"vmem_peak_bytes\": null, \"grid_steps\": null",
               f);
     }
+    if (r->peak_rss_bytes > 0)
+        fprintf(f, ", \"wall_s\": %.6f, \"peak_rss_bytes\": %.0f}", r->wall_s, r->peak_rss_bytes);
+    else
+        fputs(", \"wall_s\": null, \"peak_rss_bytes\": null}", f);
 }
 
 int table_write_json(const struct table *t, const char *path)
@@ -381,6 +387,8 @@ static int row_from_json(struct table *t, struct table_row *r, const struct json
     r->memory_bytes = json_num(p, "memory_bytes", 0);
     r->time_to_train_s = json_num(p, "time_to_train_s", 0);
     r->collective_exposed_s = json_num(p, "collective_exposed_s", 0);
+    r->wall_s = json_num(p, "wall_s", 0);
+    r->peak_rss_bytes = json_num(p, "peak_rss_bytes", 0);
     return 0;
 }
 

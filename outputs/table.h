@@ -40,6 +40,9 @@ struct table_row {
     double collective_exposed_s; /* time_by_category_s.collective_exposed */
     /* from summary.json's train object (a train: section; 0 otherwise): */
     double time_to_train_s;      /* train.time_to_train_s */
+    /* what running the point cost (its point.json; 0: not measured): the
+     * wall time of its process and that process's peak resident memory */
+    double wall_s, peak_rss_bytes;
 };
 
 

@@ -496,6 +496,8 @@ void trace_stats(const struct trace *t, struct trace_stats *st)
                                .filtered = t->filtered, .max_events = t->o.max_events,
                                .complete_until_s = t->dropped ? t->drop_t0 : -1,
                                .last_s = t->last, .bytes = t->bytes};
+    memcpy(st->chosen, t->o.chosen, sizeof st->chosen);
+    memcpy(st->chosen_chips, t->o.chosen_chips, sizeof st->chosen_chips);
     if (!t->dropped || !t->bin_start || t->meta_events >= t->o.max_events)
         return;
     size_t nb = (size_t)(t->last * 1e9 / (double)t->bin_ns) + 1;

@@ -31,6 +31,7 @@ enum trace_level { TRACE_NONE, TRACE_OPS, TRACE_UNITS, TRACE_STEPS };
 #define TRACE_DEFAULT_LEVEL TRACE_UNITS
 #define TRACE_DEFAULT_MAX_EVENTS 2000000
 #define TRACE_MAX_WINDOWS 1000 /* the windows trace_stats proposes, at most */
+#define TRACE_CHOSEN_MAX 256
 
 /* "none", "ops", "units", "steps". Static. */
 const char *trace_level_name(enum trace_level l);
@@ -44,6 +45,10 @@ struct trace_opts {
     double window_t0_s, window_t1_s;
     const bool *chips;       /* trace pid p only when p < nchips and chips[p]; NULL: all */
     int nchips;
+    /* when the level (and chips) were picked for the user (engine/trace_auto.h):
+     * why, and the --trace-chips picked ("" : as given); copied to trace_stats */
+    char chosen[TRACE_CHOSEN_MAX];
+    char chosen_chips[16];
 };
 
 /* What a trace held and left out. */
@@ -62,6 +67,8 @@ struct trace_stats {
      * TRACE_MAX_WINDOWS would be needed or one instant holds too many */
     int nwindows;
     int64_t window_start_ns[TRACE_MAX_WINDOWS];
+    char chosen[TRACE_CHOSEN_MAX]; /* trace_opts.chosen ("": the level was asked for) */
+    char chosen_chips[16];
 };
 
 struct trace;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #ifdef __linux__
@@ -44,6 +45,14 @@ struct job {
     pid_t pid;
     int point;
     bool trace; /* a re-run that keeps trace.json */
+    double t0;  /* when it was started (progress_now_s) */
+};
+
+/* What a point's process cost: its wall time, from fork to reaping, and its
+ * peak resident memory (wait4's ru_maxrss: the child's own, or that of a
+ * process it waited for, whichever is larger). */
+struct point_usage {
+    double wall_s, peak_rss_bytes;
 };
 
 struct runner {
@@ -67,6 +76,8 @@ struct runner {
     int ndone, ntodo, nfinished; /* done overall, to run this time, finished this time */
     int count[TABLE_STATUS_COUNT];
     double t0, drawn; /* start, last progress bar */
+    double noted;     /* not a terminal: the last progress line (progress_note) */
+    double note_s;    /* ... printed every this many seconds */
     int default_point;
     bool wrote;      /* the tables (a shard's shard.json) were written */
     char *base_desc; /* the base scenario, as the report names it */
@@ -187,7 +198,7 @@ static int launch(struct runner *r, int i, bool trace)
     }
     if (pid == 0)
         child_main(r, i, trace);
-    r->run[r->nrun++] = (struct job){pid, i, trace};
+    r->run[r->nrun++] = (struct job){pid, i, trace, progress_now_s()};
     return 0;
 }
 
@@ -202,7 +213,8 @@ static void row_init(struct runner *r, int i, struct table_row *row)
         row->values[k] = xstrdup(r->sp->points[i].shown[k]);
 }
 
-static int write_point_json(struct runner *r, const struct table_row *row, int code)
+static int write_point_json(struct runner *r, const struct table_row *row, int code,
+                            const struct point_usage *u)
 {
     char *path = point_file(r, row->point, "point.json");
     struct fs_atomic a;
@@ -228,7 +240,8 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 table_status_name(row->status), code);
         json_write_string(f, row->reason);
-        fputs("}\n", f);
+        fprintf(f, ",\n \"wall_s\": %.6f, \"peak_rss_bytes\": %.0f}\n", u->wall_s,
+                u->peak_rss_bytes);
         sweep_sets_free(sets);
         rc = fs_atomic_commit(&a);
     }
@@ -274,7 +287,7 @@ static bool interrupted(const struct runner *r, int status)
 }
 
 /* A point's child has ended with 'status'. */
-static void finish_point(struct runner *r, int i, int status)
+static void finish_point(struct runner *r, int i, int status, const struct point_usage *u)
 {
     char *logp = point_file(r, i, "log.txt");
     char *log = slurp(logp);
@@ -305,7 +318,8 @@ static void finish_point(struct runner *r, int i, int status)
     }
     if (row.status != TABLE_OK || !*log)
         unlink(logp);
-    write_point_json(r, &row, code);
+    row.wall_s = u->wall_s, row.peak_rss_bytes = u->peak_rss_bytes;
+    write_point_json(r, &row, code, u);
     record(r, &row);
     r->nfinished++;
     progress_line(r, &r->rows[i]);
@@ -370,10 +384,20 @@ int sweep_row_from_point(const char *dir, const struct json *pj, struct table_ro
     row->reason = xstrdup(json_str(pj, "reason", ""));
     if (row->status == TABLE_OK)
         sweep_read_summary(dir, row);
+    row->wall_s = json_num(pj, "wall_s", 0); /* (a point.json before issue 31.6 has none) */
+    row->peak_rss_bytes = json_num(pj, "peak_rss_bytes", 0);
     return 0;
 }
 
 /* ---------------- progress ---------------- */
+
+double sweep_progress_interval_s(void)
+{
+    const char *e = getenv("TPUSIM_PROGRESS_INTERVAL");
+    char *end;
+    double v = e ? strtod(e, &end) : 0;
+    return e && end != e && !*end && v >= 0.01 && v <= 3600 ? v : SWEEP_PROGRESS_INTERVAL_S;
+}
 
 static void progress_bar(struct runner *r)
 {
@@ -392,6 +416,29 @@ static void progress_bar(struct runner *r)
     progress_draw(stderr, what, e, r->nfinished > 0 ? e / r->nfinished * left : -1);
 }
 
+/* Not a terminal (a log, a batch job's file): a plain line every
+ * r->note_s seconds with the points done, those running, the time elapsed
+ * and an ETA, and one when the last point is done. */
+static void progress_note(struct runner *r)
+{
+    double now = progress_now_s();
+    bool last = r->ndone >= r->nmine;
+    if (r->tty || r->ntodo == 0 || (!last && now - r->noted < r->note_s) ||
+        (last && r->noted < 0))
+        return;
+    r->noted = last ? -1 : now; /* (the last line once) */
+    double e = now - r->t0;
+    int left = r->ntodo - r->nfinished;
+    char el[32], eta[32] = "--:--";
+    progress_clock_text(el, sizeof el, e);
+    if (r->nfinished > 0)
+        progress_clock_text(eta, sizeof eta, e / r->nfinished * left);
+    fprintf(stderr, "progress: %d/%d points done (%d%%), %d running, %s elapsed, ETA %s\n",
+            r->ndone, r->nmine, r->nmine ? 100 * r->ndone / r->nmine : 100, r->nrun, el,
+            last ? "0:00" : eta);
+    fflush(stderr);
+}
+
 static void progress_line(struct runner *r, const struct table_row *row)
 {
     if (r->tty) {
@@ -403,27 +450,32 @@ static void progress_line(struct runner *r, const struct table_row *row)
         table_format_time(tm, sizeof tm, row->time_s);
     fprintf(stderr, "point %d/%d done: %04d %s%s%s\n", r->ndone, r->nmine, row->point,
             table_status_name(row->status), *tm ? " " : "", tm);
+    if (r->ndone >= r->nmine)
+        progress_note(r);
 }
 
 /* ---------------- the loop ---------------- */
 
-static void reaped(struct runner *r, int j, int status)
+static void reaped(struct runner *r, int j, int status, const struct rusage *ru)
 {
     struct job jb = r->run[j];
     r->run[j] = r->run[--r->nrun];
+    /* ru_maxrss is in KiB on Linux */
+    struct point_usage u = {progress_now_s() - jb.t0, (double)ru->ru_maxrss * 1024.0};
     if (jb.trace)
         finish_trace(r, jb.point, status);
     else
-        finish_point(r, jb.point, status);
+        finish_point(r, jb.point, status, &u);
 }
 
 static void reap(struct runner *r, bool block)
 {
     for (int j = 0; j < r->nrun;) {
         int status;
-        pid_t p = waitpid(r->run[j].pid, &status, block ? 0 : WNOHANG);
+        struct rusage ru = {0};
+        pid_t p = wait4(r->run[j].pid, &status, block ? 0 : WNOHANG, &ru);
         if (p == r->run[j].pid || (p < 0 && errno == ECHILD))
-            reaped(r, j, p < 0 ? 0x7f00 : status); /* a lost child counts as exit 127 */
+            reaped(r, j, p < 0 ? 0x7f00 : status, &ru); /* a lost child counts as exit 127 */
         else if (p < 0 && errno == EINTR)
             continue;
         else
@@ -474,7 +526,8 @@ static void run_list(struct runner *r, const int *todo, int ntodo, bool trace)
         if (r->nrun == 0)
             return;
         progress_bar(r);
-        poll_signals(r, r->tty ? 0.25 : 5.0);
+        progress_note(r);
+        poll_signals(r, r->tty ? 0.25 : r->note_s < 5.0 ? r->note_s : 5.0);
     }
 }
 
@@ -825,8 +878,9 @@ static int run_sweep(struct runner *r)
     for (int i = 0; i < n; i++)
         r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
     r->tty = isatty(STDERR_FILENO);
+    r->note_s = sweep_progress_interval_s();
     block_signals(r, true);
-    r->t0 = progress_now_s();
+    r->t0 = r->noted = progress_now_s();
     int *todo = xcalloc((size_t)n, sizeof *todo);
     r->ntodo = plan(r, todo);
     run_list(r, todo, r->ntodo, false);

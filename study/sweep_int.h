@@ -96,6 +96,12 @@ uint64_t sweep_fnv1a(const void *s, size_t n, uint64_t h);
  * --set overrides): shards of one sweep have the same. */
 uint64_t sweep_spec_hash(const struct sweep_spec *sp);
 
+/* A sweep whose stderr is not a terminal prints a progress line (points
+ * done, running, elapsed, ETA) this often, and one when its last point is
+ * done; $TPUSIM_PROGRESS_INTERVAL (seconds, 0.01 to 3600) replaces it. */
+#define SWEEP_PROGRESS_INTERVAL_S 5.0
+double sweep_progress_interval_s(void);
+
 /* ---------------- outputs (study/sweep.c) ---------------- */
 
 struct table;

@@ -622,6 +622,53 @@ done
 "$bin" run tests/data/faults_hbm.yaml -o "$t/fh" -q --trace none \
     && near "$(fsum "$t/fh/summary.json" total_time_delta_s)" 163.88e-6 0.005 \
     && ok || bad "faults: a half-speed HBM moved the copy by $(fsum "$t/fh/summary.json" total_time_delta_s), not 163.9 us"
+# issue 31.7: a model sweep's report.html has report.md's MFU, tokens/s and memory per chip: each
+# point's tokens/s is its batch x 512 tokens over its step time in sweep.csv (4 digits)
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+         { printf "<tr><td>%s[^<]*</td><td>%s</td>.*<td>%.1f%%</td><td>%.4g</td><td>[0-9.]* MiB</td>\n",
+                  $1, $2, 100 * $(c["mfu"]), $2 * 512 / $(c["time_s"]) }' "$t/swt/sweep.csv" > "$t/swt.re"
+[ "$(wc -l < "$t/swt.re")" = 3 ] && grep -q '<th>MFU</th><th>tokens/s</th><th>memory/chip</th>' "$t/swt/report.html" \
+    && [ "$(while read -r re; do grep -c "$re" "$t/swt/report.html"; done < "$t/swt.re" | tr -d '\n')" = 111 ] \
+    && ok || bad "sweep report.html: no model metrics: $(grep '<tr><td>0' "$t/swt/report.html")"
+# compare: a sweep with itself lists each point's model metrics, unchanged
+"$bin" compare "$t/swt" "$t/swt" > "$t/swc.out" 2>&1 && grep -q '^model metrics, A -> B:' "$t/swc.out" \
+    && [ "$(grep -c 'MFU [0-9.]*% -> [0-9.]*% (+0.0%), tokens/s .* (+0.0%), memory/chip' "$t/swc.out")" = 3 ] \
+    && ok || bad "compare sweeps: model metrics: $(cat "$t/swc.out")"
+# a decode step's MBU (configs/models/llama3-8b-decode-v6e-8.yaml, tensor 8 over v6e-8): per chip
+# the bf16 weights, 8,030,261,248 params x 2 bytes / 8 = 2,007,565,312 bytes, and the KV cache, 32
+# layers x K and V x 1 KV head (8 over tensor 8) x 128 x 2 bytes x 64 sequences x 2049 tokens
+# (2048 cached + the new one) = 2,148,532,224; MBU = 4,156,097,536 / (step time x 1,638 GB/s)
+"$bin" run configs/models/llama3-8b-decode-v6e-8.yaml -o "$t/mbu" --trace none > "$t/mbu.out" \
+    && awk -v T="$(jnum "$t/mbu/summary.json" total_time_s)" -v u="$(jnum "$t/mbu/summary.json" mbu)" \
+           -v b="$(jnum "$t/mbu/summary.json" mbu_bytes_per_chip)" \
+        'BEGIN { w = (2007565312 + 32 * 2 * 128 * 2 * 64 * 2049) / (T * 1638e9)
+                 exit !(b == 4156097536 && (u - w) ^ 2 < 1e-12 && u > 0.2 && u < 0.4) }' \
+    && grep -q "^MBU $(awk -v u="$(jnum "$t/mbu/summary.json" mbu)" 'BEGIN { printf "%.1f", 100 * u }')%: 3.87 GiB read per chip" "$t/mbu.out" \
+    && ok || bad "decode MBU: $(grep MBU "$t/mbu.out")"
+# compare two model steps: step time, MFU, tokens/s, memory per chip and MBU, A -> B; at 32
+# sequences the tokens per step halve
+"$bin" run configs/models/llama3-8b-decode-v6e-8.yaml --set model.batch=32 -o "$t/mbu32" -q --trace none \
+    && "$bin" compare "$t/mbu" "$t/mbu32" > "$t/mbuc.out" 2>&1 \
+    && grep -q '^model (decode step -> decode step), mbu -> mbu32:' "$t/mbuc.out" \
+    && grep -q "^  tokens/s  *$(awk -v a="$(jnum "$t/mbu/summary.json" tokens_per_s)" -v b="$(jnum "$t/mbu32/summary.json" tokens_per_s)" -v x="$(jnum "$t/mbu/summary.json" total_time_s)" -v y="$(jnum "$t/mbu32/summary.json" total_time_s)" \
+        'BEGIN { if ((a - 64 / x) ^ 2 > 1e-6 * a ^ 2 || (b - 32 / y) ^ 2 > 1e-6 * b ^ 2) print "WRONG"; printf "%.4g -> %.4g", a, b }')" "$t/mbuc.out" \
+    && grep -q '^  MBU  *[0-9.]*% -> [0-9.]*%' "$t/mbuc.out" && grep -q '^  memory/chip  *3.87 GiB -> ' "$t/mbuc.out" \
+    && grep -q '^  MFU ' "$t/mbuc.out" && grep -q '^  step time ' "$t/mbuc.out" \
+    && ok || bad "compare model steps: $(cat "$t/mbuc.out" | tail -8)"
+# issue 31.6: a sweep records each point's wall time and peak memory, measured on the point's
+# own process (wait4), appended to sweep.csv and sweep.json; every point ran, so every value is
+# positive: the peak above 1 MiB (the binary and SimGrid mapped) and below 2 GiB, the points' wall
+# times (-j 1: one after the other) adding up to at most the sweep's own wall time. With stderr a
+# file, progress lines: at least the last one, 6/6 points done
+TPUSIM_PROGRESS_INTERVAL=0.01 "$bin" sweep tests/data/sweeps/matmul_blocks.yaml -o "$t/swu" -j 1 \
+    > "$t/swu.out" 2> "$t/swu.err" \
+    && head -n 1 "$t/swu/sweep.csv" | grep -q ',status,reason,wall_s,peak_rss_bytes$' \
+    && awk -F, -v total="$(sed -n 's/^sweep .* in \([0-9.]*\) s with -j 1$/\1/p' "$t/swu.out")" '
+        NR > 1 { n++; w += $(NF - 1); if (!($(NF - 1) > 0 && $NF > 1048576 && $NF < 2147483648)) bad++ }
+        END { exit !(n == 6 && !bad && total != "" && w <= total + 0.05) }' "$t/swu/sweep.csv" \
+    && [ "$(grep -c '"wall_s": [0-9.]*, "peak_rss_bytes": [0-9]*}' "$t/swu/sweep.json")" = 6 ] \
+    && grep -q '^progress: 6/6 points done (100%), 0 running, [0-9:]* elapsed, ETA 0:00$' "$t/swu.err" \
+    && ok || bad "sweep wall_s/peak_rss_bytes/progress: $(cat "$t/swu/sweep.csv" "$t/swu.err")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

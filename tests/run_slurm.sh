@@ -114,6 +114,14 @@ done_t=$(date +%s)
 
 # the same sweep in one process, and the two directories byte for byte
 "$bin" sweep "$spec" -o "$t/out/single" -j 2 >/dev/null 2>&1 || fail "single-process run"
+# the measured figures (each point's wall_s and peak_rss_bytes, issue 31.6) differ between runs:
+# the same placeholders on both sides before the byte-for-byte comparison
+measured() {
+    find "$@" -name '*.json' -exec sed -i -e 's/"wall_s": [0-9.]*/"wall_s": W/' \
+        -e 's/"peak_rss_bytes": [0-9]*/"peak_rss_bytes": R/' {} + \
+        && find "$@" -name '*.csv' -exec sed -i 's/,[0-9.]*,[0-9]*$/,W,R/' {} +
+}
+measured "$t/out/single" "$t/out/merged"
 diff -r "$t/out/single" "$t/out/merged" >"$t/diff" 2>&1 || fail "merged != single run: $(head -n 5 "$t/diff")"
 [ -s "$t/out/merged/report.md" ] || fail "no report"
 echo "cluster-test: Slurm up in $((up - start)) s, sweep of 3 shards + merge in $((done_t - up)) s"

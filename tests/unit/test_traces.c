@@ -678,6 +678,13 @@ static void chk_model(struct seen *top, const struct summary_model *m)
     for (int i = 0; i < 9; i++)
         chk_num(&b, k[i], v[i]);
     chk_done(&b);
+    if (m->mbu_bytes_per_chip > 0) { /* a decode step's (issue 31.7) */
+        chk_num(&s, "mbu", m->mbu);
+        chk_num(&s, "mbu_bytes_per_chip", m->mbu_bytes_per_chip);
+    } else {
+        chk_null(&s, "mbu");
+        chk_null(&s, "mbu_bytes_per_chip");
+    }
     chk_done(&s);
 }
 
@@ -734,6 +741,10 @@ static void chk_trace(struct seen *top, const struct summary *x)
     const struct json *win = chk_arr(&s, "windows", st->nwindows);
     for (int i = 0; i < st->nwindows; i++)
         assert_int_equal(win->kids[i]->type, JSON_STR);
+    if (st->chosen[0]) /* the level picked without --trace (issue 31.7) */
+        chk_str(&s, "chosen", st->chosen);
+    else
+        chk_null(&s, "chosen");
     chk_done(&s);
 }
 
@@ -823,7 +834,8 @@ static void full_summary(struct summary *s)
                                       .mem_optimizer = 4e9, .mem_activations = 3e9,
                                       .mem_weights_gathered = 5e8, .mem_logits = 6e8,
                                       .mem_kv_cache = 7e8, .mem_total = 1.1e10,
-                                      .mem_capacity = 1.6e10};
+                                      .mem_capacity = 1.6e10, .mbu = 0.3125,
+                                      .mbu_bytes_per_chip = 1.7e9};
     s->trace = (struct summary_trace){.present = true, .chips = xstrdup("0,1"), .window = true,
                                       .window_t0_s = 1e-3, .window_t1_s = 4e-3};
     s->trace.st = (struct trace_stats){.level = TRACE_STEPS, .events = 1000, .dropped = 250,
@@ -968,7 +980,9 @@ static struct table *demo_table(void)
                                  .bound = (char *)"mxu",
                                  .peak_fraction = 0.5,
                                  .vmem_peak_bytes = 1048576,
-                                 .grid_steps = 64};
+                                 .grid_steps = 64,
+                                 .wall_s = 1.5,
+                                 .peak_rss_bytes = 104857600};
     rows[1] = (struct table_row){.point = 1,
                                  .values = v1,
                                  .status = TABLE_INFEASIBLE,
@@ -987,9 +1001,9 @@ static struct table *demo_table(void)
 
 static const char want_csv[] =
     "point,workload.0.block_q,workload.0.shape,time_s,peak_fraction,bound,vmem_peak_bytes,"
-    "grid_steps,status,reason\n"
-    "0,128,\"[1, 2]\",1.500000000e-03,0.500000,mxu,1048576,64,ok,\n"
-    "1,512,,,,,,,infeasible,\"block_q=512 is too big, \"\"q\"\" | 256\"\n";
+    "grid_steps,status,reason,wall_s,peak_rss_bytes\n"
+    "0,128,\"[1, 2]\",1.500000000e-03,0.500000,mxu,1048576,64,ok,,1.500000,104857600\n"
+    "1,512,,,,,,,infeasible,\"block_q=512 is too big, \"\"q\"\" | 256\",,\n";
 
 static const char want_json[] =
     "{\n"
@@ -1005,12 +1019,12 @@ static const char want_json[] =
     "     \"status\": \"ok\", \"reason\": \"\",\n"
     "     \"scenario\": \"demo\", \"chip\": \"v5e\", \"time_s\": 1.500000000e-03, \"op\": "
     "\"flash\", \"bound\": \"mxu\", \"peak_fraction\": 0.500000, \"vmem_peak_bytes\": 1048576, "
-    "\"grid_steps\": 64},\n"
+    "\"grid_steps\": 64, \"wall_s\": 1.500000, \"peak_rss_bytes\": 104857600},\n"
     "    {\"point\": 1, \"dir\": \"points/0001\", \"values\": {\"workload.0.block_q\": 512, "
     "\"workload.0.shape\": null},\n"
     "     \"status\": \"infeasible\", \"reason\": \"block_q=512 is too big, \\\"q\\\" | 256\",\n"
     "     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, \"vmem_peak_bytes\": null, "
-    "\"grid_steps\": null}\n"
+    "\"grid_steps\": null, \"wall_s\": null, \"peak_rss_bytes\": null}\n"
     "  ]\n"
     "}\n";
 
@@ -1049,6 +1063,9 @@ static void test_table_write_json_bytes_and_read_back(void **state)
     assert_int_equal(back.rows[1].status, TABLE_INFEASIBLE);
     assert_string_equal(back.rows[1].reason, t->rows[1].reason);
     assert_float_equal(back.rows[0].time_s, 1.5e-3, 1e-18);
+    assert_float_equal(back.rows[0].wall_s, 1.5, 0);
+    assert_float_equal(back.rows[0].peak_rss_bytes, 104857600.0, 0);
+    assert_float_equal(back.rows[1].wall_s, 0, 0);
     assert_int_equal(back.rows[0].grid_steps, 64);
     assert_int_equal(table_best_row(&back), 0);
     assert_int_equal(table_find_row(&back, 1), 1);
@@ -1140,10 +1157,11 @@ static void test_table_model_columns(void **state)
     char *text = read_text(p);
     assert_string_equal(text,
                         "point,mesh.fsdp,time_s,peak_fraction,bound,vmem_peak_bytes,grid_steps,"
-                        "mfu,tokens_per_s,memory_bytes,collective_exposed_s,status,reason\n"
+                        "mfu,tokens_per_s,memory_bytes,collective_exposed_s,status,reason,"
+                        "wall_s,peak_rss_bytes\n"
                         "0,4,5.000000000e-01,0.500000,mxu,0,0,0.437500,8.192000000e+03,"
-                        "1073741824,1.250000000e-01,ok,\n"
-                        "1,8,,,,,,,,,,infeasible,out of memory\n");
+                        "1073741824,1.250000000e-01,ok,,,\n"
+                        "1,8,,,,,,,,,,infeasible,out of memory,,\n");
     free(text);
     free(p);
     p = path_in("model.json");
