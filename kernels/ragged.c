@@ -414,6 +414,24 @@ static void rg_build(struct kern *k, struct rg *g)
     c->state_bytes = sizeof(struct rg_state) + sizeof(void *) * (size_t)(2 * g->nkvp);
 }
 
+/* A default num_kv_pages_per_block whose buffers exceed the scoped VMEM
+ * limit (the op's or the chip's) is halved until they fit, as jax's tuned
+ * table picks smaller blocks for long contexts (issue 31.5: the 8k decode
+ * of the shipped Llama-3-8B on v6e needed 34.6 MB of 32 MiB at the untuned
+ * 64 pages). A given size is kept: too large, it is refused as upstream
+ * would. */
+static void rg_fit_vmem(struct kern *k, struct rg *g)
+{
+    struct pl_call *c = &k->calls[0];
+    uint64_t limit = k->op->vmem_limit_bytes ? k->op->vmem_limit_bytes
+                                             : k->chip->vmem_limit_bytes;
+    while (!g->p.num_kv_pages_per_block && g->nkvp > 1 && pl_vmem_bytes(c, k->chip) > limit) {
+        g->nkvp /= 2;
+        g->nkv = g->nkvp * g->p.page_size;
+        rg_build(k, g);
+    }
+}
+
 static int rg_init(struct kern *k, char *err, size_t n)
 {
     struct rg *g = xcalloc(1, sizeof *g);
@@ -448,6 +466,7 @@ static int rg_init(struct kern *k, char *err, size_t n)
         return -1;
     rg_pages(g);
     rg_build(k, g);
+    rg_fit_vmem(k, g);
     return 0;
 }
 

@@ -294,6 +294,22 @@ for cm in "v5e:3:1" "v5p:6:2" "v7:6:2"; do
                'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
         || bad "kernel memo ($c): four matmuls are not four times one"
 done
+# An 8k-context decode of the shipped 8B on v6e runs by default (issue 31.5): kv_len 8192 and
+# the new token are 65 pages of 128 tokens, each 128 x (k and v of one KV head, padded to 8
+# rows) x 128 lanes x 2 bytes = 262144 bytes; the untuned default takes them all, double-
+# buffered 2 x 65 x 262144 = 34078720 bytes, with q and o (2 x 2 x 65536), l, m (65536 each)
+# and acc (131072) 34603008, above the 32 MiB scoped limit. Halved to 32 pages: 16777216 +
+# 524288 = 17301504 bytes. A standalone op whose given 64 pages do not fit is refused; its
+# default is halved.
+"$bin" run configs/models/llama3-8b-decode-v6e-8.yaml --set model.kv_len=8192 -o "$t/d8k" -q \
+        --trace none \
+    && sed -n '/"name": "layer.attn", "kind": "ragged_paged_attention"/,/}/p' "$t/d8k/summary.json" |
+           grep -q '"vmem_peak_bytes": 17301504' \
+    && ok || bad "8k decode on v6e by default: $(grep -o '"vmem_peak_bytes": [0-9]*' "$t/d8k/summary.json" | head -n 3)"
+printf 'chip: v6e\nworkload:\n  - {op: ragged_paged_attention, q_heads: 4, kv_heads: 1, head_dim: 128, page_size: 128, max_model_len: 8192, num_kv_pages_per_block: 64, decode: {batch: 8, kv_len: 8192}}\n' >"$t/rpa64.yaml"
+sed 's/, num_kv_pages_per_block: 64//' "$t/rpa64.yaml" >"$t/rpa_def.yaml"
+"$bin" check "$t/rpa64.yaml" >/dev/null 2>"$t/rpa64.err"; [ $? = 2 ] && grep -q 'exceeds the scoped limit' "$t/rpa64.err" \
+    && "$bin" check "$t/rpa_def.yaml" >/dev/null && ok || bad "RPA: a given block too large for VMEM: $(cat "$t/rpa64.err")"
 # A call whose parallel prefix has one point runs on TensorCore 0 alone (pl_core_range): the
 # idle core's share ends at once, and the busy core's memo still replays (it ran for real on
 # every instance, as a chip running something else: 4 replays instead of 6, 126 s instead of
