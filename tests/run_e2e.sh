@@ -600,6 +600,47 @@ done
 "$bin" run tests/data/faults_hbm.yaml -o "$t/fh" -q --trace none \
     && near "$(fsum "$t/fh/summary.json" total_time_delta_s)" 163.88e-6 0.005 \
     && ok || bad "faults: a half-speed HBM moved the copy by $(fsum "$t/fh/summary.json" total_time_delta_s), not 163.9 us"
+# Compiler flags as what-ifs (issue 30.5). With XLA's async collective fusion off, a
+# collective blocks the TensorCore's stream: nothing overlaps, and the step is the sum of its
+# ops' times (every instance, one after the other) with no hidden collective time; with the
+# flags as they are, the gathers and scatters hide behind compute (the step is shorter than
+# that sum). xla_tpu_overlap_compute_collective_tc: false means the same.
+opsum() { python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))
+print(repr(sum(o["time_s"] for o in s["ops"])), repr(s["total_time_s"]), repr(s["time_by_category_s"]["collective_hidden"]))' "$1"; }
+"$bin" run tests/data/xla_flags_fsdp.yaml -o "$t/xf0" -q --trace none \
+    && opsum "$t/xf0/summary.json" | awk '{ exit !($2 < $1 && $3 > 0) }' \
+    && ok || bad "xla_flags: the default step hides nothing: $(opsum "$t/xf0/summary.json")"
+for f in xla_tpu_enable_async_collective_fusion xla_tpu_overlap_compute_collective_tc; do
+    "$bin" run tests/data/xla_flags_fsdp.yaml --set "xla_flags.$f=false" -o "$t/xf1" -q --trace none \
+        && opsum "$t/xf1/summary.json" | awk '{ d = $2 - $1; exit !((d < 0 ? -d : d) <= 1e-9 * $1 && $3 == 0) }' \
+        && ok || bad "xla_flags: $f false: step, sum of ops, hidden: $(opsum "$t/xf1/summary.json")"
+done
+# ... the reduce-scatter's flag alone: the gradients' scatter joins the stream (the expanded
+# step writes no waits for it: it waits for the op before, the op after for it), the weight
+# gathers keep their prefetch one layer ahead
+"$bin" expand tests/data/xla_flags_fsdp.yaml \
+        --set xla_flags.xla_tpu_enable_async_collective_fusion_fuse_reduce_scatter=false >"$t/xfe" \
+    && grep -q '{op: reduce_scatter, name: grad_rs, bytes: [0-9]*, groups: \[fsdp\]}$' "$t/xfe" \
+    && grep -q 'name: wgather, .*after: \[prev.wgather' "$t/xfe" \
+    && ok || bad "xla_flags: the reduce-scatter's flag: $(grep 'grad_rs\|wgather' "$t/xfe")"
+# ... xla_tpu_scoped_vmem_limit_kib is the chip's scoped VMEM limit: splash attention's 4096 x
+# 4096 blocks need 18 MiB (refused under v5p's 16 MiB) and run under 32 MiB
+sp='{op: splash_attention, q_heads: 16, q_seq_len: 8192, head_dim: 128, mask: {type: causal}, mode: fwd, block_sizes: {block_q: 4096, block_kv: 4096}}'
+printf 'chip: v5p\nworkload:\n  - %s\n' "$sp" >"$t/xfs.yaml"
+! "$bin" check "$t/xfs.yaml" 2>/dev/null \
+    && "$bin" run "$t/xfs.yaml" --set xla_flags.xla_tpu_scoped_vmem_limit_kib=32768 -o "$t/xfs" -q --trace none \
+    && ok || bad "xla_flags: the scoped VMEM limit did not let the 18 MiB blocks run"
+# Error bars (issue 30.4): the tiny step's critical-path ops give a band below the model-step
+# family's 11.8 %, which floors it: sigma = 0.118 x the step, the band the step -/+ sigma, and
+# the console's total line says so
+"$bin" run tests/data/xla_flags_fsdp.yaml -o "$t/eb" --trace none >"$t/eb.out" \
+    && python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); u = s["uncertainty"]; T = s["total_time_s"]
+ok = abs(u["sigma_s"] - 0.118 * T) <= 1e-9 * T and u["floored"] and u["ops_sigma_s"] < u["sigma_s"]
+ok = ok and abs(u["low_s"] - (T - u["sigma_s"])) <= 1e-9 * T and abs(u["high_s"] - (T + u["sigma_s"])) <= 1e-9 * T
+ok = ok and all(o["uncertainty_family"] in ("pallas_kernel", "collective", "xla_op") for o in s["ops"])
+sys.exit(not ok)' "$t/eb/summary.json" \
+    && grep -q '^total [0-9.]* ms ± [0-9.]* us (11.8%, 68% band, the model-step floor' "$t/eb.out" \
+    && ok || bad "error bars: $(grep '^total' "$t/eb.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
