@@ -958,7 +958,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         w.chip = &sc->chip;
-        cfg_load_xla_flags(&w, root, sc);
+        cfg_load_xla_flags(&w, root, &sc->chip, &sc->xla);
         check_xla_sync(&w, root, sc);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "config/cfg.h"
 #include "config/cfg_int.h"
+#include "config/cfg_tree.h"
+#include "config/cfg_xla_flags.h"
 
 enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB };
 
@@ -101,7 +102,8 @@ static int async_value(struct walk *w, const struct cfg_node *m, const struct xl
     return -1;
 }
 
-void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc)
+void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip_params *chip,
+                        struct cfg_xla_flags *x)
 {
     const struct cfg_node *m = cfg_get(root, "xla_flags");
     if (!m)
@@ -111,7 +113,6 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct cfg_
         return;
     }
     ((struct cfg_node *)m)->checked = true;
-    struct cfg_xla_flags *x = &sc->xla;
     x->present = true;
     for (int i = 0; i < m->n; i++) {
         const struct xla_flag *f = find(m->keys[i]);
@@ -124,13 +125,13 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct cfg_
                 add_sync(x, f);
             continue;
         }
-        int64_t kib = 0, max = (int64_t)(sc->chip.vmem_bytes / 1024);
+        int64_t kib = 0, max = (int64_t)(chip->vmem_bytes / 1024);
         if (max < 64)
             max = 64;
         if (walk_int(w, m, "xla_flags", f->name, false, 64, max > (1 << 24) ? (1 << 24) : max,
                      &kib) == 0 && kib > 0) {
             x->scoped_vmem_limit_bytes = (uint64_t)kib * 1024;
-            sc->chip.vmem_limit_bytes = x->scoped_vmem_limit_bytes;
+            chip->vmem_limit_bytes = x->scoped_vmem_limit_bytes;
         }
     }
 }

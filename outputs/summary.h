@@ -117,9 +117,9 @@ enum summary_cat {
 /* One op of the critical path: the instances of it on the path and their time. */
 struct summary_path_op {
     char *name;                 /* owned */
-    int op;                     /* its index in the summary's ops */
     int64_t instances;
     double time_s;
+    int op;                     /* its index in the summary's ops (last: positional initializers) */
 };
 
 /* A model step's figures (workload/model.h): throughput, MaxText's MFU, memory. */
