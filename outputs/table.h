@@ -40,6 +40,7 @@ struct table_row {
     double collective_exposed_s; /* time_by_category_s.collective_exposed */
     /* from summary.json's train object (a train: section; 0 otherwise): */
     double time_to_train_s;      /* train.time_to_train_s */
+    double sigma_s;              /* uncertainty.sigma_s, the time's error bar (0: none) */
 };
 
 

@@ -196,6 +196,9 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
     || bad "sweep example"
 [ "$(pre_lines "$t/sw/report.html" report-md)" = "$(wc -l <"$t/sw/report.md")" ] && ok \
     || bad "report.html's report.md: $(pre_lines "$t/sw/report.html" report-md) lines, report.md $(wc -l <"$t/sw/report.md")"
+# ... its best and default points carry their error bars (summary.json's uncertainty.sigma_s)
+[ "$(grep -c '^- \*\*\(Best\|Default\)\*\*: .*: \*\*[0-9.]* [mu]*s\*\* ± [0-9.]* [mu]*s' "$t/sw/report.md")" = 2 ] && ok \
+    || bad "report.md: no error bars: $(grep '^- \*\*' "$t/sw/report.md")"
 # multislice: the platform has a slice cluster each and the DCN; a model step
 # with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time
