@@ -82,7 +82,11 @@ static int print_expansion(const struct expand_args *a, const struct cfg_scenari
     print_key(root, "topology");
     print_key(root, "options");
     print_mesh(&sc->mesh);
-    char *yaml = model_workload_yaml(&sc->model->m, &sc->model->shard, &sc->chip);
+    if (sc->xla.scoped_vmem_limit_bytes) /* chip: is printed as written */
+        printf("# xla_flags: xla_tpu_scoped_vmem_limit_kib: %llu (the chip's "
+               "tensorcore.vmem_limit)\n",
+               (unsigned long long)(sc->xla.scoped_vmem_limit_bytes / 1024));
+    char *yaml = cfg_model_workload_yaml(sc, d); /* xla_flags' async flags baked in */
     printf("workload:\n%s", yaml);
     free(yaml);
     cfg_node_free(root);

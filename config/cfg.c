@@ -19,6 +19,7 @@
 #include "kernels/collective.h"
 #include "workload/hlo.h"
 #include "workload/model.h"
+#include "workload/schedule.h"
 #include "config/op_table.h"
 
 static void load_wrap(struct walk *w, const struct cfg_node *wr, int nd, bool *wrap)
@@ -587,6 +588,56 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     }
 }
 
+/* ---------------- xla_flags: what reaches the program ---------------- */
+
+/* The async flags set to false act on a program's collectives: those of a
+ * model: or program: run, whose schedule tpusim derives (workload/schedule.h);
+ * a workload: states its own waits (after:), a serve: run is refused. */
+static void check_xla_sync(struct walk *w, const struct cfg_node *root,
+                           const struct cfg_scenario *sc)
+{
+    if (!sc->xla.nsync || cfg_get(root, "model") || cfg_get(root, "program"))
+        return;
+    struct diag_loc loc;
+    walk_loc(cfg_get(root, "xla_flags"), &loc);
+    diag_error(w->d, &loc, "xla_flags",
+               "expected a model: or program: run for an async flag set to false (%s "
+               "synchronous), got a %s: run (%s)",
+               sc->xla.sync[0], cfg_get(root, "serve") ? "serve" : "workload",
+               cfg_get(root, "serve") ? "its engine steps keep the model's schedule"
+                                      : "its ops' after: waits say what overlaps");
+}
+
+/* Makes the collectives xla_flags: turned synchronous so and schedules 'p' again. */
+static int sync_program(struct walk *w, const struct diag_loc *loc, struct program *p,
+                        const struct cfg_scenario *sc)
+{
+    char err[256];
+    if (sc->xla.nsync && sched_sync_kinds(p, sc->xla.sync, err, sizeof err) < 0) {
+        diag_error(w->d, loc, "xla_flags", "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The model's program as workload YAML, with xla_flags: applied. */
+static char *model_yaml(struct walk *w, const struct diag_loc *loc, const struct model_step *ms,
+                        const struct cfg_scenario *sc)
+{
+    if (!sc->xla.nsync)
+        return model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    struct program *p = model_program(&ms->m, &ms->shard, &sc->chip);
+    char *yaml = sync_program(w, loc, p, sc) == 0 ? prog_yaml(p) : xstrdup("[]");
+    prog_free(p);
+    return yaml;
+}
+
+char *cfg_model_workload_yaml(const struct cfg_scenario *sc, struct diag *d)
+{
+    struct walk w = {.d = d, .chip = &sc->chip};
+    return model_yaml(&w, NULL, sc->model, sc);
+}
+
 /* model: -> the workload it expands into (a tree of the generated YAML),
  * after the mesh (default: fsdp over every chip, as MaxText's -1) and the HBM
  * are checked. */
@@ -632,7 +683,7 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     int cores = sc->chip.megacore ? sc->chip.cores : 1;
     ms->peak_dtype = ms->m.dtype; /* an int8 model's MFU against the int8 peak */
     ms->peak_per_device = sc->chip.peak_flops[ms->peak_dtype] * cores;
-    char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
+    char *yaml = model_yaml(w, &loc, ms, sc);
     char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");
     struct cfg_node *wl = cfg_parse(yaml, strlen(yaml), file, w->d);
     free(file);
@@ -847,6 +898,10 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     struct cfg_node *wl = NULL;
     struct program *p = m && hlo_fits(w, &loc, m, sc) ? hlo_program(m, &sc->topo, w->d, stderr)
                                                      : NULL;
+    if (p && sync_program(w, &loc, p, sc) != 0) {
+        prog_free(p);
+        p = NULL;
+    }
     if (p) {
         char *yaml = prog_yaml(p);
         char *file = xasprintf("%s (HLO program)", path);
@@ -894,7 +949,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
     if (diag_count(d) == 0 && walk_is_map(&w, root, "scenario")) {
         static const char *const keys[] = {"name", "chip",     "topology", "options",
                                            "mesh", "workload", "model",    "serve",
-                                           "program", "cost", "train", "faults", "goodput", NULL};
+                                           "program", "cost", "train", "faults", "goodput",
+                                           "xla_flags", NULL};
         walk_check_keys(&w, root, "", keys);
         const struct cfg_node *nm = cfg_get(root, "name");
         bool named = nm && nm->type == CFG_SCALAR && walk_name_ok(nm->value);
@@ -903,6 +959,8 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         sc->name = named ? xstrdup(nm->value) : base_name(path);
         cfg_chip_load(&w, root, &sc->chip);
         w.chip = &sc->chip;
+        cfg_load_xla_flags(&w, root, &sc->chip, &sc->xla);
+        check_xla_sync(&w, root, sc);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);
         cfg_load_faults(&w, root, &sc->topo, sc->dcn.slices, &sc->faults);

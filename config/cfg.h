@@ -17,6 +17,7 @@
 #include "base/diag.h"
 #include "config/cfg_faults.h"
 #include "config/cfg_tree.h"
+#include "config/cfg_xla_flags.h"
 #include "kernels/ops.h"
 #include "models/chip.h"
 #include "workload/graph.h"
@@ -112,6 +113,7 @@ struct cfg_scenario {
     struct cfg_cost cost;   /* cost: (config/cfg_cost.c) */
     struct cfg_train train; /* train: (a model's training run) */
     struct cfg_faults faults; /* faults: and goodput: (config/cfg_faults.h) */
+    struct cfg_xla_flags xla; /* xla_flags: (config/cfg_xla_flags.h) */
     /* --- the program --- */
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);
@@ -142,6 +144,9 @@ static inline int cfg_total_chips(const struct cfg_scenario *sc)
 int cfg_load_scenario(const char *path, const char *const *sets, int nsets, struct cfg_scenario *sc,
                       struct diag *d);
 void cfg_scenario_fini(struct cfg_scenario *sc);
+/* The workload YAML of a loaded scenario's model step (sc->model), with
+ * the async flags of its xla_flags: applied (config/cfg_xla_flags.h); caller frees. */
+char *cfg_model_workload_yaml(const struct cfg_scenario *sc, struct diag *d);
 /* As cfg_load_scenario, from YAML 'text' of 'len' bytes named 'file'. */
 int cfg_load_scenario_text(const char *text, size_t len, const char *file, const char *const *sets,
                            int nsets, struct cfg_scenario *sc, struct diag *d);

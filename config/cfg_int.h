@@ -38,6 +38,11 @@ void cfg_chip_load_cost(struct walk *w, const struct cfg_node *root, const char 
 struct cfg_scenario;
 void cfg_load_cost(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
 void cfg_load_train(struct walk *w, const struct cfg_node *root, struct cfg_scenario *sc);
+/* A scenario's xla_flags: (config/cfg_xla_flags.c), after its chip (whose
+ * scoped VMEM limit xla_tpu_scoped_vmem_limit_kib sets). */
+struct cfg_xla_flags;
+void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip_params *chip,
+                        struct cfg_xla_flags *x);
 /* Reads the faults: and goodput: sections (config/cfg_faults.c) once the
  * topology is known. */
 struct cfg_faults;

@@ -5,6 +5,7 @@
  * here, never by users. The top of the engine (see engine/engine.h). */
 #include "engine/sim.h"
 #include "engine/cost.h"
+#include "engine/uncertainty.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -482,6 +483,7 @@ static void collect(struct eng_run *r, struct summary *s)
     if (sc->model)
         model_summary(sc, s);
     explain_run(sc, s);
+    unc_summary(sc, s);
     cost_summary(sc, s);
 }
 

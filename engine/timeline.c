@@ -146,6 +146,7 @@ static void path_ops(const struct cfg_scenario *sc, const struct timeline_times 
         if (slot[op] < 0) {
             slot[op] = s->npath++;
             s->path[slot[op]].name = xstrdup(sc->ops[op].name);
+            s->path[slot[op]].op = op;
         }
         s->path[slot[op]].instances++;
         s->path[slot[op]].time_s += tt->t1[chain[k]] - tt->t0[chain[k]];

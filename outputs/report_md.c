@@ -80,6 +80,10 @@ static void md_point_line(FILE *f, const struct table *t, const char *what,
     }
     table_format_time(tm, sizeof tm, r->time_s);
     fprintf(f, ": **%s**", tm);
+    if (r->sigma_s > 0) { /* the error bar (docs/reference.md, "Error bars") */
+        table_format_time(tm, sizeof tm, r->sigma_s);
+        fprintf(f, " \xc2\xb1 %s", tm);
+    }
     bool tr = def && r->time_to_train_s > 0 && def->time_to_train_s > 0; /* ranked by it */
     if (def && def != r && def->status == TABLE_OK && r->time_s > 0)
         fprintf(f, ", **%.2f\xc3\x97** the speed of the default%s",

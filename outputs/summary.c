@@ -160,7 +160,28 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
     if (o->tuned)
         write_auto(f, o->tuned);
     write_explain(f, o);
+    if (o->unc_family)
+        fprintf(f, ",\n     \"uncertainty_family\": \"%s\", \"uncertainty_relative\": %s",
+                o->unc_family, JSON_F6(o->unc_relative));
     fputc('}', f);
+}
+
+/* The step time's error bar (engine/uncertainty.h). */
+static void write_unc(FILE *f, const struct summary_unc *u)
+{
+    static const char *const fam[SUMMARY_UNC_FAMILIES] = {"pallas_kernel", "collective",
+                                                          "xla_op", "model_step"};
+    fprintf(f, ",\n  \"uncertainty\": {\"sigma_s\": %s, \"relative\": %s, \"low_s\": %s, "
+               "\"high_s\": %s,\n    \"method\": \"critical-path ops x their family's 68th "
+               "percentile |fidelity residual|; linear within a family, quadrature across "
+               "families%s\",\n    \"ops_sigma_s\": %s, \"floor_s\": %s, \"floored\": %s, "
+               "\"by_family_s\": {",
+            JSON_E9(u->sigma_s), JSON_F6(u->relative), JSON_E9(u->low_s), JSON_E9(u->high_s),
+            u->floor_s > 0 ? "; floored at the model-step family's band" : "",
+            JSON_E9(u->ops_sigma_s), JSON_E9(u->floor_s), u->floored ? "true" : "false");
+    for (int i = 0; i < SUMMARY_UNC_FAMILIES - 1; i++)
+        fprintf(f, "%s\"%s\": %s", i ? ", " : "", fam[i], JSON_E9(u->family_s[i]));
+    fputs("}}", f);
 }
 
 /* A model step's pipeline and experts (only when it has them). */
@@ -403,6 +424,8 @@ int summary_write_json(const struct summary *s, const char *path)
     if (s->trace.present)
         write_trace(f, s);
     summary_write_cost(f, s);
+    if (s->unc.present)
+        write_unc(f, &s->unc);
     if (s->ntc) {
         fputs(",\n  \"tensorcores\": [", f);
         for (int c = 0; c < s->ntc; c++) {
@@ -589,7 +612,14 @@ void summary_print_table(const struct summary *s, FILE *out)
     }
     char tt[32];
     summary_format_time(tt, sizeof tt, s->total_time_s);
-    fprintf(out, "total %s\n", tt);
+    fprintf(out, "total %s", tt);
+    if (s->unc.present) {
+        char sg[32];
+        summary_format_time(sg, sizeof sg, s->unc.sigma_s);
+        fprintf(out, " \u00b1 %s (%.1f%%, 68%% band%s; docs/reference.md, \"Error bars\")",
+                sg, 100.0 * s->unc.relative, s->unc.floored ? ", the model-step floor" : "");
+    }
+    fputc('\n', out);
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].tuned)
             summary_print_auto(s->ops[i].name, s->ops[i].tuned, out);

@@ -94,6 +94,8 @@ struct summary_op {
     int nsub;                   /* pallas_calls when more than one */
     struct summary_sub *sub;    /* owned */
     struct summary_coll coll;
+    const char *unc_family;     /* static: its error-bar family (engine/uncertainty.h); NULL: none */
+    double unc_relative;        /* that family's relative band */
 };
 
 /* One TensorCore of chip 0 over the run: its units' busy time, the time its
@@ -117,6 +119,7 @@ struct summary_path_op {
     char *name;                 /* owned */
     int64_t instances;
     double time_s;
+    int op;                     /* its index in the summary's ops (last: positional initializers) */
 };
 
 /* A model step's figures (workload/model.h): throughput, MaxText's MFU, memory. */
@@ -187,6 +190,19 @@ struct summary_train {
     double joules_to_train;     /* -1: no power figures */
 };
 
+/* The step time's error bar (engine/uncertainty.h): sigma_s, the band's
+ * half-width, from the critical path's ops and their families' bands; for a
+ * model step at least the model-step family's band (floored). */
+#define SUMMARY_UNC_FAMILIES 4
+struct summary_unc {
+    bool present;
+    double sigma_s, relative, low_s, high_s;
+    double ops_sigma_s;         /* sqrt of the families' squared sums, before the floor */
+    double family_s[SUMMARY_UNC_FAMILIES]; /* per family: band x its critical-path time */
+    double floor_s;             /* model steps: the model-step family's band x the step; else 0 */
+    bool floored;               /* the floor set sigma_s */
+};
+
 /* A repeat block: the time of each of its iterations on chip 0. */
 struct summary_block {
     char *name;                 /* owned */
@@ -232,6 +248,7 @@ struct summary {
     struct summary_cost cost;
     struct summary_energy energy;
     struct summary_train train;
+    struct summary_unc unc;
     /* faults: and goodput: (engine/fault_report.h): what moved against the run
      * without faults, and the expected useful share; NULL without them */
     char *faults_json;          /* owned: the members ",\n  \"faults\": {...}..." */

@@ -67,6 +67,7 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
             json_num(json_get(j, "time_by_category_s"), "collective_exposed", 0);
     }
     r->time_to_train_s = json_num(json_get(j, "train"), "time_to_train_s", 0);
+    r->sigma_s = json_num(json_get(j, "uncertainty"), "sigma_s", 0);
     return 0;
 }
 

@@ -43,6 +43,7 @@ struct table_row {
     /* what running the point cost (its point.json; 0: not measured): the
      * wall time of its process and that process's peak resident memory */
     double wall_s, peak_rss_bytes;
+    double sigma_s;              /* uncertainty.sigma_s, the time's error bar (0: none) */
 };
 
 

@@ -52,6 +52,12 @@ quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
+quote 'total 13.671 ms ± 511.280 us (3.7%, 68% band; docs/reference.md, "Error bars")'
+quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
+quote 'total 1.237 s ± 145.943 ms (11.8%, 68% band, the model-step floor'
+quote "collective_exposed 12.854 ms"
+quote "collective_exposed 56.265 ms (4.4%)"
+quote "model train step: 1.272 s"
 rm -rf "$t"
 echo "docs: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

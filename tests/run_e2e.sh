@@ -196,6 +196,9 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
     || bad "sweep example"
 [ "$(pre_lines "$t/sw/report.html" report-md)" = "$(wc -l <"$t/sw/report.md")" ] && ok \
     || bad "report.html's report.md: $(pre_lines "$t/sw/report.html" report-md) lines, report.md $(wc -l <"$t/sw/report.md")"
+# ... its best and default points carry their error bars (summary.json's uncertainty.sigma_s)
+[ "$(grep -c '^- \*\*\(Best\|Default\)\*\*: .*: \*\*[0-9.]* [mu]*s\*\* ± [0-9.]* [mu]*s' "$t/sw/report.md")" = 2 ] && ok \
+    || bad "report.md: no error bars: $(grep '^- \*\*' "$t/sw/report.md")"
 # multislice: the platform has a slice cluster each and the DCN; a model step
 # with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time
@@ -685,6 +688,47 @@ TPUSIM_PROGRESS_INTERVAL=0.01 "$bin" sweep tests/data/sweeps/matmul_blocks.yaml 
     && [ "$(grep -c '"wall_s": [0-9.]*, "peak_rss_bytes": [0-9]*}' "$t/swu/sweep.json")" = 6 ] \
     && grep -q '^progress: 6/6 points done (100%), 0 running, [0-9:]* elapsed, ETA 0:00$' "$t/swu.err" \
     && ok || bad "sweep wall_s/peak_rss_bytes/progress: $(cat "$t/swu/sweep.csv" "$t/swu.err")"
+# Compiler flags as what-ifs (issue 30.5). With XLA's async collective fusion off, a
+# collective blocks the TensorCore's stream: nothing overlaps, and the step is the sum of its
+# ops' times (every instance, one after the other) with no hidden collective time; with the
+# flags as they are, the gathers and scatters hide behind compute (the step is shorter than
+# that sum). xla_tpu_overlap_compute_collective_tc: false means the same.
+opsum() { python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))
+print(repr(sum(o["time_s"] for o in s["ops"])), repr(s["total_time_s"]), repr(s["time_by_category_s"]["collective_hidden"]))' "$1"; }
+"$bin" run tests/data/xla_flags_fsdp.yaml -o "$t/xf0" -q --trace none \
+    && opsum "$t/xf0/summary.json" | awk '{ exit !($2 < $1 && $3 > 0) }' \
+    && ok || bad "xla_flags: the default step hides nothing: $(opsum "$t/xf0/summary.json")"
+for f in xla_tpu_enable_async_collective_fusion xla_tpu_overlap_compute_collective_tc; do
+    "$bin" run tests/data/xla_flags_fsdp.yaml --set "xla_flags.$f=false" -o "$t/xf1" -q --trace none \
+        && opsum "$t/xf1/summary.json" | awk '{ d = $2 - $1; exit !((d < 0 ? -d : d) <= 1e-9 * $1 && $3 == 0) }' \
+        && ok || bad "xla_flags: $f false: step, sum of ops, hidden: $(opsum "$t/xf1/summary.json")"
+done
+# ... the reduce-scatter's flag alone: the gradients' scatter joins the stream (the expanded
+# step writes no waits for it: it waits for the op before, the op after for it), the weight
+# gathers keep their prefetch one layer ahead
+"$bin" expand tests/data/xla_flags_fsdp.yaml \
+        --set xla_flags.xla_tpu_enable_async_collective_fusion_fuse_reduce_scatter=false >"$t/xfe" \
+    && grep -q '{op: reduce_scatter, name: grad_rs, bytes: [0-9]*, groups: \[fsdp\]}$' "$t/xfe" \
+    && grep -q 'name: wgather, .*after: \[prev.wgather' "$t/xfe" \
+    && ok || bad "xla_flags: the reduce-scatter's flag: $(grep 'grad_rs\|wgather' "$t/xfe")"
+# ... xla_tpu_scoped_vmem_limit_kib is the chip's scoped VMEM limit: splash attention's 4096 x
+# 4096 blocks need 18 MiB (refused under v5p's 16 MiB) and run under 32 MiB
+sp='{op: splash_attention, q_heads: 16, q_seq_len: 8192, head_dim: 128, mask: {type: causal}, mode: fwd, block_sizes: {block_q: 4096, block_kv: 4096}}'
+printf 'chip: v5p\nworkload:\n  - %s\n' "$sp" >"$t/xfs.yaml"
+! "$bin" check "$t/xfs.yaml" 2>/dev/null \
+    && "$bin" run "$t/xfs.yaml" --set xla_flags.xla_tpu_scoped_vmem_limit_kib=32768 -o "$t/xfs" -q --trace none \
+    && ok || bad "xla_flags: the scoped VMEM limit did not let the 18 MiB blocks run"
+# Error bars (issue 30.4): the tiny step's critical-path ops give a band below the model-step
+# family's 11.8 %, which floors it: sigma = 0.118 x the step, the band the step -/+ sigma, and
+# the console's total line says so
+"$bin" run tests/data/xla_flags_fsdp.yaml -o "$t/eb" --trace none >"$t/eb.out" \
+    && python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); u = s["uncertainty"]; T = s["total_time_s"]
+ok = abs(u["sigma_s"] - 0.118 * T) <= 1e-9 * T and u["floored"] and u["ops_sigma_s"] < u["sigma_s"]
+ok = ok and abs(u["low_s"] - (T - u["sigma_s"])) <= 1e-9 * T and abs(u["high_s"] - (T + u["sigma_s"])) <= 1e-9 * T
+ok = ok and all(o["uncertainty_family"] in ("pallas_kernel", "collective", "xla_op") for o in s["ops"])
+sys.exit(not ok)' "$t/eb/summary.json" \
+    && grep -q '^total [0-9.]* ms ± [0-9.]* us (11.8%, 68% band, the model-step floor' "$t/eb.out" \
+    && ok || bad "error bars: $(grep '^total' "$t/eb.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -73,6 +73,18 @@ if run "$dir/async.yaml" async && run "$dir/sync.yaml" sync; then
     same "$(field "$t/sync" -)" "$(python3 -c "print($(field "$t/sync" all-reduce time_s) + $(field "$t/sync" dot:1 time_s))")" \
         && ok || bad "sync: the step is not the all-reduce then the dot"
 else bad "async/sync: the runs failed"; fi
+# ... the async program with xla_enable_async_all_reduce: false (issue 30.5): the all-reduce
+# blocks the stream, the dot waits for it: the step is the two one after the other, the
+# synchronous program's time; an all-gather flag leaves the all-reduce beside the dot.
+if "$bin" run "$dir/async.yaml" -o "$t/asoff" -q --set xla_flags.xla_enable_async_all_reduce=false \
+        >/dev/null 2>&1 \
+    && "$bin" run "$dir/async.yaml" -o "$t/agoff" -q \
+        --set xla_flags.xla_tpu_enable_async_collective_fusion_fuse_all_gather=false >/dev/null 2>&1; then
+    same "$(field "$t/asoff" -)" "$(python3 -c "print($(field "$t/asoff" all-reduce-start time_s) + $(field "$t/asoff" dot:1 time_s))")" \
+        && same "$(field "$t/asoff" -)" "$(field "$t/sync" -)" \
+        && ok || bad "xla_flags: the all-reduce made synchronous: $(field "$t/asoff" -) s, not the sync program's $(field "$t/sync" -) s"
+    same "$(field "$t/agoff" -)" "$(field "$t/async" -)" && ok || bad "xla_flags: an all-gather flag moved the all-reduce"
+else bad "xla_flags: the runs failed"; fi
 
 # async-start/async-done around a reduce-scatter (as TPU dumps write it) of
 # f32[262144] (1 MiB) over 4 devices: (4−1)/4 · 1 MiB per chip, 4 chips:

@@ -49,6 +49,8 @@ enum prog_flag {
     PROG_BESIDE = 4, /* set by the schedule: a compute op moved beside a collective */
     PROG_DATA_WAIT = 8, /* waits for what it reads, never for what the op before left
                            running: its waits are always written */
+    PROG_SYNC = 16,     /* set by sched_sync_kinds: an async op made synchronous (an XLA
+                           flag's what-if): the next stream op waits for it */
 };
 
 struct prog_block;

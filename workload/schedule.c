@@ -256,6 +256,9 @@ static void candidates(struct ctx *c, const struct prog_block *b, int k, struct 
     }
     if (o->issue >= 0)
         add_op(c, rs, b, o->issue, false);
+    int before = is_stream(o) ? last_stream(b, k) : -1;
+    if (before >= 0 && (b->op[before].flags & PROG_SYNC)) /* it blocks the stream */
+        add_op(c, rs, b, before, false);
     for (int i = 0; i < o->nreads; i++)
         resolve(c, b, k, o->reads[i], rs);
     if (frame)
@@ -486,6 +489,47 @@ int sched_program(struct program *p, char *err, size_t n)
     reindex(p, &p->top);
     sched_block(&c, &p->top);
     return c.rc;
+}
+
+/* ---------------- what-ifs: synchronous collectives ---------------- */
+/* The moves above stay (their order is a valid program order); their reason,
+ * an async collective to hide, is gone with it. */
+
+static bool kind_in(const char *kind, const char *const *kinds)
+{
+    for (int i = 0; kind && kinds[i]; i++)
+        if (strcmp(kind, kinds[i]) == 0)
+            return true;
+    return false;
+}
+
+static int make_sync(struct prog_block *b, const char *const *kinds)
+{
+    int changed = 0;
+    bool scatters = kind_in("reduce_scatter", kinds);
+    for (int k = 0; k < b->nops; k++) {
+        struct prog_op *o = &b->op[k];
+        if (o->loop) {
+            changed += make_sync(o->loop, kinds);
+            continue;
+        }
+        if (scatters) /* a matmul moved beside the recomputation's scatter */
+            o->flags &= ~(unsigned)PROG_BESIDE;
+        if ((o->flags & PROG_ASYNC) && kind_in(o->kind, kinds)) {
+            o->flags = (o->flags & ~(unsigned)PROG_ASYNC) | PROG_SYNC;
+            o->issue = -1; /* a moved gather is issued where it now stands */
+            changed++;
+        }
+    }
+    return changed;
+}
+
+int sched_sync_kinds(struct program *p, const char *const *kinds, char *err, size_t n)
+{
+    int changed = make_sync(&p->top, kinds);
+    if (changed == 0)
+        return 0;
+    return sched_program(p, err, n) != 0 ? -1 : changed;
 }
 
 /* ---------------- unread tensors ---------------- */

@@ -38,6 +38,12 @@
  * or -1 with the reason in 'err': an op reads a tensor written after it in
  * its block (a cycle), or more waits than an op can hold. */
 int sched_program(struct program *p, char *err, size_t n);
+/* XLA's overlap flags as a what-if (config's xla_flags:): makes every op
+ * whose kind is in 'kinds' (NULL-terminated: "all_gather", ...) synchronous
+ * (it joins the compute stream: it waits for the op before it and the op
+ * after it waits for it, its time exposed) and schedules 'p' again. Returns
+ * how many ops changed (0: 'p' untouched), or -1 with the reason in 'err'. */
+int sched_sync_kinds(struct program *p, const char *const *kinds, char *err, size_t n);
 /* The tensors written and never read (nor marked outputs), as "a, b" in
  * 'buf'; returns how many. */
 int sched_unread(const struct program *p, char *buf, size_t n);

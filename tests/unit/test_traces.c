@@ -420,8 +420,8 @@ static void two_op_summary_timeline(struct summary *s)
     s->cat_s[CAT_MATMUL] = 1e-3, s->cat_s[CAT_COLLECTIVE_EXPOSED] = 0.5e-3;
     s->npath = 2;
     s->path = xcalloc(2, sizeof *s->path);
-    s->path[0] = (struct summary_path_op){xstrdup("matmul-4k"), 1, 1e-3};
-    s->path[1] = (struct summary_path_op){xstrdup("a-very-long-all-gather-name"), 1, 0.5e-3};
+    s->path[0] = (struct summary_path_op){xstrdup("matmul-4k"), 1, 1e-3, 0};
+    s->path[1] = (struct summary_path_op){xstrdup("a-very-long-all-gather-name"), 1, 0.5e-3, 1};
 }
 
 static void test_summary_json_has_the_contract_keys(void **state)
@@ -819,8 +819,8 @@ static void full_summary(struct summary *s)
         s->cat_s[c] = (c + 1) * 1.5e-4;
     s->npath = 2;
     s->path = xcalloc(2, sizeof *s->path);
-    s->path[0] = (struct summary_path_op){xstrdup("op-a"), 3, 1.125e-3};
-    s->path[1] = (struct summary_path_op){xstrdup("op-b"), 1, 1.625e-3};
+    s->path[0] = (struct summary_path_op){xstrdup("op-a"), 3, 1.125e-3, 0};
+    s->path[1] = (struct summary_path_op){xstrdup("op-b"), 1, 1.625e-3, 1};
     s->nblocks = 1;
     s->blocks = xcalloc(1, sizeof *s->blocks);
     s->blocks[0] = (struct summary_block){xstrdup("layers"), 2, 2, xcalloc(2, sizeof(double)),
