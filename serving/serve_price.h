@@ -34,6 +34,8 @@ struct serve_price_stats {
     int64_t lookups, runs; /* steps priced; engine runs (children) */
     int64_t signatures;    /* memo entries */
     double wall_s;         /* in the runs and block searches */
+    int64_t verified;      /* steps also priced exactly (step_memo.verify_every) */
+    double error_sum, error_max; /* their relative errors */
 };
 void serve_pricer_stats(const struct serve_pricer *p, struct serve_price_stats *st);
 /* The first failure's return code (1, 2 or 130), 0 if none. */
