@@ -23,7 +23,7 @@
 
 /* A memo key: what was priced (enum part), the padded tokens and rows, a
  * sequence's q and kv. */
-enum part { PART_DENSE, PART_COPIES, PART_SEQ };
+enum part { PART_DENSE, PART_COPIES, PART_SEQ, PART_GRID };
 /* Positions of a sequence in a step priced apart: first, second, the rest. */
 #define SEQ_POS 3
 enum { KEY_PART, KEY_TOKENS, KEY_ROWS, KEY_Q, KEY_KV, KEY_N };
@@ -107,13 +107,14 @@ static int64_t pad_pow2(int64_t x, int64_t lo, int64_t hi)
 }
 
 /* The step of 'n' sequences q[i] over kv[i] with its matmuls over 'tokens'
- * and its logits over 'rows' (padded), simulated. Returns its time or -1; its
- * attention ops' time in '*attn_s'. */
-static double simulate_padded(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
-                              int64_t tokens, int64_t rows, double *attn_s)
+ * and its logits over 'rows' (padded), of 'layers' layers (0: the model's),
+ * simulated. Returns its time or -1; its attention ops' time in '*attn_s'. */
+static double simulate_layers(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
+                              int64_t tokens, int64_t rows, int layers, double *attn_s)
 {
     const struct serve_cfg *c = p->c;
     struct model m = p->base->model->m;
+    m.layers = layers ? layers : m.layers;
     m.nseqs = n, m.q_lens = q, m.kv_lens = kv;
     m.tokens = tokens, m.rows = rows;
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
@@ -140,6 +141,13 @@ static double simulate_padded(struct serve_pricer *p, int n, const int64_t *q, c
     }
     p->rc = rc ? rc : 1;
     return -1;
+}
+
+/* As simulate_layers, the model's layers. */
+static double simulate_padded(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
+                              int64_t tokens, int64_t rows, double *attn_s)
+{
+    return simulate_layers(p, n, q, kv, tokens, rows, 0, attn_s);
 }
 
 /* The step of 'n' sequences q[i] over kv[i], simulated. Returns its time or -1. */
@@ -204,27 +212,34 @@ static double memo_put(struct serve_pricer *p, const int64_t *k, double t)
 
 /* A probe: 'pre' (at most SEQ_POS) sequences of q0 over kv0, then, if 'q' > 0,
  * one of q over kv, in a step of 'tokens' and 'rows'; its time, its
- * attention's in '*attn_s'. */
+ * attention's in '*attn_s'. 'attn_only': the attention only is wanted, from
+ * a step of one layer (every layer runs the same kernel over the same
+ * sequences; it is the model's layers times that one's). */
 static double probe(struct serve_pricer *p, int pre, int64_t q0, int64_t kv0, int64_t q,
-                    int64_t kv, int64_t tokens, int64_t rows, double *attn_s)
+                    int64_t kv, int64_t tokens, int64_t rows, bool attn_only, double *attn_s)
 {
     int64_t qs[SEQ_POS + 1], kvs[SEQ_POS + 1];
     for (int i = 0; i < pre; i++)
         qs[i] = q0, kvs[i] = kv0;
     qs[pre] = q, kvs[pre] = kv;
-    return simulate_padded(p, pre + (q > 0), qs, kvs, tokens, rows, attn_s);
+    int layers = attn_only ? 1 : 0;
+    double t = simulate_layers(p, pre + (q > 0), qs, kvs, tokens, rows, layers, attn_s);
+    if (attn_only)
+        *attn_s *= (double)p->base->model->m.layers;
+    return t;
 }
 
 /* All but attention of a step of 'tokens' and 'rows' (padded): the matmuls,
- * norms, collectives and logits do not look at the sequences' lengths. */
+ * norms, collectives and logits do not look at the sequences' lengths.
+ * These parts return NAN on failure (a share may be negative). */
 static double dense_s(struct serve_pricer *p, int64_t tokens, int64_t rows)
 {
     int64_t k[KEY_N] = {PART_DENSE, tokens, rows};
     double t, attn;
     if (memo_find(p, k, &t))
         return t;
-    t = probe(p, 1, 1, 1, 0, 0, tokens, rows, &attn);
-    return t < 0 ? t : memo_put(p, k, t - attn);
+    t = probe(p, 1, 1, 1, 0, 0, tokens, rows, false, &attn);
+    return t < 0 ? NAN : memo_put(p, k, t - attn);
 }
 
 /* The attention of a step of 'tokens' whose sequences are 'n' (1..SEQ_POS)
@@ -235,33 +250,42 @@ static double copies_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_
     double t, attn;
     if (memo_find(p, k, &t))
         return t;
-    return probe(p, n, q, kv, 0, 0, tokens, 8, &attn) < 0 ? -1 : memo_put(p, k, attn);
+    return probe(p, n, q, kv, 0, 0, tokens, 8, true, &attn) < 0 ? NAN : memo_put(p, k, attn);
 }
 
-/* What a sequence of q over kv at position 'pos' of a step (of 'tokens')
- * adds to its attention: the first alone; the next SEQ_POS - 1 and then every
- * further one after 'pos' like it (the kernel prefetches a sequence's first
- * blocks during the one before: the second and third overlap differently
- * than the first; from the third on, they add alike). A chunk too long for
- * that many copies in the step: after as many decodes of one token (and a
- * few tokens shorter if it would not fit). */
-static double seq_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, int pos)
+/* What a decode over kv at position 'pos' of a step (of 'tokens') adds to
+ * its attention: the first alone; the second and then every further one
+ * after SEQ_POS - 1 like it (the kernel prefetches a sequence's first blocks
+ * during the one before: the second overlaps differently than the third;
+ * from the third on, they add alike). */
+static double decode_s(struct serve_pricer *p, int64_t tokens, int64_t kv, int pos)
 {
     pos = pos < SEQ_POS ? pos : SEQ_POS - 1;
     if (pos == 0)
+        return copies_s(p, tokens, 1, kv, 1);
+    int64_t k[KEY_N] = {PART_SEQ, tokens, pos, 1, kv};
+    double t;
+    if (memo_find(p, k, &t))
+        return t;
+    double a = copies_s(p, tokens, 1, kv, pos), b = copies_s(p, tokens, 1, kv, pos + 1);
+    return isnan(a) || isnan(b) ? NAN : memo_put(p, k, b - a);
+}
+
+/* What a prefill chunk of q over kv adds to a step's attention (of
+ * 'tokens'): first, what it takes alone; after others, what it adds after a
+ * decode of one token (a token shorter if it would not fit). */
+static double chunk_at(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, bool first)
+{
+    if (first)
         return copies_s(p, tokens, q, kv, 1);
-    int64_t k[KEY_N] = {PART_SEQ, tokens, pos, q, kv};
+    int64_t k[KEY_N] = {PART_SEQ, tokens, 1, q, kv};
     double t, attn;
     if (memo_find(p, k, &t))
         return t;
-    if ((pos + 1) * q <= tokens) {
-        double a = copies_s(p, tokens, q, kv, pos), b = copies_s(p, tokens, q, kv, pos + 1);
-        return a < 0 || b < 0 ? -1 : memo_put(p, k, b - a);
-    }
-    double a = copies_s(p, tokens, 1, 1, pos);
-    int64_t q2 = q <= tokens - pos ? q : tokens - pos;
-    if (a < 0 || probe(p, pos, 1, 1, q2, kv, tokens, 8, &attn) < 0)
-        return -1;
+    double a = copies_s(p, tokens, 1, 1, 1);
+    int64_t q2 = q < tokens ? q : tokens - 1;
+    if (isnan(a) || probe(p, 1, 1, 1, q2, kv, tokens, 8, true, &attn) < 0)
+        return NAN;
     return memo_put(p, k, attn - a);
 }
 
@@ -288,40 +312,85 @@ static int64_t bucket_nearest(int64_t x, int b, int64_t min)
     return v < min ? min : v;
 }
 
-/* A sequence's key: its kv in whole pages (a decode's exact up to
- * EXACT_PAGES, then bucketed), a chunk's q bucketed, within the step. */
-static void seq_key(const struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv,
-                    int64_t *kq, int64_t *kkv)
+/* 'x' in [lo, hi]: linear between 'a' (at lo) and 'b' (at hi). */
+static double lerp(double a, double b, double x, double lo, double hi)
+{
+    return hi > lo ? a + (b - a) * (x - lo) / (hi - lo) : a;
+}
+
+/* A decode's kv in whole pages: exact up to EXACT_PAGES, then the nearest of
+ * the chunks' buckets (at most max_model_len). */
+static int64_t decode_kv(const struct serve_pricer *p, int64_t kv)
 {
     const struct serve_cfg *c = p->c;
-    int bo = c->buckets_per_octave * CHUNK_FINER;
     int64_t pages = (kv + c->page_size - 1) / c->page_size;
-    if (q > 1 || pages > EXACT_PAGES)
-        pages = bucket_nearest(pages, bo, 1);
-    *kq = q > 1 ? bucket_nearest(q, bo, 2) : 1;
-    *kq = *kq < tokens ? *kq : tokens;
-    *kkv = pages * c->page_size;
-    *kkv = *kkv < c->max_model_len ? *kkv : c->max_model_len;
-    *kkv = *kkv > *kq ? *kkv : *kq;
+    if (pages > EXACT_PAGES)
+        pages = bucket_nearest(pages, c->buckets_per_octave * CHUNK_FINER, 1);
+    kv = pages * c->page_size;
+    return kv < c->max_model_len ? kv : c->max_model_len;
+}
+
+/* A prefill chunk of q over kv (kv - q cached before it): bilinear in q and
+ * in the cached tokens between their buckets' edges (none cached: exact), at
+ * most 'tokens' new ones and max_model_len in all. */
+static double chunk_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, bool first)
+{
+    const struct serve_cfg *c = p->c;
+    int b = c->buckets_per_octave;
+    int64_t qe[2], ce[2] = {0, 0}, ctx = kv - q;
+    bucket_edges(q, b, &qe[0], &qe[1]);
+    qe[1] = qe[1] < tokens ? qe[1] : tokens;
+    qe[0] = qe[0] < qe[1] ? qe[0] : qe[1];
+    if (ctx > 0) {
+        bucket_edges(ctx, 1, &ce[0], &ce[1]);
+        int64_t room = c->max_model_len - qe[1] > 0 ? c->max_model_len - qe[1] : 0;
+        ce[1] = ce[1] < room ? ce[1] : room;
+        ce[0] = ce[0] < ce[1] ? ce[0] : ce[1];
+    }
+    double v[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            v[i][j] = (i && qe[1] == qe[0]) ? v[0][j] : (j && ce[1] == ce[0]) ? v[i][0]
+                    : chunk_at(p, tokens, qe[i], qe[i] + ce[j], first);
+    double a = lerp(v[0][0], v[0][1], (double)ctx, (double)ce[0], (double)ce[1]);
+    double z = lerp(v[1][0], v[1][1], (double)ctx, (double)ce[0], (double)ce[1]);
+    return lerp(a, z, (double)q, (double)qe[0], (double)qe[1]);
+}
+
+/* The attention kernel's grid at 'tokens' beyond its grid at the budget
+ * ('max_num_batched_tokens', where the sequences are priced): the q blocks
+ * it walks with nothing to do, and their steps. From a decode of one token
+ * alone at both; NAN on failure. */
+static double grid_s(struct serve_pricer *p, int64_t tokens)
+{
+    int64_t budget = p->c->max_num_batched_tokens;
+    if (tokens == budget)
+        return 0;
+    int64_t k[KEY_N] = {PART_GRID, tokens};
+    double t;
+    if (memo_find(p, k, &t))
+        return t;
+    double a = copies_s(p, tokens, 1, 1, 1), b = copies_s(p, budget, 1, 1, 1);
+    return isnan(a) || isnan(b) ? NAN : memo_put(p, k, a - b);
 }
 
 /* The memo's price of batch 'b': its dense part at its padded tokens and rows,
- * the attention of its first sequence alone, and each other sequence's share
- * at its position (the kernel walks the sequences one after the other,
- * fetching the next one's blocks during the current one's work). */
+ * the attention kernel's grid at those tokens, the attention of its first
+ * sequence alone, and each other sequence's share at its position (the kernel
+ * walks the sequences one after the other, fetching the next one's blocks
+ * during the current one's work) -- the sequences priced at the step budget,
+ * which a sequence's own blocks do not depend on. */
 static double memo_price(struct serve_pricer *p, const struct serve_batch *b)
 {
     const struct serve_cfg *c = p->c;
     int64_t tokens = pad_pow2(b->tokens, 16, c->max_num_batched_tokens);
-    int64_t rows = pad_pow2(b->n, 8, c->max_num_seqs);
+    int64_t rows = pad_pow2(b->n, 8, c->max_num_seqs), budget = c->max_num_batched_tokens;
     double t = dense_s(p, tokens, rows);
-    for (int i = 0; i < b->n && t >= 0; i++) {
-        int64_t q, kv;
-        seq_key(p, tokens, b->q[i], b->kv[i], &q, &kv);
-        double s = seq_s(p, tokens, q, kv, i);
-        t = s < 0 ? s : t + s;
-    }
-    return t;
+    t = isnan(t) ? t : t + grid_s(p, tokens);
+    for (int i = 0; i < b->n && !isnan(t); i++)
+        t += b->q[i] == 1 ? decode_s(p, budget, decode_kv(p, b->kv[i]), i)
+                          : chunk_s(p, budget, b->q[i], b->kv[i], i == 0);
+    return isnan(t) ? -1 : t;
 }
 
 /* Every 'verify_every'th step priced exactly as well: the memo's error. */
