@@ -23,7 +23,7 @@
 
 /* A memo key: what was priced (enum part), the padded tokens and rows, a
  * sequence's q and kv. */
-enum part { PART_DENSE, PART_COPIES, PART_SEQ, PART_GRID };
+enum part { PART_DENSE, PART_COPIES, PART_SEQ };
 /* Positions of a sequence in a step priced apart: first, second, the rest. */
 #define SEQ_POS 3
 enum { KEY_PART, KEY_TOKENS, KEY_ROWS, KEY_Q, KEY_KV, KEY_N };
@@ -272,16 +272,25 @@ static double decode_s(struct serve_pricer *p, int64_t tokens, int64_t kv, int p
 }
 
 /* What a prefill chunk of q over kv adds to a step's attention (of
- * 'tokens'): first, what it takes alone; after others, what it adds after a
- * decode of one token (a token shorter if it would not fit). */
-static double chunk_at(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, bool first)
+ * 'tokens') at 'where': first, what it takes alone; after a chunk, what a
+ * second copy adds to one (when two fit); after a decode (or a chunk when two
+ * copies do not fit), what it adds after a decode of one token (a token
+ * shorter if it would not fit). */
+enum where { FIRST, AFTER_DECODE, AFTER_CHUNK };
+static double chunk_at(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv,
+                       enum where w)
 {
-    if (first)
+    if (w == FIRST)
         return copies_s(p, tokens, q, kv, 1);
-    int64_t k[KEY_N] = {PART_SEQ, tokens, 1, q, kv};
+    w = w == AFTER_CHUNK && 2 * q <= tokens ? AFTER_CHUNK : AFTER_DECODE;
+    int64_t k[KEY_N] = {PART_SEQ, tokens, SEQ_POS + w, q, kv};
     double t, attn;
     if (memo_find(p, k, &t))
         return t;
+    if (w == AFTER_CHUNK) {
+        double a = copies_s(p, tokens, q, kv, 1), b = copies_s(p, tokens, q, kv, 2);
+        return isnan(a) || isnan(b) ? NAN : memo_put(p, k, b - a);
+    }
     double a = copies_s(p, tokens, 1, 1, 1);
     int64_t q2 = q < tokens ? q : tokens - 1;
     if (isnan(a) || probe(p, 1, 1, 1, q2, kv, tokens, 8, true, &attn) < 0)
@@ -333,7 +342,7 @@ static int64_t decode_kv(const struct serve_pricer *p, int64_t kv)
 /* A prefill chunk of q over kv (kv - q cached before it): bilinear in q and
  * in the cached tokens between their buckets' edges (none cached: exact), at
  * most 'tokens' new ones and max_model_len in all. */
-static double chunk_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, bool first)
+static double chunk_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, enum where w)
 {
     const struct serve_cfg *c = p->c;
     int b = c->buckets_per_octave;
@@ -351,45 +360,27 @@ static double chunk_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             v[i][j] = (i && qe[1] == qe[0]) ? v[0][j] : (j && ce[1] == ce[0]) ? v[i][0]
-                    : chunk_at(p, tokens, qe[i], qe[i] + ce[j], first);
+                    : chunk_at(p, tokens, qe[i], qe[i] + ce[j], w);
     double a = lerp(v[0][0], v[0][1], (double)ctx, (double)ce[0], (double)ce[1]);
     double z = lerp(v[1][0], v[1][1], (double)ctx, (double)ce[0], (double)ce[1]);
     return lerp(a, z, (double)q, (double)qe[0], (double)qe[1]);
 }
 
-/* The attention kernel's grid at 'tokens' beyond its grid at the budget
- * ('max_num_batched_tokens', where the sequences are priced): the q blocks
- * it walks with nothing to do, and their steps. From a decode of one token
- * alone at both; NAN on failure. */
-static double grid_s(struct serve_pricer *p, int64_t tokens)
-{
-    int64_t budget = p->c->max_num_batched_tokens;
-    if (tokens == budget)
-        return 0;
-    int64_t k[KEY_N] = {PART_GRID, tokens};
-    double t;
-    if (memo_find(p, k, &t))
-        return t;
-    double a = copies_s(p, tokens, 1, 1, 1), b = copies_s(p, budget, 1, 1, 1);
-    return isnan(a) || isnan(b) ? NAN : memo_put(p, k, a - b);
-}
-
 /* The memo's price of batch 'b': its dense part at its padded tokens and rows,
- * the attention kernel's grid at those tokens, the attention of its first
- * sequence alone, and each other sequence's share at its position (the kernel
- * walks the sequences one after the other, fetching the next one's blocks
- * during the current one's work) -- the sequences priced at the step budget,
- * which a sequence's own blocks do not depend on. */
+ * the attention of its first sequence alone, and each other sequence's share
+ * at its position (the kernel walks the sequences one after the other,
+ * fetching the next one's blocks during the current one's work), all at the
+ * step's padded tokens (the kernel's grid and blocks follow them). */
 static double memo_price(struct serve_pricer *p, const struct serve_batch *b)
 {
     const struct serve_cfg *c = p->c;
     int64_t tokens = pad_pow2(b->tokens, 16, c->max_num_batched_tokens);
-    int64_t rows = pad_pow2(b->n, 8, c->max_num_seqs), budget = c->max_num_batched_tokens;
+    int64_t rows = pad_pow2(b->n, 8, c->max_num_seqs);
     double t = dense_s(p, tokens, rows);
-    t = isnan(t) ? t : t + grid_s(p, tokens);
     for (int i = 0; i < b->n && !isnan(t); i++)
-        t += b->q[i] == 1 ? decode_s(p, budget, decode_kv(p, b->kv[i]), i)
-                          : chunk_s(p, budget, b->q[i], b->kv[i], i == 0);
+        t += b->q[i] == 1 ? decode_s(p, tokens, decode_kv(p, b->kv[i]), i)
+                          : chunk_s(p, tokens, b->q[i], b->kv[i],
+                                    i == 0 ? FIRST : b->q[i - 1] > 1 ? AFTER_CHUNK : AFTER_DECODE);
     return isnan(t) ? -1 : t;
 }
 
