@@ -413,6 +413,20 @@ sv_set="--set serve.requests.count=8 --set serve.requests.concurrency=4 --set se
     && grep -q '"verified": 54, "error_mean": [0-9.e-]*, "error_max": 0.0[0-3]' \
            "$t/svbv/summary.json" \
     && ok || bad "serve: the step memo's error is above 4 % per step or 0.5 % per run"
+# ... serving presets from their config.json: the KV cache they leave on one v6e chip (31.25 GiB,
+# 90 % of it, less the bf16 weights, in pages of 128 tokens). Qwen3-8B: weights 2 x 151936 x 4096
+# (embedding, logits) + 36 x (4096 x (4096 + 2 x 1024 + 4096) + 3 x 4096 x 12288 + 2 x 4096)
+# + 4096 = 8,190,726,144 parameters, 16,381,452,288 bytes; KV 2 x 36 x 8 x 128 x 2 = 147,456
+# bytes a token; (0.9 x 33,554,432,000 - 16,381,452,288) / (147,456 x 128) = 732.07: 732 pages.
+# Gemma-2B (multi-query: 1 KV head of 256): 2 x 256000 x 2048 + 18 x (2048 x (2048 + 2 x 256 +
+# 2048) + 3 x 2048 x 16384 + 2 x 2048) + 2048 = 3,030,462,464 parameters; KV 2 x 18 x 256 x 2 =
+# 18,432 bytes a token; (30,198,988,800 - 6,060,924,928) / (18,432 x 128) = 10,231.2: 10231
+for pv in qwen3-8b:732 gemma-2b:10231; do
+    "$bin" run tests/data/serve/tiny.yaml -o "$t/svp" -q --set "serve.model={preset: ${pv%:*}}" \
+           --set serve.engine.page_size=128 \
+        && grep -q "\"kv_cache\": {\"pages\": ${pv#*:}," "$t/svp/summary.json" \
+        && ok || bad "serve: preset ${pv%:*}'s KV cache is not ${pv#*:} pages"
+done
 # ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone)
 "$bin" run tests/data/serve/tiny_open.yaml -o "$t/svi" -q --set serve.requests.count=20000 \
        --set serve.requests.arrival.rate=50/s 2>"$t/svi.err" &
