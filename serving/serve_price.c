@@ -1,5 +1,5 @@
 /* serving/serve_price.c -- engine steps priced by simulating the model's
- * forward over their batch, memoized by signature (serving/serve_price.h). */
+ * forward over their batch, from memoized parts (serving/serve_price.h). */
 #include "serving/serve_price.h"
 
 #include <errno.h>
@@ -27,9 +27,9 @@ enum part { PART_DENSE, PART_COPIES, PART_SEQ };
 /* Positions of a sequence in a step priced apart: first, second, the rest. */
 #define SEQ_POS 3
 enum { KEY_PART, KEY_TOKENS, KEY_ROWS, KEY_Q, KEY_KV, KEY_N };
-/* Prefill chunks' q and kv pages take buckets this many times finer than
- * step_memo.buckets_per_octave; decodes' kv pages are exact up to
- * EXACT_PAGES, then as fine as the chunks'. */
+/* Decodes' kv pages are exact up to EXACT_PAGES, then the nearest of buckets
+ * CHUNK_FINER times finer than step_memo.buckets_per_octave (prefill chunks'
+ * q and cached tokens are interpolated between buckets instead). */
 #define CHUNK_FINER 8
 #define EXACT_PAGES 64
 
