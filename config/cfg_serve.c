@@ -38,11 +38,13 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     }
     const struct cfg_node *sm = cfg_get(e, "step_memo");
     if (sm && walk_is_map(w, sm, "serve.engine.step_memo")) {
-        static const char *const mk[] = {"buckets_per_octave", NULL};
+        static const char *const mk[] = {"buckets_per_octave", "verify_every", NULL};
         walk_check_keys(w, sm, "serve.engine.step_memo", mk);
         int64_t b = c->buckets_per_octave;
         walk_int(w, sm, "serve.engine.step_memo", "buckets_per_octave", false, 0, 64, &b);
         c->buckets_per_octave = (int)b;
+        walk_int(w, sm, "serve.engine.step_memo", "verify_every", false, 0, 1 << 30,
+                 &c->memo_verify_every);
     }
 }
 

@@ -25,6 +25,7 @@ struct serve_cfg {
     bool chunked_prefill;
     double step_overhead_s;
     int buckets_per_octave; /* step_memo.buckets_per_octave: 0 prices every step exactly */
+    int64_t memo_verify_every; /* step_memo.verify_every: every Nth step priced exactly too (0: none) */
     /* requests: */
     int64_t count, concurrency; /* concurrency 0: open loop */
     double rate_per_s;          /* open loop: Poisson arrivals */

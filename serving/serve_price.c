@@ -1,5 +1,5 @@
 /* serving/serve_price.c -- engine steps priced by simulating the model's
- * forward over their batch, memoized by signature (serving/serve_price.h). */
+ * forward over their batch, from memoized parts (serving/serve_price.h). */
 #include "serving/serve_price.h"
 
 #include <errno.h>
@@ -21,18 +21,20 @@
 #include "engine/sim_child.h"
 #include "outputs/progress.h"
 
-/* A signature: padded tokens and rows, the decodes' count and kv total, the
- * SIG_CHUNKS largest prefill chunks one by one (q, kv), the others' count and
- * q and kv totals. */
-#define SIG_CHUNKS 4
-enum { SIG_TOKENS, SIG_ROWS, SIG_ND, SIG_KD, SIG_NP, SIG_CHUNK,
-       SIG_NREST = SIG_CHUNK + 2 * SIG_CHUNKS, SIG_QREST, SIG_KREST, SIG_N };
-/* Prefill chunks' q and kv take buckets this many times finer than the
- * decodes' kv total (which is interpolated, not rounded). */
-#define SIG_CHUNK_FINER 4
+/* A memo key: what was priced (enum part), the padded tokens and rows, a
+ * sequence's q and kv. */
+enum part { PART_DENSE, PART_COPIES, PART_SEQ };
+/* Positions of a sequence in a step priced apart: first, second, the rest. */
+#define SEQ_POS 3
+enum { KEY_PART, KEY_TOKENS, KEY_ROWS, KEY_Q, KEY_KV, KEY_N };
+/* Decodes' kv pages are exact up to EXACT_PAGES, then the nearest of buckets
+ * CHUNK_FINER times finer than step_memo.buckets_per_octave (prefill chunks'
+ * q and cached tokens are interpolated between buckets instead). */
+#define CHUNK_FINER 8
+#define EXACT_PAGES 64
 
 struct memo_entry {
-    int64_t k[SIG_N];
+    int64_t k[KEY_N];
     double time_s;
     bool used;
 };
@@ -48,13 +50,11 @@ struct serve_pricer {
     size_t cap, n;
     struct serve_price_stats st;
     int rc;
-    int64_t *q, *kv; /* the batch priced */
-    int64_t *chunks; /* a batch's prefill chunks, (q, kv) pairs */
 };
 
 struct child_result {
     int rc;
-    double time_s;
+    double time_s, attn_s; /* the step; its attention ops' share */
     char err[512];
 };
 
@@ -66,6 +66,9 @@ static void child_run(const struct serve_pricer *p, const struct cfg_scenario *s
     struct summary s = {0};
     res->rc = sim_run(sc, &so, &s, d);
     res->time_s = s.total_time_s;
+    for (int i = 0; i < s.nops; i++)
+        if (s.ops[i].category && strcmp(s.ops[i].category, "attention") == 0)
+            res->attn_s += s.ops[i].time_s;
     summary_fini(&s);
     if (diag_count(d))
         snprintf(res->err, sizeof res->err, "%s", diag_message(d, 0));
@@ -103,15 +106,17 @@ static int64_t pad_pow2(int64_t x, int64_t lo, int64_t hi)
     return v < hi ? v : hi > x ? hi : x;
 }
 
-/* The step of 'n' sequences q[i] over kv[i], simulated. Returns its time or -1. */
-static double simulate(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
-                       int64_t tokens)
+/* The step of 'n' sequences q[i] over kv[i] with its matmuls over 'tokens'
+ * and its logits over 'rows' (padded), of 'layers' layers (0: the model's),
+ * simulated. Returns its time or -1; its attention ops' time in '*attn_s'. */
+static double simulate_layers(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
+                              int64_t tokens, int64_t rows, int layers, double *attn_s)
 {
     const struct serve_cfg *c = p->c;
     struct model m = p->base->model->m;
+    m.layers = layers ? layers : m.layers;
     m.nseqs = n, m.q_lens = q, m.kv_lens = kv;
-    m.tokens = pad_pow2(tokens, 16, c->max_num_batched_tokens);
-    m.rows = pad_pow2(n, 8, c->max_num_seqs);
+    m.tokens = tokens, m.rows = rows;
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
     double t0 = progress_now_s();
     struct cfg_scenario sc;
@@ -129,26 +134,45 @@ static double simulate(struct serve_pricer *p, int n, const int64_t *q, const in
         cfg_scenario_fini(&sc);
         p->st.runs++;
         p->st.wall_s += progress_now_s() - t0;
-        if (rc == 0)
+        if (rc == 0) {
+            *attn_s = res.attn_s;
             return res.time_s;
+        }
     }
     p->rc = rc ? rc : 1;
     return -1;
 }
 
+/* As simulate_layers, the model's layers. */
+static double simulate_padded(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
+                              int64_t tokens, int64_t rows, double *attn_s)
+{
+    return simulate_layers(p, n, q, kv, tokens, rows, 0, attn_s);
+}
+
+/* The step of 'n' sequences q[i] over kv[i], simulated. Returns its time or -1. */
+static double simulate(struct serve_pricer *p, int n, const int64_t *q, const int64_t *kv,
+                       int64_t tokens)
+{
+    const struct serve_cfg *c = p->c;
+    double attn_s;
+    return simulate_padded(p, n, q, kv, pad_pow2(tokens, 16, c->max_num_batched_tokens),
+                           pad_pow2(n, 8, c->max_num_seqs), &attn_s);
+}
+
 /* ---------------- the memo ---------------- */
 
-static uint64_t sig_hash(const int64_t *k)
+static uint64_t key_hash(const int64_t *k)
 {
     uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < SIG_N; i++)
+    for (int i = 0; i < KEY_N; i++)
         h = (h ^ (uint64_t)k[i]) * 1099511628211ull;
     return h;
 }
 
 static struct memo_entry *memo_slot(struct serve_pricer *p, const int64_t *k)
 {
-    size_t i = (size_t)sig_hash(k) & (p->cap - 1);
+    size_t i = (size_t)key_hash(k) & (p->cap - 1);
     while (p->memo[i].used && memcmp(p->memo[i].k, k, sizeof p->memo[i].k) != 0)
         i = (i + 1) & (p->cap - 1);
     return &p->memo[i];
@@ -166,39 +190,112 @@ static void memo_grow(struct serve_pricer *p)
     free(old);
 }
 
-/* Spreads 'total' over 'n' values at least 'floor_v[i]' (or 1). */
-static void spread(int64_t *v, int n, int64_t total, const int64_t *floor_v)
-{
-    for (int i = 0; i < n; i++) {
-        v[i] = total / n + (i < total % n ? 1 : 0);
-        int64_t lo = floor_v ? floor_v[i] : 1;
-        v[i] = v[i] < lo ? lo : v[i];
-    }
-}
-
-/* The time of signature 'k': the batch it stands for, simulated once. */
-static double sig_time(struct serve_pricer *p, const int64_t *k)
+/* Whether the memo holds 'k'; its time in '*t'. */
+static bool memo_find(struct serve_pricer *p, const int64_t *k, double *t)
 {
     if (p->n * 2 >= p->cap)
         memo_grow(p);
     struct memo_entry *e = memo_slot(p, k);
-    if (e->used)
-        return e->time_s;
-    int nd = (int)k[SIG_ND], np = (int)k[SIG_NP], nr = (int)k[SIG_NREST];
-    spread(p->q, nd, nd, NULL);
-    spread(p->kv, nd, k[SIG_KD], NULL);
-    for (int j = 0; j < np; j++)
-        p->q[nd + j] = k[SIG_CHUNK + 2 * j], p->kv[nd + j] = k[SIG_CHUNK + 2 * j + 1];
-    spread(p->q + nd + np, nr, k[SIG_QREST], NULL);
-    spread(p->kv + nd + np, nr, k[SIG_KREST], p->q + nd + np);
-    double t = simulate(p, nd + np + nr, p->q, p->kv, k[SIG_TOKENS]);
-    if (t < 0)
-        return t;
+    *t = e->time_s;
+    return e->used;
+}
+
+static double memo_put(struct serve_pricer *p, const int64_t *k, double t)
+{
+    struct memo_entry *e = memo_slot(p, k);
     memcpy(e->k, k, sizeof e->k);
     e->time_s = t, e->used = true;
     p->n++;
     p->st.signatures++;
     return t;
+}
+
+/* A probe: 'pre' (at most SEQ_POS) sequences of q0 over kv0, then, if 'q' > 0,
+ * one of q over kv, in a step of 'tokens' and 'rows'; its time, its
+ * attention's in '*attn_s'. 'attn_only': the attention only is wanted, from
+ * a step of one layer (every layer runs the same kernel over the same
+ * sequences; it is the model's layers times that one's). */
+static double probe(struct serve_pricer *p, int pre, int64_t q0, int64_t kv0, int64_t q,
+                    int64_t kv, int64_t tokens, int64_t rows, bool attn_only, double *attn_s)
+{
+    int64_t qs[SEQ_POS + 1], kvs[SEQ_POS + 1];
+    for (int i = 0; i < pre; i++)
+        qs[i] = q0, kvs[i] = kv0;
+    qs[pre] = q, kvs[pre] = kv;
+    int layers = attn_only ? 1 : 0;
+    double t = simulate_layers(p, pre + (q > 0), qs, kvs, tokens, rows, layers, attn_s);
+    if (attn_only)
+        *attn_s *= (double)p->base->model->m.layers;
+    return t;
+}
+
+/* All but attention of a step of 'tokens' and 'rows' (padded): the matmuls,
+ * norms, collectives and logits do not look at the sequences' lengths.
+ * These parts return NAN on failure (a share may be negative). */
+static double dense_s(struct serve_pricer *p, int64_t tokens, int64_t rows)
+{
+    int64_t k[KEY_N] = {PART_DENSE, tokens, rows};
+    double t, attn;
+    if (memo_find(p, k, &t))
+        return t;
+    t = probe(p, 1, 1, 1, 0, 0, tokens, rows, false, &attn);
+    return t < 0 ? NAN : memo_put(p, k, t - attn);
+}
+
+/* The attention of a step of 'tokens' whose sequences are 'n' (1..SEQ_POS)
+ * of q over kv: the kernel's grid, its fixed costs, the sequences' blocks. */
+static double copies_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, int n)
+{
+    int64_t k[KEY_N] = {PART_COPIES, tokens, n, q, kv};
+    double t, attn;
+    if (memo_find(p, k, &t))
+        return t;
+    return probe(p, n, q, kv, 0, 0, tokens, 8, true, &attn) < 0 ? NAN : memo_put(p, k, attn);
+}
+
+/* What a decode over kv at position 'pos' of a step (of 'tokens') adds to
+ * its attention: the first alone; the second and then every further one
+ * after SEQ_POS - 1 like it (the kernel prefetches a sequence's first blocks
+ * during the one before: the second overlaps differently than the third;
+ * from the third on, they add alike). */
+static double decode_s(struct serve_pricer *p, int64_t tokens, int64_t kv, int pos)
+{
+    pos = pos < SEQ_POS ? pos : SEQ_POS - 1;
+    if (pos == 0)
+        return copies_s(p, tokens, 1, kv, 1);
+    int64_t k[KEY_N] = {PART_SEQ, tokens, pos, 1, kv};
+    double t;
+    if (memo_find(p, k, &t))
+        return t;
+    double a = copies_s(p, tokens, 1, kv, pos), b = copies_s(p, tokens, 1, kv, pos + 1);
+    return isnan(a) || isnan(b) ? NAN : memo_put(p, k, b - a);
+}
+
+/* What a prefill chunk of q over kv adds to a step's attention (of
+ * 'tokens') at 'where': first, what it takes alone; after a chunk, what a
+ * second copy adds to one (when two fit); after a decode (or a chunk when two
+ * copies do not fit), what it adds after a decode of one token (a token
+ * shorter if it would not fit). */
+enum where { FIRST, AFTER_DECODE, AFTER_CHUNK };
+static double chunk_at(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv,
+                       enum where w)
+{
+    if (w == FIRST)
+        return copies_s(p, tokens, q, kv, 1);
+    w = w == AFTER_CHUNK && 2 * q <= tokens ? AFTER_CHUNK : AFTER_DECODE;
+    int64_t k[KEY_N] = {PART_SEQ, tokens, SEQ_POS + w, q, kv};
+    double t, attn;
+    if (memo_find(p, k, &t))
+        return t;
+    if (w == AFTER_CHUNK) {
+        double a = copies_s(p, tokens, q, kv, 1), b = copies_s(p, tokens, q, kv, 2);
+        return isnan(a) || isnan(b) ? NAN : memo_put(p, k, b - a);
+    }
+    double a = copies_s(p, tokens, 1, 1, 1);
+    int64_t q2 = q < tokens ? q : tokens - 1;
+    if (isnan(a) || probe(p, 1, 1, 1, q2, kv, tokens, 8, true, &attn) < 0)
+        return NAN;
+    return memo_put(p, k, attn - a);
 }
 
 /* The bucket edges around 'x' (>= 1): lo <= x <= hi, 2^(i/b) rounded down. */
@@ -224,35 +321,79 @@ static int64_t bucket_nearest(int64_t x, int b, int64_t min)
     return v < min ? min : v;
 }
 
-static int cmp_chunk(const void *a, const void *b)
+/* 'x' in [lo, hi]: linear between 'a' (at lo) and 'b' (at hi). */
+static double lerp(double a, double b, double x, double lo, double hi)
 {
-    const int64_t *x = a, *y = b;
-    return x[0] != y[0] ? (x[0] < y[0]) - (x[0] > y[0]) : (x[1] < y[1]) - (x[1] > y[1]);
+    return hi > lo ? a + (b - a) * (x - lo) / (hi - lo) : a;
 }
 
-/* The prefill chunks' part of signature 'k': the largest one by one, bucketed;
- * their q never past the padded batch's room. */
-static void sig_chunks(struct serve_pricer *p, const struct serve_batch *b, int64_t *k)
+/* A decode's kv in whole pages: exact up to EXACT_PAGES, then the nearest of
+ * the chunks' buckets (at most max_model_len). */
+static int64_t decode_kv(const struct serve_pricer *p, int64_t kv)
 {
-    int bo = p->c->buckets_per_octave * SIG_CHUNK_FINER, n = 0;
-    int64_t *ch = p->chunks;
-    for (int i = 0; i < b->n; i++)
-        if (b->q[i] > 1)
-            ch[2 * n] = b->q[i], ch[2 * n + 1] = b->kv[i], n++;
-    qsort(ch, (size_t)n, 2 * sizeof *ch, cmp_chunk);
-    int64_t room = k[SIG_TOKENS] - k[SIG_ND];
-    for (int j = 0; j < n; j++) {
-        int64_t q = bucket_nearest(ch[2 * j], bo, 2), kv;
-        q = q > room - 2 * (n - 1 - j) ? room - 2 * (n - 1 - j) : q;
-        q = q < 2 ? 2 : q;
-        room -= q;
-        kv = bucket_nearest(ch[2 * j + 1], bo, q);
-        if (j < SIG_CHUNKS) {
-            k[SIG_CHUNK + 2 * j] = q, k[SIG_CHUNK + 2 * j + 1] = kv, k[SIG_NP]++;
-        } else {
-            k[SIG_NREST]++, k[SIG_QREST] += q, k[SIG_KREST] += kv;
-        }
+    const struct serve_cfg *c = p->c;
+    int64_t pages = (kv + c->page_size - 1) / c->page_size;
+    if (pages > EXACT_PAGES)
+        pages = bucket_nearest(pages, c->buckets_per_octave * CHUNK_FINER, 1);
+    kv = pages * c->page_size;
+    return kv < c->max_model_len ? kv : c->max_model_len;
+}
+
+/* A prefill chunk of q over kv (kv - q cached before it): bilinear in q and
+ * in the cached tokens between their buckets' edges (none cached: exact), at
+ * most 'tokens' new ones and max_model_len in all. */
+static double chunk_s(struct serve_pricer *p, int64_t tokens, int64_t q, int64_t kv, enum where w)
+{
+    const struct serve_cfg *c = p->c;
+    int b = c->buckets_per_octave;
+    int64_t qe[2], ce[2] = {0, 0}, ctx = kv - q;
+    bucket_edges(q, b, &qe[0], &qe[1]);
+    qe[1] = qe[1] < tokens ? qe[1] : tokens;
+    qe[0] = qe[0] < qe[1] ? qe[0] : qe[1];
+    if (ctx > 0) {
+        bucket_edges(ctx, 1, &ce[0], &ce[1]);
+        int64_t room = c->max_model_len - qe[1] > 0 ? c->max_model_len - qe[1] : 0;
+        ce[1] = ce[1] < room ? ce[1] : room;
+        ce[0] = ce[0] < ce[1] ? ce[0] : ce[1];
     }
+    double v[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            v[i][j] = (i && qe[1] == qe[0]) ? v[0][j] : (j && ce[1] == ce[0]) ? v[i][0]
+                    : chunk_at(p, tokens, qe[i], qe[i] + ce[j], w);
+    double a = lerp(v[0][0], v[0][1], (double)ctx, (double)ce[0], (double)ce[1]);
+    double z = lerp(v[1][0], v[1][1], (double)ctx, (double)ce[0], (double)ce[1]);
+    return lerp(a, z, (double)q, (double)qe[0], (double)qe[1]);
+}
+
+/* The memo's price of batch 'b': its dense part at its padded tokens and rows,
+ * the attention of its first sequence alone, and each other sequence's share
+ * at its position (the kernel walks the sequences one after the other,
+ * fetching the next one's blocks during the current one's work), all at the
+ * step's padded tokens (the kernel's grid and blocks follow them). */
+static double memo_price(struct serve_pricer *p, const struct serve_batch *b)
+{
+    const struct serve_cfg *c = p->c;
+    int64_t tokens = pad_pow2(b->tokens, 16, c->max_num_batched_tokens);
+    int64_t rows = pad_pow2(b->n, 8, c->max_num_seqs);
+    double t = dense_s(p, tokens, rows);
+    for (int i = 0; i < b->n && !isnan(t); i++)
+        t += b->q[i] == 1 ? decode_s(p, tokens, decode_kv(p, b->kv[i]), i)
+                          : chunk_s(p, tokens, b->q[i], b->kv[i],
+                                    i == 0 ? FIRST : b->q[i - 1] > 1 ? AFTER_CHUNK : AFTER_DECODE);
+    return isnan(t) ? -1 : t;
+}
+
+/* Every 'verify_every'th step priced exactly as well: the memo's error. */
+static void verify(struct serve_pricer *p, const struct serve_batch *b, double t)
+{
+    double exact = simulate(p, b->n, b->q, b->kv, b->tokens);
+    if (exact <= 0)
+        return;
+    double e = fabs(t / exact - 1);
+    p->st.verified++;
+    p->st.error_sum += e;
+    p->st.error_max = e > p->st.error_max ? e : p->st.error_max;
 }
 
 double serve_price(void *ctx, const struct serve_batch *b)
@@ -262,28 +403,10 @@ double serve_price(void *ctx, const struct serve_batch *b)
     p->st.lookups++;
     if (c->buckets_per_octave == 0)
         return simulate(p, b->n, b->q, b->kv, b->tokens);
-    int64_t k[SIG_N] = {0}, kd = 0;
-    k[SIG_TOKENS] = pad_pow2(b->tokens, 16, c->max_num_batched_tokens);
-    k[SIG_ROWS] = pad_pow2(b->n, 8, c->max_num_seqs);
-    for (int i = 0; i < b->n; i++)
-        if (b->q[i] == 1)
-            k[SIG_ND]++, kd += b->kv[i];
-    sig_chunks(p, b, k);
-    if (k[SIG_ND] == 0)
-        return sig_time(p, k);
-    int64_t lo, hi;
-    bucket_edges(kd, c->buckets_per_octave, &lo, &hi);
-    lo = lo < k[SIG_ND] ? k[SIG_ND] : lo;
-    hi = hi <= lo ? lo + 1 : hi;
-    k[SIG_KD] = lo;
-    double t_lo = sig_time(p, k);
-    if (kd == lo || t_lo < 0)
-        return t_lo;
-    k[SIG_KD] = hi;
-    double t_hi = sig_time(p, k);
-    if (t_hi < 0)
-        return t_hi;
-    return t_lo + (t_hi - t_lo) * (double)(kd - lo) / (double)(hi - lo);
+    double t = memo_price(p, b);
+    if (t >= 0 && c->memo_verify_every && (p->st.lookups - 1) % c->memo_verify_every == 0)
+        verify(p, b, t);
+    return t;
 }
 
 struct serve_pricer *serve_pricer_new(const struct cfg_scenario *base, int sg_argc,
@@ -293,9 +416,6 @@ struct serve_pricer *serve_pricer_new(const struct cfg_scenario *base, int sg_ar
     p->base = base, p->c = base->serve, p->d = d;
     p->sg_argc = sg_argc, p->sg_argv = sg_argv;
     p->tune = autotune_cache_new();
-    p->q = xcalloc((size_t)p->c->max_num_seqs, sizeof *p->q);
-    p->kv = xcalloc((size_t)p->c->max_num_seqs, sizeof *p->kv);
-    p->chunks = xcalloc(2 * (size_t)p->c->max_num_seqs, sizeof *p->chunks);
     return p;
 }
 
@@ -305,9 +425,6 @@ void serve_pricer_free(struct serve_pricer *p)
         return;
     autotune_cache_free(p->tune);
     free(p->memo);
-    free(p->q);
-    free(p->kv);
-    free(p->chunks);
     free(p);
 }
 

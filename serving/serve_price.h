@@ -6,13 +6,15 @@
  * scenario (config/cfg.h cfg_serve_step), its blocks searched once per shape
  * (study/autotune.h) and run by the engine in a forked child (SimGrid runs
  * once per process), the time piped back.
- * Memo: a step's signature is the padded token and sequence counts, the
- * decodes' count, the prefill chunks' count and their q and kv totals to the
- * nearest of 'buckets_per_octave' geometric buckets, and the decodes' kv
- * total between two buckets, its time interpolated linearly between theirs
- * (decode attention reads the cache: linear in it). The batch priced for a
- * signature spreads each total evenly over its sequences. buckets_per_octave
- * 0 prices every step's own batch. */
+ * Memo: a step is its dense part (all but attention: per padded token and row
+ * count) plus the attention kernel's share of each sequence in order (the
+ * first alone, the next ones at what a further copy adds, keyed by the step's
+ * padded tokens, the sequence's place, its q and kv pages; prefill chunks
+ * bilinear between buckets), each part simulated once from a probe of one to
+ * three sequences (attention probes: one layer). buckets_per_octave 0 prices
+ * every step's own batch; verify_every N prices every Nth step both ways and
+ * keeps the error (docs/reference.md, "The step memo").
+ */
 #ifndef TPUSIM_SERVING_SERVE_PRICE_H
 #define TPUSIM_SERVING_SERVE_PRICE_H
 
@@ -34,6 +36,8 @@ struct serve_price_stats {
     int64_t lookups, runs; /* steps priced; engine runs (children) */
     int64_t signatures;    /* memo entries */
     double wall_s;         /* in the runs and block searches */
+    int64_t verified;      /* steps also priced exactly (step_memo.verify_every) */
+    double error_sum, error_max; /* their relative errors */
 };
 void serve_pricer_stats(const struct serve_pricer *p, struct serve_price_stats *st);
 /* The first failure's return code (1, 2 or 130), 0 if none. */

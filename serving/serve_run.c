@@ -138,9 +138,14 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
     fprintf(f, "    \"overloaded\": %s,\n    \"max_waiting\": %lld,\n",
             r->overloaded ? "true" : "false", (long long)r->max_waiting);
     fprintf(f, "    \"step_memo\": {\"buckets_per_octave\": %d, \"lookups\": %lld, "
-               "\"signatures\": %lld, \"engine_runs\": %lld, \"wall_s\": %.6g}\n  }",
+               "\"signatures\": %lld, \"engine_runs\": %lld, \"wall_s\": %.6g",
             c->buckets_per_octave, (long long)ps->lookups, (long long)ps->signatures,
             (long long)ps->runs, ps->wall_s);
+    if (c->memo_verify_every)
+        fprintf(f, ", \"verified\": %lld, \"error_mean\": %.6g, \"error_max\": %.6g",
+                (long long)ps->verified, per_s(ps->error_sum, (double)ps->verified),
+                ps->error_max);
+    fputs("}\n  }", f);
     write_cost(f, sc, r, ds);
     fputs("\n}\n", f);
 }
@@ -241,6 +246,10 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
     printf("  %lld step lookups, %lld signatures, %lld engine runs, %.2f s simulated in %.2f s\n",
            (long long)ps->lookups, (long long)ps->signatures, (long long)ps->runs, r->duration_s,
            wall_s);
+    if (c->memo_verify_every)
+        printf("  step memo against %lld steps priced exactly: error mean %.3f%%, max %.3f%%\n",
+               (long long)ps->verified, 100 * per_s(ps->error_sum, (double)ps->verified),
+               100 * ps->error_max);
     printf("wrote %s/summary.json, %s/requests.csv, %s/steps.csv\n", dir, dir, dir);
 }
 

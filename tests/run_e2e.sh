@@ -422,20 +422,42 @@ col() { awk -F, -v r="$2" -v c="$3" 'NR == r + 1 { print $c }' "$1"; }
            --set serve.requests.arrival.rate=50/s \
     && grep -q '"overloaded": false' "$t/svs/summary.json" \
     && ok || bad "serve: an open loop above capacity is not reported overloaded"
-# ... the step memo (4 buckets per octave, decode kv interpolated) against every step priced
-# exactly: each step within 1 %, the run's duration too
+# ... the step memo (a step is its dense part at its padded tokens and rows plus each
+# sequence's attention at its position, from probes of one to three sequences) against every
+# step priced exactly: each step within 4 % (a chunk's q and kv blocks fall with its place in
+# the batch: one block of the kernel is 2 % of these tiny steps, where attention is most of a
+# step), the run's duration within 0.5 %; and step_memo.verify_every reports the same
+# comparison (every step: at most 4 %)
 sv_set="--set serve.requests.count=8 --set serve.requests.concurrency=4 --set serve.requests.output_len=24 --set serve.requests.input_len=700"
 # shellcheck disable=SC2086
 "$bin" run tests/data/serve/tiny.yaml -o "$t/svb4" -q $sv_set \
     && "$bin" run tests/data/serve/tiny.yaml -o "$t/svb0" -q $sv_set \
            --set serve.engine.step_memo.buckets_per_octave=0 \
     && paste -d, "$t/svb4/steps.csv" "$t/svb0/steps.csv" | awk -F, '
-           NR > 1 { e = $3 / $10 - 1; if (e > 0.01 || e < -0.01 || $7 != $14) exit 1; n++ }
+           NR > 1 { e = $3 / $10 - 1; if (e > 0.04 || e < -0.04 || $7 != $14) exit 1; n++ }
            END { exit !(n > 40) }' \
     && awk -v a="$(sed -n 's/.*"duration_s": \([0-9.e-]*\),/\1/p' "$t/svb4/summary.json")" \
            -v b="$(sed -n 's/.*"duration_s": \([0-9.e-]*\),/\1/p' "$t/svb0/summary.json")" \
-           'BEGIN { e = a / b - 1; exit !(b > 0 && e <= 0.01 && e >= -0.01) }' \
-    && ok || bad "serve: the step memo's bucket error is above 1 %"
+           'BEGIN { e = a / b - 1; exit !(b > 0 && e <= 0.005 && e >= -0.005) }' \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svbv" -q $sv_set \
+           --set serve.engine.step_memo.verify_every=1 \
+    && grep -q '"verified": 54, "error_mean": [0-9.e-]*, "error_max": 0.0[0-3]' \
+           "$t/svbv/summary.json" \
+    && ok || bad "serve: the step memo's error is above 4 % per step or 0.5 % per run"
+# ... serving presets from their config.json: the KV cache they leave on one v6e chip (31.25 GiB,
+# 90 % of it, less the bf16 weights, in pages of 128 tokens). Qwen3-8B: weights 2 x 151936 x 4096
+# (embedding, logits) + 36 x (4096 x (4096 + 2 x 1024 + 4096) + 3 x 4096 x 12288 + 2 x 4096)
+# + 4096 = 8,190,726,144 parameters, 16,381,452,288 bytes; KV 2 x 36 x 8 x 128 x 2 = 147,456
+# bytes a token; (0.9 x 33,554,432,000 - 16,381,452,288) / (147,456 x 128) = 732.07: 732 pages.
+# Gemma-2B (multi-query: 1 KV head of 256): 2 x 256000 x 2048 + 18 x (2048 x (2048 + 2 x 256 +
+# 2048) + 3 x 2048 x 16384 + 2 x 2048) + 2048 = 3,030,462,464 parameters; KV 2 x 18 x 256 x 2 =
+# 18,432 bytes a token; (30,198,988,800 - 6,060,924,928) / (18,432 x 128) = 10,231.2: 10231
+for pv in qwen3-8b:732 gemma-2b:10231; do
+    "$bin" run tests/data/serve/tiny.yaml -o "$t/svp" -q --set "serve.model={preset: ${pv%:*}}" \
+           --set serve.engine.page_size=128 \
+        && grep -q "\"kv_cache\": {\"pages\": ${pv#*:}," "$t/svp/summary.json" \
+        && ok || bad "serve: preset ${pv%:*}'s KV cache is not ${pv#*:} pages"
+done
 # ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone)
 "$bin" run tests/data/serve/tiny_open.yaml -o "$t/svi" -q --set serve.requests.count=20000 \
        --set serve.requests.arrival.rate=50/s 2>"$t/svi.err" &
@@ -445,8 +467,12 @@ kill -INT $svi
 wait $svi
 [ $? = 130 ] && [ ! -e "$t/svi" ] && grep -q '^interrupted: summary.json' "$t/svi.err" \
     && ok || bad "serve: SIGINT: $(cat "$t/svi.err")"
-# ... the shipped example: every summary key of the serving block, a row per request
+# ... the shipped example: every summary key of the serving block, a row per request; every
+# third step priced exactly as well, the memo within 2 % of it (measured on every step: mean
+# 0.14 %, max 1.7 %)
 "$bin" run configs/scenarios/serve_llama3_8b_v6e.yaml -o "$t/sve" -q \
+       --set serve.engine.step_memo.verify_every=3 \
+    && grep -q '"verified": 44, "error_mean": [0-9.e-]*, "error_max": 0.0[01]' "$t/sve/summary.json" \
     && (for k in requests completed duration_s request_throughput input_tokens_per_s \
                  output_tokens_per_s ttft_s tpot_s itl_s e2e_s goodput kv_cache preemptions \
                  steps mean_batch overloaded step_memo; do

@@ -63,6 +63,23 @@ for f in configs/models/llama2-70b-train-v5p-512.yaml configs/models/llama3-8b-t
     bench_one "$(basename "$f" .yaml)" "$f" fast 1
 done
 
+# Serving (issue 28): 1,000 and 100,000 requests of 1024 + 1024 tokens at concurrency 64,
+# Llama-3-8B on v6e 2x2 (goals: <= 10 s; <= 60 s and 2 GiB), with the engine runs that
+# priced their steps.
+printf '\n%-30s %9s %8s %10s %8s %12s\n' serving wall_s cpu_s maxrss_MB steps engine_runs
+for n in 1000 100000; do
+    f=configs/bench/serving/serve_1k_llama3_8b_v6e.yaml
+    s=$(now)
+    $tm "$bin" run "$f" -o "$out/sv" -q --set serve.requests.count=$n || { echo "FAIL $f $n"; exit 1; }
+    w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+    cpu=-; rss=-
+    [ -f "$out/rss" ] && { rss=$(awk -F: '{ printf "%.0f", $1 / 1024 }' "$out/rss");
+                           cpu=$(awk -F: '{ printf "%.2f", $2 + $3 }' "$out/rss"); }
+    st=$(sed -n 's/.*"steps": \([0-9]*\),.*/\1/p' "$out/sv/summary.json")
+    runs=$(sed -n 's/.*"engine_runs": \([0-9]*\),.*/\1/p' "$out/sv/summary.json")
+    printf '%-30s %9.2f %8s %10s %8s %12s\n' "serve $n requests" "$w" "$cpu" "$rss" "$st" "$runs"
+done
+
 # Exact fidelity's cost per grid step (issue 17.5): instructions (callgrind)
 # of `tpusim run --fidelity exact` on two matmuls that differ by 1024 grid
 # steps of 128^3 blocks, divided by 1024; beside SimGrid's own cost of a
