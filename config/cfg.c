@@ -556,7 +556,8 @@ static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
     for (int i = 0; i < sc->nops; i++)
-        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
+        if ((op_row(sc->ops[i].kind)->reach == coll_reach ||
+             sc->ops[i].kind == OP_COLLECTIVE_MATMUL) && sc->ops[i].u.coll.grouped)
             resolve_groups(w, sc, i);
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)

@@ -547,19 +547,16 @@ void eng_run_collective_matmul(struct eng_task *task)
     const struct op_collective_matmul *p = &task->op->u.coll_matmul;
     if (c->core != 0 && !sc->chip.megacore)
         return;
-    int X = sc->topo.shape[p->axis];
-    uint64_t shard = (uint64_t)(p->m * p->k * dtype_bytes(p->dt));
+    int X = coll_matmul_ring(task->op, &sc->topo);
+    /* what a step passes on: x's shard, or the running sum of an output block */
+    uint64_t shard = (uint64_t)(p->m * (p->scatter ? p->n : p->k) * dtype_bytes(p->dt));
     struct sim_coll dev = {.nsems = 2};
     dev.count = xcalloc(2, sizeof *dev.count);
     task->coll = &dev;
     struct coll_actor a = {.task = task};
-    int co[TOPO_MAX_DIMS];
-    topo_coords(&sc->topo, eng_slice_chip(r, c->chip), co);
-    int pos = co[p->axis], nb[2];
-    co[p->axis] = (pos + 1) % X;
-    nb[0] = topo_rank(&sc->topo, co);
-    co[p->axis] = (pos + X - 1) % X;
-    nb[1] = topo_rank(&sc->topo, co);
+    int me = eng_slice_chip(r, c->chip), nb[2];
+    nb[0] = coll_matmul_neighbour(task->op, &sc->topo, me, 1);
+    nb[1] = coll_matmul_neighbour(task->op, &sc->topo, me, -1);
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
             sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));

@@ -232,7 +232,7 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
 static int64_t coll_matmul_steps(const struct cfg_scenario *sc, const struct op *op)
 {
     const struct op_collective_matmul *p = &op->u.coll_matmul;
-    int X = sc->topo.shape[p->axis];
+    int X = coll_matmul_ring(op, &sc->topo);
     int64_t chunks = p->overlap ? X : 1, rows = p->overlap ? p->m : p->m * X;
     struct op mm;
     coll_matmul_op(op, rows, &mm);
