@@ -19,7 +19,7 @@ static const char *const model_keys[] = {
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
-    NULL};
+    "xla_flags", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -135,6 +135,20 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     walk_dtype(w, t, "model", "mu_dtype", &m->mu_dtype);
 }
 
+/* xla_flags: {xla_tpu_enable_windowed_einsum_for_all_gather: false, ...} (libtpu's names). */
+static void read_xla_flags(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *f = cfg_get(t, "xla_flags");
+    if (!f || !walk_is_map(w, f, "model.xla_flags"))
+        return;
+    const char *const *names = model_xla_flag_names();
+    walk_check_keys(w, f, "model.xla_flags", names);
+    walk_bool(w, f, "model.xla_flags", names[0], &m->xla.windowed_ag);
+    walk_bool(w, f, "model.xla_flags", names[1], &m->xla.windowed_rs);
+    walk_int(w, f, "model.xla_flags", names[2], false, 0, (int64_t)1 << 40,
+             &m->xla.windowed_threshold_mib);
+}
+
 /* Rules the keys alone imply. */
 static void check_model(struct walk *w, const struct cfg_node *t, struct model *m)
 {
@@ -167,6 +181,8 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     if (m->kv_heads == 0)
         m->kv_heads = m->heads;
     read_choices(w, t, m);
+    m->xla = model_xla_defaults();
+    read_xla_flags(w, t, m);
     if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
         m->seq_len = 1; /* one new token per sequence and step */
     else if (!cfg_get(t, "seq_len"))

@@ -449,6 +449,7 @@ struct out {
     struct program *p;
     struct prog_block *b; /* where ops go */
     unsigned flags;       /* added to each op (PROG_REMAT in the recomputation) */
+    bool win_ag, win_rs;  /* in a layer's forward: its MLP's gather, its scatter windowed */
     const struct model *m;
     const struct model_shard *sh;
     const struct chip_params *chip;
@@ -607,6 +608,55 @@ static struct val tp(struct out *o, const char *kind, const char *name, unsigned
                       strcmp(kind, "all_gather") == 0 ? full / s->tensor : full, flags, in);
 }
 
+/* XLA's windowed einsum (workload/model_cmm.c): the tensor-parallel gather of the
+ * activation and a matmul [T, D/N_t] x [D/N_t, n] per step, or a matmul
+ * [T, k] x [k, D/N_t] per step passing the partial sums on (reduce_scatter). */
+static int cmm(struct out *o, const char *name, enum model_cmm c, int64_t k, int64_t n,
+               struct val in)
+{
+    int i = op(o, "collective_matmul", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    prog_int(ps, "m", round_up(o->sh->tokens, 8));
+    prog_int(ps, "k", round_up(k, 128));
+    prog_int(ps, "n", round_up(n, 128));
+    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_axes(ps, "groups", "tensor");
+    if (c == MODEL_CMM_RS)
+        prog_word(ps, "collective", "reduce_scatter");
+    return i;
+}
+
+/* The gather of the sharded activation 'x' over tensor and the matmul [T, D] x [D, n]
+ * reading it and 'w': a collective matmul when XLA windows it ('xg': what the backward
+ * reads as the gathered input). */
+static struct val ag_matmul(struct out *o, const char *ag, const char *name, int64_t n,
+                            struct val x, int w, struct val *xg)
+{
+    const struct model_shard *s = o->sh;
+    int64_t D = o->m->d_model;
+    if (model_cmm_windowed(o->m, s, MODEL_CMM_AG)) {
+        *xg = x;
+        return wrv(o, cmm(o, name, MODEL_CMM_AG, D / s->tensor, n, val2(x, val1(w))));
+    }
+    *xg = tp(o, "all_gather", ag, 0, x);
+    return wrv(o, matmul(o, name, s->tokens, D, n, val2(*xg, val1(w))));
+}
+
+/* The matmul [T, k] x [k, D] reading 'in' and its reduce-scatter over tensor: a
+ * collective matmul when XLA windows it ('proj': the matmul's output). */
+static struct val matmul_rs(struct out *o, const char *name, const char *rs, int64_t k,
+                            struct val in, struct val *proj)
+{
+    const struct model_shard *s = o->sh;
+    int64_t D = o->m->d_model;
+    if (model_cmm_windowed(o->m, s, MODEL_CMM_RS)) {
+        *proj = wrv(o, cmm(o, name, MODEL_CMM_RS, k, D / s->tensor, in));
+        return *proj;
+    }
+    *proj = wrv(o, matmul(o, name, s->tokens, k, D, in));
+    return tp(o, "reduce_scatter", rs, 0, *proj);
+}
+
 static void block_sizes(struct out *o, struct prog_params *ps, bool splash, int64_t q)
 {
     const struct model *m = o->m;
@@ -699,12 +749,22 @@ static void mlp_run(struct out *o, const char *pre, bool down, struct layer_vals
         return;
     }
     name_op(nm, sizeof nm, pre, "up");
-    l->up = wrv(o, matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+    if (o->win_ag) { /* the gather of norm2's output is the matmul's (layer_forward) */
+        struct val n2 = l->n2g;
+        l->up = ag_matmul(o, "", nm, (gated(m) ? 2 : 1) * F, n2, l->w, &l->n2g);
+    } else {
+        l->up = wrv(o, matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+    }
     name_op(nm, sizeof nm, pre, "act");
     l->act = wrv(o, elementwise(o, nm, T, F, gated(m) ? "silu" : "gelu", gated(m) ? 2 : 1, l->up));
     if (!down)
         return;
     name_op(nm, sizeof nm, pre, "down");
+    if (o->win_rs) { /* the scatter of its output too */
+        struct val mo;
+        l->mo = matmul_rs(o, nm, "", F, val2(l->act, val1(l->w)), &mo);
+        return;
+    }
     l->mo = wrv(o, matmul(o, nm, T, F, D, val2(l->act, val1(l->w))));
 }
 
@@ -760,10 +820,10 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
     struct val n1 = wrv(o, k);
     if (!qkv)
         return;
-    name_op(nm, sizeof nm, pre, "tp_ag1");
-    l->n1g = tp(o, "all_gather", nm, 0, n1);
+    char ag[64];
+    name_op(ag, sizeof ag, pre, "tp_ag1");
     name_op(nm, sizeof nm, pre, "qkv");
-    l->q = wrv(o, matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(l->n1g, val1(l->w))));
+    l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, l->w, &l->n1g);
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
         l->q = wrv(o, rope(o, nm, T, l->q));
@@ -778,11 +838,11 @@ static void attn_out(struct out *o, const char *pre, struct layer_vals *l)
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = o->m->d_model;
     char nm[64];
+    char rs[64];
     name_op(nm, sizeof nm, pre, "out");
-    l->proj = wrv(o, matmul(o, nm, T, s->heads * o->m->head_dim, D,
-                                  val2(l->ctx, val1(l->w))));
-    name_op(nm, sizeof nm, pre, "tp_rs1");
-    struct val pr = tp(o, "reduce_scatter", nm, 0, l->proj);
+    name_op(rs, sizeof rs, pre, "tp_rs1");
+    struct val pr = matmul_rs(o, nm, rs, s->heads * o->m->head_dim, val2(l->ctx, val1(l->w)),
+                              &l->proj);
     name_op(nm, sizeof nm, pre, "res1");
     l->r1 = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(pr, l->x)));
 }
@@ -804,16 +864,23 @@ static void layer_forward(struct out *o, const char *pre, struct layer_part p, s
         attn_out(o, pre, l);
     name_op(nm, sizeof nm, pre, "norm2");
     struct val n2 = wrv(o, fusion(o, norm_kind(o), nm, T, D / s->tensor, l->r1));
-    if (p.up || p.down) {
+    /* XLA windows the MLP's gather and scatter into its matmuls (not the experts') */
+    bool ag = model_cmm_windowed(o->m, s, MODEL_CMM_AG) && o->m->arch != MODEL_MIXTRAL;
+    bool rs = model_cmm_windowed(o->m, s, MODEL_CMM_RS) && o->m->arch != MODEL_MIXTRAL;
+    if ((p.up || p.down) && !ag) {
         name_op(nm, sizeof nm, pre, "tp_ag2");
         l->n2g = tp(o, "all_gather", nm, 0, n2);
+    } else if (p.up || p.down) {
+        l->n2g = n2;
     }
+    o->win_ag = ag, o->win_rs = rs;
     if (p.up || p.down)
         mlp_run(o, pre, p.down, l);
+    o->win_ag = o->win_rs = false;
     if (!p.down)
         return;
     name_op(nm, sizeof nm, pre, "tp_rs2");
-    struct val r2 = tp(o, "reduce_scatter", nm, 0, l->mo);
+    struct val r2 = rs ? l->mo : tp(o, "reduce_scatter", nm, 0, l->mo);
     name_op(nm, sizeof nm, pre, "res2");
     l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->r1)));
 }

@@ -55,6 +55,15 @@ struct model_remat {
 };
 enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
 
+/* The XLA flags the expansion follows (`model.xla_flags:`, named as libtpu's flags;
+ * workload/model_cmm.c): XLA's windowed einsums (collective matmuls) for the
+ * tensor-parallel gather + matmul and matmul + reduce-scatter of the forward. */
+struct model_xla_flags {
+    bool windowed_ag;            /* xla_tpu_enable_windowed_einsum_for_all_gather */
+    bool windowed_rs;            /* xla_tpu_enable_windowed_einsum_for_reduce_scatter */
+    int64_t windowed_threshold_mib; /* xla_jf_spmd_threshold_for_windowed_einsum_mib */
+};
+
 struct model {
     enum model_arch arch;
     int64_t layers, d_model, heads, kv_heads, head_dim, ffn, vocab, experts, top_k;
@@ -70,6 +79,7 @@ struct model {
     enum model_attention attention;
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
+    struct model_xla_flags xla;
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
@@ -150,5 +160,17 @@ int model_remat_policy(const char *name, struct model_remat *r);
 /* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
 const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
+
+/* ---- workload/model_cmm.c: XLA's windowed einsums ---- */
+enum model_cmm { MODEL_CMM_AG, MODEL_CMM_RS };
+/* XLA's defaults (its SPMD partitioner's options: both on, 256 MiB). */
+struct model_xla_flags model_xla_defaults(void);
+/* The names of the flags (NULL-terminated), in struct model_xla_flags order. */
+const char *const *model_xla_flag_names(void);
+/* Whether the forward's tensor-parallel gather (MODEL_CMM_AG) or scatter (MODEL_CMM_RS)
+ * runs as a collective matmul: its flag is on, the tensor axis has more than one device
+ * (one per chip) and the windowed operand -- the activation [batch x seq_len, d_model]
+ * as the whole program sees it -- is at least the threshold. */
+bool model_cmm_windowed(const struct model *m, const struct model_shard *s, enum model_cmm c);
 
 #endif

@@ -1,0 +1,133 @@
+/* tests/unit/test_model_xla.c -- what a model step's expansion takes from XLA and
+ * MaxText (issue 29): windowed einsums (collective matmuls) by XLA's flags and
+ * threshold. Each case loads a scenario and reads the ops it expanded into. */
+#include "test_util.h"
+
+#include <string.h>
+
+#include "base/diag.h"
+#include "config/cfg.h"
+#include "config/op_table.h"
+#include "workload/model.h"
+
+/* The scenario 'yaml' loaded (asserted to load). */
+static void load(const char *yaml, struct cfg_scenario *sc)
+{
+    struct diag *d = diag_new();
+    int rc = cfg_load_scenario_text(yaml, strlen(yaml), "m.yaml", NULL, 0, sc, d);
+    if (rc != 0)
+        diag_print(d, stderr);
+    assert_int_equal(rc, 0);
+    diag_free(d);
+}
+
+/* The op named 'name' (in a loop: 'loop.name'). */
+static const struct op *find(const struct cfg_scenario *sc, const char *name)
+{
+    for (int i = 0; i < sc->nops; i++) {
+        const char *dot = strrchr(sc->ops[i].name, '.');
+        if (strcmp(dot ? dot + 1 : sc->ops[i].name, name) == 0)
+            return &sc->ops[i];
+    }
+    return NULL;
+}
+
+static enum op_kind kind_of(const struct cfg_scenario *sc, const char *name)
+{
+    const struct op *o = find(sc, name);
+    assert_non_null(o);
+    return o->kind;
+}
+
+static int count_kind(const struct cfg_scenario *sc, enum op_kind k)
+{
+    int n = 0;
+    for (int i = 0; i < sc->nops; i++)
+        n += sc->ops[i].kind == k;
+    return n;
+}
+
+/* A llama layer on 8 v5p chips as fsdp 2 x tensor 4, D = 8192, seq_len 2048; the
+ * windowed operand is the activation [batch x 2048, 8192] bf16: 32 MiB per sequence,
+ * so batch 8 is 256 MiB (XLA's threshold: windowed) and batch 4 is 128 MiB (not). */
+#define TP_MODEL(batch, flags)                                                                     \
+    "chip: v5p\ntopology: {shape: [2, 2, 2]}\nmesh: {fsdp: 2, tensor: 4}\n"                       \
+    "model: {arch: llama, layers: 1, d_model: 8192, heads: 32, kv_heads: 8, head_dim: 128,\n"      \
+    "        ffn: 16384, vocab: 1024, seq_len: 2048, batch: " batch ", remat: full" flags "}\n"
+
+/* At XLA's threshold the forward's four tensor-parallel pairs and the recomputation's
+ * three (full remat recomputes up to the MLP's activation) are collective matmuls:
+ * QKV and the MLP's up projection gather ([T, D/4] per step, k = 2048), the output
+ * projection and the MLP's down projection scatter (n = D/4 = 2048); no tensor
+ * all-gather or reduce-scatter of the forward remains. */
+static void test_windowed_at_threshold(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(TP_MODEL("8", ""), &sc);
+    static const char *const names[] = {"qkv", "out", "up", "down", "re_qkv", "re_out",
+                                        "re_up"};
+    for (int i = 0; i < 7; i++) {
+        const struct op *o = find(&sc, names[i]);
+        assert_non_null(o);
+        assert_int_equal(o->kind, OP_COLLECTIVE_MATMUL);
+        assert_true(o->u.coll_matmul.g.grouped);
+        bool rs = strstr(names[i], "out") || strstr(names[i], "down");
+        assert_int_equal(o->u.coll_matmul.scatter, rs);
+        assert_int_equal(rs ? o->u.coll_matmul.n : o->u.coll_matmul.k, 2048);
+        assert_int_equal(o->u.coll_matmul.m, 4 * 2048); /* b = 8 / fsdp 2 sequences */
+    }
+    assert_null(find(&sc, "tp_ag1"));
+    assert_null(find(&sc, "tp_rs2"));
+    assert_null(find(&sc, "re_tp_ag1"));
+    assert_non_null(find(&sc, "g_tp_ag2")); /* the backward's stay collectives */
+    cfg_scenario_fini(&sc);
+}
+
+/* Below the threshold, with the threshold raised (MaxText's DISABLE_COLLECTIVE_MATMUL)
+ * or with both flags off: no collective matmul, the gathers and scatters are back. */
+static void test_not_windowed(void **state)
+{
+    (void)state;
+    static const char *const yamls[] = {
+        TP_MODEL("4", ""),
+        TP_MODEL("8", ", xla_flags: {xla_jf_spmd_threshold_for_windowed_einsum_mib: 1000000}"),
+        TP_MODEL("8", ", xla_flags: {xla_tpu_enable_windowed_einsum_for_all_gather: false,\n"
+                      "  xla_tpu_enable_windowed_einsum_for_reduce_scatter: false}")};
+    for (int i = 0; i < 3; i++) {
+        struct cfg_scenario sc;
+        load(yamls[i], &sc);
+        assert_int_equal(count_kind(&sc, OP_COLLECTIVE_MATMUL), 0);
+        assert_int_equal(kind_of(&sc, "tp_ag1"), OP_ALL_GATHER);
+        assert_int_equal(kind_of(&sc, "tp_rs2"), OP_REDUCE_SCATTER);
+        assert_int_equal(kind_of(&sc, "qkv"), OP_MATMUL);
+        cfg_scenario_fini(&sc);
+    }
+}
+
+/* Only the gathers windowed: the scatters stay matmul + reduce_scatter. */
+static void test_windowed_gathers_only(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(TP_MODEL("8", ", xla_flags: {xla_tpu_enable_windowed_einsum_for_reduce_scatter: "
+                       "false}"),
+         &sc);
+    assert_int_equal(kind_of(&sc, "qkv"), OP_COLLECTIVE_MATMUL);
+    assert_int_equal(kind_of(&sc, "up"), OP_COLLECTIVE_MATMUL);
+    assert_int_equal(kind_of(&sc, "down"), OP_MATMUL);
+    assert_int_equal(kind_of(&sc, "tp_rs2"), OP_REDUCE_SCATTER);
+    assert_int_equal(kind_of(&sc, "tp_rs1"), OP_REDUCE_SCATTER);
+    assert_null(find(&sc, "tp_ag2"));
+    cfg_scenario_fini(&sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_windowed_at_threshold),
+        cmocka_unit_test(test_not_windowed),
+        cmocka_unit_test(test_windowed_gathers_only),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
