@@ -8,6 +8,7 @@
 #include "base/diag.h"
 #include "config/cfg.h"
 #include "config/op_table.h"
+#include "kernels/kernel.h"
 #include "workload/model.h"
 
 /* The scenario 'yaml' loaded (asserted to load). */
@@ -122,12 +123,48 @@ static void test_windowed_gathers_only(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* Issue 29.8: on v4 (16 MiB of VMEM, all of it the scoped limit) a norm over
+ * d_model 12288 was refused: the backward's smallest block of whole rows, 128 (its
+ * per-row rstd output, 1-D, is laid in 128 lanes), takes 2 buffers x (x, dy, dx) x
+ * 128 x 12288 x 2 B = 18.9 MB. XLA tiles the loop: the per-row values kept as a
+ * column, blocks of 8-row multiples; the largest fitting half the limit (8 MiB) is
+ * br x 147456 B <= 8388608, br <= 56.9: 32 rows. Every norm of the step builds. */
+static void test_wide_norm_tiles_rows(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load("chip: v4\ntopology: {shape: [4, 4, 8]}\nmesh: {fsdp: 128}\n"
+         "model: {arch: llama, layers: 1, d_model: 12288, heads: 96, head_dim: 128,\n"
+         "        ffn: 49152, vocab: 32000, seq_len: 2048, batch: 128, remat: full}\n",
+         &sc);
+    int norms = 0;
+    for (int i = 0; i < sc.nops; i++) {
+        const struct op *o = &sc.ops[i];
+        if (o->kind != OP_RMSNORM)
+            continue;
+        struct kern k;
+        char err[512] = "";
+        int rc = kern_init(&k, op_row(o->kind)->kern, o, &sc.chip, false, err, sizeof err);
+        if (rc != 0)
+            print_error("%s: %s\n", o->name, err);
+        assert_int_equal(rc, 0);
+        const char *dot = strrchr(o->name, '.');
+        if (strcmp(dot ? dot + 1 : o->name, "g_norm1") == 0)
+            assert_int_equal(k.calls[0].operands[0].block[0], 32);
+        kern_fini(&k);
+        norms++;
+    }
+    assert_true(norms >= 6);
+    cfg_scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_windowed_at_threshold),
         cmocka_unit_test(test_not_windowed),
         cmocka_unit_test(test_windowed_gathers_only),
+        cmocka_unit_test(test_wide_norm_tiles_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
