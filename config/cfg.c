@@ -630,7 +630,8 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     }
     ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
     int cores = sc->chip.megacore ? sc->chip.cores : 1;
-    ms->peak_dtype = ms->m.dtype; /* an int8 model's MFU against the int8 peak */
+    /* an int8 model's MFU against the int8 peak; a quantized one's against its matmuls' */
+    ms->peak_dtype = model_dense_dtype(&ms->m);
     ms->peak_per_device = sc->chip.peak_flops[ms->peak_dtype] * cores;
     char *yaml = model_workload_yaml(&ms->m, &ms->shard, &sc->chip);
     char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");

@@ -19,7 +19,7 @@ static const char *const model_keys[] = {
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
-    "xla_flags", NULL};
+    "xla_flags", "quantization", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -149,6 +149,28 @@ static void read_xla_flags(struct walk *w, const struct cfg_node *t, struct mode
              &m->xla.windowed_threshold_mib);
 }
 
+/* quantization: int8 | fp8 (MaxText's AQT), in a dtype the chip's MXU takes. */
+static void read_quantization(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *q = cfg_get(t, "quantization");
+    int v = 0;
+    if (!q || walk_enum(w, t, "model", "quantization", model_quant_names(), &v) != 0)
+        return;
+    m->quantized = true;
+    m->quant_dtype = model_quant_dtype(v);
+    const struct chip_params *c = w->chip;
+    if (m->mode == MODEL_DECODE) {
+        walk_type_error(w, q, "model.quantization", "no quantization in a decode step (the "
+                        "expansion quantizes training and prefill steps' dense layers)");
+    } else if (c && !c->hypothetical && c->mxu_dtype[DT_BF16] && !c->mxu_dtype[m->quant_dtype]) {
+        char want[256];
+        snprintf(want, sizeof want, "a quantization the %s MXU takes (%s has no %s rate; "
+                 "chip: {base: %s, hypothetical: true} allows it)", c->name, c->name,
+                 q->value, c->name);
+        walk_type_error(w, q, "model.quantization", want);
+    }
+}
+
 /* Rules the keys alone imply. */
 static void check_model(struct walk *w, const struct cfg_node *t, struct model *m)
 {
@@ -183,6 +205,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     read_choices(w, t, m);
     m->xla = model_xla_defaults();
     read_xla_flags(w, t, m);
+    read_quantization(w, t, m);
     if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
         m->seq_len = 1; /* one new token per sequence and step */
     else if (!cfg_get(t, "seq_len"))

@@ -548,8 +548,10 @@ void eng_run_collective_matmul(struct eng_task *task)
     if (c->core != 0 && !sc->chip.megacore)
         return;
     int X = coll_matmul_ring(task->op, &sc->topo);
-    /* what a step passes on: x's shard, or the running sum of an output block */
-    uint64_t shard = (uint64_t)(p->m * (p->scatter ? p->n : p->k) * dtype_bytes(p->dt));
+    /* what a step passes on: x's shard, or the running sum of an output block (at least
+     * bf16: the blocks of int8 or fp8 matmuls are dequantized before they are summed) */
+    int eb = dtype_bytes(p->dt) < 2 && p->scatter ? 2 : dtype_bytes(p->dt);
+    uint64_t shard = (uint64_t)(p->m * (p->scatter ? p->n : p->k) * eb);
     struct sim_coll dev = {.nsems = 2};
     dev.count = xcalloc(2, sizeof *dev.count);
     task->coll = &dev;

@@ -450,6 +450,7 @@ struct out {
     struct prog_block *b; /* where ops go */
     unsigned flags;       /* added to each op (PROG_REMAT in the recomputation) */
     bool win_ag, win_rs;  /* in a layer's forward: its MLP's gather, its scatter windowed */
+    enum dtype mm_dt;     /* the dtype matmul() emits (a dense layer's quantized dtype) */
     const struct model *m;
     const struct model_shard *sh;
     const struct chip_params *chip;
@@ -522,8 +523,49 @@ static int matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t
     prog_int(ps, "m", round_up(m, 8));
     prog_int(ps, "k", round_up(k, 128));
     prog_int(ps, "n", round_up(n, 128));
-    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_word(ps, "dtype", dt(o->mm_dt));
     prog_word(ps, "block", "auto");
+    return i;
+}
+
+/* The quantization of a dense matmul's operand [rows, cols] (workload/model_quant.c): a
+ * loop fusion from the model's dtype to the quantized one. */
+static int quantize(struct out *o, const char *name, int64_t rows, int64_t cols, struct val in)
+{
+    int i = op(o, "fusion", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    char a[96];
+    snprintf(a, sizeof a, "[{shape: [%lld, %lld], dtype: %s}]", (long long)rows, (long long)cols,
+             dt(o->m->dtype));
+    prog_raw(ps, "inputs", a);
+    snprintf(a, sizeof a, "[{shape: [%lld, %lld], dtype: %s}]", (long long)rows, (long long)cols,
+             dt(o->m->quant_dtype));
+    prog_raw(ps, "outputs", a);
+    prog_int(ps, "vpu_ops", MODEL_QUANT_VPU_OPS);
+    return i;
+}
+
+/* Both operands of a dense layer's matmul [m, k] x [k, n] quantized, when the model is
+ * (MaxText's AQT); returns what the matmul reads. */
+static struct val quantized(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                            struct val in)
+{
+    if (!o->m->quantized)
+        return in;
+    char nm[80];
+    snprintf(nm, sizeof nm, "%s_q_lhs", name);
+    struct val q = wrv(o, quantize(o, nm, m, k, in));
+    snprintf(nm, sizeof nm, "%s_q_rhs", name);
+    return val2(q, wrv(o, quantize(o, nm, k, n, in)));
+}
+
+/* A dense layer's matmul: in the quantized dtype after its operands' quantization. */
+static int dense(struct out *o, const char *name, int64_t m, int64_t k, int64_t n, struct val in)
+{
+    struct val q = quantized(o, name, m, k, n, in);
+    o->mm_dt = model_dense_dtype(o->m);
+    int i = matmul(o, name, m, k, n, q);
+    o->mm_dt = o->m->dtype;
     return i;
 }
 
@@ -614,12 +656,13 @@ static struct val tp(struct out *o, const char *kind, const char *name, unsigned
 static int cmm(struct out *o, const char *name, enum model_cmm c, int64_t k, int64_t n,
                struct val in)
 {
-    int i = op(o, "collective_matmul", name, 0, in);
+    struct val q = quantized(o, name, o->sh->tokens, k, n, in);
+    int i = op(o, "collective_matmul", name, 0, q);
     struct prog_params *ps = params(o, i);
     prog_int(ps, "m", round_up(o->sh->tokens, 8));
     prog_int(ps, "k", round_up(k, 128));
     prog_int(ps, "n", round_up(n, 128));
-    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_word(ps, "dtype", dt(model_dense_dtype(o->m)));
     prog_axes(ps, "groups", "tensor");
     if (c == MODEL_CMM_RS)
         prog_word(ps, "collective", "reduce_scatter");
@@ -639,7 +682,7 @@ static struct val ag_matmul(struct out *o, const char *ag, const char *name, int
         return wrv(o, cmm(o, name, MODEL_CMM_AG, D / s->tensor, n, val2(x, val1(w))));
     }
     *xg = tp(o, "all_gather", ag, 0, x);
-    return wrv(o, matmul(o, name, s->tokens, D, n, val2(*xg, val1(w))));
+    return wrv(o, dense(o, name, s->tokens, D, n, val2(*xg, val1(w))));
 }
 
 /* The matmul [T, k] x [k, D] reading 'in' and its reduce-scatter over tensor: a
@@ -653,7 +696,7 @@ static struct val matmul_rs(struct out *o, const char *name, const char *rs, int
         *proj = wrv(o, cmm(o, name, MODEL_CMM_RS, k, D / s->tensor, in));
         return *proj;
     }
-    *proj = wrv(o, matmul(o, name, s->tokens, k, D, in));
+    *proj = wrv(o, dense(o, name, s->tokens, k, D, in));
     return tp(o, "reduce_scatter", rs, 0, *proj);
 }
 
@@ -753,7 +796,7 @@ static void mlp_run(struct out *o, const char *pre, bool down, struct layer_vals
         struct val n2 = l->n2g;
         l->up = ag_matmul(o, "", nm, (gated(m) ? 2 : 1) * F, n2, l->w, &l->n2g);
     } else {
-        l->up = wrv(o, matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+        l->up = wrv(o, dense(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
     }
     name_op(nm, sizeof nm, pre, "act");
     l->act = wrv(o, elementwise(o, nm, T, F, gated(m) ? "silu" : "gelu", gated(m) ? 2 : 1, l->up));
@@ -765,7 +808,7 @@ static void mlp_run(struct out *o, const char *pre, bool down, struct layer_vals
         l->mo = matmul_rs(o, nm, "", F, val2(l->act, val1(l->w)), &mo);
         return;
     }
-    l->mo = wrv(o, matmul(o, nm, T, F, D, val2(l->act, val1(l->w))));
+    l->mo = wrv(o, dense(o, nm, T, F, D, val2(l->act, val1(l->w))));
 }
 
 /* What a layer's forward runs: all of it, or in the backward what the remat
@@ -918,6 +961,18 @@ static struct val matmul_backward(struct out *o, const char *name, int64_t m, in
     return dx;
 }
 
+/* ... of a dense layer's matmul: both quantized as its forward (MaxText's AQT). */
+static struct val dense_backward(struct out *o, const char *name, int64_t m, int64_t k,
+                                 int64_t n, struct val x, struct val g, struct layer_grads *lg)
+{
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_dgrad", name);
+    struct val dx = wrv(o, dense(o, nm, m, n, k, val2(g, val1(o->w))));
+    snprintf(nm, sizeof nm, "%s_wgrad", name);
+    lg->mm = wrv(o, dense(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
+    return dx;
+}
+
 /* Mixtral's experts' backward; returns the gradient of the MLP's input. */
 static struct val experts_backward(struct out *o, const struct layer_vals *l, struct val g,
                                    struct layer_grads *lg)
@@ -947,10 +1002,10 @@ static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct
     int64_t T = s->tokens, D = m->d_model, F = s->ffn;
     if (m->arch == MODEL_MIXTRAL)
         return experts_backward(o, l, g, lg);
-    struct val gact = matmul_backward(o, "g_down", T, F, D, l->act, g, lg);
+    struct val gact = dense_backward(o, "g_down", T, F, D, l->act, g, lg);
     gact = wrv(o, elementwise(o, "g_act", T, F, gated(m) ? "mul" : "gelu", gated(m) ? 3 : 1,
                               val2(gact, l->up)));
-    return matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
+    return dense_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
 }
 
 /* The attention's backward from the output's gradient 'g' (gathered over
@@ -962,11 +1017,11 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
-    struct val gc = matmul_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
+    struct val gc = dense_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
     struct val gq = wrv(o, attention(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx)));
     if (m->arch != MODEL_GPT)
         gq = wrv(o, rope(o, "g_rope", T, gq));
-    struct val gx = matmul_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
+    struct val gx = dense_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter */
@@ -1316,7 +1371,7 @@ struct program *model_program(const struct model *m, const struct model_shard *s
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
     struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
-                    .w_next = -1, .host = -1, .h0 = -1};
+                    .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)

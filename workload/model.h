@@ -80,6 +80,8 @@ struct model {
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
     struct model_xla_flags xla;
+    bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
+    enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
@@ -160,6 +162,17 @@ int model_remat_policy(const char *name, struct model_remat *r);
 /* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
 const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
+
+/* ---- workload/model_quant.c: MaxText's quantized training (AQT) ---- */
+/* VPU ops per element of a quantized operand: |x|, the max (per row of the
+ * contraction), x * 127 / max, round, clip (min, max), the cast: 7. */
+#define MODEL_QUANT_VPU_OPS 7
+/* "int8", "fp8" (MaxText's quantization values the expansion models), NULL-terminated. */
+const char *const *model_quant_names(void);
+/* The dtype of quantization 'name' (an entry of model_quant_names). */
+enum dtype model_quant_dtype(int name);
+/* The dtype the dense layers' matmuls run in: the quantization's, else the model's. */
+enum dtype model_dense_dtype(const struct model *m);
 
 /* ---- workload/model_cmm.c: XLA's windowed einsums ---- */
 enum model_cmm { MODEL_CMM_AG, MODEL_CMM_RS };
