@@ -19,7 +19,9 @@ static const char *const model_keys[] = {
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
-    "xla_flags", "quantization", NULL};
+    "xla_flags", "quantization", "use_qk_norm", "causal", "sa_block_q", "sa_block_kv",
+    "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
+    "sa_block_q_dq", "sa_block_kv_dq", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -171,6 +173,18 @@ static void read_quantization(struct walk *w, const struct cfg_node *t, struct m
     }
 }
 
+/* MaxText's layer options: use_qk_norm, causal, the splash block sizes sa_block_*. */
+static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    walk_bool(w, t, "model", "use_qk_norm", &m->qk_norm);
+    bool causal = true;
+    walk_bool(w, t, "model", "causal", &causal);
+    m->non_causal = !causal;
+    const char *const *sa = model_sa_block_names();
+    for (int i = 0; sa[i]; i++)
+        walk_int(w, t, "model", sa[i], false, 128, 1 << 16, &m->sa_block[i]);
+}
+
 /* Rules the keys alone imply. */
 static void check_model(struct walk *w, const struct cfg_node *t, struct model *m)
 {
@@ -206,6 +220,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     m->xla = model_xla_defaults();
     read_xla_flags(w, t, m);
     read_quantization(w, t, m);
+    read_layer(w, t, m);
     if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
         m->seq_len = 1; /* one new token per sequence and step */
     else if (!cfg_get(t, "seq_len"))

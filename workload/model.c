@@ -105,6 +105,15 @@ const char *const *model_attention_names(void)
     return attention_names;
 }
 
+static const char *const sa_block_names[] = {
+    "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv",
+    "sa_block_kv_dkv_compute", "sa_block_q_dq", "sa_block_kv_dq", NULL};
+
+const char *const *model_sa_block_names(void)
+{
+    return sa_block_names;
+}
+
 /* ---------------- sharding ---------------- */
 
 static int axis_size(const struct mesh *mesh, const char *name)
@@ -247,7 +256,7 @@ double model_flops_per_device(const struct model *m, const struct model_shard *s
     if (m->arch == MODEL_MIXTRAL)
         ffn = 2 * b * S * D * (double)m->experts + (double)m->top_k * ffn;
     double qkv = 2 * b * S * D * (H + 2 * K) * Dh, proj = 2 * b * S * D * H * Dh;
-    double attn = 4 * b * S * S * H * Dh / 2; /* causal */
+    double attn = 4 * b * S * S * H * Dh / (m->non_causal ? 1 : 2); /* causal: half */
     double emb = 2 * b * S * D * V;
     double weights = (ffn + qkv + proj) * (double)m->layers + emb;
     double mult = m->mode == MODEL_TRAIN ? 3 : 1;
@@ -700,9 +709,37 @@ static struct val matmul_rs(struct out *o, const char *name, const char *rs, int
     return tp(o, "reduce_scatter", rs, 0, *proj);
 }
 
+/* MaxText's sa_block_* for splash: each set one, MaxText's default 512 (or attention_block)
+ * for the others, each at most its sequence (MaxText takes the min). */
+static bool sa_blocks(struct out *o, struct prog_params *ps, int64_t q)
+{
+    const struct model *m = o->m;
+    bool any = false;
+    for (int i = 0; i < 8; i++)
+        any |= m->sa_block[i] > 0;
+    if (!any)
+        return false;
+    static const char *const keys[] = {"block_q", "block_kv", "block_kv_compute",
+        "block_q_dkv", "block_kv_dkv", "block_kv_dkv_compute", "block_q_dq", "block_kv_dq"};
+    struct prog_params *b = prog_map(ps, "block_sizes");
+    int64_t v[8];
+    for (int i = 0; i < 8; i++) {
+        v[i] = m->sa_block[i] ? m->sa_block[i] : m->attention_block ? m->attention_block : 512;
+        int64_t len = strncmp(keys[i], "block_q", 7) == 0 ? q : m->seq_len;
+        v[i] = v[i] < len ? v[i] : len;
+        /* an unset compute block within the block it computes (2: kv, 5: kv_dkv) */
+        if ((i == 2 || i == 5) && !m->sa_block[i] && v[i] > v[i - 1])
+            v[i] = v[i - 1];
+        prog_int(b, keys[i], v[i]);
+    }
+    return true;
+}
+
 static void block_sizes(struct out *o, struct prog_params *ps, bool splash, int64_t q)
 {
     const struct model *m = o->m;
+    if (splash && sa_blocks(o, ps, q))
+        return;
     if (m->attention_block == 0) { /* searched, as the recipes tune them */
         prog_word(ps, "block_sizes", "auto");
         return;
@@ -739,10 +776,10 @@ static int attention(struct out *o, const char *name, const char *mode, struct v
     prog_word(ps, "dtype", dt(m->dtype));
     prog_word(ps, "mode", mode);
     if (!splash)
-        prog_word(ps, "causal", "true");
+        prog_word(ps, "causal", m->non_causal ? "false" : "true");
     prog_wrap(ps);
     if (splash)
-        prog_word(prog_map(ps, "mask"), "type", "causal");
+        prog_word(prog_map(ps, "mask"), "type", m->non_causal ? "full" : "causal");
     block_sizes(o, ps, splash, q);
     return i;
 }
@@ -867,6 +904,11 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
     name_op(ag, sizeof ag, pre, "tp_ag1");
     name_op(nm, sizeof nm, pre, "qkv");
     l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, l->w, &l->n1g);
+    if (m->qk_norm) { /* use_qk_norm: each head of q and k over its head_dim */
+        name_op(nm, sizeof nm, pre, "qk_norm");
+        l->q = wrv(o, fusion(o, "rmsnorm", nm, T * (s->heads + s->kv_heads), Dh,
+                             val2(l->q, val1(l->w))));
+    }
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
         l->q = wrv(o, rope(o, nm, T, l->q));
@@ -1021,6 +1063,8 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     struct val gq = wrv(o, attention(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx)));
     if (m->arch != MODEL_GPT)
         gq = wrv(o, rope(o, "g_rope", T, gq));
+    if (m->qk_norm)
+        gq = wrv(o, norm_bwd(o, "g_qk_norm", T * (s->heads + s->kv_heads), Dh, gq));
     struct val gx = dense_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds

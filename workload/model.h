@@ -80,6 +80,11 @@ struct model {
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
     struct model_xla_flags xla;
+    /* MaxText's splash block sizes (sa_block_q, sa_block_kv, ...: model_sa_block_names
+     * order); 0: unset (the set ones make every block explicit, MaxText's 512 the others) */
+    int64_t sa_block[8];
+    bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
+    bool non_causal;       /* causal: false -- every token attends to every other */
     bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
     enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
@@ -162,6 +167,10 @@ int model_remat_policy(const char *name, struct model_remat *r);
 /* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
 const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
+
+/* MaxText's splash block keys: sa_block_q, sa_block_kv, sa_block_kv_compute, sa_block_q_dkv,
+ * sa_block_kv_dkv, sa_block_kv_dkv_compute, sa_block_q_dq, sa_block_kv_dq; NULL-terminated. */
+const char *const *model_sa_block_names(void);
 
 /* ---- workload/model_quant.c: MaxText's quantized training (AQT) ---- */
 /* VPU ops per element of a quantized operand: |x|, the max (per row of the

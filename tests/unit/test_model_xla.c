@@ -3,6 +3,7 @@
  * threshold. Each case loads a scenario and reads the ops it expanded into. */
 #include "test_util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
@@ -158,6 +159,79 @@ static void test_wide_norm_tiles_rows(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* The expansion's YAML of a loaded model scenario; caller frees. */
+static char *expansion(const struct cfg_scenario *sc)
+{
+    return model_workload_yaml(&sc->model->m, &sc->model->shard, &sc->chip);
+}
+
+/* A Llama layer on 8 v5e chips (fsdp 8, one 2048-token sequence per chip; GQA: splash). */
+#define LAYER(extra)                                                                               \
+    "chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 8}\n"                                    \
+    "model: {arch: llama, layers: 1, d_model: 4096, heads: 32, kv_heads: 8, head_dim: 128,\n"     \
+    "        ffn: 14336, vocab: 32768, seq_len: 2048, batch: 8, remat: full" extra "}\n"
+
+/* MaxText's splash block keys: the ones set, MaxText's 512 for the others, an unset
+ * compute block within its block (block_kv_dkv_compute 256 under sa_block_kv_dkv 256),
+ * each at most the sequence (sa_block_q 4096 -> 2048). */
+static void test_sa_block_sizes(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", sa_block_q: 4096, sa_block_kv_dkv: 256"), &sc);
+    char *y = expansion(&sc);
+    assert_non_null(strstr(y, "block_sizes: {block_q: 2048, block_kv: 512, block_kv_compute: 512, "
+                              "block_q_dkv: 512, block_kv_dkv: 256, block_kv_dkv_compute: 256, "
+                              "block_q_dq: 512, block_kv_dq: 512}"));
+    free(y);
+    cfg_scenario_fini(&sc);
+    load(LAYER(""), &sc); /* without them: searched */
+    y = expansion(&sc);
+    assert_null(strstr(y, "block_q: 512"));
+    assert_non_null(strstr(y, "block_sizes: auto"));
+    free(y);
+    cfg_scenario_fini(&sc);
+}
+
+/* use_qk_norm: an RMSNorm over each head of q and k ([T (H + K), Dh] = [2048 x 40, 128]) after
+ * the QKV projection, in the forward, the recomputation and (its backward) the backward. */
+static void test_qk_norm(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", use_qk_norm: true"), &sc);
+    char *y = expansion(&sc);
+    assert_non_null(strstr(y, "{op: rmsnorm, name: qk_norm, shape: [81920, 128]"));
+    assert_non_null(strstr(y, "{op: rmsnorm, name: re_qk_norm, shape: [81920, 128]"));
+    assert_non_null(strstr(y, "{op: rmsnorm, name: g_qk_norm, shape: [81920, 128], dtype: bf16, "
+                              "mode: bwd}"));
+    free(y);
+    cfg_scenario_fini(&sc);
+    load(LAYER(""), &sc);
+    y = expansion(&sc);
+    assert_null(strstr(y, "qk_norm"));
+    free(y);
+    cfg_scenario_fini(&sc);
+}
+
+/* causal: false -- the splash mask is full, and MaxText's FLOP count keeps the whole
+ * attention: per device and layer 4 b S^2 H Dh = 4 x 1 x 2048^2 x 32 x 128 = 68719476736,
+ * half of it counted when causal; x 3 for training: 103079215104 FLOPs more. */
+static void test_non_causal(void **state)
+{
+    (void)state;
+    struct cfg_scenario a, b;
+    load(LAYER(""), &a);
+    load(LAYER(", causal: false"), &b);
+    assert_float_equal(b.model->flops_per_device - a.model->flops_per_device, 103079215104.0, 1);
+    char *y = expansion(&b);
+    assert_non_null(strstr(y, "mask: {type: full}"));
+    assert_null(strstr(y, "type: causal"));
+    free(y);
+    cfg_scenario_fini(&a);
+    cfg_scenario_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +239,9 @@ int main(void)
         cmocka_unit_test(test_not_windowed),
         cmocka_unit_test(test_windowed_gathers_only),
         cmocka_unit_test(test_wide_norm_tiles_rows),
+        cmocka_unit_test(test_sa_block_sizes),
+        cmocka_unit_test(test_qk_norm),
+        cmocka_unit_test(test_non_causal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
