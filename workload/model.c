@@ -67,7 +67,7 @@ static const char *const tensor_names[MT_COUNT] = {
     [MT_INPUT] = "decoder_layer_input", [MT_QUERY] = "query_proj", [MT_KEY] = "key_proj",
     [MT_VALUE] = "value_proj", [MT_CONTEXT] = "context", [MT_OUT_PROJ] = "out_proj",
     [MT_MLPWI] = "mlpwi", [MT_MLPWO] = "mlpwo"};
-static const char *const attention_names[] = {"auto", "flash", "splash", NULL};
+static const char *const attention_names[] = {"auto", "flash", "splash", "dot_product", NULL};
 
 const char *const *model_arch_names(void)
 {
@@ -789,6 +789,51 @@ static void name_op(char *nm, size_t n, const char *pre, const char *what)
     snprintf(nm, n, "%s%s", pre, what);
 }
 
+/* A batched matmul of the dot-product attention, named 'name' + 'what'. */
+static struct val attn_einsum(struct out *o, const char *name, const char *what, int64_t m,
+                              int64_t k, int64_t n, struct val in)
+{
+    const struct model_shard *s = o->sh;
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_%s", name, what);
+    return wrv(o, einsum(o, nm, s->b * s->kv_heads, m, k, n, in));
+}
+
+/* MaxText's dot_product attention as XLA runs it, per KV head group (GQA: the H/K query
+ * heads of a KV head stacked as rows, r = (H/K) q): the scores Q K^T [r, S] (an einsum
+ * over Dh), the masked softmax over S (the whole S^2, causal or not), the context P V
+ * [r, Dh]. Its backward: dP = dO V^T, dV = P^T dO, the softmax's backward, dQ = dS K,
+ * dK = dS^T Q. Returns the output (fwd) or the gradient of q, k, v (bwd). */
+static struct val dot_attention(struct out *o, const char *name, bool bwd, struct val in)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t q = m->seq_len / s->sequence, S = m->seq_len, Dh = m->head_dim;
+    int64_t r = s->heads / s->kv_heads * q, rows = s->b * s->heads * q;
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_softmax", name);
+    if (!bwd) {
+        struct val sc = attn_einsum(o, name, "scores", r, Dh, S, in);
+        struct val p = wrv(o, fusion(o, "softmax", nm, rows, S, sc));
+        return attn_einsum(o, name, "context", r, S, Dh, val2(p, in));
+    }
+    struct val dp = attn_einsum(o, name, "dprobs", r, Dh, S, in);
+    struct val dv = attn_einsum(o, name, "dvalue", S, r, Dh, in);
+    int k = fusion(o, "softmax", nm, rows, S, val2(dp, in));
+    prog_word(params(o, k), "mode", "bwd");
+    struct val ds = wrv(o, k);
+    struct val dq = attn_einsum(o, name, "dquery", r, S, Dh, val2(ds, in));
+    return val2(val2(dq, attn_einsum(o, name, "dkey", S, r, Dh, val2(ds, in))), dv);
+}
+
+/* The attention kernel, or the dot-product attention's ops: its output (or gradients). */
+static struct val attend(struct out *o, const char *name, const char *mode, struct val in)
+{
+    if (o->m->attention == MODEL_ATTN_DOT)
+        return dot_attention(o, name, strcmp(mode, "bwd") == 0, in);
+    return wrv(o, attention(o, name, mode, in));
+}
+
 /* Mixtral's routed experts between two all-to-alls (up to the activation
  * when not 'down'). */
 static void experts_run(struct out *o, const char *pre, bool down, struct layer_vals *l)
@@ -943,7 +988,7 @@ static void layer_forward(struct out *o, const char *pre, struct layer_part p, s
     attn_inputs(o, pre, p.qkv, also, l);
     if (p.attn) {
         name_op(nm, sizeof nm, pre, "attn");
-        l->ctx = wrv(o, attention(o, nm, "fwd", val2(l->q, l->kv)));
+        l->ctx = attend(o, nm, "fwd", val2(l->q, l->kv));
     }
     if (p.out)
         attn_out(o, pre, l);
@@ -1060,7 +1105,7 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
     struct val gc = dense_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
-    struct val gq = wrv(o, attention(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx)));
+    struct val gq = attend(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx));
     if (m->arch != MODEL_GPT)
         gq = wrv(o, rope(o, "g_rope", T, gq));
     if (m->qk_norm)

@@ -53,7 +53,8 @@ struct model_remat {
     bool none;                   /* no policy: jax keeps every residual */
     enum model_keep t[MT_COUNT]; /* per tensor */
 };
-enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
+/* dot_product: MaxText's XLA attention (the scores materialized, softmax, two einsums). */
+enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH, MODEL_ATTN_DOT };
 
 /* The XLA flags the expansion follows (`model.xla_flags:`, named as libtpu's flags;
  * workload/model_cmm.c): XLA's windowed einsums (collective matmuls) for the

@@ -232,6 +232,36 @@ static void test_non_causal(void **state)
     cfg_scenario_fini(&b);
 }
 
+/* attention: dot_product (MaxText's XLA attention) per KV head group: b K = 8 groups of
+ * r = (H / K) q = 4 x 2048 = 8192 query rows; scores [8192, 128] x [128, 2048], the softmax
+ * over [b H q, S] = [65536, 2048], context [8192, 2048] x [2048, 128]; its backward's four
+ * einsums and the softmax's backward; no attention kernel. */
+static void test_dot_product_attention(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", attention: dot_product"), &sc);
+    char *y = expansion(&sc);
+    static const char *const want[] = {
+        "{op: einsum, name: attn_scores, batch: 8, m: 8192, k: 128, n: 2048,",
+        "{op: softmax, name: attn_softmax, shape: [65536, 2048], dtype: bf16}",
+        "{op: einsum, name: attn_context, batch: 8, m: 8192, k: 2048, n: 128,",
+        "{op: einsum, name: g_attn_dprobs, batch: 8, m: 8192, k: 128, n: 2048,",
+        "{op: einsum, name: g_attn_dvalue, batch: 8, m: 2048, k: 8192, n: 128,",
+        "{op: softmax, name: g_attn_softmax, shape: [65536, 2048], dtype: bf16, mode: bwd}",
+        "{op: einsum, name: g_attn_dquery, batch: 8, m: 8192, k: 2048, n: 128,",
+        "{op: einsum, name: g_attn_dkey, batch: 8, m: 2048, k: 8192, n: 128,"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(y, want[i]))
+            print_error("missing %s\n", want[i]);
+        assert_non_null(strstr(y, want[i]));
+    }
+    assert_null(strstr(y, "splash_attention"));
+    assert_null(strstr(y, "flash_attention"));
+    free(y);
+    cfg_scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_sa_block_sizes),
         cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_non_causal),
+        cmocka_unit_test(test_dot_product_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
