@@ -19,7 +19,7 @@ static const char *const model_keys[] = {
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
-    "xla_flags", "quantization", "use_qk_norm", "causal", "sa_block_q", "sa_block_kv",
+    "xla_flags", "quantization", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
     "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
     "sa_block_q_dq", "sa_block_kv_dq", NULL};
 
@@ -177,6 +177,7 @@ static void read_quantization(struct walk *w, const struct cfg_node *t, struct m
 static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m)
 {
     walk_bool(w, t, "model", "use_qk_norm", &m->qk_norm);
+    walk_bool(w, t, "model", "use_parallel_block", &m->parallel_block);
     bool causal = true;
     walk_bool(w, t, "model", "causal", &causal);
     m->non_causal = !causal;

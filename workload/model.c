@@ -979,12 +979,50 @@ static void attn_out(struct out *o, const char *pre, struct layer_vals *l)
 
 /* One layer's forward (or the part of it 'p' names), ops named with 'pre'
  * (the recomputation in the backward uses "re_"); norm1 reads 'also' too. */
+/* use_parallel_block (PaLM, GPT-J, Cohere: HF's and vLLM's key): attention and MLP both
+ * read the one norm's output (gathered once, or windowed into each matmul), their partial
+ * outputs summed and scattered once, x + attn + mlp. */
+static void parallel_forward(struct out *o, const char *pre, struct layer_part p,
+                             struct val also, struct layer_vals *l)
+{
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = o->m->d_model;
+    char nm[64];
+    attn_inputs(o, pre, p.qkv || p.up, also, l);
+    if (p.attn) {
+        name_op(nm, sizeof nm, pre, "attn");
+        l->ctx = attend(o, nm, "fwd", val2(l->q, l->kv));
+    }
+    if (p.out && p.down) { /* (nothing in the backward reads it: never recomputed) */
+        name_op(nm, sizeof nm, pre, "out");
+        l->proj = wrv(o, dense(o, nm, T, s->heads * o->m->head_dim, D, val2(l->ctx, val1(l->w))));
+    }
+    l->r1 = l->x;
+    l->n2g = l->n1g; /* the MLP reads the attention's input */
+    o->win_ag = model_cmm_windowed(o->m, s, MODEL_CMM_AG) && o->m->arch != MODEL_MIXTRAL;
+    if (p.up || p.down)
+        mlp_run(o, pre, p.down, l);
+    o->win_ag = false;
+    if (!p.down)
+        return;
+    name_op(nm, sizeof nm, pre, "sum");
+    struct val sum = wrv(o, elementwise(o, nm, T, D, "add", 1, val2(l->mo, l->proj)));
+    name_op(nm, sizeof nm, pre, "tp_rs2");
+    struct val r2 = tp(o, "reduce_scatter", nm, 0, sum);
+    name_op(nm, sizeof nm, pre, "res2");
+    l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->x)));
+}
+
 static void layer_forward(struct out *o, const char *pre, struct layer_part p, struct val also,
                           struct layer_vals *l)
 {
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = o->m->d_model;
     char nm[64];
+    if (o->m->parallel_block) {
+        parallel_forward(o, pre, p, also, l);
+        return;
+    }
     attn_inputs(o, pre, p.qkv, also, l);
     if (p.attn) {
         name_op(nm, sizeof nm, pre, "attn");
@@ -1098,7 +1136,7 @@ static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct
 /* The attention's backward from the output's gradient 'g' (gathered over
  * tensor); returns the gradient of the residual, scattered back. */
 static struct val attn_backward(struct out *o, const struct layer_vals *l, struct val g,
-                                struct layer_grads *lg)
+                                struct val extra, struct layer_grads *lg)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
@@ -1113,7 +1151,9 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     struct val gx = dense_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
-     * it); what follows waits for the scatter */
+     * it); what follows waits for the scatter. A parallel block adds the MLP's 'extra'. */
+    if (extra.n)
+        gx = wrv(o, elementwise(o, "g_sum", s->tokens, D, "add", 1, val2(gx, extra)));
     return tp(o, "reduce_scatter", "g_tp_rs1", PROG_ASYNC, gx);
 }
 
@@ -1159,12 +1199,20 @@ static struct val layer_backward(struct out *o, struct val g, struct val also)
     layer_recompute(o, g, also, &l);
     struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
     struct val gx = mlp_backward(o, &l, gg, &lg);
+    if (m->parallel_block) { /* one gathered gradient for both branches, one scatter */
+        gx = attn_backward(o, &l, gg, gx, &lg);
+        int k = norm_bwd(o, "g_norm1", T, D / s->tensor, val2(gx, g));
+        gx = wrv(o, k);
+        lg.norms = wrv(o, k);
+        o->layer_grads = reduce_grads(o, lg);
+        return gx;
+    }
     gx = tp(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? 0 : PROG_ASYNC, gx);
     int k = norm_bwd(o, "g_norm2", T, D / s->tensor, val2(gx, l.r1));
     struct val gn = wrv(o, k);
     lg.norms = wrv(o, k);
     gx = tp(o, "all_gather", "g_tp_ag1", 0, gn);
-    gx = attn_backward(o, &l, gx, &lg);
+    gx = attn_backward(o, &l, gx, none_val, &lg);
     k = norm_bwd(o, "g_norm1", T, D / s->tensor, val2(val2(gx, gn), lg.norms));
     gx = wrv(o, k);
     lg.norms = wrv(o, k);

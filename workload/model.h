@@ -85,6 +85,7 @@ struct model {
      * order); 0: unset (the set ones make every block explicit, MaxText's 512 the others) */
     int64_t sa_block[8];
     bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
+    bool parallel_block;   /* use_parallel_block: attention and MLP side by side */
     bool non_causal;       /* causal: false -- every token attends to every other */
     bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
     enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */

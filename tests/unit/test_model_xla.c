@@ -262,6 +262,35 @@ static void test_dot_product_attention(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* use_parallel_block: one norm, its output gathered once over tensor for QKV and the MLP,
+ * the attention's and the MLP's partial outputs summed ([T, D]) and scattered once; in the
+ * backward one gather of the gradient for both branches and one scatter of the summed
+ * input gradients. Per layer 4 tensor collectives instead of 8 (the recomputation's
+ * gather aside); the output projection is not recomputed (nothing in the backward reads
+ * it). Windowed einsums off (threshold 1000000) to count the collectives. */
+static void test_parallel_block(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(TP_MODEL("8", ", use_parallel_block: true,\n"
+                       "  xla_flags: {xla_jf_spmd_threshold_for_windowed_einsum_mib: 1000000}"),
+         &sc);
+    static const char *const present[] = {"tp_ag1", "sum", "tp_rs2", "g_tp_ag2", "g_sum",
+                                          "g_tp_rs1", "g_norm1", "re_tp_ag1"};
+    static const char *const absent[] = {"norm2", "tp_ag2", "tp_rs1", "res1", "g_tp_rs2",
+                                         "g_tp_ag1", "g_norm2", "re_out", "re_norm2"};
+    for (size_t i = 0; i < sizeof present / sizeof present[0]; i++)
+        assert_non_null(find(&sc, present[i]));
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        assert_null(find(&sc, absent[i]));
+    int tensor = 0;
+    for (int i = 0; i < sc.nops; i++)
+        tensor += (sc.ops[i].kind == OP_ALL_GATHER || sc.ops[i].kind == OP_REDUCE_SCATTER) &&
+                  strstr(sc.ops[i].name, "tp_");
+    assert_int_equal(tensor, 5);
+    cfg_scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_non_causal),
         cmocka_unit_test(test_dot_product_attention),
+        cmocka_unit_test(test_parallel_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
