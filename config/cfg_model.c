@@ -85,17 +85,22 @@ static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
 }
 
 /* remat: custom -- {decoder_layer_input: offload, query_proj: device, ...};
- * a tensor not named is recomputed, except the layer input (kept). */
+ * a tensor not named is recomputed, except the layer input (kept). qkv_proj (MaxText's name
+ * for the fused projection's output) sets query_proj, key_proj and value_proj at once. */
 static void read_custom_remat(struct walk *w, const struct cfg_node *c, struct model *m)
 {
     static const char *const keep[] = {"remat", "device", "offload", NULL};
-    const char *keys[MT_COUNT + 1];
+    const char *keys[MT_COUNT + 2];
     for (int t = 0; t < MT_COUNT; t++)
         keys[t] = model_tensor_name((enum model_tensor)t);
-    keys[MT_COUNT] = NULL;
+    keys[MT_COUNT] = "qkv_proj";
+    keys[MT_COUNT + 1] = NULL;
     walk_check_keys(w, c, "model.remat", keys);
     m->remat = (struct model_remat){.name = "custom"};
     m->remat.t[MT_INPUT] = KEEP_DEVICE;
+    int qkv = (int)KEEP_REMAT;
+    walk_enum(w, c, "model.remat", "qkv_proj", keep, &qkv);
+    m->remat.t[MT_QUERY] = m->remat.t[MT_KEY] = m->remat.t[MT_VALUE] = (enum model_keep)qkv;
     for (int t = 0; t < MT_COUNT; t++) {
         int v = (int)m->remat.t[t];
         walk_enum(w, c, "model.remat", keys[t], keep, &v);

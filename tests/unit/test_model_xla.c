@@ -166,10 +166,11 @@ static char *expansion(const struct cfg_scenario *sc)
 }
 
 /* A Llama layer on 8 v5e chips (fsdp 8, one 2048-token sequence per chip; GQA: splash). */
-#define LAYER(extra)                                                                               \
+#define LAYER_WITH(keys)                                                                           \
     "chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 8}\n"                                    \
     "model: {arch: llama, layers: 1, d_model: 4096, heads: 32, kv_heads: 8, head_dim: 128,\n"     \
-    "        ffn: 14336, vocab: 32768, seq_len: 2048, batch: 8, remat: full" extra "}\n"
+    "        ffn: 14336, vocab: 32768, seq_len: 2048, batch: 8" keys "}\n"
+#define LAYER(extra) LAYER_WITH(", remat: full" extra)
 
 /* MaxText's splash block keys: the ones set, MaxText's 512 for the others, an unset
  * compute block within its block (block_kv_dkv_compute 256 under sa_block_kv_dkv 256),
@@ -291,6 +292,23 @@ static void test_parallel_block(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* remat: custom names qkv_proj (MaxText's fused projection) for query_proj, key_proj and
+ * value_proj at once: the same saved activations per chip as naming the three. */
+static void test_custom_qkv_proj(void **state)
+{
+    (void)state;
+    struct cfg_scenario a, b, c;
+    load(LAYER_WITH(", remat: {qkv_proj: device}"), &a);
+    load(LAYER_WITH(", remat: {query_proj: device, key_proj: device, value_proj: device}"), &b);
+    load(LAYER(""), &c); /* full: nothing but the layer input */
+    assert_float_equal(a.model->mem.activations, b.model->mem.activations, 0);
+    assert_true(a.model->mem.activations > c.model->mem.activations);
+    assert_int_equal(a.model->m.remat.t[MT_KEY], KEEP_DEVICE);
+    cfg_scenario_fini(&a);
+    cfg_scenario_fini(&b);
+    cfg_scenario_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_non_causal),
         cmocka_unit_test(test_dot_product_attention),
         cmocka_unit_test(test_parallel_block),
+        cmocka_unit_test(test_custom_qkv_proj),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
