@@ -1086,10 +1086,12 @@ static struct val matmul_backward(struct out *o, const char *name, int64_t m, in
     return dx;
 }
 
-/* ... of a dense layer's matmul: both quantized as its forward (MaxText's AQT). */
+/* ... of a dense layer's matmul: both quantized as its forward (MaxText's AQT int8). */
 static struct val dense_backward(struct out *o, const char *name, int64_t m, int64_t k,
                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
 {
+    if (!model_quant_backward(o->m))
+        return matmul_backward(o, name, m, k, n, x, g, lg);
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
     struct val dx = wrv(o, dense(o, nm, m, n, k, val2(g, val1(o->w))));

@@ -184,6 +184,8 @@ const char *const *model_quant_names(void);
 enum dtype model_quant_dtype(int name);
 /* The dtype the dense layers' matmuls run in: the quantization's, else the model's. */
 enum dtype model_dense_dtype(const struct model *m);
+/* Whether the backward's dense matmuls are quantized too (int8; AQT's fp8: forward only). */
+bool model_quant_backward(const struct model *m);
 
 /* ---- workload/model_cmm.c: XLA's windowed einsums ---- */
 enum model_cmm { MODEL_CMM_AG, MODEL_CMM_RS };

@@ -309,6 +309,35 @@ static void test_custom_qkv_proj(void **state)
     cfg_scenario_fini(&c);
 }
 
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* quantization: fp8 is AQT's fp8 configuration in MaxText (fwd_bits e4m3 only): on v5p (an fp8
+ * rate) the forward's 4 dense matmuls and the full remat's 3 recomputed ones in fp8, each
+ * after two quantizing fusions; the backward's in bf16. int8 quantizes the backward's 8 too. */
+static void test_fp8_forward_only(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load("chip: v5p\ntopology: {shape: [2, 2, 2]}\nmesh: {fsdp: 8}\n"
+         "model: {arch: llama, layers: 1, d_model: 4096, heads: 32, kv_heads: 8, head_dim: 128,\n"
+         "        ffn: 14336, vocab: 32768, seq_len: 2048, batch: 8, remat: full,\n"
+         "        quantization: fp8}\n",
+         &sc);
+    char *y = expansion(&sc);
+    assert_int_equal(count(y, "dtype: fp8, block: auto"), 7);
+    assert_int_equal(count(y, "vpu_ops: 7"), 14);
+    assert_non_null(strstr(y, "name: g_up_wgrad, m: 4096, k: 2048, n: 28672, dtype: bf16"));
+    assert_int_equal(sc.model->peak_dtype, DT_FP8);
+    free(y);
+    cfg_scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_dot_product_attention),
         cmocka_unit_test(test_parallel_block),
         cmocka_unit_test(test_custom_qkv_proj),
+        cmocka_unit_test(test_fp8_forward_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
