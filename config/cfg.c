@@ -558,7 +558,8 @@ static void check_dcn(struct walk *w, struct cfg_scenario *sc, int i)
 static void check_semantics(struct walk *w, struct cfg_scenario *sc)
 {
     for (int i = 0; i < sc->nops; i++)
-        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.grouped)
+        if ((op_row(sc->ops[i].kind)->reach == coll_reach ||
+             sc->ops[i].kind == OP_COLLECTIVE_MATMUL) && sc->ops[i].u.coll.grouped)
             resolve_groups(w, sc, i);
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
@@ -681,7 +682,8 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
     }
     ms->flops_per_device = model_flops_per_device(&ms->m, &ms->shard);
     int cores = sc->chip.megacore ? sc->chip.cores : 1;
-    ms->peak_dtype = ms->m.dtype; /* an int8 model's MFU against the int8 peak */
+    /* an int8 model's MFU against the int8 peak; a quantized one's against its matmuls' */
+    ms->peak_dtype = model_dense_dtype(&ms->m);
     ms->peak_per_device = sc->chip.peak_flops[ms->peak_dtype] * cores;
     char *yaml = model_yaml(w, &loc, ms, sc);
     char *file = xasprintf("%s (model expansion)", loc.file ? loc.file : "model");
@@ -960,6 +962,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
         cfg_chip_load(&w, root, &sc->chip);
         w.chip = &sc->chip;
         cfg_load_xla_flags(&w, root, &sc->chip, &sc->xla);
+        w.xla = &sc->xla;
         check_xla_sync(&w, root, sc);
         load_topology(&w, root, sc);
         load_options(&w, root, sc);

@@ -11,6 +11,7 @@
 #include "base/xalloc.h"
 #include "config/cfg.h"
 #include "config/cfg_int.h"
+#include "config/cfg_xla_flags.h"
 #include "config/embedded.h"
 #include "workload/model.h"
 
@@ -20,7 +21,10 @@ static const char *const model_keys[] = {
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
     "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
     "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
-    "num_pipeline_repeats", "pipeline_schedule", NULL};
+    "num_pipeline_repeats", "pipeline_schedule",
+    "xla_flags", "quantization", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
+    "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
+    "sa_block_q_dq", "sa_block_kv_dq", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -86,17 +90,22 @@ static void read_dims(struct walk *w, const struct cfg_node *t, struct model *m)
 }
 
 /* remat: custom -- {decoder_layer_input: offload, query_proj: device, ...};
- * a tensor not named is recomputed, except the layer input (kept). */
+ * a tensor not named is recomputed, except the layer input (kept). qkv_proj (MaxText's name
+ * for the fused projection's output) sets query_proj, key_proj and value_proj at once. */
 static void read_custom_remat(struct walk *w, const struct cfg_node *c, struct model *m)
 {
     static const char *const keep[] = {"remat", "device", "offload", NULL};
-    const char *keys[MT_COUNT + 1];
+    const char *keys[MT_COUNT + 2];
     for (int t = 0; t < MT_COUNT; t++)
         keys[t] = model_tensor_name((enum model_tensor)t);
-    keys[MT_COUNT] = NULL;
+    keys[MT_COUNT] = "qkv_proj";
+    keys[MT_COUNT + 1] = NULL;
     walk_check_keys(w, c, "model.remat", keys);
     m->remat = (struct model_remat){.name = "custom"};
     m->remat.t[MT_INPUT] = KEEP_DEVICE;
+    int qkv = (int)KEEP_REMAT;
+    walk_enum(w, c, "model.remat", "qkv_proj", keep, &qkv);
+    m->remat.t[MT_QUERY] = m->remat.t[MT_KEY] = m->remat.t[MT_VALUE] = (enum model_keep)qkv;
     for (int t = 0; t < MT_COUNT; t++) {
         int v = (int)m->remat.t[t];
         walk_enum(w, c, "model.remat", keys[t], keep, &v);
@@ -161,6 +170,64 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     walk_dtype(w, t, "model", "mu_dtype", &m->mu_dtype);
 }
 
+/* The scenario's xla_flags: (config/cfg_xla_flags.h) over XLA's defaults:
+ * the windowed einsums of the model's tensor-parallel matmuls. They sit at
+ * the top of the scenario, beside the other XLA flags, not under model:. */
+static void read_xla_flags(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *f = cfg_get(t, "xla_flags");
+    if (f) {
+        char *p = walk_join("model", "xla_flags");
+        walk_type_error(w, f, p, "the XLA flags at the top of the scenario (xla_flags:, beside "
+                                 "model:)");
+        free(p);
+    }
+    const struct cfg_xla_flags *x = w->xla;
+    if (!x)
+        return;
+    if (x->set_windowed_ag)
+        m->xla.windowed_ag = x->windowed_ag;
+    if (x->set_windowed_rs)
+        m->xla.windowed_rs = x->windowed_rs;
+    if (x->set_windowed_threshold)
+        m->xla.windowed_threshold_mib = x->windowed_threshold_mib;
+}
+
+/* quantization: int8 | fp8 (MaxText's AQT), in a dtype the chip's MXU takes. */
+static void read_quantization(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    const struct cfg_node *q = cfg_get(t, "quantization");
+    int v = 0;
+    if (!q || walk_enum(w, t, "model", "quantization", model_quant_names(), &v) != 0)
+        return;
+    m->quantized = true;
+    m->quant_dtype = model_quant_dtype(v);
+    const struct chip_params *c = w->chip;
+    if (m->mode == MODEL_DECODE) {
+        walk_type_error(w, q, "model.quantization", "no quantization in a decode step (the "
+                        "expansion quantizes training and prefill steps' dense layers)");
+    } else if (c && !c->hypothetical && c->mxu_dtype[DT_BF16] && !c->mxu_dtype[m->quant_dtype]) {
+        char want[256];
+        snprintf(want, sizeof want, "a quantization the %s MXU takes (%s has no %s rate; "
+                 "chip: {base: %s, hypothetical: true} allows it)", c->name, c->name,
+                 q->value, c->name);
+        walk_type_error(w, q, "model.quantization", want);
+    }
+}
+
+/* MaxText's layer options: use_qk_norm, causal, the splash block sizes sa_block_*. */
+static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    walk_bool(w, t, "model", "use_qk_norm", &m->qk_norm);
+    walk_bool(w, t, "model", "use_parallel_block", &m->parallel_block);
+    bool causal = true;
+    walk_bool(w, t, "model", "causal", &causal);
+    m->non_causal = !causal;
+    const char *const *sa = model_sa_block_names();
+    for (int i = 0; sa[i]; i++)
+        walk_int(w, t, "model", sa[i], false, 128, 1 << 16, &m->sa_block[i]);
+}
+
 /* Rules the keys alone imply. */
 static void check_model(struct walk *w, const struct cfg_node *t, struct model *m)
 {
@@ -193,6 +260,10 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     if (m->kv_heads == 0)
         m->kv_heads = m->heads;
     read_choices(w, t, m);
+    m->xla = model_xla_defaults();
+    read_xla_flags(w, t, m);
+    read_quantization(w, t, m);
+    read_layer(w, t, m);
     if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
         m->seq_len = 1; /* one new token per sequence and step */
     else if (!cfg_get(t, "seq_len"))

@@ -650,6 +650,16 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
     free(ap);
 }
 
+/* collective_matmul's groups: [tensor] (mesh axes), instead of its physical axis:. */
+void cfg_load_cmm_groups(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    const struct cfg_node *g = cfg_get(m, "groups");
+    if (g && cfg_get(m, "axis"))
+        walk_type_error(w, m, p, "either axis: (a physical axis) or groups: (mesh axes), not both");
+    else if (g)
+        load_groups(w, g, p, &op->u.coll_matmul.g);
+}
+
 /* One axis of a mesh: "name: size" or "name: {size: N, on: [[axis, extent], ...]}". */
 static void load_mesh_axis(struct walk *w, const struct cfg_node *m, int i, const char *p,
                            struct mesh_axis *a)

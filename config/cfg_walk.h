@@ -23,10 +23,14 @@ struct walk_keylog {
     char **keys; /* owned: every allowed key of every checked map, in order */
 };
 
+struct cfg_xla_flags;
+
 struct walk {
     struct diag *d;
     const struct chip_params *chip; /* the scenario's, once loaded (walk_mxu_dtype checks it) */
     struct walk_keylog *log;        /* NULL, or where walk_check_keys records its lists */
+    const struct cfg_xla_flags *xla; /* the scenario's xla_flags:, once loaded (a model's
+                                        windowed einsums follow them) */
 };
 
 /* The source mark of node 'n'. */

@@ -10,7 +10,7 @@
 #include "config/cfg_tree.h"
 #include "config/cfg_xla_flags.h"
 
-enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB };
+enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB, XF_WINDOWED_AG, XF_WINDOWED_RS, XF_MIB };
 
 static const char *const all_colls[] = {"all_gather", "reduce_scatter", "all_reduce",
                                         "all_to_all", "ppermute",       "remote_copy", NULL};
@@ -40,6 +40,9 @@ static const struct xla_flag flags[] = {
     {"xla_enable_async_collective_permute", XF_TRISTATE, cp},
     {"xla_tpu_enable_async_all_to_all", XF_BOOL, a2a},
     {"xla_tpu_scoped_vmem_limit_kib", XF_KIB, NULL},
+    {"xla_tpu_enable_windowed_einsum_for_all_gather", XF_WINDOWED_AG, NULL},
+    {"xla_tpu_enable_windowed_einsum_for_reduce_scatter", XF_WINDOWED_RS, NULL},
+    {"xla_jf_spmd_threshold_for_windowed_einsum_mib", XF_MIB, NULL},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -102,6 +105,22 @@ static int async_value(struct walk *w, const struct cfg_node *m, const struct xl
     return -1;
 }
 
+/* The windowed-einsum flags (a model's collective matmuls, workload/model_cmm.c). */
+static void windowed(struct walk *w, const struct cfg_node *m, const struct xla_flag *f,
+                     struct cfg_xla_flags *x)
+{
+    if (f->type == XF_MIB) {
+        x->set_windowed_threshold =
+            walk_int(w, m, "xla_flags", f->name, false, 0, (int64_t)1 << 40,
+                     &x->windowed_threshold_mib) == 0;
+        return;
+    }
+    bool *set = f->type == XF_WINDOWED_AG ? &x->set_windowed_ag : &x->set_windowed_rs;
+    bool *v = f->type == XF_WINDOWED_AG ? &x->windowed_ag : &x->windowed_rs;
+    *v = true;
+    *set = walk_bool(w, m, "xla_flags", f->name, v) == 0;
+}
+
 void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip_params *chip,
                         struct cfg_xla_flags *x)
 {
@@ -118,6 +137,10 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip
         const struct xla_flag *f = find(m->keys[i]);
         if (!f) {
             unknown(w, m, i);
+            continue;
+        }
+        if (f->type == XF_WINDOWED_AG || f->type == XF_WINDOWED_RS || f->type == XF_MIB) {
+            windowed(w, m, f, x);
             continue;
         }
         if (f->type != XF_KIB) {

@@ -16,6 +16,12 @@ struct cfg_xla_flags {
     const char *sync[CFG_XLA_SYNC_MAX + 1];
     int nsync;
     uint64_t scoped_vmem_limit_bytes; /* xla_tpu_scoped_vmem_limit_kib x 1024; 0: not given */
+    /* XLA's windowed einsums (collective matmuls) in a model's expansion
+     * (workload/model_cmm.c); each applies when its set_ is true */
+    bool set_windowed_ag, windowed_ag; /* xla_tpu_enable_windowed_einsum_for_all_gather */
+    bool set_windowed_rs, windowed_rs; /* xla_tpu_enable_windowed_einsum_for_reduce_scatter */
+    bool set_windowed_threshold;
+    int64_t windowed_threshold_mib;    /* xla_jf_spmd_threshold_for_windowed_einsum_mib */
 };
 
 #endif

@@ -121,6 +121,7 @@ static const struct walk_key collective_keys[] = {
     {0}};
 static const char *const collective_extra[] = {"axes", "groups", NULL};
 
+static const char *const coll_matmul_kinds[] = {"all_gather", "reduce_scatter", NULL};
 static const struct walk_key coll_matmul_keys[] = {
     KEY("m", WALK_INT, coll_matmul.m, .required = true, .min = 1, .max = 1 << 24),
     KEY("k", WALK_INT, coll_matmul.k, .required = true, .min = 1, .max = 1 << 24),
@@ -128,7 +129,9 @@ static const struct walk_key coll_matmul_keys[] = {
     KEY("dtype", WALK_MXU_DTYPE, coll_matmul.dt, .dflt = DT_BF16),
     KEY("axis", WALK_INT32, coll_matmul.axis, .min = 0, .max = TOPO_MAX_DIMS - 1),
     KEY("overlapped", WALK_BOOL, coll_matmul.overlap, .dflt = 1),
+    KEY("collective", WALK_ENUM, coll_matmul.scatter, .names = coll_matmul_kinds),
     {0}};
+static const char *const coll_matmul_extra[] = {"groups", NULL};
 
 #define COLLECTIVE(nm)                                                                             \
     {                                                                                              \
@@ -177,6 +180,7 @@ static const struct op_row rows[] = {
     [OP_COLLECTIVE_MATMUL] = {.name = "collective_matmul",
                               .category = "collective",
                               .keys = coll_matmul_keys,
+                              .extra_keys = coll_matmul_extra, .load = cfg_load_cmm_groups,
                               .check = coll_check_matmul, .reach = coll_reach_matmul},
     [OP_REMOTE_COPY] = {.name = "remote_copy",
                         .category = "collective",

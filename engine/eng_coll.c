@@ -536,9 +536,57 @@ void eng_run_remote_copy(struct eng_task *task)
  * all-gather first, then one matmul of [X m, k] x [k, n]. The matmuls are the
  * Pallas blocked matmul on every core of the chip (megacore split). */
 
-/* One chunk's matmul: the Pallas blocked matmul on every core of the chip. */
-static void chunk_matmul(struct eng_task *task, int64_t m)
+static void stats_diff(const struct pl_stats *a, const struct pl_stats *b, struct pl_stats *d)
 {
+    *d = (struct pl_stats){.steps = b->steps - a->steps,
+                           .compute_steps = b->compute_steps - a->compute_steps,
+                           .dmas = b->dmas - a->dmas, .hbm_bytes = b->hbm_bytes - a->hbm_bytes,
+                           .useful_bytes = b->useful_bytes - a->useful_bytes,
+                           .flops = b->flops - a->flops, .vpu_flops = b->vpu_flops - a->vpu_flops,
+                           .transcendentals = b->transcendentals - a->transcendentals,
+                           .mxu_s = b->mxu_s - a->mxu_s, .vpu_s = b->vpu_s - a->vpu_s,
+                           .overhead_s = b->overhead_s - a->overhead_s,
+                           .coalesced_runs = b->coalesced_runs - a->coalesced_runs};
+}
+
+static void stats_add(struct pl_stats *s, const struct pl_stats *d)
+{
+    s->steps += d->steps, s->compute_steps += d->compute_steps, s->dmas += d->dmas;
+    s->hbm_bytes += d->hbm_bytes, s->useful_bytes += d->useful_bytes, s->flops += d->flops;
+    s->vpu_flops += d->vpu_flops, s->transcendentals += d->transcendentals;
+    s->mxu_s += d->mxu_s, s->vpu_s += d->vpu_s, s->overhead_s += d->overhead_s;
+    s->coalesced_runs += d->coalesced_runs;
+}
+
+/* The chunk matmul's memo of this op and core ('whole': the sequential form's), or NULL
+ * when kernel memos are off (exact fidelity, --no-kernel-memo, a trace of steps). */
+static struct eng_chunk_memo *chunk_memo(struct eng_task *task, bool whole)
+{
+    struct eng_run *r = task->core->run;
+    const struct cfg_scenario *sc = r->sc;
+    if (!sc->kernel_memo || sc->fidelity != CFG_FIDELITY_FAST || sc->trace_level >= TRACE_STEPS)
+        return NULL;
+    return &r->prog.chunk_memo[((size_t)task->opi * (size_t)sc->chip.cores +
+                                (size_t)task->core->core) * 2 + whole];
+}
+
+/* One chunk's matmul: the Pallas blocked matmul on every core of the chip. In fast
+ * fidelity the first run of the op's chunk on a core is measured (beside the ring's
+ * transfers) and the later ones take its time and work without their steps: a chunk
+ * matmul is the same every step, layer and chip (its HBM traffic is then not beside the
+ * transfers'). */
+static void chunk_matmul(struct eng_task *task, int64_t m, bool whole)
+{
+    struct eng_chunk_memo *memo = chunk_memo(task, whole);
+    if (memo && memo->measured) {
+        sg_actor_sleep_for(memo->dur_s);
+        stats_add(&task->st, &memo->work);
+        progress_add(task->core->run->progress, memo->work.steps);
+        task->steps_shown = task->st.steps;
+        return;
+    }
+    double t0 = eng_now();
+    struct pl_stats s0 = task->st;
     struct op mm;
     coll_matmul_op(task->op, m, &mm);
     struct kern k;
@@ -548,6 +596,11 @@ static void chunk_matmul(struct eng_task *task, int64_t m)
         for (int i = 0; i < k.ncalls; i++)
             eng_run_pallas(task, &k.calls[i], NULL);
     kern_fini(&k);
+    if (memo) {
+        memo->measured = true;
+        memo->dur_s = eng_now() - t0;
+        stats_diff(&s0, &task->st, &memo->work);
+    }
 }
 
 static void chip_sync(struct eng_task *task)
@@ -567,19 +620,18 @@ void eng_run_collective_matmul(struct eng_task *task)
     const struct op_collective_matmul *p = &task->op->u.coll_matmul;
     if (c->core != 0 && !sc->chip.megacore)
         return;
-    int X = sc->topo.shape[p->axis];
-    uint64_t shard = (uint64_t)(p->m * p->k * dtype_bytes(p->dt));
+    int X = coll_matmul_ring(task->op, &sc->topo);
+    /* what a step passes on: x's shard, or the running sum of an output block (at least
+     * bf16: the blocks of int8 or fp8 matmuls are dequantized before they are summed) */
+    int eb = dtype_bytes(p->dt) < 2 && p->scatter ? 2 : dtype_bytes(p->dt);
+    uint64_t shard = (uint64_t)(p->m * (p->scatter ? p->n : p->k) * eb);
     struct sim_coll dev = {.nsems = 2};
     dev.count = xcalloc(2, sizeof *dev.count);
     task->coll = &dev;
     struct coll_actor a = {.task = task};
-    int co[TOPO_MAX_DIMS];
-    topo_coords(&sc->topo, eng_slice_chip(r, c->chip), co);
-    int pos = co[p->axis], nb[2];
-    co[p->axis] = (pos + 1) % X;
-    nb[0] = topo_rank(&sc->topo, co);
-    co[p->axis] = (pos + X - 1) % X;
-    nb[1] = topo_rank(&sc->topo, co);
+    int me = eng_slice_chip(r, c->chip), nb[2];
+    nb[0] = coll_matmul_neighbour(task->op, &sc->topo, me, 1);
+    nb[1] = coll_matmul_neighbour(task->op, &sc->topo, me, -1);
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
             sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
@@ -595,7 +647,7 @@ void eng_run_collective_matmul(struct eng_task *task)
             cx_wait_recv(&a, 0, shard / 2), cx_wait_recv(&a, 1, shard / 2);
         }
         chip_sync(task);
-        chunk_matmul(task, p->m * X);
+        chunk_matmul(task, p->m * X, true);
     } else {
         for (int s = 0; s < X; s++) {
             void *h[2] = {NULL, NULL};
@@ -604,7 +656,7 @@ void eng_run_collective_matmul(struct eng_task *task)
                 h[0] = cx_rdma(&a, nb[0], shard / 2, 1), h[1] = cx_rdma(&a, nb[1], shard / 2, 0);
                 flush(&a);
             }
-            chunk_matmul(task, p->m);
+            chunk_matmul(task, p->m, false);
             if (h[0]) {
                 cx_wait_send(&a, h[0]), cx_wait_send(&a, h[1]);
                 cx_wait_recv(&a, 0, shard / 2), cx_wait_recv(&a, 1, shard / 2);

@@ -124,6 +124,16 @@ struct eng_program {
     struct kern *kern_fn;        /* per op: functional kernel run by chip 0 (zeroed if none) */
     struct pl_script ***scripts; /* per op, per call x core: its recorded run, or NULL
                                     (eng_pallas.c records it) */
+    struct eng_chunk_memo *chunk_memo; /* per op x core x 2: a collective matmul's chunk
+                                          matmul, measured once (eng_coll.c) */
+};
+
+/* A collective matmul's chunk matmul as first run (fast fidelity, kernel memos on): later
+ * chunks of the op on that core take its time and add its work. */
+struct eng_chunk_memo {
+    bool measured;
+    double dur_s;
+    struct pl_stats work;
 };
 
 /* What the run measures for the summary: written as ops end (eng_core.c,

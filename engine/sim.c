@@ -117,6 +117,7 @@ static void build_kernels(struct eng_run *r)
     p->kern = xcalloc((size_t)sc->nops, sizeof *p->kern);
     p->kern_fn = xcalloc((size_t)sc->nops, sizeof *p->kern_fn);
     p->scripts = xcalloc((size_t)sc->nops, sizeof *p->scripts);
+    p->chunk_memo = xcalloc((size_t)sc->nops * (size_t)sc->chip.cores * 2, sizeof *p->chunk_memo);
     for (int i = 0; i < sc->nops; i++) {
         const struct kern_kind *kind = op_row(sc->ops[i].kind)->kern;
         if (!kind)
@@ -516,6 +517,7 @@ static void free_program(const struct cfg_scenario *sc, struct eng_program *p)
         kern_fini(&p->kern_fn[i]);
     }
     free(p->scripts);
+    free(p->chunk_memo);
     free(p->kern);
     free(p->kern_fn);
     free(p->inst_off);

@@ -242,11 +242,14 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
 }
 
 /* collective_matmul: its ring steps and, per chunk, the chunk matmul walked
- * step by step (no script) on the cores that run it. */
-static int64_t coll_matmul_steps(const struct cfg_scenario *sc, const struct op *op)
+ * step by step (no script) on the cores that run it; with kernel memos (fast) the
+ * chunk matmul is walked once per op and core ('*once', of each form) and every chunk
+ * is a memo hit. */
+static int64_t coll_matmul_steps(const struct cfg_scenario *sc, const struct op *op,
+                                 int64_t *once)
 {
     const struct op_collective_matmul *p = &op->u.coll_matmul;
-    int X = sc->topo.shape[p->axis];
+    int X = coll_matmul_ring(op, &sc->topo);
     int64_t chunks = p->overlap ? X : 1, rows = p->overlap ? p->m : p->m * X;
     struct op mm;
     coll_matmul_op(op, rows, &mm);
@@ -259,6 +262,11 @@ static int64_t coll_matmul_steps(const struct cfg_scenario *sc, const struct op 
     kern_fini(&k);
     int64_t per = sc->fidelity == CFG_FIDELITY_EXACT ? sat_madd(0, c.steps, W_EXACT_STEP)
                                                      : sat_madd(c.steps, c.replay, 1);
+    *once = 0;
+    if (memos_on(sc)) {
+        *once = per;
+        per = W_MEMO_HIT;
+    }
     return sat_madd((int64_t)X * W_RING_STEP, chunks, per);
 }
 
@@ -276,8 +284,10 @@ static void other_work(const struct cfg_scenario *sc, int i, struct validate_est
         e->copy = sat_madd(e->copy, sat_madd(base, per, W_COPY_CHUNK * sc->chip.cores), runs);
     } else if (op->kind == OP_COLLECTIVE_MATMUL) {
         int cores = sc->chip.megacore ? sc->chip.cores : 1;
-        e->collective = sat_madd(e->collective,
-                                 sat_madd(base, coll_matmul_steps(sc, op), cores), runs);
+        int64_t once;
+        int64_t per = coll_matmul_steps(sc, op, &once);
+        e->collective = sat_madd(e->collective, sat_madd(base, per, cores), runs);
+        e->collective = sat_madd(e->collective, once, cores);
     } else if (op_row(op->kind)->reach == op_row(OP_ALL_GATHER)->reach) {
         e->collective = sat_madd(e->collective, sat_madd(base, coll_steps(sc, op), 1), runs);
     } else { /* ppermute, remote_copy, host_copy: a transfer or two */

@@ -522,20 +522,47 @@ static int matmul_fits_hbm(const struct op_collective_matmul *p, const struct ch
                      (unsigned long long)chip->hbm_bytes);
 }
 
+int coll_matmul_ring(const struct op *op, const struct topo *topo)
+{
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    struct topo g;
+    if (!p->g.grouped)
+        return topo->shape[p->axis];
+    return mesh_group(&p->g.mesh, topo, p->g.group_axes, p->g.ngroup, &g) == 0 ? g.nchips : 1;
+}
+
+int coll_matmul_neighbour(const struct op *op, const struct topo *topo, int chip, int step)
+{
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    int X = coll_matmul_ring(op, topo);
+    if (p->g.grouped) {
+        int r = mesh_group_rank(&p->g.mesh, topo, p->g.group_axes, p->g.ngroup, chip);
+        return mesh_group_chip(&p->g.mesh, topo, p->g.group_axes, p->g.ngroup, chip,
+                               ((r + step) % X + X) % X);
+    }
+    int co[TOPO_MAX_DIMS];
+    topo_coords(topo, chip, co);
+    co[p->axis] = ((co[p->axis] + step) % X + X) % X;
+    return topo_rank(topo, co);
+}
+
 int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                       const struct topo *topo, char *err, size_t n)
 {
     const struct op_collective_matmul *p = &op->u.coll_matmul;
-    if (p->axis >= topo->ndims) {
+    if (!p->g.grouped && p->axis >= topo->ndims) {
         return diag_fail(err, n, "axis %d does not exist (the topology has %d axes)", p->axis,
                          topo->ndims);
     }
+    if (p->g.grouped && p->g.dcn)
+        return diag_fail(err, n, "groups: a collective matmul runs within a slice (its mesh "
+                                 "axes span the DCN)");
     if (p->m % 8 || p->k % 128 || p->n % 128) {
         return diag_fail(err, n,
                          "m must be a multiple of 8 and k, n multiples of 128 (got %lld, %lld, "
                          "%lld)", (long long)p->m, (long long)p->k, (long long)p->n);
     }
-    return matmul_fits_hbm(p, chip, (uint64_t)topo->shape[p->axis], err, n);
+    return matmul_fits_hbm(p, chip, (uint64_t)coll_matmul_ring(op, topo), err, n);
 }
 
 int coll_remote_target(const struct topo *t, const struct op_remote_copy *r, int me)
@@ -692,8 +719,12 @@ int coll_reach(const struct op *op, const struct topo *topo, int *hops, int *per
 
 int coll_reach_matmul(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
-    (void)topo, (void)period;
-    int a = op->u.coll_matmul.axis;
+    const struct op_collective_matmul *p = &op->u.coll_matmul;
+    if (p->g.grouped) {
+        mesh_reach(&p->g.mesh, topo, p->g.group_axes, p->g.ngroup, hops, period);
+        return 0;
+    }
+    int a = p->axis;
     hops[a] = hops[a] > 1 ? hops[a] : 1;
     return 0;
 }

@@ -106,7 +106,12 @@ extern const char *const coll_algo_names[];
  * none twice. Returns 0 or -1 with 'err'. */
 int coll_check(const struct op *op, const struct chip_params *chip, const struct topo *topo,
                char *err, size_t n);
-/* Checks a collective_matmul: the axis exists; m a multiple of 8, k and n of 128. */
+/* The chips of a collective_matmul's ring: its axis' length, or its group's size. */
+int coll_matmul_ring(const struct op *op, const struct topo *topo);
+/* The chip 'step' places after 'chip' on that ring (-1: before it). */
+int coll_matmul_neighbour(const struct op *op, const struct topo *topo, int chip, int step);
+/* Checks a collective_matmul: the axis exists (or its groups lie within a slice); m a
+ * multiple of 8, k and n of 128. */
 int coll_check_matmul(const struct op *op, const struct chip_params *chip,
                       const struct topo *topo, char *err, size_t n);
 /* Checks a remote_copy: every device's target is inside the mesh and, on

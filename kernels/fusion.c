@@ -39,6 +39,8 @@ struct fl {
     int64_t br, bc;                /* block rows and cols (flat: elements) */
     int64_t nrb, ncb;              /* row and column blocks */
     int nred;                      /* reduced outputs */
+    bool stat_col;                 /* per-row values ([R]) kept as a column [R, 1], so that a
+                                    * block of rows may be any multiple of 8 (choose_blocks) */
     struct fop op[2 * FUSION_MAX]; /* inputs, then outputs */
 };
 
@@ -355,7 +357,10 @@ static int lay_rows(const struct fl *f, const struct op_array *a, enum fusion_re
         return 0;
     case FUSION_ROW:
     case FUSION_REDUCED:
-        LAY(y, br, 1, D(R), D(br), IX_I);
+        if (f->stat_col)
+            LAY(y, br, 1, D(R, 1), D(br, 1), IX_I, IX_0);
+        else
+            LAY(y, br, 1, D(R), D(br), IX_I);
         return 0;
     default:
         LAY(y, 1, 1, D(1), D(1), IX_0);
@@ -669,6 +674,15 @@ static int choose_blocks(struct fl *f, const struct kern *k, struct pl_call *c, 
         br = pick(f, chip, c, rc, nr, true, bc, budget, &fits);
     if (try_blocks(f, chip, c, br, bc, &bytes, err, n) != 0)
         return -1;
+    /* An XLA loop can always be tiled: when whole rows in the smallest block a 1-D
+     * per-row output allows (128 rows: its lanes) still exceed the VMEM the loop may use
+     * (a norm of d_model 12288 on v4's 16 MiB), the rows' values are kept as a column
+     * and the block splits down to 8 rows, as XLA tiles its loops. */
+    uint64_t may = k->op->vmem_limit_bytes || chip->vmem_bytes < limit ? limit : chip->vmem_bytes;
+    if (bytes > may && f->view == V_ROWS && !f->l.block && !f->stat_col) {
+        f->stat_col = true;
+        return choose_blocks(f, k, c, err, n);
+    }
     /* XLA's own fusions are not held to a pallas_call's scoped VMEM limit:
      * when the smallest legal blocks still exceed it (whole rows of a wide
      * norm), the loop may use the chip's VMEM (beyond it: the scoped limit's error) */

@@ -182,10 +182,17 @@ struct op_collective {
 };
 
 struct op_collective_matmul {
-    int64_t m, k, n;        /* per device: x [m, k] sharded on m along 'axis', y [k, n] local */
+    /* groups: [tensor] (mesh axes) instead of axis: the ring runs over the group's chips in
+     * rank order. First, so that the collectives' group loading and resolution (u.coll)
+     * fill it. */
+    struct op_collective g;
+    int64_t m, k, n;        /* per device and step: x [m, k] (its shard), y [k, n] local */
     enum dtype dt;
     int axis;
     bool overlap;           /* false: all-gather first, then the matmul */
+    int scatter;            /* collective: reduce_scatter (1) -- each step computes an [m, n]
+                             * block of the partial output and passes the running sum on
+                             * ([m, n] per step); else all_gather passes x's shards ([m, k]) */
 };
 
 /* One Pallas remote copy per device (make_async_remote_copy): push 'bytes'

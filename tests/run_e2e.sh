@@ -755,6 +755,32 @@ ok = ok and all(o["uncertainty_family"] in ("pallas_kernel", "collective", "xla_
 sys.exit(not ok)' "$t/eb/summary.json" \
     && grep -q '^total [0-9.]* ms ± [0-9.]* us (11.8%, 68% band, the model-step floor' "$t/eb.out" \
     && ok || bad "error bars: $(grep '^total' "$t/eb.out")"
+# issue 29.2: int8 training as MaxText's AQT (tests/data/model_aqt.yaml, v5e, 2048 tokens per
+# chip, D 4096, F 14336): the dense matmuls -- forward QKV, out, up, down (4), the full
+# remat's recomputed QKV, out, up (3), the dgrad and wgrad of the four (8) -- run in int8,
+# 15, each after 2 quantizing fusions (30); the attention and the logits stay bf16. The
+# weight of the MLP's up projection [4096, 2 x 14336] is quantized by reading 2 B and writing
+# 1 B per element: 352321536 B at 819 GB/s = 430.2 us (HBM-bound; within 10 %). The up
+# matmul [2048, 4096] x [4096, 28672] runs at the int8 peak (394 TOP/s against 197): at most
+# 0.6 of its bf16 time. The MFU is against the int8 peak.
+aqt_time() { awk -v n="$2" '$0 ~ "\"name\": \"" n "\", \"instances\"" {
+    match($0, /"instances": [0-9]+/); i = substr($0, RSTART + 13, RLENGTH - 13)
+    match($0, /"time_s": [0-9.e+-]+/); print substr($0, RSTART + 10) / i; exit }' "$1"; }
+"$bin" expand tests/data/model_aqt.yaml >"$t/aqt.yaml" \
+    && [ "$(grep -c 'op: matmul.*dtype: int8' "$t/aqt.yaml")" = 15 ] \
+    && [ "$(grep -c 'op: fusion, name: [a-z_]*_q_[lr]hs.*dtype: int8.*vpu_ops: 7' "$t/aqt.yaml")" = 30 ] \
+    && grep -q 'op: matmul, name: logits.*dtype: bf16' "$t/aqt.yaml" \
+    && grep -q 'op: splash_attention, name: attn.*dtype: bf16' "$t/aqt.yaml" \
+    && ok || bad "int8 (AQT) expansion: $(grep -c 'dtype: int8' "$t/aqt.yaml") int8 ops"
+sed 's/, quantization: int8//' tests/data/model_aqt.yaml >"$t/aqt_bf16.yaml"
+"$bin" run tests/data/model_aqt.yaml -o "$t/aqt" -q --trace none \
+    && "$bin" run "$t/aqt_bf16.yaml" -o "$t/aqt16" -q --trace none \
+    && grep -q '"mfu_peak_dtype": "int8"' "$t/aqt/summary.json" \
+    && awk -v q="$(aqt_time "$t/aqt/summary.json" fwd.up_q_rhs)" \
+           'BEGIN { exit !(q > 0.9 * 430.2e-6 && q < 1.1 * 430.2e-6) }' \
+    && awk -v a="$(aqt_time "$t/aqt/summary.json" fwd.up)" -v b="$(aqt_time "$t/aqt16/summary.json" fwd.up)" \
+           'BEGIN { exit !(a > 0 && a < 0.6 * b) }' \
+    && ok || bad "int8 (AQT) step: quantize $(aqt_time "$t/aqt/summary.json" fwd.up_q_rhs) s, up int8 $(aqt_time "$t/aqt/summary.json" fwd.up) s, bf16 $(aqt_time "$t/aqt16/summary.json" fwd.up) s"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -69,7 +69,7 @@ static const char *const tensor_names[MT_COUNT] = {
     [MT_INPUT] = "decoder_layer_input", [MT_QUERY] = "query_proj", [MT_KEY] = "key_proj",
     [MT_VALUE] = "value_proj", [MT_CONTEXT] = "context", [MT_OUT_PROJ] = "out_proj",
     [MT_MLPWI] = "mlpwi", [MT_MLPWO] = "mlpwo"};
-static const char *const attention_names[] = {"auto", "flash", "splash", NULL};
+static const char *const attention_names[] = {"auto", "flash", "splash", "dot_product", NULL};
 
 const char *const *model_arch_names(void)
 {
@@ -105,6 +105,15 @@ const char *model_tensor_name(enum model_tensor t)
 const char *const *model_attention_names(void)
 {
     return attention_names;
+}
+
+static const char *const sa_block_names[] = {
+    "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv",
+    "sa_block_kv_dkv_compute", "sa_block_q_dq", "sa_block_kv_dq", NULL};
+
+const char *const *model_sa_block_names(void)
+{
+    return sa_block_names;
 }
 
 /* ---------------- sharding ---------------- */
@@ -253,7 +262,7 @@ double model_flops_per_device(const struct model *m, const struct model_shard *s
     if (m->arch == MODEL_MIXTRAL)
         ffn = 2 * b * S * D * (double)m->experts + (double)m->top_k * ffn;
     double qkv = 2 * b * S * D * (H + 2 * K) * Dh, proj = 2 * b * S * D * H * Dh;
-    double attn = 4 * b * S * S * H * Dh / 2; /* causal */
+    double attn = 4 * b * S * S * H * Dh / (m->non_causal ? 1 : 2); /* causal: half */
     double emb = 2 * b * S * D * V;
     double weights = (ffn + qkv + proj) * (double)m->layers + emb;
     double mult = m->mode == MODEL_TRAIN ? 3 : 1;
@@ -461,6 +470,8 @@ struct out {
     struct program *p;
     struct prog_block *b; /* where ops go */
     unsigned flags;       /* added to each op (PROG_REMAT in the recomputation) */
+    bool win_ag, win_rs;  /* in a layer's forward: its MLP's gather, its scatter windowed */
+    enum dtype mm_dt;     /* the dtype matmul() emits (a dense layer's quantized dtype) */
     const struct model *m;
     const struct model_shard *sh;
     const struct chip_params *chip;
@@ -533,8 +544,49 @@ static int matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t
     prog_int(ps, "m", round_up(m, 8));
     prog_int(ps, "k", round_up(k, 128));
     prog_int(ps, "n", round_up(n, 128));
-    prog_word(ps, "dtype", dt(o->m->dtype));
+    prog_word(ps, "dtype", dt(o->mm_dt));
     prog_word(ps, "block", "auto");
+    return i;
+}
+
+/* The quantization of a dense matmul's operand [rows, cols] (workload/model_quant.c): a
+ * loop fusion from the model's dtype to the quantized one. */
+static int quantize(struct out *o, const char *name, int64_t rows, int64_t cols, struct val in)
+{
+    int i = op(o, "fusion", name, 0, in);
+    struct prog_params *ps = params(o, i);
+    char a[96];
+    snprintf(a, sizeof a, "[{shape: [%lld, %lld], dtype: %s}]", (long long)rows, (long long)cols,
+             dt(o->m->dtype));
+    prog_raw(ps, "inputs", a);
+    snprintf(a, sizeof a, "[{shape: [%lld, %lld], dtype: %s}]", (long long)rows, (long long)cols,
+             dt(o->m->quant_dtype));
+    prog_raw(ps, "outputs", a);
+    prog_int(ps, "vpu_ops", MODEL_QUANT_VPU_OPS);
+    return i;
+}
+
+/* Both operands of a dense layer's matmul [m, k] x [k, n] quantized, when the model is
+ * (MaxText's AQT); returns what the matmul reads. */
+static struct val quantized(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                            struct val in)
+{
+    if (!o->m->quantized)
+        return in;
+    char nm[80];
+    snprintf(nm, sizeof nm, "%s_q_lhs", name);
+    struct val q = wrv(o, quantize(o, nm, m, k, in));
+    snprintf(nm, sizeof nm, "%s_q_rhs", name);
+    return val2(q, wrv(o, quantize(o, nm, k, n, in)));
+}
+
+/* A dense layer's matmul: in the quantized dtype after its operands' quantization. */
+static int dense(struct out *o, const char *name, int64_t m, int64_t k, int64_t n, struct val in)
+{
+    struct val q = quantized(o, name, m, k, n, in);
+    o->mm_dt = model_dense_dtype(o->m);
+    int i = matmul(o, name, m, k, n, q);
+    o->mm_dt = o->m->dtype;
     return i;
 }
 
@@ -619,9 +671,87 @@ static struct val tp(struct out *o, const char *kind, const char *name, unsigned
                       strcmp(kind, "all_gather") == 0 ? full / s->tensor : full, flags, in);
 }
 
+/* XLA's windowed einsum (workload/model_cmm.c): the tensor-parallel gather of the
+ * activation and a matmul [T, D/N_t] x [D/N_t, n] per step, or a matmul
+ * [T, k] x [k, D/N_t] per step passing the partial sums on (reduce_scatter). */
+static int cmm(struct out *o, const char *name, enum model_cmm c, int64_t k, int64_t n,
+               struct val in)
+{
+    struct val q = quantized(o, name, o->sh->tokens, k, n, in);
+    int i = op(o, "collective_matmul", name, 0, q);
+    struct prog_params *ps = params(o, i);
+    prog_int(ps, "m", round_up(o->sh->tokens, 8));
+    prog_int(ps, "k", round_up(k, 128));
+    prog_int(ps, "n", round_up(n, 128));
+    prog_word(ps, "dtype", dt(model_dense_dtype(o->m)));
+    prog_axes(ps, "groups", "tensor");
+    if (c == MODEL_CMM_RS)
+        prog_word(ps, "collective", "reduce_scatter");
+    return i;
+}
+
+/* The gather of the sharded activation 'x' over tensor and the matmul [T, D] x [D, n]
+ * reading it and 'w': a collective matmul when XLA windows it ('xg': what the backward
+ * reads as the gathered input). */
+static struct val ag_matmul(struct out *o, const char *ag, const char *name, int64_t n,
+                            struct val x, int w, struct val *xg)
+{
+    const struct model_shard *s = o->sh;
+    int64_t D = o->m->d_model;
+    if (model_cmm_windowed(o->m, s, MODEL_CMM_AG)) {
+        *xg = x;
+        return wrv(o, cmm(o, name, MODEL_CMM_AG, D / s->tensor, n, val2(x, val1(w))));
+    }
+    *xg = tp(o, "all_gather", ag, 0, x);
+    return wrv(o, dense(o, name, s->tokens, D, n, val2(*xg, val1(w))));
+}
+
+/* The matmul [T, k] x [k, D] reading 'in' and its reduce-scatter over tensor: a
+ * collective matmul when XLA windows it ('proj': the matmul's output). */
+static struct val matmul_rs(struct out *o, const char *name, const char *rs, int64_t k,
+                            struct val in, struct val *proj)
+{
+    const struct model_shard *s = o->sh;
+    int64_t D = o->m->d_model;
+    if (model_cmm_windowed(o->m, s, MODEL_CMM_RS)) {
+        *proj = wrv(o, cmm(o, name, MODEL_CMM_RS, k, D / s->tensor, in));
+        return *proj;
+    }
+    *proj = wrv(o, dense(o, name, s->tokens, k, D, in));
+    return tp(o, "reduce_scatter", rs, 0, *proj);
+}
+
+/* MaxText's sa_block_* for splash: each set one, MaxText's default 512 (or attention_block)
+ * for the others, each at most its sequence (MaxText takes the min). */
+static bool sa_blocks(struct out *o, struct prog_params *ps, int64_t q)
+{
+    const struct model *m = o->m;
+    bool any = false;
+    for (int i = 0; i < 8; i++)
+        any |= m->sa_block[i] > 0;
+    if (!any)
+        return false;
+    static const char *const keys[] = {"block_q", "block_kv", "block_kv_compute",
+        "block_q_dkv", "block_kv_dkv", "block_kv_dkv_compute", "block_q_dq", "block_kv_dq"};
+    struct prog_params *b = prog_map(ps, "block_sizes");
+    int64_t v[8];
+    for (int i = 0; i < 8; i++) {
+        v[i] = m->sa_block[i] ? m->sa_block[i] : m->attention_block ? m->attention_block : 512;
+        int64_t len = strncmp(keys[i], "block_q", 7) == 0 ? q : m->seq_len;
+        v[i] = v[i] < len ? v[i] : len;
+        /* an unset compute block within the block it computes (2: kv, 5: kv_dkv) */
+        if ((i == 2 || i == 5) && !m->sa_block[i] && v[i] > v[i - 1])
+            v[i] = v[i - 1];
+        prog_int(b, keys[i], v[i]);
+    }
+    return true;
+}
+
 static void block_sizes(struct out *o, struct prog_params *ps, bool splash, int64_t q)
 {
     const struct model *m = o->m;
+    if (splash && sa_blocks(o, ps, q))
+        return;
     if (m->attention_block == 0) { /* searched, as the recipes tune them */
         prog_word(ps, "block_sizes", "auto");
         return;
@@ -658,10 +788,10 @@ static int attention(struct out *o, const char *name, const char *mode, struct v
     prog_word(ps, "dtype", dt(m->dtype));
     prog_word(ps, "mode", mode);
     if (!splash)
-        prog_word(ps, "causal", "true");
+        prog_word(ps, "causal", m->non_causal ? "false" : "true");
     prog_wrap(ps);
     if (splash)
-        prog_word(prog_map(ps, "mask"), "type", "causal");
+        prog_word(prog_map(ps, "mask"), "type", m->non_causal ? "full" : "causal");
     block_sizes(o, ps, splash, q);
     return i;
 }
@@ -669,6 +799,51 @@ static int attention(struct out *o, const char *name, const char *mode, struct v
 static void name_op(char *nm, size_t n, const char *pre, const char *what)
 {
     snprintf(nm, n, "%s%s", pre, what);
+}
+
+/* A batched matmul of the dot-product attention, named 'name' + 'what'. */
+static struct val attn_einsum(struct out *o, const char *name, const char *what, int64_t m,
+                              int64_t k, int64_t n, struct val in)
+{
+    const struct model_shard *s = o->sh;
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_%s", name, what);
+    return wrv(o, einsum(o, nm, s->b * s->kv_heads, m, k, n, in));
+}
+
+/* MaxText's dot_product attention as XLA runs it, per KV head group (GQA: the H/K query
+ * heads of a KV head stacked as rows, r = (H/K) q): the scores Q K^T [r, S] (an einsum
+ * over Dh), the masked softmax over S (the whole S^2, causal or not), the context P V
+ * [r, Dh]. Its backward: dP = dO V^T, dV = P^T dO, the softmax's backward, dQ = dS K,
+ * dK = dS^T Q. Returns the output (fwd) or the gradient of q, k, v (bwd). */
+static struct val dot_attention(struct out *o, const char *name, bool bwd, struct val in)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    int64_t q = m->seq_len / s->sequence, S = m->seq_len, Dh = m->head_dim;
+    int64_t r = s->heads / s->kv_heads * q, rows = s->b * s->heads * q;
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_softmax", name);
+    if (!bwd) {
+        struct val sc = attn_einsum(o, name, "scores", r, Dh, S, in);
+        struct val p = wrv(o, fusion(o, "softmax", nm, rows, S, sc));
+        return attn_einsum(o, name, "context", r, S, Dh, val2(p, in));
+    }
+    struct val dp = attn_einsum(o, name, "dprobs", r, Dh, S, in);
+    struct val dv = attn_einsum(o, name, "dvalue", S, r, Dh, in);
+    int k = fusion(o, "softmax", nm, rows, S, val2(dp, in));
+    prog_word(params(o, k), "mode", "bwd");
+    struct val ds = wrv(o, k);
+    struct val dq = attn_einsum(o, name, "dquery", r, S, Dh, val2(ds, in));
+    return val2(val2(dq, attn_einsum(o, name, "dkey", S, r, Dh, val2(ds, in))), dv);
+}
+
+/* The attention kernel, or the dot-product attention's ops: its output (or gradients). */
+static struct val attend(struct out *o, const char *name, const char *mode, struct val in)
+{
+    if (o->m->attention == MODEL_ATTN_DOT)
+        return dot_attention(o, name, strcmp(mode, "bwd") == 0, in);
+    return wrv(o, attention(o, name, mode, in));
 }
 
 /* Mixtral's routed experts as MaxText runs them (workload/model_moe_int.h): the
@@ -728,13 +903,23 @@ static void mlp_run(struct out *o, const char *pre, bool down, struct layer_vals
         return;
     }
     name_op(nm, sizeof nm, pre, "up");
-    l->up = wrv(o, matmul(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+    if (o->win_ag) { /* the gather of norm2's output is the matmul's (layer_forward) */
+        struct val n2 = l->n2g;
+        l->up = ag_matmul(o, "", nm, (gated(m) ? 2 : 1) * F, n2, l->w, &l->n2g);
+    } else {
+        l->up = wrv(o, dense(o, nm, T, D, (gated(m) ? 2 : 1) * F, val2(l->n2g, val1(l->w))));
+    }
     name_op(nm, sizeof nm, pre, "act");
     l->act = wrv(o, elementwise(o, nm, T, F, gated(m) ? "silu" : "gelu", gated(m) ? 2 : 1, l->up));
     if (!down)
         return;
     name_op(nm, sizeof nm, pre, "down");
-    l->mo = wrv(o, matmul(o, nm, T, F, D, val2(l->act, val1(l->w))));
+    if (o->win_rs) { /* the scatter of its output too */
+        struct val mo;
+        l->mo = matmul_rs(o, nm, "", F, val2(l->act, val1(l->w)), &mo);
+        return;
+    }
+    l->mo = wrv(o, dense(o, nm, T, F, D, val2(l->act, val1(l->w))));
 }
 
 /* What a layer's forward runs: all of it, or in the backward what the remat
@@ -789,10 +974,15 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
     struct val n1 = wrv(o, k);
     if (!qkv)
         return;
-    name_op(nm, sizeof nm, pre, "tp_ag1");
-    l->n1g = tp(o, "all_gather", nm, 0, n1);
+    char ag[64];
+    name_op(ag, sizeof ag, pre, "tp_ag1");
     name_op(nm, sizeof nm, pre, "qkv");
-    l->q = wrv(o, matmul(o, nm, T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(l->n1g, val1(l->w))));
+    l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, l->w, &l->n1g);
+    if (m->qk_norm) { /* use_qk_norm: each head of q and k over its head_dim */
+        name_op(nm, sizeof nm, pre, "qk_norm");
+        l->q = wrv(o, fusion(o, "rmsnorm", nm, T * (s->heads + s->kv_heads), Dh,
+                             val2(l->q, val1(l->w))));
+    }
     if (m->arch != MODEL_GPT) {
         name_op(nm, sizeof nm, pre, "rope");
         l->q = wrv(o, rope(o, nm, T, l->q));
@@ -807,42 +997,87 @@ static void attn_out(struct out *o, const char *pre, struct layer_vals *l)
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = o->m->d_model;
     char nm[64];
+    char rs[64];
     name_op(nm, sizeof nm, pre, "out");
-    l->proj = wrv(o, matmul(o, nm, T, s->heads * o->m->head_dim, D,
-                                  val2(l->ctx, val1(l->w))));
-    name_op(nm, sizeof nm, pre, "tp_rs1");
-    struct val pr = tp(o, "reduce_scatter", nm, 0, l->proj);
+    name_op(rs, sizeof rs, pre, "tp_rs1");
+    struct val pr = matmul_rs(o, nm, rs, s->heads * o->m->head_dim, val2(l->ctx, val1(l->w)),
+                              &l->proj);
     name_op(nm, sizeof nm, pre, "res1");
     l->r1 = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(pr, l->x)));
 }
 
 /* One layer's forward (or the part of it 'p' names), ops named with 'pre'
  * (the recomputation in the backward uses "re_"); norm1 reads 'also' too. */
+/* use_parallel_block (PaLM, GPT-J, Cohere: HF's and vLLM's key): attention and MLP both
+ * read the one norm's output (gathered once, or windowed into each matmul), their partial
+ * outputs summed and scattered once, x + attn + mlp. */
+static void parallel_forward(struct out *o, const char *pre, struct layer_part p,
+                             struct val also, struct layer_vals *l)
+{
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = o->m->d_model;
+    char nm[64];
+    attn_inputs(o, pre, p.qkv || p.up, also, l);
+    if (p.attn) {
+        name_op(nm, sizeof nm, pre, "attn");
+        l->ctx = attend(o, nm, "fwd", val2(l->q, l->kv));
+    }
+    if (p.out && p.down) { /* (nothing in the backward reads it: never recomputed) */
+        name_op(nm, sizeof nm, pre, "out");
+        l->proj = wrv(o, dense(o, nm, T, s->heads * o->m->head_dim, D, val2(l->ctx, val1(l->w))));
+    }
+    l->r1 = l->x;
+    l->n2g = l->n1g; /* the MLP reads the attention's input */
+    o->win_ag = model_cmm_windowed(o->m, s, MODEL_CMM_AG) && o->m->arch != MODEL_MIXTRAL;
+    if (p.up || p.down)
+        mlp_run(o, pre, p.down, l);
+    o->win_ag = false;
+    if (!p.down)
+        return;
+    name_op(nm, sizeof nm, pre, "sum");
+    struct val sum = wrv(o, elementwise(o, nm, T, D, "add", 1, val2(l->mo, l->proj)));
+    name_op(nm, sizeof nm, pre, "tp_rs2");
+    struct val r2 = tp(o, "reduce_scatter", nm, 0, sum);
+    name_op(nm, sizeof nm, pre, "res2");
+    l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->x)));
+}
+
 static void layer_forward(struct out *o, const char *pre, struct layer_part p, struct val also,
                           struct layer_vals *l)
 {
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = o->m->d_model;
     char nm[64];
+    if (o->m->parallel_block) {
+        parallel_forward(o, pre, p, also, l);
+        return;
+    }
     attn_inputs(o, pre, p.qkv, also, l);
     if (p.attn) {
         name_op(nm, sizeof nm, pre, "attn");
-        l->ctx = wrv(o, attention(o, nm, "fwd", val2(l->q, l->kv)));
+        l->ctx = attend(o, nm, "fwd", val2(l->q, l->kv));
     }
     if (p.out)
         attn_out(o, pre, l);
     name_op(nm, sizeof nm, pre, "norm2");
     struct val n2 = wrv(o, fusion(o, norm_kind(o), nm, T, D / s->tensor, l->r1));
-    if (p.up || p.down) {
+    /* XLA windows the MLP's gather and scatter into its matmuls (not the experts') */
+    bool ag = model_cmm_windowed(o->m, s, MODEL_CMM_AG) && o->m->arch != MODEL_MIXTRAL;
+    bool rs = model_cmm_windowed(o->m, s, MODEL_CMM_RS) && o->m->arch != MODEL_MIXTRAL;
+    if ((p.up || p.down) && !ag) {
         name_op(nm, sizeof nm, pre, "tp_ag2");
         l->n2g = tp(o, "all_gather", nm, 0, n2);
+    } else if (p.up || p.down) {
+        l->n2g = n2;
     }
+    o->win_ag = ag, o->win_rs = rs;
     if (p.up || p.down)
         mlp_run(o, pre, p.down, l);
+    o->win_ag = o->win_rs = false;
     if (!p.down)
         return;
     name_op(nm, sizeof nm, pre, "tp_rs2");
-    struct val r2 = tp(o, "reduce_scatter", nm, 0, l->mo);
+    struct val r2 = rs ? l->mo : tp(o, "reduce_scatter", nm, 0, l->mo);
     name_op(nm, sizeof nm, pre, "res2");
     l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->r1)));
 }
@@ -877,6 +1112,20 @@ static struct val matmul_backward(struct out *o, const char *name, int64_t m, in
     struct val dx = wrv(o, matmul(o, nm, m, n, k, val2(g, val1(o->w))));
     snprintf(nm, sizeof nm, "%s_wgrad", name);
     lg->mm = wrv(o, matmul(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
+    return dx;
+}
+
+/* ... of a dense layer's matmul: both quantized as its forward (MaxText's AQT int8). */
+static struct val dense_backward(struct out *o, const char *name, int64_t m, int64_t k,
+                                 int64_t n, struct val x, struct val g, struct layer_grads *lg)
+{
+    if (!model_quant_backward(o->m))
+        return matmul_backward(o, name, m, k, n, x, g, lg);
+    char nm[72];
+    snprintf(nm, sizeof nm, "%s_dgrad", name);
+    struct val dx = wrv(o, dense(o, nm, m, n, k, val2(g, val1(o->w))));
+    snprintf(nm, sizeof nm, "%s_wgrad", name);
+    lg->mm = wrv(o, dense(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
     return dx;
 }
 
@@ -921,29 +1170,33 @@ static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct
     int64_t T = s->tokens, D = m->d_model, F = s->ffn;
     if (m->arch == MODEL_MIXTRAL)
         return experts_backward(o, l, g, lg);
-    struct val gact = matmul_backward(o, "g_down", T, F, D, l->act, g, lg);
+    struct val gact = dense_backward(o, "g_down", T, F, D, l->act, g, lg);
     gact = wrv(o, elementwise(o, "g_act", T, F, gated(m) ? "mul" : "gelu", gated(m) ? 3 : 1,
                               val2(gact, l->up)));
-    return matmul_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
+    return dense_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
 }
 
 /* The attention's backward from the output's gradient 'g' (gathered over
  * tensor); returns the gradient of the residual, scattered back. */
 static struct val attn_backward(struct out *o, const struct layer_vals *l, struct val g,
-                                struct layer_grads *lg)
+                                struct val extra, struct layer_grads *lg)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
     int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
-    struct val gc = matmul_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
-    struct val gq = wrv(o, attention(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx)));
+    struct val gc = dense_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
+    struct val gq = attend(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx));
     if (m->arch != MODEL_GPT)
         gq = wrv(o, rope(o, "g_rope", T, gq));
-    struct val gx = matmul_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
+    if (m->qk_norm)
+        gq = wrv(o, norm_bwd(o, "g_qk_norm", T * (s->heads + s->kv_heads), Dh, gq));
+    struct val gx = dense_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
-     * it); what follows waits for the scatter */
+     * it); what follows waits for the scatter. A parallel block adds the MLP's 'extra'. */
+    if (extra.n)
+        gx = wrv(o, elementwise(o, "g_sum", s->tokens, D, "add", 1, val2(gx, extra)));
     return tp(o, "reduce_scatter", "g_tp_rs1", PROG_ASYNC, gx);
 }
 
@@ -991,12 +1244,20 @@ static struct val layer_backward(struct out *o, struct val g, struct val also)
     layer_recompute(o, g, also, &l);
     struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
     struct val gx = mlp_backward(o, &l, gg, &lg);
+    if (m->parallel_block) { /* one gathered gradient for both branches, one scatter */
+        gx = attn_backward(o, &l, gg, gx, &lg);
+        int k = norm_bwd(o, "g_norm1", T, D / s->tensor, val2(gx, g));
+        gx = wrv(o, k);
+        lg.norms = wrv(o, k);
+        o->layer_grads = reduce_grads(o, lg);
+        return gx;
+    }
     gx = tp(o, "reduce_scatter", "g_tp_rs2", m->arch == MODEL_MIXTRAL ? 0 : PROG_ASYNC, gx);
     int k = norm_bwd(o, "g_norm2", T, D / s->tensor, val2(gx, l.r1));
     struct val gn = wrv(o, k);
     lg.norms = wrv(o, k);
     gx = tp(o, "all_gather", "g_tp_ag1", 0, gn);
-    gx = attn_backward(o, &l, gx, &lg);
+    gx = attn_backward(o, &l, gx, none_val, &lg);
     k = norm_bwd(o, "g_norm1", T, D / s->tensor, val2(val2(gx, gn), lg.norms));
     gx = wrv(o, k);
     lg.norms = wrv(o, k);
@@ -1339,7 +1600,7 @@ struct program *model_program(const struct model *m, const struct model_shard *s
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
     struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
-                    .w_next = -1, .host = -1, .h0 = -1};
+                    .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)

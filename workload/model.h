@@ -55,7 +55,17 @@ struct model_remat {
     bool none;                   /* no policy: jax keeps every residual */
     enum model_keep t[MT_COUNT]; /* per tensor */
 };
-enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH };
+/* dot_product: MaxText's XLA attention (the scores materialized, softmax, two einsums). */
+enum model_attention { MODEL_ATTN_AUTO, MODEL_ATTN_FLASH, MODEL_ATTN_SPLASH, MODEL_ATTN_DOT };
+
+/* The XLA flags the expansion follows (`model.xla_flags:`, named as libtpu's flags;
+ * workload/model_cmm.c): XLA's windowed einsums (collective matmuls) for the
+ * tensor-parallel gather + matmul and matmul + reduce-scatter of the forward. */
+struct model_xla_flags {
+    bool windowed_ag;            /* xla_tpu_enable_windowed_einsum_for_all_gather */
+    bool windowed_rs;            /* xla_tpu_enable_windowed_einsum_for_reduce_scatter */
+    int64_t windowed_threshold_mib; /* xla_jf_spmd_threshold_for_windowed_einsum_mib */
+};
 /* The pipeline schedules (workload/model_pipeline_int.h). */
 enum model_pipe_schedule { PIPE_GPIPE, PIPE_1F1B, PIPE_CIRCULAR };
 
@@ -83,6 +93,15 @@ struct model {
     int64_t microbatches;         /* num_pipeline_microbatches; 0: the stages */
     int64_t pipeline_repeats;     /* num_pipeline_repeats (circular); 0: 1 */
     enum model_pipe_schedule pipeline_schedule;
+    struct model_xla_flags xla;
+    /* MaxText's splash block sizes (sa_block_q, sa_block_kv, ...: model_sa_block_names
+     * order); 0: unset (the set ones make every block explicit, MaxText's 512 the others) */
+    int64_t sa_block[8];
+    bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
+    bool parallel_block;   /* use_parallel_block: attention and MLP side by side */
+    bool non_causal;       /* causal: false -- every token attends to every other */
+    bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
+    enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
@@ -178,5 +197,34 @@ void model_pipeline_info(const struct model *m, const struct model_shard *s,
 double model_moe_dropped_share(const struct model *m);
 /* "gpipe", "1f1b", "circular" (enum model_pipe_schedule). */
 const char *const *model_pipe_schedule_names(void);
+
+/* MaxText's splash block keys: sa_block_q, sa_block_kv, sa_block_kv_compute, sa_block_q_dkv,
+ * sa_block_kv_dkv, sa_block_kv_dkv_compute, sa_block_q_dq, sa_block_kv_dq; NULL-terminated. */
+const char *const *model_sa_block_names(void);
+
+/* ---- workload/model_quant.c: MaxText's quantized training (AQT) ---- */
+/* VPU ops per element of a quantized operand: |x|, the max (per row of the
+ * contraction), x * 127 / max, round, clip (min, max), the cast: 7. */
+#define MODEL_QUANT_VPU_OPS 7
+/* "int8", "fp8" (MaxText's quantization values the expansion models), NULL-terminated. */
+const char *const *model_quant_names(void);
+/* The dtype of quantization 'name' (an entry of model_quant_names). */
+enum dtype model_quant_dtype(int name);
+/* The dtype the dense layers' matmuls run in: the quantization's, else the model's. */
+enum dtype model_dense_dtype(const struct model *m);
+/* Whether the backward's dense matmuls are quantized too (int8; AQT's fp8: forward only). */
+bool model_quant_backward(const struct model *m);
+
+/* ---- workload/model_cmm.c: XLA's windowed einsums ---- */
+enum model_cmm { MODEL_CMM_AG, MODEL_CMM_RS };
+/* XLA's defaults (its SPMD partitioner's options: both on, 256 MiB). */
+struct model_xla_flags model_xla_defaults(void);
+/* The names of the flags (NULL-terminated), in struct model_xla_flags order. */
+const char *const *model_xla_flag_names(void);
+/* Whether the forward's tensor-parallel gather (MODEL_CMM_AG) or scatter (MODEL_CMM_RS)
+ * runs as a collective matmul: its flag is on, the tensor axis has more than one device
+ * (one per chip) and the windowed operand -- the activation [batch x seq_len, d_model]
+ * as the whole program sees it -- is at least the threshold. */
+bool model_cmm_windowed(const struct model *m, const struct model_shard *s, enum model_cmm c);
 
 #endif

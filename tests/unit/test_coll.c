@@ -359,6 +359,49 @@ static void test_collective_matmul_overlap_wins(void **state)
     assert_true(op_time(&r, 0) < 0.7 * op_time(&r, 3));
 }
 
+/* The collective matmul over a mesh axis (groups: [tensor], 4 chips of a 4x4x4 v5p slice
+ * under {fsdp: 16, tensor: 4}: the wrapped 4-ring along axis 0), as the model expansion
+ * emits XLA's windowed einsums. X = 4 steps: the first three send half a block each way
+ * beside a chunk matmul, the last only computes:
+ *   t = (X - 1) max(c, s) + c, s = block / 2 / 90 GB/s (a v5p link, ideal ICI).
+ * all_gather passes x's shard [m, k]: 1024 x 8192 bf16 = 16 MiB, s = 93.2 us;
+ * reduce_scatter passes an output block [m, n]: 1024 x 2048 bf16 = 4 MiB, s = 23.3 us;
+ * c is the chunk matmul [1024, 8192] x [8192, 2048] run alone (op 2). */
+static void test_collective_matmul_over_mesh_axis(void **state)
+{
+    (void)state;
+    struct result r = run("chip: v5p\ntopology: {shape: [4, 4, 4]}\n"
+                          "mesh: {fsdp: 16, tensor: 4}\nworkload:\n"
+                          "  - {op: collective_matmul, m: 1024, k: 8192, n: 2048, "
+                          "groups: [tensor]}\n"
+                          "  - {op: collective_matmul, m: 1024, k: 8192, n: 2048, "
+                          "groups: [tensor], collective: reduce_scatter}\n"
+                          "  - {op: matmul, m: 1024, k: 8192, n: 2048, "
+                          "block: {bm: 512, bk: 1024, bn: 1024}}\n",
+                          IDEAL, 5);
+    assert_int_equal(r.rc, 0);
+    double c = op_time(&r, 2), ag = 8388608.0 / 90e9, rs = 2097152.0 / 90e9;
+    assert_within(op_time(&r, 0), 3 * (c > ag ? c : ag) + c, 0.03);
+    assert_within(op_time(&r, 1), 3 * (c > rs ? c : rs) + c, 0.03);
+}
+
+/* A collective matmul's chunk matmul is measured once per op and core with kernel memos
+ * (fast fidelity) and the other chunks take its time and work: the same op time as every
+ * chunk run for real (options.kernel_memo=false) within 1 %, the same FLOPs counted. */
+static void test_collective_matmul_chunk_memo(void **state)
+{
+    (void)state;
+    const char *y = "chip: v5p\ntopology: {shape: [4, 4, 4]}\n"
+                    "mesh: {fsdp: 16, tensor: 4}\nworkload:\n"
+                    "  - {op: collective_matmul, m: 1024, k: 8192, n: 2048, groups: [tensor]}\n";
+    static const char *const off[] = {"options.kernel_memo=false"};
+    struct result a = run(y, NULL, 0), b = run(y, off, 1);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(b.rc, 0);
+    assert_within(op_time(&a, 0), op_time(&b, 0), 0.01);
+    assert_within(a.flops[0], b.flops[0], 1e-9);
+}
+
 /* ---- multislice: hierarchical collectives over the DCN ----
  * Ideal ICI (as IDEAL) and free reductions (HBM 1000 TB/s, a 100 GHz VPU, no
  * launch or step overheads), so that the time is the transfers'. v5e: hosts
@@ -527,6 +570,8 @@ int main(void)
         cmocka_unit_test(test_all_to_all_preset_links),
         cmocka_unit_test(test_small_all_gather_is_latency_bound),
         cmocka_unit_test(test_collective_matmul_overlap_wins),
+        cmocka_unit_test(test_collective_matmul_over_mesh_axis),
+        cmocka_unit_test(test_collective_matmul_chunk_memo),
         cmocka_unit_test(test_multislice_all_reduce_hand_derived),
         cmocka_unit_test(test_multislice_fabric_shared),
         cmocka_unit_test(test_multislice_four_slices_ring),
