@@ -104,15 +104,15 @@ cp "$t/ops/trace.json" "$t/def/trace.json"
 "$bin" run --trace-window 5ms:1ms -o "$t/x" >/dev/null 2>"$t/err"; [ $? = 2 ] \
     && grep -q -- '--trace-window takes START:END' "$t/err" && ok || bad "--trace-window 5ms:1ms"
 # issue 31.7: without --trace the level is picked from the estimated size (at most 50 MB; the
-# test lowers the limit). The estimate (tests/unit/test_trace_auto.c): units 328 events x 130
-# bytes = 42.6 kB, ops 108 x 155 = 16.7 kB, units on chip 0 of the 4 simulated 10.7 kB.
+# test lowers the limit). The estimate (tests/unit/test_trace_auto.c): units 192 events x 130
+# bytes = 25.0 kB, ops 108 x 155 = 16.7 kB, units on chip 0 of the 4 simulated 6.2 kB.
 "$bin" run -o "$t/auto50" -q $SIMFLAGS && cmp -s "$t/auto50/trace.json" "$t/units/trace.json" \
-    && grep -q '"chosen": "default units: ~43 kB estimated, within 50 MB"' "$t/auto50/summary.json" \
+    && grep -q '"chosen": "default units: ~25 kB estimated, within 50 MB"' "$t/auto50/summary.json" \
     && grep -q '"chosen": null' "$t/units/summary.json" && ok || bad "default within 50 MB"
 TPUSIM_TRACE_AUTO_MAX_BYTES=20000 "$bin" run -o "$t/auto" $SIMFLAGS > "$t/auto.out" 2>&1 \
     && cmp -s "$t/auto/trace.json" "$t/ops/trace.json" \
-    && grep -q '"chosen": "default units would be ~43 kB, above 20 kB; ops ~17 kB"' "$t/auto/summary.json" \
-    && grep -q '^note: trace level ops chosen: default units would be ~43 kB' "$t/auto.out" && ok \
+    && grep -q '"chosen": "default units would be ~25 kB, above 20 kB; ops ~17 kB"' "$t/auto/summary.json" \
+    && grep -q '^note: trace level ops chosen: default units would be ~25 kB' "$t/auto.out" && ok \
     || bad "auto level at 20 kB: $(grep chosen "$t/auto/summary.json")"
 # 12 kB: units on chip 0 only, as --trace units --trace-chips 0 writes it
 TPUSIM_TRACE_AUTO_MAX_BYTES=12000 "$bin" run -o "$t/auto0" -q $SIMFLAGS \

@@ -22,11 +22,10 @@ static void load_file(const char *path, struct cfg_scenario *sc)
  * 4 ops x 4 chips = 16 op spans; the attention's 4 pallas_calls x 4 chips =
  * 16 sub-kernel spans; no after: arrows: 108, what the run writes. Units
  * adds per chip: the attention 2 unit spans + 2 x 4 VMEM samples = 10,
- * the all_gather 5 (a DMA, 4 ICI directions), the overlapped
- * collective_matmul over the axis of 16 chips 5 + 2 (VPU, MXU) + 2 x 16
- * VMEM samples = 39, the copy 1: 55 x 4 chips = 220, 328 in all. The run
- * writes 316 (tests/run_trace.sh's units run: 160 counter samples, 76
- * names, 80 spans): the estimate is 4 % high. */
+ * the all_gather 5 (a DMA, 4 ICI directions), the collective_matmul 5 (its
+ * span and one per unit over its chunks, whose matmuls replay one measured
+ * chunk), the copy 1: 21 x 4 chips = 84, 192 in all. The run writes 196:
+ * the estimate is 2 % low. */
 static void test_events_default(void **state)
 {
     (void)state;
@@ -37,13 +36,13 @@ static void test_events_default(void **state)
     validate_trace_events(&sc, ev);
     assert_true(ev[TRACE_NONE] == 0);
     assert_true(ev[TRACE_OPS] == 108);
-    assert_true(ev[TRACE_UNITS] == 328);
+    assert_true(ev[TRACE_UNITS] == 192);
     assert_true(ev[TRACE_STEPS] > ev[TRACE_UNITS]);
     cfg_scenario_fini(&sc);
 }
 
-/* The ladder on the same scenario: units 328 x 130 = 42,640 bytes, ops
- * 108 x 155 = 16,740, units on chip 0 (a quarter) 10,660, ops on chip 0
+/* The ladder on the same scenario: units 192 x 130 = 24,960 bytes, ops
+ * 108 x 155 = 16,740, units on chip 0 (a quarter) 6,240, ops on chip 0
  * 4,185. */
 static void test_pick_ladder(void **state)
 {
@@ -54,18 +53,18 @@ static void test_pick_ladder(void **state)
     trace_auto_pick(&sc, false, 50e6, &a);
     assert_int_equal(a.level, TRACE_UNITS);
     assert_false(a.chip0);
-    assert_true(a.bytes == 42640);
-    assert_string_equal(a.why, "default units: ~43 kB estimated, within 50 MB");
+    assert_true(a.bytes == 24960);
+    assert_string_equal(a.why, "default units: ~25 kB estimated, within 50 MB");
     trace_auto_pick(&sc, false, 20000, &a);
     assert_int_equal(a.level, TRACE_OPS);
     assert_false(a.chip0);
-    assert_string_equal(a.why, "default units would be ~43 kB, above 20 kB; ops ~17 kB");
+    assert_string_equal(a.why, "default units would be ~25 kB, above 20 kB; ops ~17 kB");
     trace_auto_pick(&sc, false, 12000, &a);
     assert_int_equal(a.level, TRACE_UNITS);
     assert_true(a.chip0);
-    assert_true(a.bytes == 10660);
-    assert_string_equal(a.why, "default units would be ~43 kB and ops ~17 kB on all 4 simulated "
-                               "chips, above 12 kB; units on chip 0 of each slice ~11 kB");
+    assert_true(a.bytes == 6240);
+    assert_string_equal(a.why, "default units would be ~25 kB and ops ~17 kB on all 4 simulated "
+                               "chips, above 12 kB; units on chip 0 of each slice ~6 kB");
     trace_auto_pick(&sc, false, 5000, &a);
     assert_int_equal(a.level, TRACE_OPS);
     assert_true(a.chip0);
@@ -81,10 +80,11 @@ static void test_pick_ladder(void **state)
 }
 
 /* A Llama-2-70B step on v5p-512 (64 chips simulated, 2 TensorCores as one
- * megacore): its units trace measured 2,178,550 events (283 MB, past the
- * 2 M cap) and its ops trace 498,102 events (76.8 MB) before issue 31.7.
- * The estimate must put both above 50 MB and pick units on chip 0, under
- * 50 MB: 2,178,550 / 64 = 34,040 events, about 4.4 MB. */
+ * megacore): its units trace measured 1,838,710 events (239 MB) and its ops
+ * trace 446,902 events (69.0 MB) with its collective matmuls (issue 29.1;
+ * 2,178,550 and 498,102 before them). The estimate must put both above
+ * 50 MB and pick units on chip 0, under 50 MB: 1,838,710 / 64 = 28,730
+ * events, about 3.7 MB. */
 static void test_pick_llama70b(void **state)
 {
     (void)state;
@@ -93,8 +93,8 @@ static void test_pick_llama70b(void **state)
     double ev[4];
     validate_trace_events(&sc, ev);
     /* within 25 % of the measured counts */
-    assert_true(ev[TRACE_OPS] > 0.75 * 498102 && ev[TRACE_OPS] < 1.25 * 498102);
-    assert_true(ev[TRACE_UNITS] > 0.75 * 2178550 && ev[TRACE_UNITS] < 1.25 * 2178550);
+    assert_true(ev[TRACE_OPS] > 0.75 * 446902 && ev[TRACE_OPS] < 1.25 * 446902);
+    assert_true(ev[TRACE_UNITS] > 0.75 * 1838710 && ev[TRACE_UNITS] < 1.25 * 1838710);
     struct trace_auto a;
     trace_auto_pick(&sc, false, TRACE_AUTO_MAX_BYTES, &a);
     assert_int_equal(a.level, TRACE_UNITS);
