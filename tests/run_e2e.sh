@@ -458,9 +458,12 @@ for pv in qwen3-8b:732 gemma-2b:10231; do
         && grep -q "\"kv_cache\": {\"pages\": ${pv#*:}," "$t/svp/summary.json" \
         && ok || bad "serve: preset ${pv%:*}'s KV cache is not ${pv#*:} pages"
 done
-# ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone)
+# ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone).
+# (every step priced exactly, verify_every 1, keeps the run going well past the signal: the
+# step memo alone ends 20000 requests within a second)
 "$bin" run tests/data/serve/tiny_open.yaml -o "$t/svi" -q --set serve.requests.count=20000 \
-       --set serve.requests.arrival.rate=50/s 2>"$t/svi.err" &
+       --set serve.requests.arrival.rate=50/s --set serve.engine.step_memo.verify_every=1 \
+       2>"$t/svi.err" &
 svi=$!
 sleep 1
 kill -INT $svi
