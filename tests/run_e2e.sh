@@ -445,6 +445,10 @@ wait $svi
     && grep -q '"kernel_memo": {"replays": 0, "measured": 1}' "$t/me1/summary.json" \
     && grep -v kernel_memo "$t/me1/summary.json" | cmp -s - "$t/me0/summary.json" \
     && ok || bad "kernel memo: a norm replayed while a copy into its HBM runs on another chip"
+# the fuzz seeds of the surfaces no shipped file combines (tools/fuzz.sh) stay valid scenarios
+for f in tests/fuzz/seeds/*.yaml; do
+    "$bin" check "$f" >/dev/null 2>"$t/seed.err" && ok || bad "fuzz seed $f: $(tail -n 1 "$t/seed.err")"
+done
 # model steps: an int8 model's MFU is against the int8 peak, and says so (74.9 %; 149.8 % of
 # the bf16 peak), its tokens 8 sequences x 2048; the shipped Llama-3-8B decode's KV cache per chip, 2 x 32 layers x 1 KV head
 # (8 over tensor 8) x 128 x 2 B x 64 sequences x 2049 tokens = 2148532224 B, as written
