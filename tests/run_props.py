@@ -51,6 +51,7 @@ CHIPS = {  # chip: topologies it takes (small; 2D chips' axes below 16 do not wr
     "v7": [[2, 2, 1], [2, 2, 2]],
 }
 POW = [128, 256, 512, 1024, 2048]
+BINARY = ("add", "sub", "mul", "div", "max", "min")
 ELTWISE = ["add", "sub", "mul", "div", "max", "min", "neg", "abs", "relu", "square", "exp",
            "log", "tanh", "rsqrt", "sqrt", "sigmoid", "silu", "gelu"]
 
@@ -74,8 +75,9 @@ def op_of(g, kind, shape, name):
         return {"op": kind, "name": name, "shape": [g.choice([128, 512, 2048]),
                                                      g.choice([1, 4, 8]), 128]}
     if kind == "elementwise":
-        fn = g.choice(ELTWISE)
-        return {"op": kind, "name": name, "fn": fn, "shape": shape2(g), "inputs": g.randint(1, 3)}
+        fn = g.choice(ELTWISE)  # a binary fn folds over 2 or more inputs
+        return {"op": kind, "name": name, "fn": fn, "shape": shape2(g),
+                "inputs": g.randint(2 if fn in BINARY else 1, 3)}
     if kind == "embedding":
         return {"op": kind, "name": name, "rows": g.choice([128, 1024, 4096]),
                 "vocab": g.choice([1000, 32000]), "d": g.choice([256, 1024])}
@@ -110,7 +112,10 @@ def ops_scenario(g, i):
         if kind in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute") \
                 and all(s == 1 for s in shape):
             kind = "rmsnorm"
-        if kind == "ppermute":  # an axis longer than 1
+        if kind == "matmul" and chip == "v7":  # (its MXU takes no int8)
+            op = op_of(g, kind, shape, "o%d" % j)
+            op["dtype"] = "bf16" if op["dtype"] == "int8" else op["dtype"]
+        elif kind == "ppermute":  # an axis longer than 1
             op = op_of(g, kind, shape, "o%d" % j)
             op["axis"] = g.choice([a for a, s in enumerate(shape) if s > 1])
         else:
