@@ -111,6 +111,13 @@ $(B)/tests/jsoncheck: tests/jsoncheck.c $(B)/libtpusim.a $(B)/.flags
 extreme: $(B)/tpusim $(B)/tests/jsoncheck
 	@sh tests/run_extreme.sh $(B)/tpusim $(B)/tests/jsoncheck
 
+# Random but valid scenarios and what must hold of each (tests/run_props.py: valid JSON, no
+# NaN, MFU at most 100 %, no op above its roofline, fast within 1 % of exact); 24 fixed
+# cases here, PROPS_N=1000 (and PROPS_SEED) for a long run
+props: $(B)/tpusim $(B)/tests/jsoncheck
+	@if command -v python3 >/dev/null; then python3 tests/run_props.py $(B)/tpusim $(B)/tests/jsoncheck; \
+	else echo "props: skipped: python3 is needed"; fi
+
 e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
@@ -130,7 +137,7 @@ parallel-test: $(B)/tpusim
 	@sh tests/run_parallel.sh $(B)/tpusim
 
 test: deps
-	@$(MAKE) --no-print-directory all unit bad-input e2e parallel-test checks docs-test
+	@$(MAKE) --no-print-directory all unit bad-input e2e props parallel-test checks docs-test
 
 # The user guide's runnable blocks, run as written (tests/run_docs.sh)
 docs-test: $(B)/tpusim
@@ -240,4 +247,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: hlo-test valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: hlo-test valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e props extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

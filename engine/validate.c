@@ -213,8 +213,9 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
 
 /* One collective's ring steps and reduction steps on one chip: fast
  * fidelity coalesces a ring pass into one step (collective.c's rule: a
- * wrapped axis longer than 2, or a line that runs alone), exact runs its
- * X - 1 steps; a reduction is one streamed replay (fast) or a step per
+ * wrapped axis longer than 2, or a line that runs alone and does not
+ * reduce-scatter), exact runs its
+ * X - 1 steps; a reduction is a streamed replay per step (fast) or a step per
  * (512, 1024) block (exact). */
 static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
 {
@@ -229,11 +230,13 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             bool dcn = ph->axis == COLL_AXIS_DCN;
             int X = dcn ? sc->dcn.slices : t->shape[ph->axis];
             bool wrap = !dcn && t->wrap[ph->axis];
-            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && (wrap || plan.nparts == 1);
+            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 &&
+                       (wrap || (plan.nparts == 1 && ph->kind != COLL_RS));
             w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;
             if (reduce && sc->fidelity == CFG_FIDELITY_FAST)
-                w += W_RING_STEP; /* one streamed replay */
+                w += (ph->kind == COLL_PSUM ? X : X < 2 ? 1.0 : X - 1.0) *
+                     W_RING_STEP; /* a streamed replay a step */
             else if (reduce) /* each (512, 1024) block a step */
                 w += (double)ph->bytes / (W_REDUCE_ELEMS * dtype_bytes(op->u.coll.dt)) *
                      W_EXACT_STEP;

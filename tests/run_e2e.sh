@@ -497,6 +497,18 @@ wait $svi
     && grep -q '"kernel_memo": {"replays": 1, "measured": 1}' "$t/mb1/summary.json" \
     && grep -v kernel_memo "$t/mb1/summary.json" | cmp -s - "$t/mb0/summary.json" \
     && ok || bad "kernel memo: a norm measured beside a copy"
+# ... and a kernel while a copy runs on another chip only (into this chip's HBM): no memo is
+# used there (a replay of the quiet norm measured on chip 1 would give chip 0's slower norms
+# its time); nothing replays, the run is the one without memos
+"$bin" run tests/data/memo_elsewhere.yaml -o "$t/me1" -q --trace none \
+    && "$bin" run tests/data/memo_elsewhere.yaml -o "$t/me0" -q --trace none --no-kernel-memo \
+    && grep -q '"kernel_memo": {"replays": 0, "measured": 1}' "$t/me1/summary.json" \
+    && grep -v kernel_memo "$t/me1/summary.json" | cmp -s - "$t/me0/summary.json" \
+    && ok || bad "kernel memo: a norm replayed while a copy into its HBM runs on another chip"
+# the fuzz seeds of the surfaces no shipped file combines (tools/fuzz.sh) stay valid scenarios
+for f in tests/fuzz/seeds/*.yaml; do
+    "$bin" check "$f" >/dev/null 2>"$t/seed.err" && ok || bad "fuzz seed $f: $(tail -n 1 "$t/seed.err")"
+done
 # model steps: an int8 model's MFU is against the int8 peak, and says so (74.9 %; 149.8 % of
 # the bf16 peak), its tokens 8 sequences x 2048; the shipped Llama-3-8B decode's KV cache per chip, 2 x 32 layers x 1 KV head
 # (8 over tensor 8) x 128 x 2 B x 64 sequences x 2049 tokens = 2148532224 B, as written

@@ -3,7 +3,9 @@
 # tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs),
 # tests/fuzz/fuzz_set.c (--set overrides and sweep keys) and tests/fuzz/fuzz_hlo.c
 # (HLO text) with clang and runs a bounded campaign of SECONDS each (all four targets unless some are named:
-# cfg, sweep, set, hlo), seeded with every YAML and HLO file in configs/ and tests/data/
+# cfg, sweep, set, hlo), seeded with every YAML and HLO file in configs/, tests/data/ and
+# tests/fuzz/seeds/ (the surfaces no shipped file combines: serve: with cost:, train: and
+# cost: keys together, affine pallas_call index maps, circular pipelines, the MoE dispatch)
 # (fuzz_set: with the --set lines of tests/data/bad/ and a few edits). New
 # inputs go to build/fuzz/corpus-*; a crash leaves crash-* files in build/fuzz:
 # turn each into a tests/data/bad case. Each target ends with libFuzzer's
@@ -29,7 +31,7 @@ ub) sanflags=undefined; sfx=-ub ;;
 esac
 B=build/fuzz
 mkdir -p $B/corpus $B/seed $B/seed-set
-find configs tests/data \( -name '*.yaml' -o -name '*.hlo.txt' \) -exec cp {} $B/seed/ \;
+find configs tests/data tests/fuzz/seeds \( -name '*.yaml' -o -name '*.hlo.txt' \) -exec cp {} $B/seed/ \;
 # fuzz_set seeds: an even first byte is a list of --set lines, an odd one a sweep key and values
 i=0
 sed -n 's/^# args: .*--set \([^ ]*\).*/\1/p' tests/data/bad/*.yaml | while IFS= read -r s; do

@@ -230,6 +230,25 @@ static void test_pipeline_gpipe(void **state)
     cfg_node_free(t);
 }
 
+/* pipeline 4 x tensor 2: the activations a stage sends are sharded over
+ * tensor. b = 16 sequences (tensor does not split the batch), 8 microbatches
+ * of 2 x 256 = 512 tokens; each device sends its half of d_model: 512 x
+ * 256 / 2 x 2 B = 131072 bytes (the whole activation, 262144, is twice the
+ * traffic). */
+static void test_pipeline_send_sharded_over_tensor(void **state)
+{
+    (void)state;
+    struct model m = pipe_model();
+    m.microbatches = 8;
+    struct fixture f;
+    char err[256];
+    assert_int_equal(setup(&f, &m, "pipeline", 4, "tensor", 2, err, sizeof err), 0);
+    struct pipe_plan pp;
+    pipe_plan(&m, &f.sh, &pp);
+    assert_int_equal(pp.micro_tokens, 512);
+    assert_float_equal(pp.send_bytes, 131072, 0);
+}
+
 /* The circular schedule with 2 repeats: chunks of L / (p r) = 1 layer,
  * r m + p - 1 = 19 iterations, bubble 3 / 19. */
 static void test_pipeline_circular(void **state)
@@ -313,7 +332,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_dispatch_bytes), cmocka_unit_test(test_moe_dropped_share),
         cmocka_unit_test(test_moe_dense_dispatch), cmocka_unit_test(test_moe_errors),
-        cmocka_unit_test(test_pipeline_gpipe),     cmocka_unit_test(test_pipeline_circular),
+        cmocka_unit_test(test_pipeline_gpipe), cmocka_unit_test(test_pipeline_circular),
+        cmocka_unit_test(test_pipeline_send_sharded_over_tensor),
         cmocka_unit_test(test_pipeline_memory),    cmocka_unit_test(test_pipeline_errors),
         cmocka_unit_test(test_pipeline_data_allreduce_once),
     };

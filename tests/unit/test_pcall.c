@@ -297,6 +297,33 @@ static void test_repeat_is_copies(void **state)
     assert_time(rep.end[0] - rep.start[0], two.end[0] - two.start[0]);
 }
 
+/* repeat on the work form and on a unary function: a work item repeated 3
+ * times is 3 x 2^28 bf16 flops a step, 4 steps on v5e's 197 TF/s: 3 x 4 x
+ * 2^28 / 197e12 MXU seconds; an exp repeated twice counts the
+ * transcendentals (one per element: 2 x 256 x 256 a step, 8 steps) and
+ * costs the VPU time of two exp items. */
+static void test_repeat_work_and_fn(void **state)
+{
+    (void)state;
+    struct result w = run("chip: v5e\nworkload:\n"
+                          "  - op: pallas_call\n"
+                          "    grid: [4]\n"
+                          "    out_specs: [{name: o, shape: [2048, 512], block_shape: [512, 512], "
+                          "index_map: [i, 0]}]\n"
+                          "    body: [{work: {mxu_flops: {bf16: 268435456}}, repeat: 3}]\n",
+                          NULL, 0);
+    assert_int_equal(w.rc, 0);
+    assert_true(w.flops[0] == 3 * 4.0 * 268435456);
+    assert_true(fabs(w.mxu_s[0] - 3 * 4.0 * 268435456 / 197e12) < 1e-12);
+    struct result two = run(REPEAT_YAML("      - {exp: x}\n      - {exp: x}\n"), NULL, 0);
+    struct result rep = run(REPEAT_YAML("      - {exp: x, repeat: 2}\n"), NULL, 0);
+    assert_int_equal(two.rc, 0);
+    assert_int_equal(rep.rc, 0);
+    assert_true(rep.trans[0] == 8 * 2 * 256.0 * 256);
+    assert_true(rep.trans[0] == two.trans[0]);
+    assert_true(fabs(rep.vpu_s[0] - two.vpu_s[0]) < 1e-15);
+}
+
 /* num_scalar_prefetch: the first in_spec (a [64] int32 table, 256 bytes)
  * is copied whole to SMEM before step 0: one DMA of 256 bytes more than
  * the same call without it (x fetched 4 times, o written 4 times). */
@@ -334,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_work_form_mxu_time),
         cmocka_unit_test(test_parallel_dims_split_megacore),
         cmocka_unit_test(test_repeat_is_copies),
+        cmocka_unit_test(test_repeat_work_and_fn),
         cmocka_unit_test(test_scalar_prefetch_one_dma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
