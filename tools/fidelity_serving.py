@@ -70,7 +70,8 @@ def run_one(tpusim, r, tmp):
         return None, f"over the {TIMEOUT_S} s cap"
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["failed"])[-1]
-        return None, re.sub(r"^\S+\.yaml:\d+:\d+: ", "", err)[:120]
+        err = re.sub(r"^\S+\.yaml:\d+:\d+: ", "", err)   # the scenario's temporary path
+        return None, re.sub(r"^serve: an engine step: .*?ops\.\d+: ", "engine step: ", err)[:120]
     with open(os.path.join(out, "summary.json")) as fh:
         return json.load(fh)["serving"], ""
 
