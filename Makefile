@@ -230,6 +230,8 @@ fidelity: deps $(B)/tpusim
 	    python3 tools/fidelity_models.py $(B)/tpusim $(if $(MODEL_ROWS),--only $(MODEL_ROWS)) \
 	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; echo; \
 	    python3 tools/fidelity_mlperf.py $(B)/tpusim $(if $(MLPERF_ROWS),--only $(MLPERF_ROWS)) \
+	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; echo; \
+	    python3 tools/fidelity_serving.py $(B)/tpusim $(if $(SERVING_ROWS),--only $(SERVING_ROWS)) \
 	        --timeout $(or $(MODEL_TIMEOUT),900) || rc=1; exit $$rc
 
 # fidelity fast against exact on every shipped scenario, model step, sweep point and

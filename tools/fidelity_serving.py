@@ -1,0 +1,133 @@
+"""tools/fidelity_serving.py -- serving rows of make fidelity.
+
+Each row of tests/fidelity/serving.csv becomes a serve: scenario of the run it
+was measured in: the chip and slice, the model preset, the mesh, a closed loop
+at the stated concurrency with the stated number of prompts, fixed input and
+output lengths (output length 1 for the TTFT rows measured that way), a running
+batch of max_num_seqs, chunked prefill within the engine's default 2048-token
+budget, pages of 128 tokens. Rows of one run (throughput, TTFT, TPOT of the same
+benchmark) share one simulation. tpusim predicts summary.json serving
+output_tokens_per_s, ttft_s.mean, tpot_s.mean and itl_s.mean.
+
+Rows this build cannot express (int8 weights or KV cache, a preset it lacks, a
+data-parallel batch, a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
+the rows run, separately for output throughput and for latency (TTFT, TPOT,
+ITL). Nothing here is fitted to the rows.
+Runnable alone:
+    tools/fidelity_serving.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
+import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+PRESETS = os.path.join(os.path.dirname(__file__), "..", "configs", "models", "presets")
+METRICS = {"output_throughput": ("output_tokens_per_s", None, 1.0),
+           "mean_ttft": ("ttft_s", "mean", 1e3), "mean_tpot": ("tpot_s", "mean", 1e3),
+           "mean_itl": ("itl_s", "mean", 1e3)}
+TIMEOUT_S = 900
+
+
+def run_key(r):
+    return tuple(r[k] for k in ("chip", "topology", "preset", "dtype", "mesh", "concurrency",
+                                "prompts", "input_len", "output_len", "max_num_seqs",
+                                "max_model_len"))
+
+
+def why_not(r):
+    if r["dtype"] != "bf16":
+        return f"{r['dtype']} weights/KV cache: serving here runs bf16 only"
+    if "data=" in r["mesh"]:
+        return "a batch sharded over chips (shard_on_batch): serving runs one tensor-parallel engine"
+    if not os.path.exists(os.path.join(PRESETS, r["preset"] + ".yaml")):
+        return f"no preset {r['preset']}"
+    return None
+
+
+def scenario(r):
+    mesh = {a: int(n) for a, n in (p.split("=") for p in r["mesh"].split())}
+    shape = [int(x) for x in r["topology"].split("x")]
+    name = "serve-" + "-".join(run_key(r)).replace("=", "").replace(" ", "")
+    return {"name": name, "chip": r["chip"],
+            "topology": {"shape": shape},
+            "serve": {"model": {"preset": r["preset"]}, "mesh": mesh,
+                      "engine": {"max_num_seqs": int(r["max_num_seqs"]), "page_size": 128,
+                                 "max_model_len": int(r["max_model_len"])},
+                      "requests": {"count": int(r["prompts"]),
+                                   "concurrency": int(r["concurrency"]),
+                                   "input_len": int(r["input_len"]),
+                                   "output_len": int(r["output_len"]), "seed": 1}}}
+
+
+def run_one(tpusim, r, tmp):
+    """(serving summary, wall s, note) of one run."""
+    scen = scenario(r)
+    f = os.path.join(tmp, scen["name"] + ".yaml")
+    with open(f, "w") as fh:
+        json.dump(scen, fh)
+    out = os.path.join(tmp, scen["name"])
+    try:
+        p = subprocess.run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"],
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"over the {TIMEOUT_S} s cap"
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["failed"])[-1]
+        err = re.sub(r"^\S+\.yaml:\d+:\d+: ", "", err)   # the scenario's temporary path
+        return None, re.sub(r"^serve: an engine step: .*?ops\.\d+: ", "engine step: ", err)[:120]
+    with open(os.path.join(out, "summary.json")) as fh:
+        return json.load(fh)["serving"], ""
+
+
+def predicted(s, r):
+    key, sub, scale = METRICS[r["metric"]]
+    v = s[key] if sub is None else s[key][sub]
+    return v * scale
+
+
+def main():
+    global TIMEOUT_S
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tpusim")
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "tests",
+                                                   "fidelity"))
+    ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=int, default=900)
+    a = ap.parse_args()
+    TIMEOUT_S = a.timeout
+    with open(os.path.join(a.data, "serving.csv")) as fh:
+        rows = [r for r in csv.DictReader(fh) if not a.only or r["id"] in a.only.split(",")]
+    runs = {}
+    for r in rows:
+        if not why_not(r):
+            runs.setdefault(run_key(r), r)
+    print("Serving (tests/fidelity/serving.csv): closed loops at the stated concurrency, "
+          "fixed lengths, bf16")
+    print(f"{'id':6} {'chip':4} {'n':>2} {'preset':10} {'mesh':9} {'conc':>4} {'prompts':>7} "
+          f"{'in/out':9} {'metric':17} {'measured':>9} {'predicted':>9} {'error':>7}")
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.j) as ex:
+        keys = list(runs)
+        res = dict(zip(keys, ex.map(lambda k: run_one(a.tpusim, runs[k], tmp), keys)))
+    errs = {"throughput": [], "latency": []}
+    for r in rows:
+        head = f"{r['id']:6} {r['chip']:4} {r['chips']:>2} {r['preset']:10} {r['mesh']:9} " \
+               f"{r['concurrency']:>4} {r['prompts']:>7} " \
+               f"{r['input_len'] + '/' + r['output_len']:9} {r['metric']:17} " \
+               f"{float(r['value']):9.4g}"
+        reason = why_not(r)
+        s, note = (None, reason) if reason else res[run_key(r)]
+        if s is None:
+            print(f"{head} {'-':>9} {'-':>7}  not run: {note}")
+            continue
+        pred, meas = predicted(s, r), float(r["value"])
+        e = (pred - meas) / meas
+        errs["throughput" if r["metric"] == "output_throughput" else "latency"].append(abs(e))
+        print(f"{head} {pred:9.4g} {100 * e:+6.1f}%  {r['unit']}; mean batch "
+              f"{s['mean_batch']['sequences']:.0f} seqs, {s['preemptions']} preemptions")
+    for k, v in errs.items():
+        if v:
+            print(f"serving {k} rows compared: {len(v)}, median |error| "
+                  f"{100 * statistics.median(v):.1f}%, worst {100 * max(v):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
