@@ -104,12 +104,12 @@ double plan_factorizations(long n, int k)
 
 /* ---------------- the spec ---------------- */
 
-static void load_list(struct walk *w, const struct cfg_node *pl, const char *key,
+static void load_list(struct walk *w, const struct cfg_node *pl, const char *base, const char *key,
                       const char *const *names, const char **outn, double *outr, int *count,
                       double lo, double hi, const char *want)
 {
-    char *p = walk_join("plan", key);
-    const struct cfg_node *l = walk_field(w, pl, "plan", key, false);
+    char *p = walk_join(base, key);
+    const struct cfg_node *l = walk_field(w, pl, base, key, false);
     if (!l) {
         free(p);
         return;
@@ -168,11 +168,38 @@ static char *spec_name(const char *path)
     return s;
 }
 
+/* plan.axis_sizes: {axis: [sizes]}: the sizes a searched axis may take. */
+static void load_axis_sizes(struct walk *w, const struct cfg_node *pl, struct plan_spec *sp)
+{
+    const struct cfg_node *m = walk_field(w, pl, "plan", "axis_sizes", false);
+    if (!m || !walk_is_map(w, m, "plan.axis_sizes"))
+        return;
+    for (int i = 0; i < m->n; i++) {
+        char *p = walk_join("plan.axis_sizes", m->keys[i]);
+        int a = -1;
+        for (int k = 0; k < sp->naxes; k++)
+            if (!strcmp(sp->axes[k], m->keys[i]))
+                a = k;
+        double v[PLAN_MAX_LIST];
+        int nv = 0;
+        if (a < 0) {
+            walk_type_error(w, m->kids[i], p, "sizes of an axis in plan.axes");
+        } else {
+            load_list(w, m, "plan.axis_sizes", m->keys[i], NULL, NULL, v, &nv, 1, 1 << 20,
+                      "an axis size from 1 to 1048576");
+            for (int k = 0; k < nv; k++)
+                sp->sizes[a][k] = (int)v[k];
+            sp->nsizes[a] = nv;
+        }
+        free(p);
+    }
+}
+
 static void load_plan_section(struct walk *w, const struct cfg_node *pl, struct plan_spec *sp)
 {
     static const char *const keys[] = {"chips",  "budget_usd_per_hour", "slices", "axes",
-                                       "remat",  "batch_per_chip", "rank_by", "max_points",
-                                       NULL};
+                                       "axis_sizes", "remat", "batch_per_chip", "rank_by",
+                                       "max_points", NULL};
     walk_check_keys(w, pl, "plan", keys);
     int64_t v = 0;
     if (walk_int(w, pl, "plan", "chips", false, 1, 1 << 20, &v) == 0)
@@ -184,14 +211,14 @@ static void load_plan_section(struct walk *w, const struct cfg_node *pl, struct 
                         "either plan.chips or a budget, not both");
     double sl[PLAN_MAX_LIST];
     int nsl = 0;
-    load_list(w, pl, "slices", NULL, NULL, sl, &nsl, 1, 1024, "a slice count from 1 to 1024");
+    load_list(w, pl, "plan", "slices", NULL, NULL, sl, &nsl, 1, 1024, "a slice count from 1 to 1024");
     for (int i = 0; i < nsl; i++)
         sp->slices[i] = (int)sl[i];
     if (nsl)
         sp->nslices = nsl;
     const char *ax[PLAN_MAX_LIST];
     int nax = 0;
-    load_list(w, pl, "axes", axis_names, ax, NULL, &nax, 0, 0,
+    load_list(w, pl, "plan", "axes", axis_names, ax, NULL, &nax, 0, 0,
               "one of data, fsdp, tensor, sequence, pipeline, expert");
     if (nax > PLAN_MAX_AXES)
         walk_type_error(w, cfg_get(pl, "axes"), "plan.axes", "at most 6 axes");
@@ -204,9 +231,10 @@ static void load_plan_section(struct walk *w, const struct cfg_node *pl, struct 
     }
     if (nax)
         sp->naxes = nax < PLAN_MAX_AXES ? nax : PLAN_MAX_AXES;
-    load_list(w, pl, "remat", model_remat_names(), sp->remat, NULL, &sp->nremat, 0, 0,
+    load_axis_sizes(w, pl, sp);
+    load_list(w, pl, "plan", "remat", model_remat_names(), sp->remat, NULL, &sp->nremat, 0, 0,
               "a remat policy (tpusim's model.remat names)");
-    load_list(w, pl, "batch_per_chip", NULL, NULL, sp->batch_per_chip, &sp->nbatch, 1.0 / 4096,
+    load_list(w, pl, "plan", "batch_per_chip", NULL, NULL, sp->batch_per_chip, &sp->nbatch, 1.0 / 4096,
               4096, "sequences per chip from 1/4096 to 4096");
     int r = 0;
     if (walk_enum(w, pl, "plan", "rank_by", rank_names, &r) == 0 && cfg_get(pl, "rank_by"))
@@ -445,9 +473,19 @@ static void check_cand(const struct plan *p, struct plan_cand *c)
 }
 
 /* Every mesh over the spec's axes with sizes multiplying to 'chips': calls 'add'. */
+static bool size_ok(const struct plan_spec *sp, int a, long d)
+{
+    for (int k = 0; k < sp->nsizes[a]; k++)
+        if (sp->sizes[a][k] == d)
+            return true;
+    return sp->nsizes[a] == 0;
+}
+
 static void meshes(struct plan *p, long chips, int a, int *sizes, struct plan_cand *proto)
 {
     if (a == p->sp.naxes - 1) {
+        if (!size_ok(&p->sp, a, chips))
+            return;
         sizes[a] = (int)chips;
         memcpy(proto->mesh, sizes, sizeof proto->mesh);
         int nr = p->sp.nremat ? p->sp.nremat : 1;
@@ -467,7 +505,7 @@ static void meshes(struct plan *p, long chips, int a, int *sizes, struct plan_ca
         return;
     }
     for (long d = 1; d <= chips; d++)
-        if (chips % d == 0) {
+        if (chips % d == 0 && size_ok(&p->sp, a, d)) {
             sizes[a] = (int)d;
             meshes(p, chips / d, a + 1, sizes, proto);
         }

@@ -24,6 +24,8 @@ struct plan_spec {
     int nslices, slices[PLAN_MAX_LIST];
     int naxes;
     const char *axes[PLAN_MAX_AXES];       /* static names */
+    int nsizes[PLAN_MAX_AXES];             /* plan.axis_sizes: 0: any divisor */
+    int sizes[PLAN_MAX_AXES][PLAN_MAX_LIST];
     int nremat;
     const char *remat[PLAN_MAX_LIST];      /* static names; 0 entries: the base's */
     int nbatch;

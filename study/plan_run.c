@@ -151,6 +151,9 @@ static int simulate(struct plan *p, const char *dir, const struct plan_opts *o)
                p->sp.name, o->shard, o->nshards, dir, dir, o->nshards, p->sp.file, dir);
     else if (rc == 0)
         rc = read_results(p, sdir) != 0;
+    else if (rc == 130 || rc == 143)
+        printf("interrupted: run `tpusim plan %s -o %s --resume` to finish the plan\n",
+               p->sp.file, dir);
     for (int i = 0; i < nb; i++)
         free(bs[i]);
     free(bs);
@@ -194,8 +197,8 @@ int plan_run(const char *spec, const struct plan_opts *o)
         rc = claim_dir(dir, o);
     }
     if (rc == 0) {
-        printf("plan %s: %.0f candidates on %s: %d illegal, %d do not fit in HBM (pruned), "
-               "%d to simulate\n", p.sp.name, p.space, p.sp.base.chip.name,
+        printf("plan %s: %d candidates on %s: %d illegal, %d do not fit in HBM (pruned), "
+               "%d to simulate\n", p.sp.name, p.n, p.sp.base.chip.name,
                p.count[PLAN_ILLEGAL], p.count[PLAN_PRUNED], p.count[PLAN_SIM]);
         fflush(stdout);
         if (!o->dry_run && p.count[PLAN_SIM])
