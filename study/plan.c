@@ -252,6 +252,7 @@ static int apply_opts(const struct plan_opts *o, struct plan_spec *sp, struct di
     }
     if (o->budget > 0) {
         sp->budget = o->budget;
+        sp->budget_cli = true;
         sp->chips = 0;
     }
     if (o->rank_by) {
@@ -297,12 +298,17 @@ static void check_base(const struct cfg_node *root, struct plan_spec *sp, struct
         diag_error(d, &loc, "plan", "expected plan.chips or plan.budget_usd_per_hour "
                    "(or --chips, --budget-usd-per-hour), got neither");
     double price = sp->base.price_usd_per_chip_hour;
+    struct diag_loc bloc = loc;
+    if (pl && cfg_get(pl, "budget_usd_per_hour"))
+        walk_loc(cfg_get(pl, "budget_usd_per_hour"), &bloc);
     if (sp->budget > 0 && !(price > 0))
         diag_error(d, &loc, "plan.budget_usd_per_hour", "expected a chip with a price "
                    "(cost.price_usd_per_chip_hour), got %s without one", c->name);
     else if (sp->budget > 0 && sp->budget < price)
-        diag_error(d, &loc, "plan.budget_usd_per_hour", "expected at least the price of one "
-                   "%s chip-hour (%g USD), got %g", c->name, price, sp->budget);
+        diag_error(d, sp->budget_cli ? NULL : &bloc,
+                   sp->budget_cli ? "--budget-usd-per-hour" : "plan.budget_usd_per_hour",
+                   "expected at least the price of one %s chip-hour (%g USD), got %g", c->name,
+                   price, sp->budget);
     if (sp->rank_by == PLAN_RANK_COST && !(price > 0))
         diag_error(d, &loc, "plan.rank_by", "usd_per_million_tokens needs a chip price "
                    "(cost.price_usd_per_chip_hour); %s has none", c->name);

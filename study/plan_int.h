@@ -21,6 +21,7 @@ struct plan_spec {
     struct cfg_model_base base;
     long chips;                     /* 0: a budget */
     double budget;                  /* USD per hour */
+    bool budget_cli;                /* given as --budget-usd-per-hour */
     int nslices, slices[PLAN_MAX_LIST];
     int naxes;
     const char *axes[PLAN_MAX_AXES];       /* static names */

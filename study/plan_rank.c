@@ -90,8 +90,9 @@ static void write_csv(const struct plan *p, FILE *f)
                 c->remat >= 0 ? p->sp.remat[c->remat] : p->sp.base.model.remat.name,
                 (long long)c->batch, c->mem_bytes, c->capacity_bytes);
         if (c->ok)
-            fprintf(f, "%.9e,%.6f,%.9e,%.9e,%.9e,%d,%s,", c->time_s, c->mfu, c->tokens_per_s,
-                    c->usd_per_mtok, c->time_to_train_s, c->pareto, c->bound);
+            fprintf(f, "%.9e,%.6f,%.9e,%.9e,%s,%d,%s,", c->time_s, c->mfu, c->tokens_per_s,
+                    c->usd_per_mtok, c->time_to_train_s > 0 ? JSON_E9(c->time_to_train_s) : "",
+                    c->pareto, c->bound);
         else
             fputs(",,,,,0,,", f);
         fputc('"', f);
@@ -131,7 +132,7 @@ static void write_json(const struct plan *p, FILE *f, int winner)
             fprintf(f, ", \"time_s\": %s, \"mfu\": %s, \"usd_per_million_tokens\": %s, "
                     "\"time_to_train_s\": %s, \"pareto\": %s, \"bound\": \"%s\", \"dir\": \"sweep/%s\"",
                     JSON_E9(c->time_s), JSON_F6(c->mfu), JSON_E9(c->usd_per_mtok),
-                    JSON_E9(c->time_to_train_s), c->pareto ? "true" : "false", c->bound,
+                    c->time_to_train_s > 0 ? JSON_E9(c->time_to_train_s) : "null", c->pareto ? "true" : "false", c->bound,
                     c->dir);
         fputs("}", f);
         free(sh);

@@ -566,15 +566,25 @@ grep -q '<svg id="pareto"' "$t/plan/report.html" && grep -q '<p id="why">the win
 [ $rc2 = 2 ] && grep -q 'holds an earlier plan' "$t/plan2.err" && [ $rc3 = 0 ] \
     && grep -q 'resume: 6 of 6 points already done, 0 to run' "$t/plan3.err" && ok \
     || bad "plan rerun: exit $rc2 / $rc3"
-# bad plans: exit 2 with the reason, before enumerating
-printf 'base: small_base.yaml\nplan: {budget_usd_per_hour: 100000, slices: [1, 2, 4, 8, 16, 32, 64], axes: [data, fsdp, tensor, sequence, pipeline, expert], remat: [full, minimal, save_qkv_proj, save_dot_except_mlpwi], batch_per_chip: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], max_points: 1000000}\n' >tests/data/plans/.huge.yaml
-"$bin" plan tests/data/plans/.huge.yaml --generation v5p -o "$t/huge" >/dev/null 2>"$t/huge.err"; rch=$?
-rm -f tests/data/plans/.huge.yaml
-[ $rch = 2 ] && grep -q 'plan: expected a search space of at most plan.max_points = 1000000 candidates, got [0-9]' "$t/huge.err" \
+# the plan's sweep in two shards, merged, then ranked by --resume (nothing run again): the same plan.csv
+for i in 0 1; do "$bin" plan tests/data/plans/small.yaml -o "$t/plsh" --shard $i/2 -j 1 >/dev/null 2>&1; done
+"$bin" sweep merge "$t/plsh/sweep" "$t/plsh/sweep-shard-0-of-2" "$t/plsh/sweep-shard-1-of-2" >/dev/null 2>&1
+"$bin" plan tests/data/plans/small.yaml -o "$t/plsh" --resume >/dev/null 2>"$t/plsh.err" \
+    && grep -q 'resume: 6 of 6 points already done, 0 to run' "$t/plsh.err" \
+    && cmp -s "$t/plsh/plan.csv" "$t/plan/plan.csv" && ok || bad "plan through shards: $(tail -2 "$t/plsh.err")"
+# bad plans: exit 2 with the reason, before enumerating; a space of more than 10^9 candidates
+# (10 digits: 283 v5p slices and splits a 100000 USD budget pays for, 6 axes, 10 policies, 13 batches)
+printf 'base: %s/tests/data/plans/small_base.yaml\nplan: {budget_usd_per_hour: 100000, slices: [1, 2, 4, 8, 16, 32, 64], axes: [data, fsdp, tensor, sequence, pipeline, expert], remat: [full, minimal, minimal_with_context, save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded, minimal_offloaded], batch_per_chip: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], max_points: 1000000}\n' "$(pwd)" >"$t/huge.yaml"
+"$bin" plan "$t/huge.yaml" --generation v5p -o "$t/huge" >/dev/null 2>"$t/huge.err"; rch=$?
+[ $rch = 2 ] && grep -q 'plan: expected a search space of at most plan.max_points = 1000000 candidates, got [0-9]\{10\} (' "$t/huge.err" \
     && [ ! -e "$t/huge" ] && ok || bad "plan huge space: exit $rch, $(cat "$t/huge.err")"
 "$bin" plan tests/data/plans/small.yaml --budget-usd-per-hour 0.5 --dry-run -o "$t/cheap" >/dev/null 2>"$t/cheap.err"; rcb=$?
-[ $rcb = 2 ] && grep -q 'plan.budget_usd_per_hour: expected at least the price of one v5e chip-hour (1.2 USD), got 0.5' "$t/cheap.err" && ok \
+[ $rcb = 2 ] && grep -q '^--budget-usd-per-hour: expected at least the price of one v5e chip-hour (1.2 USD), got 0.5' "$t/cheap.err" && ok \
     || bad "plan budget below a chip: exit $rcb, $(cat "$t/cheap.err")"
+printf 'base: %s/tests/data/plans/small_base.yaml\nplan:\n  budget_usd_per_hour: 0.25\n' "$(pwd)" >"$t/cheap.yaml"
+"$bin" plan "$t/cheap.yaml" -o "$t/cheap2" >/dev/null 2>"$t/cheap2.err"; rcb2=$?
+[ $rcb2 = 2 ] && grep -qF "$t/cheap.yaml:3:24: plan.budget_usd_per_hour: expected at least the price of one v5e chip-hour (1.2 USD), got 0.25" "$t/cheap2.err" && ok \
+    || bad "plan budget below a chip in the spec: exit $rcb2, $(cat "$t/cheap2.err")"
 "$bin" plan tests/data/plans/small.yaml --generation v9 --dry-run -o "$t/v9" >/dev/null 2>"$t/v9.err"; rcg=$?
 [ $rcg = 2 ] && grep -q "^--generation: expected a chip preset (tpusim chips lists them), got 'v9'" "$t/v9.err" && ok \
     || bad "plan unknown generation: exit $rcg, $(cat "$t/v9.err")"
