@@ -29,27 +29,31 @@ static double key(const struct plan *p, const struct plan_cand *c)
     }
 }
 
-static const struct plan *sort_plan;
+struct keyed {
+    double key;
+    int idx;
+};
 
 static int by_key(const void *a, const void *b)
 {
-    const struct plan_cand *x = &sort_plan->c[*(const int *)a];
-    const struct plan_cand *y = &sort_plan->c[*(const int *)b];
-    double kx = key(sort_plan, x), ky = key(sort_plan, y);
-    if (kx != ky)
-        return kx < ky ? -1 : 1;
-    return *(const int *)a - *(const int *)b; /* stable: enumeration order */
+    const struct keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->idx - y->idx; /* stable: enumeration order */
 }
 
 /* The ok candidates' indices, best first; returns how many. */
 static int ranked(const struct plan *p, int *idx)
 {
+    struct keyed *k = xcalloc((size_t)p->n + 1, sizeof *k);
     int n = 0;
     for (int i = 0; i < p->n; i++)
         if (p->c[i].ok)
-            idx[n++] = i;
-    sort_plan = p;
-    qsort(idx, (size_t)n, sizeof *idx, by_key);
+            k[n++] = (struct keyed){key(p, &p->c[i]), i};
+    qsort(k, (size_t)n, sizeof *k, by_key);
+    for (int i = 0; i < n; i++)
+        idx[i] = k[i].idx;
+    free(k);
     return n;
 }
 
@@ -111,7 +115,7 @@ static void write_json(const struct plan *p, FILE *f, int winner)
     fprintf(f, ",\n  \"chip\": ");
     json_write_string(f, p->sp.base.chip.name);
     fprintf(f, ",\n  \"rank_by\": \"%s\", \"candidates\": %d, \"illegal\": %d, "
-            "\"pruned_hbm\": %d, \"simulated\": %d, \"winner\": %d,\n  \"candidates_list\": [",
+            "\"pruned_hbm\": %d, \"simulated\": %d, \"winner\": %d,\n  \"points\": [",
             plan_rank_name(p->sp.rank_by), p->n, p->count[PLAN_ILLEGAL], p->count[PLAN_PRUNED],
             p->count[PLAN_SIM], winner);
     bool first = true;
