@@ -1,7 +1,7 @@
 /* cli/cli.h -- the subcommands of the tpusim command line. main.c only
  * dispatches: each subcommand parses its own arguments in its own file
  * (cmd_run.c: run, check, platform; cmd_chips.c; cmd_maskinfo.c;
- * cmd_sweep.c; cmd_compare.c; cmd_expand.c). Each returns the exit status: 0 ok, 1 runtime
+ * cmd_sweep.c; cmd_compare.c; cmd_expand.c; cmd_plan.c). Each returns the exit status: 0 ok, 1 runtime
  * failure, 2 bad input, 130 interrupted. argv[0] is the subcommand's name. */
 #ifndef TPUSIM_CLI_CLI_H
 #define TPUSIM_CLI_CLI_H
@@ -14,6 +14,7 @@ int cmd_maskinfo(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* Prints "tpusim: 'msg'" and the usage to stderr; returns 2. */
 int cli_usage_error(const char *msg);

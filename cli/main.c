@@ -42,6 +42,10 @@ static const char usage_text[] =
     "        report.md and SVG plots (DIR defaults to out/<sweep name>); --shard runs\n"
     "        the points i with i % N == I, for `sweep merge`\n"
     "  sweep merge OUT DIR... [--force]               join the N shards of a sweep into OUT\n"
+    "  plan PLAN.yaml [-o DIR] [-j N] [--resume | --force] [--shard I/N] [--chips N |\n"
+    "       --budget-usd-per-hour X] [--generation G] [--rank-by KEY] [--dry-run]\n"
+    "        rank the slices, meshes, remat policies and batches of a model step: prune\n"
+    "        what does not fit in HBM, simulate the rest as a sweep; DIR/report.html\n"
     "  compare A B [--labels NAME_A,NAME_B]           two summary.json files or sweep outputs\n"
     "                                                 side by side, with per-op deltas\n"
     "  --help, --version\n"
@@ -60,7 +64,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run},           {"check", cmd_check},       {"platform", cmd_platform},
     {"chips", cmd_chips},       {"maskinfo", cmd_maskinfo}, {"sweep", cmd_sweep},
-    {"compare", cmd_compare},   {"expand", cmd_expand},
+    {"compare", cmd_compare},   {"expand", cmd_expand},     {"plan", cmd_plan},
 };
 
 /* A command's exit status once its standard output is flushed: output lost

@@ -28,6 +28,7 @@ done
 # the figures the guide quotes come from these runs
 quote() { grep -qF -- "$1" "$guide" && grep -qF -- "$1" "$t"/out.* && ok \
     || bad "the guide quotes '$1', the runs do not print it"; }
+quote "plan llama2_70b_v5p_512: 64 candidates on v5p: 8 illegal, 16 do not fit in HBM (pruned), 40 to simulate"
 quote "flash-train: hbm 47% of its time, then mxu 46%; fwd 1.533 ms, di 658.625 us, dkv 4.574 ms, dq 3.435 ms"
 quote "gather: ici 99% of its time, then hbm 21%; algbw 89.9 GB/s, busbw 84.2 GB/s over 16 devices, 93.6% of the links' 90.0 GB/s"
 quote "allreduce: ici 85% of its time, then hbm 31%; algbw 38.8 GB/s, busbw 72.7 GB/s over 16 devices, 80.7% of the links' 90.0 GB/s"

@@ -796,6 +796,61 @@ sed 's/, quantization: int8//' tests/data/model_aqt.yaml >"$t/aqt_bf16.yaml"
     && awk -v a="$(aqt_time "$t/aqt/summary.json" fwd.up)" -v b="$(aqt_time "$t/aqt16/summary.json" fwd.up)" \
            'BEGIN { exit !(a > 0 && a < 0.6 * b) }' \
     && ok || bad "int8 (AQT) step: quantize $(aqt_time "$t/aqt/summary.json" fwd.up_q_rhs) s, up int8 $(aqt_time "$t/aqt/summary.json" fwd.up) s, bf16 $(aqt_time "$t/aqt16/summary.json" fwd.up) s"
+# issue 30.3: tpusim plan on 8 v5e chips (tests/data/plans/small.yaml states the hand count):
+# the 2 data-8 candidates (16 B of state a parameter, unsharded: 17.15e9 B > 16622026752) are
+# pruned and no other; the winner is the fastest ok point of the sweep's own table; every
+# Pareto row is dominated by no ok row and every other ok row by some row
+"$bin" plan tests/data/plans/small.yaml -o "$t/plan" -j 2 >"$t/plan.out" 2>"$t/plan.err"; rcp=$?
+pl="$t/plan/plan.csv"
+[ $rcp = 0 ] && [ "$(grep -c ',pruned_hbm,' "$pl")" = 2 ] \
+    && [ "$(grep ',pruned_hbm,' "$pl" | grep -vc ',data 8,')" = 0 ] \
+    && [ "$(grep -c ',ok,' "$pl")" = 6 ] && "$t/jsoncheck" "$t/plan/plan.json" && ok \
+    || bad "plan pruning: exit $rcp, $(grep -c ',pruned_hbm,' "$pl" 2>/dev/null) pruned; $(head -c 300 "$t/plan.err")"
+fast=$(awk '/"status": "ok"/ { ok = 1 } ok && match($0, /"time_s": [0-9.e+-]+/) {
+    v = substr($0, RSTART + 10, RLENGTH - 10); ok = 0; if (m == "" || v + 0 < m + 0) m = v } END { print m }' "$t/plan/sweep/sweep.json")
+win=$(awk -F, '$2 == 1 { print $11 }' "$pl")
+awk -v a="$fast" -v b="$win" 'BEGIN { exit !(a != "" && a + 0 == b + 0) }' && ok \
+    || bad "plan winner $win is not the fastest ok point $fast"
+awk -F, 'NR > 1 && $3 == "ok" { n++; t[n] = $11 + 0; c[n] = $14 + 0; p[n] = $16 }
+    END { for (i = 1; i <= n; i++) { dom = 0
+            for (j = 1; j <= n; j++) if (j != i && t[j] <= t[i] && c[j] <= c[i] && (t[j] < t[i] || c[j] < c[i])) dom = 1
+            if (dom == (p[i] == 1)) exit 1; np += p[i] }
+          exit !(n == 6 && np >= 1) }' "$pl" && ok || bad "plan Pareto front"
+grep -q '<svg id="pareto"' "$t/plan/report.html" && grep -q '<p id="why">the winner runs 2x4' "$t/plan/report.html" \
+    && grep -q '^winner (by step_time): the winner runs 2x4' "$t/plan.out" && ok || bad "plan report"
+# a second plan into the same directory is refused; --resume finishes it without running anything
+"$bin" plan tests/data/plans/small.yaml -o "$t/plan" >/dev/null 2>"$t/plan2.err"; rc2=$?
+"$bin" plan tests/data/plans/small.yaml -o "$t/plan" --resume 2>"$t/plan3.err" >/dev/null; rc3=$?
+[ $rc2 = 2 ] && grep -q 'holds an earlier plan' "$t/plan2.err" && [ $rc3 = 0 ] \
+    && grep -q 'resume: 6 of 6 points already done, 0 to run' "$t/plan3.err" && ok \
+    || bad "plan rerun: exit $rc2 / $rc3"
+# the plan's sweep in two shards, merged, then ranked by --resume (nothing run again): the same plan.csv
+for i in 0 1; do "$bin" plan tests/data/plans/small.yaml -o "$t/plsh" --shard $i/2 -j 1 >/dev/null 2>&1; done
+"$bin" sweep merge "$t/plsh/sweep" "$t/plsh/sweep-shard-0-of-2" "$t/plsh/sweep-shard-1-of-2" >/dev/null 2>&1
+"$bin" plan tests/data/plans/small.yaml -o "$t/plsh" --resume >/dev/null 2>"$t/plsh.err" \
+    && grep -q 'resume: 6 of 6 points already done, 0 to run' "$t/plsh.err" \
+    && cmp -s "$t/plsh/plan.csv" "$t/plan/plan.csv" && ok || bad "plan through shards: $(tail -2 "$t/plsh.err")"
+# bad plans: exit 2 with the reason, before enumerating; a space of more than 10^9 candidates
+# (10 digits: 283 v5p slices and splits a 100000 USD budget pays for, 6 axes, 10 policies, 13 batches)
+printf 'base: %s/tests/data/plans/small_base.yaml\nplan: {budget_usd_per_hour: 100000, slices: [1, 2, 4, 8, 16, 32, 64], axes: [data, fsdp, tensor, sequence, pipeline, expert], remat: [full, minimal, minimal_with_context, save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded, minimal_offloaded], batch_per_chip: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], max_points: 1000000}\n' "$(pwd)" >"$t/huge.yaml"
+"$bin" plan "$t/huge.yaml" --generation v5p -o "$t/huge" >/dev/null 2>"$t/huge.err"; rch=$?
+[ $rch = 2 ] && grep -q 'plan: expected a search space of at most plan.max_points = 1000000 candidates, got [0-9]\{10\} (' "$t/huge.err" \
+    && [ ! -e "$t/huge" ] && ok || bad "plan huge space: exit $rch, $(cat "$t/huge.err")"
+"$bin" plan tests/data/plans/small.yaml --budget-usd-per-hour 0.5 --dry-run -o "$t/cheap" >/dev/null 2>"$t/cheap.err"; rcb=$?
+[ $rcb = 2 ] && grep -q '^--budget-usd-per-hour: expected at least the price of one v5e chip-hour (1.2 USD), got 0.5' "$t/cheap.err" && ok \
+    || bad "plan budget below a chip: exit $rcb, $(cat "$t/cheap.err")"
+printf 'base: %s/tests/data/plans/small_base.yaml\nplan:\n  budget_usd_per_hour: 0.25\n' "$(pwd)" >"$t/cheap.yaml"
+"$bin" plan "$t/cheap.yaml" -o "$t/cheap2" >/dev/null 2>"$t/cheap2.err"; rcb2=$?
+[ $rcb2 = 2 ] && grep -qF "$t/cheap.yaml:3:24: plan.budget_usd_per_hour: expected at least the price of one v5e chip-hour (1.2 USD), got 0.25" "$t/cheap2.err" && ok \
+    || bad "plan budget below a chip in the spec: exit $rcb2, $(cat "$t/cheap2.err")"
+"$bin" plan tests/data/plans/small.yaml --generation v9 --dry-run -o "$t/v9" >/dev/null 2>"$t/v9.err"; rcg=$?
+[ $rcg = 2 ] && grep -q "^--generation: expected a chip preset (tpusim chips lists them), got 'v9'" "$t/v9.err" && ok \
+    || bad "plan unknown generation: exit $rcg, $(cat "$t/v9.err")"
+# a budget: every legal v5e slice of at most 4 chips' price, dry run: 1x1 (1 mesh) and 2x2
+# (data x fsdp = 1x4, 2x2, 4x1) times 2 batches = 8 candidates; the state unsharded (1x1, and
+# data 4 on 2x2) does not fit: 4 pruned
+"$bin" plan tests/data/plans/small.yaml --budget-usd-per-hour 4.9 --dry-run -o "$t/bud" >"$t/bud.out" 2>&1
+grep -q '^plan plan_small: 8 candidates on v5e: 0 illegal, 4 do not fit in HBM (pruned), 4 to simulate' "$t/bud.out" && ok || bad "plan budget: $(head -3 "$t/bud.out")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]
