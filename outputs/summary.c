@@ -131,6 +131,10 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 {
     fprintf(f, "    {\"name\": ");
     json_write_string(f, o->name);
+    if (o->op_name) {
+        fprintf(f, ", \"op_name\": ");
+        json_write_string(f, o->op_name);
+    }
     fprintf(f, ", \"kind\": \"%s\", \"start_s\": %s, \"end_s\": %s, \"time_s\": %s,\n",
             o->kind, JSON_E9(o->start_s), JSON_E9(o->end_s), JSON_E9(o->time_s));
     fprintf(f, "     \"flops\": %s, \"hbm_bytes\": %s, \"ici_bytes\": %s, "
@@ -386,6 +390,8 @@ int summary_write_json(const struct summary *s, const char *path)
         write_timeline(f, s);
     if (s->model.present)
         write_model(f, &s->model);
+    if (s->program_json)
+        fprintf(f, ",\n  \"program\": %s", s->program_json);
     if (s->trace.present)
         write_trace(f, s);
     summary_write_cost(f, s);
@@ -585,6 +591,7 @@ void summary_fini(struct summary *s)
 {
     for (int i = 0; i < s->nops; i++) {
         free(s->ops[i].name);
+        free(s->ops[i].op_name);
         free(s->ops[i].tuned);
     }
     for (int i = 0; i < s->nops; i++)
@@ -600,6 +607,7 @@ void summary_fini(struct summary *s)
     }
     free(s->blocks);
     free(s->scenario);
+    free(s->program_json);
     free(s->chip);
     free(s->trace.chips);
     memset(s, 0, sizeof *s);

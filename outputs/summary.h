@@ -64,6 +64,7 @@ struct summary_coll {
 
 struct summary_op {
     char *name;                 /* owned */
+    char *op_name;              /* owned: the source program's name (op_name:); NULL: none */
     const char *kind;           /* static */
     double start_s, end_s;
     double flops, vpu_flops, transcendentals;
@@ -228,6 +229,7 @@ struct summary {
     struct summary_cost cost;
     struct summary_energy energy;
     struct summary_train train;
+    char *program_json;         /* owned: an HLO program's program: block (a JSON object); NULL: none */
 };
 
 /* "matmul", "collective_exposed", ... */

@@ -16,7 +16,7 @@ field() {
 s = json.load(open(sys.argv[1] + "/summary.json"))
 if sys.argv[2] == "-": print(repr(s["total_time_s"])); sys.exit()
 for o in s["ops"]:
-    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]])); sys.exit()
+    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]]) if sys.argv[3] in o else "none"); sys.exit()
 print("none")' "$@"
 }
 run() { "$bin" run "$1" -o "$t/$2" -q >/dev/null 2>"$t/$2.err" || { cat "$t/$2.err"; return 1; }; }
@@ -62,6 +62,26 @@ if run "$dir/mlp.yaml" mlp; then
     [ "$(field "$t/mlp" all-gather ici_bytes)" = 393216 ] && ok || bad "mlp: all-gather ICI bytes $(field "$t/mlp" all-gather ici_bytes), expected 393216"
     [ "$(field "$t/mlp" all-reduce:1 ici_bytes)" = 65536 ] && ok || bad "mlp: all-reduce ICI bytes, expected 65536"
 else bad "mlp: the run failed"; fi
+
+# The MLP's program: block. Its entry (mlp.hlo.txt) holds 3 parameters, 9
+# fusions, 2 all-gathers and 1 all-reduce: 15 instructions, 3 collectives,
+# module jit_mlp; lowered to 2 einsums (the two ynn_fusions hold the dots),
+# 2 all_gathers, 1 all_reduce and 7 copies (the other fusions). Ops carry the
+# metadata's op_name: all-gather's is "jit(mlp)/dot_general", the fusion
+# wrapped_convert has none; in the trace, 6 tagged ops on 8 chips: 48 spans.
+if [ -f "$t/mlp/summary.json" ]; then
+    prog() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+for k in sys.argv[2].split("."): p = p[k]
+print(p)' "$t/mlp" "$1"; }
+    [ "$(prog module)/$(prog instructions)/$(prog collectives)/$(prog fusions)" = jit_mlp/15/3/9 ] \
+        && ok || bad "mlp program: $(prog module)/$(prog instructions)/$(prog collectives)/$(prog fusions), expected jit_mlp/15/3/9"
+    [ "$(prog lowered.einsum)/$(prog lowered.all_gather)/$(prog lowered.all_reduce)/$(prog lowered.copy)" = 2/2/1/7 ] \
+        && ok || bad "mlp program: lowered $(prog lowered), expected 2 einsums, 2 all_gathers, 1 all_reduce, 7 copies"
+    [ "$(prog source)" = "$dir/mlp.hlo.txt" ] && ok || bad "mlp program: source $(prog source)"
+    [ "$(field "$t/mlp" all-gather op_name)" = "'jit(mlp)/dot_general'" ] && [ "$(field "$t/mlp" wrapped_convert op_name)" = none ] \
+        && ok || bad "mlp: op_name $(field "$t/mlp" all-gather op_name), expected jit(mlp)/dot_general"
+    [ "$(grep -o '"op_name": "jit(mlp)/dot_general"' "$t/mlp/trace.json" | wc -l)" -eq 48 ] && ok || bad "mlp: trace spans with op_name, expected 48"
+fi
 
 [ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
 

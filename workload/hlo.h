@@ -112,4 +112,26 @@ double hlo_shape_bytes(const struct hlo_shape *s);
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
                             FILE *warn);
 
+/* What the lowering decided that the program does not show (summary.json's
+ * program: block). */
+struct hlo_report {
+    int64_t custom_calls;         /* priced by their bytes only (each warned) */
+    int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
+    int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
+    int64_t trips_from_condition; /* while loops whose trip count the condition gave */
+};
+
+/* As hlo_program, and what it decided into '*rep' (zeroed first). */
+struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
+                                   struct diag *d, FILE *warn, struct hlo_report *rep);
+/* The program: block as JSON (an object; new string, NULL when out of
+ * memory): the source file and module, its instructions by opcode (fusions'
+ * bodies apart), the program's ops by kind ('p', lowered from 'm'), what was
+ * ignored and why. */
+char *hlo_report_json(const struct hlo_module *m, const struct program *p,
+                      const struct hlo_report *r);
+/* The source name in 'in''s metadata (op_name="..."), at most n-1 bytes into
+ * 'buf' (control characters as '?'); NULL when it has none. */
+const char *hlo_metadata_op_name(const struct hlo_instr *in, char *buf, size_t n);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "kernels/ops.h"
 #include "topology/mesh.h"
 #include "workload/hlo.h"
 #include "workload/hlo_int.h"
@@ -35,6 +36,7 @@ struct lw {
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
+    struct hlo_report rep;
 };
 
 static void lfail(struct lw *w, int line, int col, const char *fmt, ...)
@@ -746,6 +748,8 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
         prog_bytes(&b->op[op].params, "bytes", bytes);
         if (!groups_param(w, kin, &g, &b->op[op].params))
             op = -1;
+    } else {
+        w->rep.idle_collectives++;
     }
     free(g.dev);
     return op;
@@ -755,6 +759,7 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
 
 static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const struct val *args,
                              int nargs, const struct hlo_instr *caller);
+static void tag_source(struct lw *w, struct prog_block *b, int op, const struct hlo_instr *in);
 
 /* The called computation 'key' of 'in', or -1 with a message. */
 static int called(struct lw *w, const struct hlo_instr *in, const char *key)
@@ -892,6 +897,7 @@ static struct val lower_cond(struct lw *w, struct prog_block *b, const struct va
               "operand per branch", in->name);
         return out;
     }
+    w->rep.branches_skipped += nb - 1;
     if (w->warn && nb > 1)
         fprintf(w->warn, "tpusim: warning: %s:%d:%d: conditional %s: runs branch %s, the most "
                 "expensive of %d\n", w->m->file, in->line, in->col, in->name, names[best], nb);
@@ -928,6 +934,7 @@ static struct val lower_async(struct lw *w, struct prog_block *b, const struct h
     if (coll_kind(root->opcode)) {
         int op = coll_op(w, b, c, root, in, PROG_ASYNC);
         if (op >= 0) {
+            tag_source(w, b, op, in);
             reads(b, op, vals, in);
             val_push(&out, written(w, b, op, in->name));
         }
@@ -939,9 +946,34 @@ static struct val lower_async(struct lw *w, struct prog_block *b, const struct h
 static void warn_custom(struct lw *w, const struct hlo_instr *in)
 {
     const struct hlo_attr *t = hlo_attr(in, "custom_call_target");
+    w->rep.custom_calls++;
     if (w->warn)
         fprintf(w->warn, "tpusim: warning: %s:%d:%d: custom-call %s (%s) is priced by its bytes "
                 "only\n", w->m->file, in->line, in->col, in->name, t ? t->value : "no target");
+}
+
+/* op_name: "SOURCE" on op 'op' of 'b': the metadata's op_name of 'in', or
+ * (a fusion without metadata, as CPU dumps write them) of its fused root. */
+static void tag_source(struct lw *w, struct prog_block *b, int op, const struct hlo_instr *in)
+{
+    char name[OP_MAX_OP_NAME], quoted[2 * OP_MAX_OP_NAME + 3];
+    const char *s = hlo_metadata_op_name(in, name, sizeof name);
+    const struct hlo_attr *a = s ? NULL : hlo_attr(in, "calls");
+    int ci = a ? hlo_find_comp(w->m, a->value) : -1;
+    if (ci >= 0)
+        s = hlo_metadata_op_name(&w->m->comp[ci].ins[w->m->comp[ci].root], name, sizeof name);
+    if (!s)
+        return;
+    size_t k = 0;
+    quoted[k++] = '"';
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            quoted[k++] = '\\';
+        quoted[k++] = *s;
+    }
+    quoted[k++] = '"';
+    quoted[k] = '\0';
+    prog_raw(&b->op[op].params, "op_name", quoted);
 }
 
 /* An instruction that runs as one op: returns the op or -1 (-2: none). */
@@ -1033,6 +1065,7 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
     }
     int op = priced_op(w, b, c, in);
     if (op >= 0) {
+        tag_source(w, b, op, in);
         reads(b, op, vals, in);
         val_push(&v, written(w, b, op, in->name));
     } else if (op == -2) { /* moves nothing: holds its operands */
@@ -1075,6 +1108,13 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
                             FILE *warn)
 {
+    struct hlo_report rep;
+    return hlo_program_report(m, t, d, warn, &rep);
+}
+
+struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
+                                   struct diag *d, FILE *warn, struct hlo_report *rep)
+{
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
@@ -1093,6 +1133,7 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
         free(w.names[i]);
     free(w.names);
     free(w.active);
+    *rep = w.rep;
     if (w.failed) {
         prog_free(w.p);
         return NULL;

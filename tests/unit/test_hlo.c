@@ -148,6 +148,27 @@ static void test_prefixes(void **state)
     }
 }
 
+/* The source name in an instruction's metadata: escapes undone, cut to the
+ * buffer, none without op_name. */
+static void test_metadata_op_name(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule m\n\nENTRY %main (x: f32[8]) -> f32[8] {\n"
+        "  %x = f32[8]{0} parameter(0), metadata={op_name=\"jit(f)/a\\\"b\" source_line=3}\n"
+        "  ROOT %n = f32[8]{0} negate(%x), metadata={source_file=\"f.py\"}\n}\n";
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(text, strlen(text), "m.hlo", d);
+    assert_non_null(m);
+    const struct hlo_comp *c = &m->comp[m->entry];
+    char buf[64], small[5];
+    assert_string_equal(hlo_metadata_op_name(&c->ins[0], buf, sizeof buf), "jit(f)/a\"b");
+    assert_string_equal(hlo_metadata_op_name(&c->ins[0], small, sizeof small), "jit(");
+    assert_null(hlo_metadata_op_name(&c->ins[1], buf, sizeof buf));
+    hlo_free(m);
+    diag_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_cross_replica),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_metadata_op_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
