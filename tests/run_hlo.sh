@@ -83,6 +83,22 @@ print(p)' "$t/mlp" "$1"; }
     [ "$(grep -o '"op_name": "jit(mlp)/dot_general"' "$t/mlp/trace.json" | wc -l)" -eq 48 ] && ok || bad "mlp: trace spans with op_name, expected 48"
 fi
 
+# The CLI shortcut: run --hlo FILE --chip v5e --topology 2x4 is mlp.yaml
+# (the same chip, slice and program): the same step time; it needs
+# --topology, and --topology alone is refused.
+if [ -f "$t/mlp/summary.json" ] && "$bin" run --hlo "$dir/mlp.hlo.txt" --chip v5e --topology 2x4 -o "$t/mlp_cli" -q >/dev/null 2>&1; then
+    same "$(field "$t/mlp_cli" -)" "$(field "$t/mlp" -)" && ok || bad "--hlo: $(field "$t/mlp_cli" -) s, mlp.yaml $(field "$t/mlp" -) s"
+else bad "--hlo: the run failed"; fi
+"$bin" check --hlo "$dir/mlp.hlo.txt" >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'needs --topology' "$t/cli.err" && ok || bad "--hlo without --topology: exit $rc"
+"$bin" check "$dir/mlp.yaml" --topology 2x4 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'go with --hlo' "$t/cli.err" && ok || bad "--topology without --hlo: exit $rc"
+"$bin" check --hlo "$dir/mlp.hlo.txt" --topology 4x4 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "mlp.hlo.txt (--hlo):4:10: program.hlo: expected a program for the slice's 16 chips, got 8 devices" "$t/cli.err" \
+    && ok || bad "--hlo on 16 chips: exit $rc, $(cat "$t/cli.err")"
+"$bin" check --hlo "$dir/mlp.hlo.txt" --topology 2x0 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'topology takes 1 to 3 sizes' "$t/cli.err" && ok || bad "--topology 2x0: exit $rc"
+
 [ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
 
 # all-reduce-start ... dot ... all-reduce-done: the dot runs beside the
