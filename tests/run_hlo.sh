@@ -53,6 +53,17 @@ if run "$dir/loop.yaml" loop && hand loop_hand 1 "{op: einsum, name: d, batch: 1
     same "$(field "$t/loop" while:6.ynn_fusion time_s)" "$(python3 -c "print(4 * $one)")" && ok || bad "loop: not 4 x the body's dot"
 else bad "loop: the runs failed"; fi
 
+# loop.hlo.txt without its backend_config (loop_cond.hlo.txt): the trip
+# count from the condition: the counter (element 0) starts at copy(constant
+# 0), the body's wrapped_add adds constant 1, the condition's
+# wrapped_compare is LT constant 4: 4 iterations, the same step as loop.yaml.
+if [ -f "$dir/loop_cond.yaml" ]; then
+    if run "$dir/loop_cond.yaml" loop_cond && [ -f "$t/loop/summary.json" ]; then
+        [ "$(field "$t/loop_cond" while:6.ynn_fusion instances)" = 4 ] && ok || bad "loop_cond: $(field "$t/loop_cond" while:6.ynn_fusion instances) instances, expected 4"
+        same "$(field "$t/loop_cond" -)" "$(field "$t/loop" -)" && ok || bad "loop_cond: not loop.yaml's step"
+    else bad "loop_cond: the run failed"; fi
+fi
+
 # The MLP on 8 devices (mesh fsdp 4 x tensor 2) on a 2x4 slice: w1's and w2's
 # gathers over fsdp (groups [2,4]<=[4,2]T(1,0): every 2nd device), each chip
 # receiving 3 shards of f32[32,128] = 3 · 16384 B, 8 chips: 393216; the

@@ -124,6 +124,14 @@ struct hlo_report {
 /* As hlo_program, and what it decided into '*rep' (zeroed first). */
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
                                    struct diag *d, FILE *warn, struct hlo_report *rep);
+/* The trip count of while 'w' (in computation 'caller'; its condition and
+ * body computations 'cond' and 'body') from its code: the condition compares
+ * element k of the loop's tuple against a constant, the body adds a constant
+ * to it, the operand starts it at a constant (workload/hlo_trip.c). Returns 0
+ * with '*n', -1 if the code is not such a loop, -2 if it never ends. */
+int hlo_trip_from_condition(const struct hlo_module *m, const struct hlo_comp *caller,
+                            const struct hlo_instr *w, int cond, int body, int64_t *n);
+
 /* The program: block as JSON (an object; new string, NULL when out of
  * memory): the source file and module, its instructions by opcode (fusions'
  * bodies apart), the program's ops by kind ('p', lowered from 'm'), what was

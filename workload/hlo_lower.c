@@ -775,16 +775,38 @@ static int called(struct lw *w, const struct hlo_instr *in, const char *key)
     return ci;
 }
 
-static int64_t trip_count(struct lw *w, const struct hlo_instr *in)
+/* The trip count the condition gives (workload/hlo_trip.c), or -1 with a message. */
+static int64_t trip_from_code(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in,
+                              int cond, int body)
+{
+    int64_t n = 0;
+    int rc = hlo_trip_from_condition(w->m, c, in, cond, body, &n);
+    if (rc == -2)
+        lfail(w, in->line, in->col, "expected while %s to end: its condition never turns "
+              "false for its counter's start and step", in->name);
+    else if (rc == 0 && n > HLO_MAX_TRIP_COUNT)
+        lfail(w, in->line, in->col, "expected a trip count of 0 to %lld, got %lld (from the "
+              "condition of while %s)", (long long)HLO_MAX_TRIP_COUNT, (long long)n, in->name);
+    else if (rc != 0)
+        lfail(w, in->line, in->col, "expected while %s to have a known trip count "
+              "(backend_config={\"known_trip_count\":{\"n\":\"N\"}}, or a condition "
+              "comparing a counter that starts at a constant and steps by a constant against a "
+              "constant), got neither", in->name);
+    if (rc == 0 && n <= HLO_MAX_TRIP_COUNT) {
+        w->rep.trips_from_condition++;
+        return n;
+    }
+    return -1;
+}
+
+static int64_t trip_count(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in,
+                          int cond, int body)
 {
     const struct hlo_attr *a = hlo_attr(in, "backend_config");
     const char *k = a ? strstr(a->value, "known_trip_count") : NULL;
     const char *n = k ? strstr(k, "\"n\"") : NULL;
-    if (!n) {
-        lfail(w, in->line, in->col, "expected while %s to have a known trip count "
-              "(backend_config={\"known_trip_count\":{\"n\":\"N\"}}), got none", in->name);
-        return -1;
-    }
+    if (!n)
+        return trip_from_code(w, c, in, cond, body);
     n += 3;
     while (*n == ':' || *n == '"' || *n == ' ')
         n++;
@@ -799,14 +821,14 @@ static int64_t trip_count(struct lw *w, const struct hlo_instr *in)
 }
 
 /* while: a loop whose body's parameter elements are carried. */
-static struct val lower_while(struct lw *w, struct prog_block *b, const struct val *vals,
-                              const struct hlo_instr *in)
+static struct val lower_while(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                              const struct val *vals, const struct hlo_instr *in)
 {
     struct val out = {0};
-    int bi = called(w, in, "body");
-    if (bi < 0 || called(w, in, "condition") < 0)
+    int bi = called(w, in, "body"), ci = bi < 0 ? -1 : called(w, in, "condition");
+    if (ci < 0)
         return out;
-    int64_t n = trip_count(w, in);
+    int64_t n = trip_count(w, c, in, ci, bi);
     if (n < 0 || in->nops != 1) {
         if (!w->failed)
             lfail(w, in->line, in->col, "expected while %s to have one operand", in->name);
@@ -1049,7 +1071,7 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
             val_cat(&v, &vals[in->operand[k]]);
         return v;
     case HLO_C_WHILE:
-        return lower_while(w, b, vals, in);
+        return lower_while(w, b, c, vals, in);
     case HLO_C_CALL:
         return lower_call(w, b, vals, in, "to_apply");
     case HLO_C_COND:
