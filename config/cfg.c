@@ -839,6 +839,28 @@ static bool hlo_fits(struct walk *w, const struct diag_loc *loc, const struct hl
     return true;
 }
 
+/* The program's peak memory per device against the chip's usable HBM (as
+ * model: decides it, workload/model.c: hbm.usable, else 96.75 % of the HBM);
+ * refused above it with XLA's words. */
+static bool hlo_fits_memory(struct walk *w, const struct diag_loc *loc,
+                            const struct hlo_module *m, const struct cfg_scenario *sc,
+                            struct hlo_report *rep)
+{
+    hlo_memory(m, rep);
+    double cap = sc->chip.hbm_usable_bytes > 0 ? (double)sc->chip.hbm_usable_bytes
+                                               : (double)sc->chip.hbm_bytes * 0.9675;
+    if (rep->peak_bytes <= cap)
+        return true;
+    const double g = 1073741824.0;
+    const struct hlo_instr *at = rep->peak_at;
+    diag_error(w->d, loc, "program.hlo", "Ran out of memory in memory space hbm. Used %.2fG "
+               "of %.2fG hbm. Exceeded hbm capacity by %.2fG (parameters %.2fG, the most "
+               "temporaries live at once %.2fG, at %s, %s:%d)", rep->peak_bytes / g, cap / g,
+               (rep->peak_bytes - cap) / g, rep->parameter_bytes / g, rep->temp_peak_bytes / g,
+               at ? at->name : "?", m->file, at ? at->line : 0);
+    return false;
+}
+
 /* program: {hlo: PATH} -> the workload the HLO module lowers to
  * (workload/hlo.h); device d is chip d of the slice. */
 static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *root,
@@ -869,6 +891,10 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     struct program *p = m && hlo_fits(w, &loc, m, sc)
                             ? hlo_program_report(m, &sc->topo, w->d, stderr, &rep)
                             : NULL;
+    if (p && !hlo_fits_memory(w, &loc, m, sc, &rep)) {
+        prog_free(p);
+        p = NULL;
+    }
     if (p) {
         free(sc->program_json);
         sc->program_json = hlo_report_json(m, p, &rep);

@@ -74,6 +74,19 @@ if run "$dir/mlp.yaml" mlp; then
     [ "$(field "$t/mlp" all-reduce:1 ici_bytes)" = 65536 ] && ok || bad "mlp: all-reduce ICI bytes, expected 65536"
 else bad "mlp: the run failed"; fi
 
+# Peak memory per device. dot: the parameters f32[256,512] and
+# f32[512,1024] (524288 + 2097152 B) and the result f32[256,1024] (1048576):
+# 3670016 B. loop: parameters 131072 + 262144 = 393216; live at the while:
+# copy.7 (131072) and copy.8 (4) carried, and the body's peak at its tanh:
+# ynn_fusion's 131072 + wrapped_add's 4 + tanh's 131072 = 262148;
+# temporaries 393224, peak 786440 at while.6.
+if [ -f "$t/dot/summary.json" ] && [ -f "$t/loop/summary.json" ]; then
+    mem() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+print(p["peak_memory_bytes"], p["parameter_bytes"], p["peak_temporary_bytes"], p["peak_at"])' "$1"; }
+    [ "$(mem "$t/dot")" = "3670016 2621440 1048576 ynn_fusion" ] && ok || bad "dot memory: $(mem "$t/dot"), expected 3670016 2621440 1048576 ynn_fusion"
+    [ "$(mem "$t/loop")" = "786440 393216 393224 while.6" ] && ok || bad "loop memory: $(mem "$t/loop"), expected 786440 393216 393224 while.6"
+fi
+
 # The MLP's program: block. Its entry (mlp.hlo.txt) holds 3 parameters, 9
 # fusions, 2 all-gathers and 1 all-reduce: 15 instructions, 3 collectives,
 # module jit_mlp; lowered to 2 einsums (the two ynn_fusions hold the dots),

@@ -119,7 +119,17 @@ struct hlo_report {
     int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
     int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
     int64_t trips_from_condition; /* while loops whose trip count the condition gave */
+    /* hlo_memory(): per device */
+    double parameter_bytes;           /* the entry's parameters */
+    double temp_peak_bytes;           /* the most bytes live at once beyond them */
+    double peak_bytes;                /* the sum: the program's peak */
+    const struct hlo_instr *peak_at;  /* the entry's instruction it is reached at (borrowed) */
 };
+
+/* The peak memory per device of 'm' into 'rep' (its memory fields):
+ * buffers live from the instruction that makes them to their last reader,
+ * in the module's order (workload/hlo_mem.c). */
+void hlo_memory(const struct hlo_module *m, struct hlo_report *rep);
 
 /* As hlo_program, and what it decided into '*rep' (zeroed first). */
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,

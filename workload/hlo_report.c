@@ -155,6 +155,13 @@ char *hlo_report_json(const struct hlo_module *m, const struct program *p,
             m->scheduled ? "true" : "false");
     write_module_counts(f, m, r);
     fprintf(f, ",\n    \"trip_counts_from_condition\": %lld", (long long)r->trips_from_condition);
+    char b[3][32];
+    fprintf(f, ",\n    \"peak_memory_bytes\": %s, \"parameter_bytes\": %s, "
+               "\"peak_temporary_bytes\": %s, \"peak_at\": ",
+            json_fmt_num(b[0], sizeof b[0], r->peak_bytes, 'f', 0),
+            json_fmt_num(b[1], sizeof b[1], r->parameter_bytes, 'f', 0),
+            json_fmt_num(b[2], sizeof b[2], r->temp_peak_bytes, 'f', 0));
+    json_write_string(f, r->peak_at ? r->peak_at->name : "");
     struct kind_count k[32];
     int nk = 0;
     count_block(&p->top, k, &nk, 32);

@@ -22,8 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         topo_init(&t, 1, (int[]){(int)hlo_devices(m)}, (bool[]){hlo_devices(m) > 2}) == 0) {
         struct hlo_report rep;
         struct program *p = hlo_program_report(m, &t, d, NULL, &rep);
-        if (p) /* the summary's program: block (instruction counts, the trip counts read) */
+        if (p) { /* the peak memory, the summary's program: block */
+            hlo_memory(m, &rep);
             free(hlo_report_json(m, p, &rep));
+        }
         prog_free(p);
     }
     hlo_free(m);
