@@ -64,6 +64,19 @@ if [ -f "$dir/loop_cond.yaml" ]; then
     else bad "loop_cond: the run failed"; fi
 fi
 
+# Convolutions as im2col matmuls (conv.hlo.txt, hand-written): x
+# f32[8,32,32,64] (b01f) with a 3x3 kernel of 64 to 128 features: m = 8·32·32
+# = 8192, k = 3·3·64 = 576, n = 128: 2·8192·576·128 = 1207959552 flops, the
+# time of that einsum by hand; the depthwise one (feature_group_count=64,
+# kernel f32[3,3,1,64]): k = 9, n = 64: 2·8192·9·64 = 9437184 flops.
+if [ -f "$dir/conv.yaml" ]; then
+    if run "$dir/conv.yaml" conv && hand conv_hand 1 "{op: einsum, name: c, batch: 1, m: 8192, k: 576, n: 128, dtype: f32, block: auto}"; then
+        [ "$(field "$t/conv" conv flops)" = 1207959552 ] && ok || bad "conv: flops $(field "$t/conv" conv flops), expected 1207959552"
+        same "$(field "$t/conv" conv time_s)" "$(field "$t/conv_hand" c time_s)" && ok || bad "conv: not the hand einsum's time"
+        [ "$(field "$t/conv" depthwise flops)" = 9437184 ] && ok || bad "depthwise conv: flops $(field "$t/conv" depthwise flops), expected 9437184"
+    else bad "conv: the runs failed"; fi
+fi
+
 # The MLP on 8 devices (mesh fsdp 4 x tensor 2) on a 2x4 slice: w1's and w2's
 # gathers over fsdp (groups [2,4]<=[4,2]T(1,0): every 2nd device), each chip
 # receiving 3 shards of f32[32,128] = 3 · 16384 B, 8 chips: 393216; the

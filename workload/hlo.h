@@ -142,6 +142,12 @@ struct program *hlo_program_report(const struct hlo_module *m, const struct topo
 int hlo_trip_from_condition(const struct hlo_module *m, const struct hlo_comp *caller,
                             const struct hlo_instr *w, int cond, int body, int64_t *n);
 
+/* A convolution 'conv' (its kernel of shape 'rhs') as the matmul it runs
+ * as (im2col, workload/hlo_conv.c): m, k, n. False if its dim_labels do not
+ * say its batch, features and kernel's input and output features. */
+bool hlo_conv_dims(const struct hlo_instr *conv, const struct hlo_shape *rhs, int64_t *m,
+                   int64_t *k, int64_t *n);
+
 /* The program: block as JSON (an object; new string, NULL when out of
  * memory): the source file and module, its instructions by opcode (fusions'
  * bodies apart), the program's ops by kind ('p', lowered from 'm'), what was

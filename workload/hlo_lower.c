@@ -271,10 +271,35 @@ static const char *dot_dtype(int type)
     return "bf16";
 }
 
+/* The einsum of convolution 'conv' (in 'c'), named after 'in': m, k, n of
+ * its im2col matmul (workload/hlo_conv.c). */
+static int conv_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                   const struct hlo_instr *conv, const struct hlo_instr *in)
+{
+    int64_t m, k, n;
+    if (conv->nops != 2 || !hlo_conv_dims(conv, &c->ins[conv->operand[1]].shape, &m, &k, &n)) {
+        lfail(w, conv->line, conv->col, "expected convolution %s to have 2 operands and "
+              "dim_labels naming its batch (b), features (f) and kernel features (i, o), like "
+              "b01f_01io->b01f", conv->name);
+        return -1;
+    }
+    int op = prog_op(b, "einsum", op_name(w, in->name), 0);
+    struct prog_params *ps = &b->op[op].params;
+    prog_int(ps, "batch", 1);
+    prog_int(ps, "m", m);
+    prog_int(ps, "k", k);
+    prog_int(ps, "n", n);
+    prog_word(ps, "dtype", dot_dtype(c->ins[conv->operand[0]].shape.type));
+    prog_word(ps, "block", "auto");
+    return op;
+}
+
 /* The einsum of dot 'dot' (in computation 'c'), named after 'in'. */
 static int dot_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                   const struct hlo_instr *dot, const struct hlo_instr *in)
 {
+    if (dot->opcode == HLO_OP_CONVOLUTION)
+        return conv_op(w, b, c, dot, in);
     if (dot->nops != 2) {
         lfail(w, dot->line, dot->col, "expected a dot with 2 operands, got %d", dot->nops);
         return -1;
@@ -307,7 +332,7 @@ static int dot_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     return op;
 }
 
-/* The dot a fused computation holds (the first), or NULL. */
+/* The dot or convolution a fused computation holds (the first), or NULL. */
 static const struct hlo_instr *fused_dot(const struct hlo_module *m, const struct hlo_instr *in,
                                          const struct hlo_comp **fc)
 {
@@ -317,7 +342,7 @@ static const struct hlo_instr *fused_dot(const struct hlo_module *m, const struc
         return NULL;
     *fc = &m->comp[ci];
     for (int i = 0; i < (*fc)->nins; i++)
-        if ((*fc)->ins[i].opcode == HLO_OP_DOT)
+        if ((*fc)->ins[i].opcode == HLO_OP_DOT || (*fc)->ins[i].opcode == HLO_OP_CONVOLUTION)
             return &(*fc)->ins[i];
     return NULL;
 }
