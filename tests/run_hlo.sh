@@ -77,6 +77,22 @@ if [ -f "$dir/conv.yaml" ]; then
     else bad "conv: the runs failed"; fi
 fi
 
+# A Pallas TPU kernel (pallas.hlo.txt: tpu_custom_call, cost_estimate flops
+# 2^31, bytes_accessed 6 MiB, transcendentals 2^20) as a pallas_call
+# streaming 6 blocks of 1 MiB: 2147483648 flops; HBM bytes 6291456 + its
+# 8x128 f32 output (4096) = 6295552; MXU busy 2^31 / 197e12 s = 10.901 us;
+# the time at least the roofline max(10.901 us, 6291456 B / 819 GB/s =
+# 7.682 us); no warning (it has an estimate).
+if [ -f "$dir/pallas.yaml" ]; then
+    if run "$dir/pallas.yaml" pallas; then
+        same "$(field "$t/pallas" mm flops)" 2147483648 && ok || bad "pallas: flops $(field "$t/pallas" mm flops), expected 2147483648"
+        [ "$(field "$t/pallas" mm hbm_bytes)" = 6295552 ] && ok || bad "pallas: HBM bytes $(field "$t/pallas" mm hbm_bytes), expected 6295552"
+        python3 -c "import sys; t = float(sys.argv[1]); sys.exit(not (t >= 2**31 / 197e12 and t >= 6291456 / 819e9))" "$(field "$t/pallas" mm time_s)" \
+            && ok || bad "pallas: $(field "$t/pallas" mm time_s) s, below the roofline"
+        ! grep -q warning "$t/pallas.err" && ok || bad "pallas: warned"
+    else bad "pallas: the run failed"; fi
+fi
+
 # The MLP on 8 devices (mesh fsdp 4 x tensor 2) on a 2x4 slice: w1's and w2's
 # gathers over fsdp (groups [2,4]<=[4,2]T(1,0): every 2nd device), each chip
 # receiving 3 shards of f32[32,128] = 3 · 16384 B, 8 chips: 393216; the

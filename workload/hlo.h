@@ -116,6 +116,7 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
  * program: block). */
 struct hlo_report {
     int64_t custom_calls;         /* priced by their bytes only (each warned) */
+    int64_t estimated_calls;      /* custom calls priced from their cost_estimate */
     int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
     int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
     int64_t trips_from_condition; /* while loops whose trip count the condition gave */
@@ -147,6 +148,14 @@ int hlo_trip_from_condition(const struct hlo_module *m, const struct hlo_comp *c
  * say its batch, features and kernel's input and output features. */
 bool hlo_conv_dims(const struct hlo_instr *conv, const struct hlo_shape *rhs, int64_t *m,
                    int64_t *k, int64_t *n);
+
+/* A custom call's cost estimate (per device). */
+struct hlo_cost {
+    double flops, transcendentals, bytes; /* bytes: accessed in HBM */
+};
+/* The cost_estimate of 'in''s backend_config (workload/hlo_custom.c), as
+ * jax's Pallas TPU kernels write it; false if it has none. */
+bool hlo_cost_estimate(const struct hlo_instr *in, struct hlo_cost *c);
 
 /* The program: block as JSON (an object; new string, NULL when out of
  * memory): the source file and module, its instructions by opcode (fusions'

@@ -2,6 +2,7 @@
  * how each instruction is priced). Each instruction's value is the list of
  * tensors it holds (a tuple's elements, flattened); called computations are
  * lowered with their parameters bound to the caller's operands. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -999,6 +1000,53 @@ static void warn_custom(struct lw *w, const struct hlo_instr *in)
                 "only\n", w->m->file, in->line, in->col, in->name, t ? t->value : "no target");
 }
 
+/* A custom call with a cost estimate (a Pallas TPU kernel): a pallas_call
+ * streaming its bytes through VMEM in f32 blocks of 8 x 32768 (1 MiB; 32-bit
+ * rows fill the (8, 128) tiles, no padding)
+ * while its MXU flops and transcendentals are spread evenly over the steps:
+ * the kernel's roofline as tpusim's Pallas pipeline runs it (DMA beside
+ * compute, a step's overhead, the launch). */
+#define CUSTOM_BLOCK_W 32768 /* f32 elements of a block's row */
+static int estimated_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                        const struct hlo_instr *in, const struct hlo_cost *e)
+{
+    double bytes = e->bytes > 0 ? e->bytes : priced_bytes(c, in);
+    double nsteps = ceil(bytes / (8.0 * 4 * CUSTOM_BLOCK_W));
+    int64_t width = CUSTOM_BLOCK_W, steps = nsteps < 1 ? 1 : nsteps > 1e12 ? (int64_t)1e12
+                                                                             : (int64_t)nsteps;
+    if (steps == 1) /* a small kernel: one block of its bytes in rows of 128 */
+        width = ((int64_t)ceil(bytes / 32) + 127) / 128 * 128;
+    if (width < 128)
+        width = 128;
+    if (steps > ((int64_t)1 << 30)) {
+        lfail(w, in->line, in->col, "expected custom-call %s's cost estimate to move at most "
+              "2^50 bytes, got %.17g", in->name, bytes);
+        return -1;
+    }
+    if (e->flops / (double)steps > 1e18 || e->transcendentals / (double)steps > 1e18) {
+        lfail(w, in->line, in->col, "expected custom-call %s's cost estimate to have at most "
+              "1e18 flops and transcendentals per MiB it moves, got %.17g flops and %.17g "
+              "transcendentals over %.17g bytes", in->name, e->flops, e->transcendentals, bytes);
+        return -1;
+    }
+    int type = in->nops ? c->ins[in->operand[0]].shape.type : in->shape.type;
+    int op = prog_op(b, "pallas_call", op_name(w, in->name), 0);
+    struct prog_params *ps = &b->op[op].params;
+    char buf[256];
+    snprintf(buf, sizeof buf, "[%lld]", (long long)steps);
+    prog_raw(ps, "grid", buf);
+    snprintf(buf, sizeof buf, "[{name: x, shape: [%lld, %lld], dtype: f32, block_shape: [8, %lld], "
+             "index_map: [i, 0]}]", (long long)(8 * steps), (long long)width, (long long)width);
+    prog_raw(ps, "in_specs", buf);
+    prog_raw(ps, "out_specs", "[{name: o, shape: [8, 128], dtype: f32}]");
+    snprintf(buf, sizeof buf, "{mxu_flops: {%s: %.17g}, transcendentals: %.17g}",
+             type >= 0 && type != HLO_TUPLE ? dot_dtype(type) : "bf16",
+             e->flops / (double)steps, e->transcendentals / (double)steps);
+    prog_raw(ps, "work", buf);
+    w->rep.estimated_calls++;
+    return op;
+}
+
 /* op_name: "SOURCE" on op 'op' of 'b': the metadata's op_name of 'in', or
  * (a fusion without metadata, as CPU dumps write them) of its fused root. */
 static void tag_source(struct lw *w, struct prog_block *b, int op, const struct hlo_instr *in)
@@ -1044,9 +1092,13 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
         return coll_op(w, b, c, in, in, 0);
     case HLO_C_START:
         return coll_op(w, b, c, in, in, PROG_ASYNC);
-    case HLO_C_CUSTOM:
+    case HLO_C_CUSTOM: {
+        struct hlo_cost e;
+        if (hlo_cost_estimate(in, &e))
+            return estimated_op(w, b, c, in, &e);
         warn_custom(w, in);
         return bytes_op(w, b, in, priced_bytes(c, in));
+    }
     default:
         return bytes_op(w, b, in, priced_bytes(c, in));
     }

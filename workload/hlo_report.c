@@ -110,10 +110,10 @@ static void write_module_counts(FILE *f, const struct hlo_module *m, const struc
     fprintf(f, ",\n    \"computations\": %d, \"instructions\": %lld, \"fused_instructions\": %lld",
             m->ncomp, (long long)total, (long long)in_fusions);
     fprintf(f, ",\n    \"fusions\": %lld, \"collectives\": %lld, \"while_loops\": %lld, "
-               "\"unknown_custom_calls\": %lld",
+               "\"unknown_custom_calls\": %lld, \"estimated_custom_calls\": %lld",
             (long long)by[HLO_OP_FUSION],
             (long long)(by_class[HLO_C_COLL] + by_class[HLO_C_START]), (long long)by[HLO_OP_WHILE],
-            (long long)r->custom_calls);
+            (long long)r->custom_calls, (long long)r->estimated_calls);
     fprintf(f, ",\n    \"by_opcode\": {");
     bool first = true;
     for (int op = 0; op < HLO_OP_COUNT; op++)
@@ -135,6 +135,8 @@ static void write_module_counts(FILE *f, const struct hlo_module *m, const struc
                   "only the most expensive branch runs");
     write_ignored(f, &first, r->custom_calls, "custom-call body",
                   "priced by the bytes it reads and writes only");
+    write_ignored(f, &first, r->estimated_calls, "custom-call body (Mosaic)",
+                  "priced from its cost_estimate as a streaming pallas_call");
     fputs(first ? "]" : "\n    ]", f);
 }
 
