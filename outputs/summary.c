@@ -412,6 +412,25 @@ int summary_write_json(const struct summary *s, const char *path)
     return fs_atomic_commit(&a);
 }
 
+/* An HLO program's line: what the module held and its peak memory. */
+static void print_program(const char *js, FILE *out)
+{
+    char err[64];
+    struct json *p = json_parse(js, strlen(js), err, sizeof err);
+    const struct json *low = p ? json_get(p, "lowered") : NULL;
+    if (!p)
+        return;
+    fprintf(out, "program: HLO module %s: %.0f instructions (%.0f fusions, %.0f collectives, %.0f "
+                 "while loops), lowered to", json_str(p, "module", "?"),
+            json_num(p, "instructions", 0), json_num(p, "fusions", 0),
+            json_num(p, "collectives", 0), json_num(p, "while_loops", 0));
+    for (int i = 0; low && low->type == JSON_OBJ && i < low->n; i++)
+        fprintf(out, "%s %.0f %s", i ? "," : "", low->kids[i]->num, low->keys[i]);
+    fprintf(out, "; peak memory %.3f MiB per device at %s\n",
+            json_num(p, "peak_memory_bytes", 0) / 1048576.0, json_str(p, "peak_at", "?"));
+    json_free(p);
+}
+
 void summary_format_time(char *buf, size_t n, double s)
 {
     if (s >= 1)
@@ -583,6 +602,8 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_timeline(s, out);
     if (s->model.present)
         print_model(s, out);
+    if (s->program_json)
+        print_program(s->program_json, out);
     summary_print_cost(s, out);
     print_why(s, out);
 }
