@@ -16,6 +16,12 @@ int cmd_compare(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
+/* The scenario of `run --hlo FILE --chip CHIP --topology AxB` (cli/cli_hlo.c):
+ * YAML text (new string) naming FILE from its directory, and in '*file' (new
+ * string) the name it is read under, "FILE (--hlo)". NULL after a usage
+ * error (printed). */
+char *cli_hlo_scenario(const char *hlo, const char *chip, const char *topology, char **file);
+
 /* Prints "tpusim: 'msg'" and the usage to stderr; returns 2. */
 int cli_usage_error(const char *msg);
 

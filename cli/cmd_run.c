@@ -39,7 +39,18 @@ struct cli {
     int sg_argc;
     struct sim_opts trace; /* the --trace* flags */
     char *command;         /* owned: the command line, shell-quoted (report.html) */
+    const char *hlo, *chip, *topology; /* --hlo FILE --chip CHIP --topology AxB */
+    char *hlo_text, *hlo_file;         /* owned: the scenario they make (cli/cli_hlo.c) */
 };
+
+/* Loads the scenario: the file named, or the one --hlo made. */
+static int load_scenario(const struct cli *c, struct cfg_scenario *sc, struct diag *d)
+{
+    if (c->hlo_text)
+        return cfg_load_scenario_text(c->hlo_text, strlen(c->hlo_text), c->hlo_file, c->sets,
+                                      c->nsets, sc, d);
+    return cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d);
+}
 
 /* argv as one shell command line: "tpusim run ..." with each word that
  * needs it in single quotes. New string. */
@@ -121,6 +132,9 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                                           {"trace-chips", required_argument, 0, 'C'},
                                           {"trace-window", required_argument, 0, 'W'},
                                           {"trace-max-events", required_argument, 0, 'E'},
+                                          {"hlo", required_argument, 0, 'H'},
+                                          {"chip", required_argument, 0, 'c'},
+                                          {"topology", required_argument, 0, 't'},
                                           {0, 0, 0, 0}};
     int ch;
     optind = 1;
@@ -173,6 +187,15 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
                            : strcmp(optarg, "units") == 0 ? "options.trace=units"
                                                           : "options.trace=steps");
             break;
+        case 'H':
+            c->hlo = optarg;
+            break;
+        case 'c':
+            c->chip = optarg;
+            break;
+        case 't':
+            c->topology = optarg;
+            break;
         case 'g':
             c->sg_argv = xrealloc(c->sg_argv, sizeof(char *) * (size_t)(c->sg_argc + 1));
             c->sg_argv[c->sg_argc++] = optarg;
@@ -185,6 +208,17 @@ static int parse_args(int argc, char **argv, struct cli *c, char **fid)
         c->scenario = argv[optind++];
     if (optind < argc)
         return cli_usage_error("too many arguments");
+    if ((c->chip || c->topology) && !c->hlo)
+        return cli_usage_error("--chip and --topology go with --hlo FILE");
+    if (c->hlo && c->scenario)
+        return cli_usage_error("--hlo FILE stands for the scenario: give one of them");
+    if (c->hlo) {
+        c->hlo_text = cli_hlo_scenario(c->hlo, c->chip ? c->chip : "v5e", c->topology,
+                                       &c->hlo_file);
+        if (!c->hlo_text)
+            return 2;
+        c->scenario = c->hlo_file;
+    }
     return 0;
 }
 
@@ -210,7 +244,7 @@ static int resolve_blocks(struct cli *c, struct cfg_scenario *sc, struct diag *d
 /* Loads the scenario and gives its `block: auto` ops their blocks. */
 static int load(struct cli *c, struct cfg_scenario *sc, struct diag *d, struct autotune_stats *st)
 {
-    if (cfg_load_scenario(c->scenario, c->sets, c->nsets, sc, d) != 0) {
+    if (load_scenario(c, sc, d) != 0) {
         diag_print(d, stderr);
         return 2;
     }
@@ -256,7 +290,7 @@ static int run_scenario(struct cli *c)
     /* the lock comes first: a second run into the directory is refused from the start; the
      * default directory (out/NAME) is known once the scenario is read, before the block search */
     int rc = c->out_dir ? lock_out(&lk, c->out_dir, d) : 0;
-    if (rc == 0 && cfg_load_scenario(c->scenario, c->sets, c->nsets, &sc, d) != 0) {
+    if (rc == 0 && load_scenario(c, &sc, d) != 0) {
         diag_print(d, stderr);
         rc = 2;
     }
@@ -314,7 +348,7 @@ static int run_scenario(struct cli *c)
 static int check_scenario(struct cli *c, bool platform)
 {
     struct validate_limits lim = {c->max_steps, c->max_memory, NULL};
-    if (!platform && sweep_spec_detect(c->scenario))
+    if (!platform && !c->hlo_text && sweep_spec_detect(c->scenario))
         return sweep_check(c->scenario, c->sets, c->nsets, &lim);
     struct diag *d = diag_new();
     struct cfg_scenario sc;
@@ -369,6 +403,8 @@ static int scenario_command(int argc, char **argv, enum mode mode)
     free(c.sets);
     free(c.sg_argv);
     free(c.command);
+    free(c.hlo_text);
+    free(c.hlo_file);
     free(fid);
     return rc;
 }

@@ -297,6 +297,26 @@ void cfg_load_op_kind(struct walk *w, const struct cfg_node *mo, const char *p, 
     }
 }
 
+/* op_name: the source program's name for the op (XLA's OpMetadata.op_name,
+ * as an HLO program's metadata carries it): any printable text. */
+static void load_op_name(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    const struct cfg_node *n = cfg_get(m, "op_name");
+    if (!n)
+        return;
+    bool ok = n->type == CFG_SCALAR && n->value[0] && strlen(n->value) <= OP_MAX_OP_NAME;
+    for (const char *c = ok ? n->value : ""; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == 0x7f)
+            ok = false;
+    if (!ok) {
+        char *np = walk_join(p, "op_name");
+        walk_type_error(w, n, np, "a source name of 1 to 512 printable characters");
+        free(np);
+        return;
+    }
+    op->op_name = xstrdup(n->value);
+}
+
 static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int i, struct op *op)
 {
     if (!walk_is_map(w, m, p))
@@ -324,6 +344,7 @@ static void load_op(struct walk *w, const struct cfg_node *m, const char *p, int
     walk_bool(w, m, p, "functional", &op->functional);
     walk_size(w, m, p, "vmem_limit_bytes", false, (uint64_t)64 << 10, (uint64_t)16 << 30,
               "from 64KiB to 16GiB", &op->vmem_limit_bytes);
+    load_op_name(w, m, p, op);
     cfg_load_op_kind(w, m, p, op);
 }
 
@@ -872,6 +893,28 @@ static bool hlo_fits(struct walk *w, const struct diag_loc *loc, const struct hl
     return true;
 }
 
+/* The program's peak memory per device against the chip's usable HBM (as
+ * model: decides it, workload/model.c: hbm.usable, else 96.75 % of the HBM);
+ * refused above it with XLA's words. */
+static bool hlo_fits_memory(struct walk *w, const struct diag_loc *loc,
+                            const struct hlo_module *m, const struct cfg_scenario *sc,
+                            struct hlo_report *rep)
+{
+    hlo_memory(m, rep);
+    double cap = sc->chip.hbm_usable_bytes > 0 ? (double)sc->chip.hbm_usable_bytes
+                                               : (double)sc->chip.hbm_bytes * 0.9675;
+    if (rep->peak_bytes <= cap)
+        return true;
+    const double g = 1073741824.0;
+    const struct hlo_instr *at = rep->peak_at;
+    diag_error(w->d, loc, "program.hlo", "Ran out of memory in memory space hbm. Used %.2fG "
+               "of %.2fG hbm. Exceeded hbm capacity by %.2fG (parameters %.2fG, the most "
+               "temporaries live at once %.2fG, at %s, %s:%d)", rep->peak_bytes / g, cap / g,
+               (rep->peak_bytes - cap) / g, rep->parameter_bytes / g, rep->temp_peak_bytes / g,
+               at ? at->name : "?", m->file, at ? at->line : 0);
+    return false;
+}
+
 /* program: {hlo: PATH} -> the workload the HLO module lowers to
  * (workload/hlo.h); device d is chip d of the slice. */
 static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *root,
@@ -898,13 +941,17 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     char *path = hlo_path(sc, hn->value);
     struct hlo_module *m = hlo_parse_file(path, HLO_MAX_FILE_BYTES, w->d);
     struct cfg_node *wl = NULL;
-    struct program *p = m && hlo_fits(w, &loc, m, sc) ? hlo_program(m, &sc->topo, w->d, stderr)
-                                                     : NULL;
-    if (p && sync_program(w, &loc, p, sc) != 0) {
+    struct hlo_report rep;
+    struct program *p = m && hlo_fits(w, &loc, m, sc)
+                            ? hlo_program_report(m, &sc->topo, w->d, stderr, &rep)
+                            : NULL;
+    if (p && (!hlo_fits_memory(w, &loc, m, sc, &rep) || sync_program(w, &loc, p, sc) != 0)) {
         prog_free(p);
         p = NULL;
     }
     if (p) {
+        free(sc->program_json);
+        sc->program_json = hlo_report_json(m, p, &rep);
         char *yaml = prog_yaml(p);
         char *file = xasprintf("%s (HLO program)", path);
         wl = cfg_parse(yaml, strlen(yaml), file, w->d);
@@ -1049,6 +1096,7 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->serve);
     graph_fini(&sc->graph);
     free(sc->name);
+    free(sc->program_json);
     free(sc->file);
     memset(sc, 0, sizeof *sc);
 }

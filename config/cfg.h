@@ -118,6 +118,8 @@ struct cfg_scenario {
     struct model_step *model; /* owned; NULL unless the scenario has a model: (workload/model.h) */
     struct serve_cfg *serve;  /* owned; NULL unless the scenario has a serve: (config/cfg_serve.h);
                                  then 'model' is its engine's decode step of max_num_seqs */
+    char *program_json;       /* owned; NULL unless the scenario has a program: {hlo: ...}:
+                                 summary.json's program: block (workload/hlo.h) */
     struct op *ops;         /* owned array of 'nops', in program order */
     struct cfg_op_src *src; /* owned, per op */
     int nops;

@@ -8,7 +8,7 @@
 #include "config/cfg_walk.h"
 
 /* Keys every op of a workload takes, whatever its kind. */
-#define CFG_OP_COMMON_KEYS "op", "name", "after", "overlap", "functional", "vmem_limit_bytes"
+#define CFG_OP_COMMON_KEYS "op", "name", "after", "overlap", "functional", "vmem_limit_bytes", "op_name"
 
 /* Reads a mesh: {name: size, ...} or {name: {size: N, on: [[axis, chips], ...]}}
  * (config/cfg_ops.c). Returns 0 or -1 after reporting. */

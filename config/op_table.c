@@ -244,6 +244,7 @@ void op_kind_names(const char **names)
 void op_fini(struct op *op)
 {
     free(op->name);
+    free(op->op_name);
     const struct kern_kind *k = rows[op->kind].kern;
     if (k && k->params_fini)
         k->params_fini(op);

@@ -78,6 +78,20 @@ static void mark_done(struct eng_core *c, int op, int64_t inst)
     sg_mutex_unlock(ch->mutex);
 }
 
+/* ', "op_name": "NAME"' at 'p' (before 'end'), JSON-escaped: '"' and '\\'
+ * behind a backslash, bytes above 0x7f as '?' (loading kept control
+ * characters out). */
+static void trace_op_name(char *p, const char *name, const char *end)
+{
+    p = fmt_lit(p, ", \"op_name\": \"");
+    for (const char *s = name; *s && p + 4 < end; s++) {
+        if (*s == '"' || *s == '\\')
+            *p++ = '\\';
+        *p++ = (unsigned char)*s > 0x7f ? '?' : *s;
+    }
+    p[0] = '"', p[1] = '\0';
+}
+
 /* ---- accounting ---- */
 
 static void accumulate(struct eng_task *task, double t0, double t1)
@@ -128,10 +142,13 @@ void eng_task_run(struct eng_task *task)
     eng_memo_task_end(task);
     double t1 = eng_now();
     struct eng_core *c = task->core;
-    char args[128], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "), (long long)task->st.steps);
+    char args[128 + 2 * OP_MAX_OP_NAME], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "),
+                                                       (long long)task->st.steps);
     p = fmt_i64(fmt_lit(p, ", \"instance\": "), (long long)task->inst);
-    p = fmt_str(fmt_lit(p, ", \"category\": \""), row->category, args + sizeof args - 2);
+    p = fmt_str(fmt_lit(p, ", \"category\": \""), row->category, args + 120);
     p[0] = '"', p[1] = '\0';
+    if (task->op->op_name)
+        trace_op_name(p + 1, task->op->op_name, args + sizeof args);
     trace_span(c->run->trace, c->chip, row->async ? ENG_TID_ASYNC(c->core) : ENG_TID_TC(c->core),
                row->name, task->op->name, t0, t1, args);
     accumulate(task, t0, t1);

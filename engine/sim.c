@@ -335,6 +335,7 @@ static void finish_op(const struct cfg_scenario *sc, struct summary_op *o, const
     double cores = o->cores ? (double)o->cores / (double)(o->instances > 0 ? o->instances : 1) : 1;
     double t = o->time_s;
     o->name = xstrdup(op->name);
+    o->op_name = op->op_name ? xstrdup(op->op_name) : NULL;
     o->kind = op_kind_name(op->kind);
     o->mxu_s /= cores;
     o->vpu_s /= cores;
@@ -450,6 +451,7 @@ static void collect(struct eng_run *r, struct summary *s)
     const struct cfg_scenario *sc = r->sc;
     memset(s, 0, sizeof *s);
     s->scenario = xstrdup(sc->name);
+    s->program_json = sc->program_json ? xstrdup(sc->program_json) : NULL;
     s->chip = xstrdup(sc->chip.name);
     s->ndims = sc->topo.ndims;
     memcpy(s->shape, sc->topo.shape, sizeof s->shape);

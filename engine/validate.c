@@ -184,9 +184,9 @@ static void kern_cost(const struct cfg_scenario *sc, const struct kern *k, struc
  * each instance on each chip's cores replayed (fast), memo-replayed after
  * its first runs (fast with memos: once per overlap, on one chip when the
  * others can follow it), or run step by step (exact); functional mode adds
- * chip 0's host arithmetic. */
+ * chip 0's host arithmetic. 'async': the program has async collectives. */
 static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost *c,
-                        struct validate_estimate *e)
+                        bool async, struct validate_estimate *e)
 {
     int64_t inst = sc->graph.node[i].instances, chips = cfg_engine_chips(sc);
     int64_t runs = sat_madd(0, inst, chips), w;
@@ -195,7 +195,6 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
     } else if (!memos_on(sc)) {
         w = sat_madd(sat_madd(c->steps, runs, c->replay), runs, c->always);
     } else {
-        bool async = has_async_collectives(sc);
         int64_t real = inst < (async ? W_MEMOS_TYPICAL : 1) ? inst : (async ? W_MEMOS_TYPICAL : 1);
         int64_t real_chips = async || sc->chip.cores > 1 ? chips : 1;
         int64_t real_runs = sat_madd(0, real, real_chips);
@@ -350,6 +349,7 @@ double validate_build_bytes(const struct op *op)
 static void estimate(const struct cfg_scenario *sc, struct validate_estimate *e, int64_t walk)
 {
     memset(e, 0, sizeof *e);
+    bool async = has_async_collectives(sc); /* once: a scan of every op */
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         e->build = sat_madd(e->build, build_work(op), 1);
@@ -364,7 +364,7 @@ static void estimate(const struct cfg_scenario *sc, struct validate_estimate *e,
         if (kern_init(&k, kind, op, &sc->chip, false, err, sizeof err) == 0)
             kern_cost(sc, &k, &c, &walk);
         kern_fini(&k);
-        kernel_work(sc, i, &c, e);
+        kernel_work(sc, i, &c, async, e);
     }
     e->work = sat_madd(sat_madd(sat_madd(e->kernel, e->collective, 1), e->copy, 1), e->other, 1);
     e->work = sat_madd(e->work, e->build, 1);

@@ -257,9 +257,13 @@ struct op_pallas_call {
     struct pc_spec *spec; /* owned */
 };
 
+#define OP_MAX_OP_NAME 512 /* op_name: characters */
+
 struct op {
     enum op_kind kind;
     char *name;                /* owned; defaults to the kind's name and index */
+    char *op_name;             /* owned; the source program's name for it (XLA's
+                                  OpMetadata.op_name, e.g. jit(f)/dot_general); NULL: none */
     bool overlap;              /* do not wait for the previous op's barrier */
     bool functional;           /* compute real numbers and check them */
     uint64_t vmem_limit_bytes; /* 0: the chip's default */

@@ -131,6 +131,10 @@ static void write_op(FILE *f, const struct summary_op *o, bool dcn)
 {
     fprintf(f, "    {\"name\": ");
     json_write_string(f, o->name);
+    if (o->op_name) {
+        fprintf(f, ", \"op_name\": ");
+        json_write_string(f, o->op_name);
+    }
     fprintf(f, ", \"kind\": \"%s\", \"start_s\": %s, \"end_s\": %s, \"time_s\": %s,\n",
             o->kind, JSON_E9(o->start_s), JSON_E9(o->end_s), JSON_E9(o->time_s));
     fprintf(f, "     \"flops\": %s, \"hbm_bytes\": %s, \"ici_bytes\": %s, "
@@ -421,6 +425,8 @@ int summary_write_json(const struct summary *s, const char *path)
         write_timeline(f, s);
     if (s->model.present)
         write_model(f, &s->model);
+    if (s->program_json)
+        fprintf(f, ",\n  \"program\": %s", s->program_json);
     if (s->trace.present)
         write_trace(f, s);
     summary_write_cost(f, s);
@@ -443,6 +449,25 @@ int summary_write_json(const struct summary *s, const char *path)
         fputs(s->faults_json, f);
     fprintf(f, "\n}\n");
     return fs_atomic_commit(&a);
+}
+
+/* An HLO program's line: what the module held and its peak memory. */
+static void print_program(const char *js, FILE *out)
+{
+    char err[64];
+    struct json *p = json_parse(js, strlen(js), err, sizeof err);
+    const struct json *low = p ? json_get(p, "lowered") : NULL;
+    if (!p)
+        return;
+    fprintf(out, "program: HLO module %s: %.0f instructions (%.0f fusions, %.0f collectives, %.0f "
+                 "while loops), lowered to", json_str(p, "module", "?"),
+            json_num(p, "instructions", 0), json_num(p, "fusions", 0),
+            json_num(p, "collectives", 0), json_num(p, "while_loops", 0));
+    for (int i = 0; low && low->type == JSON_OBJ && i < low->n; i++)
+        fprintf(out, "%s %.0f %s", i ? "," : "", low->kids[i]->num, low->keys[i]);
+    fprintf(out, "; peak memory %.3f MiB per device at %s\n",
+            json_num(p, "peak_memory_bytes", 0) / 1048576.0, json_str(p, "peak_at", "?"));
+    json_free(p);
 }
 
 void summary_format_time(char *buf, size_t n, double s)
@@ -627,6 +652,8 @@ void summary_print_table(const struct summary *s, FILE *out)
         print_timeline(s, out);
     if (s->model.present)
         print_model(s, out);
+    if (s->program_json)
+        print_program(s->program_json, out);
     summary_print_cost(s, out);
     print_why(s, out);
     if (s->faults_text)
@@ -637,6 +664,7 @@ void summary_fini(struct summary *s)
 {
     for (int i = 0; i < s->nops; i++) {
         free(s->ops[i].name);
+        free(s->ops[i].op_name);
         free(s->ops[i].tuned);
     }
     for (int i = 0; i < s->nops; i++)
@@ -652,6 +680,7 @@ void summary_fini(struct summary *s)
     }
     free(s->blocks);
     free(s->scenario);
+    free(s->program_json);
     free(s->chip);
     free(s->trace.chips);
     free(s->faults_json);

@@ -64,6 +64,7 @@ struct summary_coll {
 
 struct summary_op {
     char *name;                 /* owned */
+    char *op_name;              /* owned: the source program's name (op_name:); NULL: none */
     const char *kind;           /* static */
     double start_s, end_s;
     double flops, vpu_flops, transcendentals;
@@ -253,6 +254,7 @@ struct summary {
      * without faults, and the expected useful share; NULL without them */
     char *faults_json;          /* owned: the members ",\n  \"faults\": {...}..." */
     char *faults_text;          /* owned: lines for the console */
+    char *program_json;         /* owned: an HLO program's program: block (a JSON object); NULL: none */
 };
 
 /* "matmul", "collective_exposed", ... */

@@ -16,7 +16,7 @@ field() {
 s = json.load(open(sys.argv[1] + "/summary.json"))
 if sys.argv[2] == "-": print(repr(s["total_time_s"])); sys.exit()
 for o in s["ops"]:
-    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]])); sys.exit()
+    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]]) if sys.argv[3] in o else "none"); sys.exit()
 print("none")' "$@"
 }
 run() { "$bin" run "$1" -o "$t/$2" -q >/dev/null 2>"$t/$2.err" || { cat "$t/$2.err"; return 1; }; }
@@ -53,6 +53,46 @@ if run "$dir/loop.yaml" loop && hand loop_hand 1 "{op: einsum, name: d, batch: 1
     same "$(field "$t/loop" while:6.ynn_fusion time_s)" "$(python3 -c "print(4 * $one)")" && ok || bad "loop: not 4 x the body's dot"
 else bad "loop: the runs failed"; fi
 
+# loop.hlo.txt without its backend_config (loop_cond.hlo.txt): the trip
+# count from the condition: the counter (element 0) starts at copy(constant
+# 0), the body's wrapped_add adds constant 1, the condition's
+# wrapped_compare is LT constant 4: 4 iterations, the same step as loop.yaml.
+if [ -f "$dir/loop_cond.yaml" ]; then
+    if run "$dir/loop_cond.yaml" loop_cond && [ -f "$t/loop/summary.json" ]; then
+        [ "$(field "$t/loop_cond" while:6.ynn_fusion instances)" = 4 ] && ok || bad "loop_cond: $(field "$t/loop_cond" while:6.ynn_fusion instances) instances, expected 4"
+        same "$(field "$t/loop_cond" -)" "$(field "$t/loop" -)" && ok || bad "loop_cond: not loop.yaml's step"
+    else bad "loop_cond: the run failed"; fi
+fi
+
+# Convolutions as im2col matmuls (conv.hlo.txt, hand-written): x
+# f32[8,32,32,64] (b01f) with a 3x3 kernel of 64 to 128 features: m = 8·32·32
+# = 8192, k = 3·3·64 = 576, n = 128: 2·8192·576·128 = 1207959552 flops, the
+# time of that einsum by hand; the depthwise one (feature_group_count=64,
+# kernel f32[3,3,1,64]): k = 9, n = 64: 2·8192·9·64 = 9437184 flops.
+if [ -f "$dir/conv.yaml" ]; then
+    if run "$dir/conv.yaml" conv && hand conv_hand 1 "{op: einsum, name: c, batch: 1, m: 8192, k: 576, n: 128, dtype: f32, block: auto}"; then
+        [ "$(field "$t/conv" conv flops)" = 1207959552 ] && ok || bad "conv: flops $(field "$t/conv" conv flops), expected 1207959552"
+        same "$(field "$t/conv" conv time_s)" "$(field "$t/conv_hand" c time_s)" && ok || bad "conv: not the hand einsum's time"
+        [ "$(field "$t/conv" depthwise flops)" = 9437184 ] && ok || bad "depthwise conv: flops $(field "$t/conv" depthwise flops), expected 9437184"
+    else bad "conv: the runs failed"; fi
+fi
+
+# A Pallas TPU kernel (pallas.hlo.txt: tpu_custom_call, cost_estimate flops
+# 2^31, bytes_accessed 6 MiB, transcendentals 2^20) as a pallas_call
+# streaming 6 blocks of 1 MiB: 2147483648 flops; HBM bytes 6291456 + its
+# 8x128 f32 output (4096) = 6295552; MXU busy 2^31 / 197e12 s = 10.901 us;
+# the time at least the roofline max(10.901 us, 6291456 B / 819 GB/s =
+# 7.682 us); no warning (it has an estimate).
+if [ -f "$dir/pallas.yaml" ]; then
+    if run "$dir/pallas.yaml" pallas; then
+        same "$(field "$t/pallas" mm flops)" 2147483648 && ok || bad "pallas: flops $(field "$t/pallas" mm flops), expected 2147483648"
+        [ "$(field "$t/pallas" mm hbm_bytes)" = 6295552 ] && ok || bad "pallas: HBM bytes $(field "$t/pallas" mm hbm_bytes), expected 6295552"
+        python3 -c "import sys; t = float(sys.argv[1]); sys.exit(not (t >= 2**31 / 197e12 and t >= 6291456 / 819e9))" "$(field "$t/pallas" mm time_s)" \
+            && ok || bad "pallas: $(field "$t/pallas" mm time_s) s, below the roofline"
+        ! grep -q warning "$t/pallas.err" && ok || bad "pallas: warned"
+    else bad "pallas: the run failed"; fi
+fi
+
 # The MLP on 8 devices (mesh fsdp 4 x tensor 2) on a 2x4 slice: w1's and w2's
 # gathers over fsdp (groups [2,4]<=[4,2]T(1,0): every 2nd device), each chip
 # receiving 3 shards of f32[32,128] = 3 · 16384 B, 8 chips: 393216; the
@@ -62,6 +102,55 @@ if run "$dir/mlp.yaml" mlp; then
     [ "$(field "$t/mlp" all-gather ici_bytes)" = 393216 ] && ok || bad "mlp: all-gather ICI bytes $(field "$t/mlp" all-gather ici_bytes), expected 393216"
     [ "$(field "$t/mlp" all-reduce:1 ici_bytes)" = 65536 ] && ok || bad "mlp: all-reduce ICI bytes, expected 65536"
 else bad "mlp: the run failed"; fi
+
+# Peak memory per device. dot: the parameters f32[256,512] and
+# f32[512,1024] (524288 + 2097152 B) and the result f32[256,1024] (1048576):
+# 3670016 B. loop: parameters 131072 + 262144 = 393216; live at the while:
+# copy.7 (131072) and copy.8 (4) carried, and the body's peak at its tanh:
+# ynn_fusion's 131072 + wrapped_add's 4 + tanh's 131072 = 262148;
+# temporaries 393224, peak 786440 at while.6.
+if [ -f "$t/dot/summary.json" ] && [ -f "$t/loop/summary.json" ]; then
+    mem() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+print(p["peak_memory_bytes"], p["parameter_bytes"], p["peak_temporary_bytes"], p["peak_at"])' "$1"; }
+    [ "$(mem "$t/dot")" = "3670016 2621440 1048576 ynn_fusion" ] && ok || bad "dot memory: $(mem "$t/dot"), expected 3670016 2621440 1048576 ynn_fusion"
+    [ "$(mem "$t/loop")" = "786440 393216 393224 while.6" ] && ok || bad "loop memory: $(mem "$t/loop"), expected 786440 393216 393224 while.6"
+fi
+
+# The MLP's program: block. Its entry (mlp.hlo.txt) holds 3 parameters, 9
+# fusions, 2 all-gathers and 1 all-reduce: 15 instructions, 3 collectives,
+# module jit_mlp; lowered to 2 einsums (the two ynn_fusions hold the dots),
+# 2 all_gathers, 1 all_reduce and 7 copies (the other fusions). Ops carry the
+# metadata's op_name: all-gather's is "jit(mlp)/dot_general", the fusion
+# wrapped_convert has none; in the trace, 6 tagged ops on 8 chips: 48 spans.
+if [ -f "$t/mlp/summary.json" ]; then
+    prog() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+for k in sys.argv[2].split("."): p = p[k]
+print(p)' "$t/mlp" "$1"; }
+    [ "$(prog module)/$(prog instructions)/$(prog collectives)/$(prog fusions)" = jit_mlp/15/3/9 ] \
+        && ok || bad "mlp program: $(prog module)/$(prog instructions)/$(prog collectives)/$(prog fusions), expected jit_mlp/15/3/9"
+    [ "$(prog lowered.einsum)/$(prog lowered.all_gather)/$(prog lowered.all_reduce)/$(prog lowered.copy)" = 2/2/1/7 ] \
+        && ok || bad "mlp program: lowered $(prog lowered), expected 2 einsums, 2 all_gathers, 1 all_reduce, 7 copies"
+    [ "$(prog source)" = "$dir/mlp.hlo.txt" ] && ok || bad "mlp program: source $(prog source)"
+    [ "$(field "$t/mlp" all-gather op_name)" = "'jit(mlp)/dot_general'" ] && [ "$(field "$t/mlp" wrapped_convert op_name)" = none ] \
+        && ok || bad "mlp: op_name $(field "$t/mlp" all-gather op_name), expected jit(mlp)/dot_general"
+    [ "$(grep -o '"op_name": "jit(mlp)/dot_general"' "$t/mlp/trace.json" | wc -l)" -eq 48 ] && ok || bad "mlp: trace spans with op_name, expected 48"
+fi
+
+# The CLI shortcut: run --hlo FILE --chip v5e --topology 2x4 is mlp.yaml
+# (the same chip, slice and program): the same step time; it needs
+# --topology, and --topology alone is refused.
+if [ -f "$t/mlp/summary.json" ] && "$bin" run --hlo "$dir/mlp.hlo.txt" --chip v5e --topology 2x4 -o "$t/mlp_cli" -q >/dev/null 2>&1; then
+    same "$(field "$t/mlp_cli" -)" "$(field "$t/mlp" -)" && ok || bad "--hlo: $(field "$t/mlp_cli" -) s, mlp.yaml $(field "$t/mlp" -) s"
+else bad "--hlo: the run failed"; fi
+"$bin" check --hlo "$dir/mlp.hlo.txt" >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'needs --topology' "$t/cli.err" && ok || bad "--hlo without --topology: exit $rc"
+"$bin" check "$dir/mlp.yaml" --topology 2x4 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'go with --hlo' "$t/cli.err" && ok || bad "--topology without --hlo: exit $rc"
+"$bin" check --hlo "$dir/mlp.hlo.txt" --topology 4x4 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "mlp.hlo.txt (--hlo):4:10: program.hlo: expected a program for the slice's 16 chips, got 8 devices" "$t/cli.err" \
+    && ok || bad "--hlo on 16 chips: exit $rc, $(cat "$t/cli.err")"
+"$bin" check --hlo "$dir/mlp.hlo.txt" --topology 2x0 >/dev/null 2>"$t/cli.err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'topology takes 1 to 3 sizes' "$t/cli.err" && ok || bad "--topology 2x0: exit $rc"
 
 [ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
 

@@ -112,4 +112,59 @@ double hlo_shape_bytes(const struct hlo_shape *s);
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
                             FILE *warn);
 
+/* What the lowering decided that the program does not show (summary.json's
+ * program: block). */
+struct hlo_report {
+    int64_t custom_calls;         /* priced by their bytes only (each warned) */
+    int64_t estimated_calls;      /* custom calls priced from their cost_estimate */
+    int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
+    int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
+    int64_t trips_from_condition; /* while loops whose trip count the condition gave */
+    /* hlo_memory(): per device */
+    double parameter_bytes;           /* the entry's parameters */
+    double temp_peak_bytes;           /* the most bytes live at once beyond them */
+    double peak_bytes;                /* the sum: the program's peak */
+    const struct hlo_instr *peak_at;  /* the entry's instruction it is reached at (borrowed) */
+};
+
+/* The peak memory per device of 'm' into 'rep' (its memory fields):
+ * buffers live from the instruction that makes them to their last reader,
+ * in the module's order (workload/hlo_mem.c). */
+void hlo_memory(const struct hlo_module *m, struct hlo_report *rep);
+
+/* As hlo_program, and what it decided into '*rep' (zeroed first). */
+struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
+                                   struct diag *d, FILE *warn, struct hlo_report *rep);
+/* The trip count of while 'w' (in computation 'caller'; its condition and
+ * body computations 'cond' and 'body') from its code: the condition compares
+ * element k of the loop's tuple against a constant, the body adds a constant
+ * to it, the operand starts it at a constant (workload/hlo_trip.c). Returns 0
+ * with '*n', -1 if the code is not such a loop, -2 if it never ends. */
+int hlo_trip_from_condition(const struct hlo_module *m, const struct hlo_comp *caller,
+                            const struct hlo_instr *w, int cond, int body, int64_t *n);
+
+/* A convolution 'conv' (its kernel of shape 'rhs') as the matmul it runs
+ * as (im2col, workload/hlo_conv.c): m, k, n. False if its dim_labels do not
+ * say its batch, features and kernel's input and output features. */
+bool hlo_conv_dims(const struct hlo_instr *conv, const struct hlo_shape *rhs, int64_t *m,
+                   int64_t *k, int64_t *n);
+
+/* A custom call's cost estimate (per device). */
+struct hlo_cost {
+    double flops, transcendentals, bytes; /* bytes: accessed in HBM */
+};
+/* The cost_estimate of 'in''s backend_config (workload/hlo_custom.c), as
+ * jax's Pallas TPU kernels write it; false if it has none. */
+bool hlo_cost_estimate(const struct hlo_instr *in, struct hlo_cost *c);
+
+/* The program: block as JSON (an object; new string, NULL when out of
+ * memory): the source file and module, its instructions by opcode (fusions'
+ * bodies apart), the program's ops by kind ('p', lowered from 'm'), what was
+ * ignored and why. */
+char *hlo_report_json(const struct hlo_module *m, const struct program *p,
+                      const struct hlo_report *r);
+/* The source name in 'in''s metadata (op_name="..."), at most n-1 bytes into
+ * 'buf' (control characters as '?'); NULL when it has none. */
+const char *hlo_metadata_op_name(const struct hlo_instr *in, char *buf, size_t n);
+
 #endif

@@ -57,7 +57,7 @@ struct hlo_op_row {
     X(COMPARE, "compare", HLO_C_BYTES) X(COMPLEX, "complex", HLO_C_BYTES)                          \
     X(CONCATENATE, "concatenate", HLO_C_BYTES) X(CONDITIONAL, "conditional", HLO_C_COND)           \
     X(CONSTANT, "constant", HLO_C_CONST) X(CONVERT, "convert", HLO_C_BYTES)                        \
-    X(CONVOLUTION, "convolution", HLO_C_BYTES) X(COPY, "copy", HLO_C_BYTES)                        \
+    X(CONVOLUTION, "convolution", HLO_C_DOT) X(COPY, "copy", HLO_C_BYTES)                        \
     X(COPY_START, "copy-start", HLO_C_BYTES) X(COPY_DONE, "copy-done", HLO_C_FREE)                 \
     X(COSINE, "cosine", HLO_C_BYTES) X(CUSTOM_CALL, "custom-call", HLO_C_CUSTOM)                   \
     X(DIVIDE, "divide", HLO_C_BYTES) X(DOMAIN, "domain", HLO_C_FREE) X(DOT, "dot", HLO_C_DOT)      \

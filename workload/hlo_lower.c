@@ -2,11 +2,13 @@
  * how each instruction is priced). Each instruction's value is the list of
  * tensors it holds (a tuple's elements, flattened); called computations are
  * lowered with their parameters bound to the caller's operands. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "kernels/ops.h"
 #include "topology/mesh.h"
 #include "workload/hlo.h"
 #include "workload/hlo_int.h"
@@ -35,6 +37,7 @@ struct lw {
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
+    struct hlo_report rep;
 };
 
 static void lfail(struct lw *w, int line, int col, const char *fmt, ...)
@@ -269,10 +272,35 @@ static const char *dot_dtype(int type)
     return "bf16";
 }
 
+/* The einsum of convolution 'conv' (in 'c'), named after 'in': m, k, n of
+ * its im2col matmul (workload/hlo_conv.c). */
+static int conv_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                   const struct hlo_instr *conv, const struct hlo_instr *in)
+{
+    int64_t m, k, n;
+    if (conv->nops != 2 || !hlo_conv_dims(conv, &c->ins[conv->operand[1]].shape, &m, &k, &n)) {
+        lfail(w, conv->line, conv->col, "expected convolution %s to have 2 operands and "
+              "dim_labels naming its batch (b), features (f) and kernel features (i, o), like "
+              "b01f_01io->b01f", conv->name);
+        return -1;
+    }
+    int op = prog_op(b, "einsum", op_name(w, in->name), 0);
+    struct prog_params *ps = &b->op[op].params;
+    prog_int(ps, "batch", 1);
+    prog_int(ps, "m", m);
+    prog_int(ps, "k", k);
+    prog_int(ps, "n", n);
+    prog_word(ps, "dtype", dot_dtype(c->ins[conv->operand[0]].shape.type));
+    prog_word(ps, "block", "auto");
+    return op;
+}
+
 /* The einsum of dot 'dot' (in computation 'c'), named after 'in'. */
 static int dot_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                   const struct hlo_instr *dot, const struct hlo_instr *in)
 {
+    if (dot->opcode == HLO_OP_CONVOLUTION)
+        return conv_op(w, b, c, dot, in);
     if (dot->nops != 2) {
         lfail(w, dot->line, dot->col, "expected a dot with 2 operands, got %d", dot->nops);
         return -1;
@@ -305,7 +333,7 @@ static int dot_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     return op;
 }
 
-/* The dot a fused computation holds (the first), or NULL. */
+/* The dot or convolution a fused computation holds (the first), or NULL. */
 static const struct hlo_instr *fused_dot(const struct hlo_module *m, const struct hlo_instr *in,
                                          const struct hlo_comp **fc)
 {
@@ -315,7 +343,7 @@ static const struct hlo_instr *fused_dot(const struct hlo_module *m, const struc
         return NULL;
     *fc = &m->comp[ci];
     for (int i = 0; i < (*fc)->nins; i++)
-        if ((*fc)->ins[i].opcode == HLO_OP_DOT)
+        if ((*fc)->ins[i].opcode == HLO_OP_DOT || (*fc)->ins[i].opcode == HLO_OP_CONVOLUTION)
             return &(*fc)->ins[i];
     return NULL;
 }
@@ -746,6 +774,8 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
         prog_bytes(&b->op[op].params, "bytes", bytes);
         if (!groups_param(w, kin, &g, &b->op[op].params))
             op = -1;
+    } else {
+        w->rep.idle_collectives++;
     }
     free(g.dev);
     return op;
@@ -755,6 +785,7 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
 
 static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const struct val *args,
                              int nargs, const struct hlo_instr *caller);
+static void tag_source(struct lw *w, struct prog_block *b, int op, const struct hlo_instr *in);
 
 /* The called computation 'key' of 'in', or -1 with a message. */
 static int called(struct lw *w, const struct hlo_instr *in, const char *key)
@@ -770,16 +801,38 @@ static int called(struct lw *w, const struct hlo_instr *in, const char *key)
     return ci;
 }
 
-static int64_t trip_count(struct lw *w, const struct hlo_instr *in)
+/* The trip count the condition gives (workload/hlo_trip.c), or -1 with a message. */
+static int64_t trip_from_code(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in,
+                              int cond, int body)
+{
+    int64_t n = 0;
+    int rc = hlo_trip_from_condition(w->m, c, in, cond, body, &n);
+    if (rc == -2)
+        lfail(w, in->line, in->col, "expected while %s to end: its condition never turns "
+              "false for its counter's start and step", in->name);
+    else if (rc == 0 && n > HLO_MAX_TRIP_COUNT)
+        lfail(w, in->line, in->col, "expected a trip count of 0 to %lld, got %lld (from the "
+              "condition of while %s)", (long long)HLO_MAX_TRIP_COUNT, (long long)n, in->name);
+    else if (rc != 0)
+        lfail(w, in->line, in->col, "expected while %s to have a known trip count "
+              "(backend_config={\"known_trip_count\":{\"n\":\"N\"}}, or a condition "
+              "comparing a counter that starts at a constant and steps by a constant against a "
+              "constant), got neither", in->name);
+    if (rc == 0 && n <= HLO_MAX_TRIP_COUNT) {
+        w->rep.trips_from_condition++;
+        return n;
+    }
+    return -1;
+}
+
+static int64_t trip_count(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in,
+                          int cond, int body)
 {
     const struct hlo_attr *a = hlo_attr(in, "backend_config");
     const char *k = a ? strstr(a->value, "known_trip_count") : NULL;
     const char *n = k ? strstr(k, "\"n\"") : NULL;
-    if (!n) {
-        lfail(w, in->line, in->col, "expected while %s to have a known trip count "
-              "(backend_config={\"known_trip_count\":{\"n\":\"N\"}}), got none", in->name);
-        return -1;
-    }
+    if (!n)
+        return trip_from_code(w, c, in, cond, body);
     n += 3;
     while (*n == ':' || *n == '"' || *n == ' ')
         n++;
@@ -794,14 +847,14 @@ static int64_t trip_count(struct lw *w, const struct hlo_instr *in)
 }
 
 /* while: a loop whose body's parameter elements are carried. */
-static struct val lower_while(struct lw *w, struct prog_block *b, const struct val *vals,
-                              const struct hlo_instr *in)
+static struct val lower_while(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                              const struct val *vals, const struct hlo_instr *in)
 {
     struct val out = {0};
-    int bi = called(w, in, "body");
-    if (bi < 0 || called(w, in, "condition") < 0)
+    int bi = called(w, in, "body"), ci = bi < 0 ? -1 : called(w, in, "condition");
+    if (ci < 0)
         return out;
-    int64_t n = trip_count(w, in);
+    int64_t n = trip_count(w, c, in, ci, bi);
     if (n < 0 || in->nops != 1) {
         if (!w->failed)
             lfail(w, in->line, in->col, "expected while %s to have one operand", in->name);
@@ -892,6 +945,7 @@ static struct val lower_cond(struct lw *w, struct prog_block *b, const struct va
               "operand per branch", in->name);
         return out;
     }
+    w->rep.branches_skipped += nb - 1;
     if (w->warn && nb > 1)
         fprintf(w->warn, "tpusim: warning: %s:%d:%d: conditional %s: runs branch %s, the most "
                 "expensive of %d\n", w->m->file, in->line, in->col, in->name, names[best], nb);
@@ -928,6 +982,7 @@ static struct val lower_async(struct lw *w, struct prog_block *b, const struct h
     if (coll_kind(root->opcode)) {
         int op = coll_op(w, b, c, root, in, PROG_ASYNC);
         if (op >= 0) {
+            tag_source(w, b, op, in);
             reads(b, op, vals, in);
             val_push(&out, written(w, b, op, in->name));
         }
@@ -939,9 +994,81 @@ static struct val lower_async(struct lw *w, struct prog_block *b, const struct h
 static void warn_custom(struct lw *w, const struct hlo_instr *in)
 {
     const struct hlo_attr *t = hlo_attr(in, "custom_call_target");
+    w->rep.custom_calls++;
     if (w->warn)
         fprintf(w->warn, "tpusim: warning: %s:%d:%d: custom-call %s (%s) is priced by its bytes "
                 "only\n", w->m->file, in->line, in->col, in->name, t ? t->value : "no target");
+}
+
+/* A custom call with a cost estimate (a Pallas TPU kernel): a pallas_call
+ * streaming its bytes through VMEM in f32 blocks of 8 x 32768 (1 MiB; 32-bit
+ * rows fill the (8, 128) tiles, no padding)
+ * while its MXU flops and transcendentals are spread evenly over the steps:
+ * the kernel's roofline as tpusim's Pallas pipeline runs it (DMA beside
+ * compute, a step's overhead, the launch). */
+#define CUSTOM_BLOCK_W 32768 /* f32 elements of a block's row */
+static int estimated_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
+                        const struct hlo_instr *in, const struct hlo_cost *e)
+{
+    double bytes = e->bytes > 0 ? e->bytes : priced_bytes(c, in);
+    double nsteps = ceil(bytes / (8.0 * 4 * CUSTOM_BLOCK_W));
+    int64_t width = CUSTOM_BLOCK_W, steps = nsteps < 1 ? 1 : nsteps > 1e12 ? (int64_t)1e12
+                                                                             : (int64_t)nsteps;
+    if (steps == 1) /* a small kernel: one block of its bytes in rows of 128 */
+        width = ((int64_t)ceil(bytes / 32) + 127) / 128 * 128;
+    if (width < 128)
+        width = 128;
+    if (steps > ((int64_t)1 << 30)) {
+        lfail(w, in->line, in->col, "expected custom-call %s's cost estimate to move at most "
+              "2^50 bytes, got %.17g", in->name, bytes);
+        return -1;
+    }
+    if (e->flops / (double)steps > 1e18 || e->transcendentals / (double)steps > 1e18) {
+        lfail(w, in->line, in->col, "expected custom-call %s's cost estimate to have at most "
+              "1e18 flops and transcendentals per MiB it moves, got %.17g flops and %.17g "
+              "transcendentals over %.17g bytes", in->name, e->flops, e->transcendentals, bytes);
+        return -1;
+    }
+    int type = in->nops ? c->ins[in->operand[0]].shape.type : in->shape.type;
+    int op = prog_op(b, "pallas_call", op_name(w, in->name), 0);
+    struct prog_params *ps = &b->op[op].params;
+    char buf[256];
+    snprintf(buf, sizeof buf, "[%lld]", (long long)steps);
+    prog_raw(ps, "grid", buf);
+    snprintf(buf, sizeof buf, "[{name: x, shape: [%lld, %lld], dtype: f32, block_shape: [8, %lld], "
+             "index_map: [i, 0]}]", (long long)(8 * steps), (long long)width, (long long)width);
+    prog_raw(ps, "in_specs", buf);
+    prog_raw(ps, "out_specs", "[{name: o, shape: [8, 128], dtype: f32}]");
+    snprintf(buf, sizeof buf, "{mxu_flops: {%s: %.17g}, transcendentals: %.17g}",
+             type >= 0 && type != HLO_TUPLE ? dot_dtype(type) : "bf16",
+             e->flops / (double)steps, e->transcendentals / (double)steps);
+    prog_raw(ps, "work", buf);
+    w->rep.estimated_calls++;
+    return op;
+}
+
+/* op_name: "SOURCE" on op 'op' of 'b': the metadata's op_name of 'in', or
+ * (a fusion without metadata, as CPU dumps write them) of its fused root. */
+static void tag_source(struct lw *w, struct prog_block *b, int op, const struct hlo_instr *in)
+{
+    char name[OP_MAX_OP_NAME], quoted[2 * OP_MAX_OP_NAME + 3];
+    const char *s = hlo_metadata_op_name(in, name, sizeof name);
+    const struct hlo_attr *a = s ? NULL : hlo_attr(in, "calls");
+    int ci = a ? hlo_find_comp(w->m, a->value) : -1;
+    if (ci >= 0)
+        s = hlo_metadata_op_name(&w->m->comp[ci].ins[w->m->comp[ci].root], name, sizeof name);
+    if (!s)
+        return;
+    size_t k = 0;
+    quoted[k++] = '"';
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            quoted[k++] = '\\';
+        quoted[k++] = *s;
+    }
+    quoted[k++] = '"';
+    quoted[k] = '\0';
+    prog_raw(&b->op[op].params, "op_name", quoted);
 }
 
 /* An instruction that runs as one op: returns the op or -1 (-2: none). */
@@ -965,9 +1092,13 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
         return coll_op(w, b, c, in, in, 0);
     case HLO_C_START:
         return coll_op(w, b, c, in, in, PROG_ASYNC);
-    case HLO_C_CUSTOM:
+    case HLO_C_CUSTOM: {
+        struct hlo_cost e;
+        if (hlo_cost_estimate(in, &e))
+            return estimated_op(w, b, c, in, &e);
         warn_custom(w, in);
         return bytes_op(w, b, in, priced_bytes(c, in));
+    }
     default:
         return bytes_op(w, b, in, priced_bytes(c, in));
     }
@@ -1017,7 +1148,7 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
             val_cat(&v, &vals[in->operand[k]]);
         return v;
     case HLO_C_WHILE:
-        return lower_while(w, b, vals, in);
+        return lower_while(w, b, c, vals, in);
     case HLO_C_CALL:
         return lower_call(w, b, vals, in, "to_apply");
     case HLO_C_COND:
@@ -1033,6 +1164,7 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
     }
     int op = priced_op(w, b, c, in);
     if (op >= 0) {
+        tag_source(w, b, op, in);
         reads(b, op, vals, in);
         val_push(&v, written(w, b, op, in->name));
     } else if (op == -2) { /* moves nothing: holds its operands */
@@ -1075,6 +1207,13 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
                             FILE *warn)
 {
+    struct hlo_report rep;
+    return hlo_program_report(m, t, d, warn, &rep);
+}
+
+struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
+                                   struct diag *d, FILE *warn, struct hlo_report *rep)
+{
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
@@ -1093,6 +1232,7 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
         free(w.names[i]);
     free(w.names);
     free(w.active);
+    *rep = w.rep;
     if (w.failed) {
         prog_free(w.p);
         return NULL;

@@ -148,6 +148,107 @@ static void test_prefixes(void **state)
     }
 }
 
+/* The source name in an instruction's metadata: escapes undone, cut to the
+ * buffer, none without op_name. */
+static void test_metadata_op_name(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule m\n\nENTRY %main (x: f32[8]) -> f32[8] {\n"
+        "  %x = f32[8]{0} parameter(0), metadata={op_name=\"jit(f)/a\\\"b\" source_line=3}\n"
+        "  ROOT %n = f32[8]{0} negate(%x), metadata={source_file=\"f.py\"}\n}\n";
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(text, strlen(text), "m.hlo", d);
+    assert_non_null(m);
+    const struct hlo_comp *c = &m->comp[m->entry];
+    char buf[64], small[5];
+    assert_string_equal(hlo_metadata_op_name(&c->ins[0], buf, sizeof buf), "jit(f)/a\"b");
+    assert_string_equal(hlo_metadata_op_name(&c->ins[0], small, sizeof small), "jit(");
+    assert_null(hlo_metadata_op_name(&c->ins[1], buf, sizeof buf));
+    hlo_free(m);
+    diag_free(d);
+}
+
+/* A counted loop's module: the counter starts at 'init', the body adds
+ * 'step', the condition is "LHS DIR RHS" with %i the counter, %b 'bound'. */
+static struct hlo_module *counted(const char *lhs, const char *dir, const char *rhs, int init,
+                                  int step, long long bound, struct diag *d)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "HloModule c\n\n"
+             "%%body (p: (s32[], f32[8])) -> (s32[], f32[8]) {\n"
+             "  %%p = (s32[], f32[8]{0}) parameter(0)\n"
+             "  %%i = s32[] get-tuple-element(%%p), index=0\n"
+             "  %%v = f32[8]{0} get-tuple-element(%%p), index=1\n"
+             "  %%s = s32[] constant(%d)\n"
+             "  %%j = s32[] add(%%i, %%s)\n"
+             "  %%n = f32[8]{0} negate(%%v)\n"
+             "  ROOT %%t = (s32[], f32[8]{0}) tuple(%%j, %%n)\n}\n\n"
+             "%%cond (q: (s32[], f32[8])) -> pred[] {\n"
+             "  %%q = (s32[], f32[8]{0}) parameter(0)\n"
+             "  %%i = s32[] get-tuple-element(%%q), index=0\n"
+             "  %%b = s32[] constant(%lld)\n"
+             "  ROOT %%k = pred[] compare(%s, %s), direction=%s\n}\n\n"
+             "ENTRY %%main (x: f32[8]) -> f32[8] {\n"
+             "  %%x = f32[8]{0} parameter(0)\n"
+             "  %%zero = s32[] constant(%d)\n"
+             "  %%init = (s32[], f32[8]{0}) tuple(%%zero, %%x)\n"
+             "  %%w = (s32[], f32[8]{0}) while(%%init), condition=%%cond, body=%%body\n"
+             "  ROOT %%r = f32[8]{0} get-tuple-element(%%w), index=1\n}\n",
+             step, bound, lhs, rhs, dir, init);
+    return hlo_parse(text, strlen(text), "c.hlo", d);
+}
+
+/* The trip count from the condition: for (i = init; i DIR bound; i += step)
+ * counted by hand. */
+static void test_trip_from_condition(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *lhs, *dir, *rhs;
+        int init, step;
+        long long bound, want; /* -1: never ends, -2: too many */
+    } cases[] = {
+        {"%i", "LT", "%b", 0, 1, 4, 4},    /* 0,1,2,3 */
+        {"%i", "LT", "%b", 0, 3, 10, 4},   /* 0,3,6,9 */
+        {"%i", "LE", "%b", 1, 3, 7, 3},    /* 1,4,7 */
+        {"%b", "LT", "%i", 10, -2, 0, 5},  /* 0 < i: 10,8,6,4,2 */
+        {"%i", "GE", "%b", 3, -1, 0, 4},   /* 3,2,1,0 */
+        {"%i", "NE", "%b", 0, 2, 8, 4},    /* 0,2,4,6 */
+        {"%i", "LT", "%b", 5, 1, 4, 0},    /* none */
+        {"%i", "LT", "%b", 0, -1, 4, -1},  /* never ends */
+        {"%i", "NE", "%b", 0, 2, 7, -1},   /* steps over the bound */
+        {"%i", "LT", "%b", 0, 1, 2000000000LL, -2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct diag *d = diag_new();
+        struct hlo_module *m = counted(cases[k].lhs, cases[k].dir, cases[k].rhs, cases[k].init,
+                                       cases[k].step, cases[k].bound, d);
+        assert_non_null(m);
+        struct topo t;
+        assert_int_equal(topo_init(&t, 1, (int[]){1}, (bool[]){false}), 0);
+        struct hlo_report rep;
+        struct program *p = hlo_program_report(m, &t, d, NULL, &rep);
+        if (cases[k].want == 0) {
+            assert_non_null(p);
+            assert_int_equal(p->top.nops, 0); /* the loop runs no iteration */
+        } else if (cases[k].want > 0) {
+            assert_non_null(p);
+            assert_non_null(p->top.op[0].loop);
+            assert_int_equal(p->top.op[0].loop->count, cases[k].want);
+            assert_int_equal(rep.trips_from_condition, 1);
+        } else {
+            assert_null(p);
+            assert_non_null(strstr(diag_message(d, 0), cases[k].want == -1 ? "to end" :
+                                   "expected a trip count of 0 to 1000000000, got 2000000000"));
+        }
+        prog_free(p);
+        hlo_free(m);
+        diag_free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +257,8 @@ int main(void)
         cmocka_unit_test(test_cross_replica),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_metadata_op_name),
+        cmocka_unit_test(test_trip_from_condition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
