@@ -345,7 +345,8 @@ static int lay_tile(const struct fl *f, const struct op_array *a, struct lay *y,
 static int lay_rows(const struct fl *f, const struct op_array *a, enum fusion_rel rel,
                     struct lay *y, char *err, size_t n)
 {
-    int64_t R = f->R, C = f->C, br = f->br, bc = f->bc, c = a->shape[a->rank - 1];
+    int64_t R = f->R, C = f->C, br = f->br, bc = f->bc;
+    int64_t c = a->rank > 0 ? a->shape[a->rank - 1] : 1; /* (a scalar: rank 0) */
     switch (rel) {
     case FUSION_SAME:
         LAY(y, br, bc, D(R, C), D(br, bc), IX_I, IX_J);

@@ -297,6 +297,10 @@ for cm in "v5e:3:1" "v5p:6:2" "v7:6:2"; do
                'BEGIN { d = b / (4 * a) - 1; exit !(d < 1e-9 && d > -1e-9) }' && ok \
         || bad "kernel memo ($c): four matmuls are not four times one"
 done
+# a fusion with a scalar input runs (fuzz_cfg: a rank-0 input's last dimension was read at
+# index -1; UBSan in the asan stage)
+"$bin" run tests/data/fusion_scalar_input.yaml -o "$t/fsc" -q --trace none \
+    && "$t/jsoncheck" "$t/fsc/summary.json" && ok || bad "fusion with a scalar input"
 # An 8k-context decode of the shipped 8B on v6e runs by default (issue 31.5): kv_len 8192 and
 # the new token are 65 pages of 128 tokens, each 128 x (k and v of one KV head, padded to 8
 # rows) x 128 lanes x 2 bytes = 262144 bytes; the untuned default takes them all, double-
