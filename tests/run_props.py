@@ -189,6 +189,8 @@ def no_nan(x):
 # null by design (docs/reference.md): the default blocks' time when it was not timed, a
 # block the kernel leaves unset
 NULL_BY_DESIGN = ("auto_default_time_s", "auto_blocks")
+# ... and the memory-bandwidth utilisation of a step that is not a decode (model.mbu)
+NULL_UNLESS_DECODE = ("mbu", "mbu_bytes_per_chip")
 
 
 def nulls(x, path=""):
@@ -196,8 +198,9 @@ def nulls(x, path=""):
     if x is None:
         return path or "."
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    decode = isinstance(x, dict) and x.get("mode") == "decode"
     for k, v in items:
-        if k in NULL_BY_DESIGN:
+        if k in NULL_BY_DESIGN or (k in NULL_UNLESS_DECODE and not decode and v is None):
             continue
         p = nulls(v, "%s.%s" % (path, k))
         if p:
