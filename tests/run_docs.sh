@@ -35,8 +35,8 @@ quote "allreduce: ici 85% of its time, then hbm 31%; algbw 38.8 GB/s, busbw 72.7
 quote "model decode step: 0.001 s, 52523 tokens/s (6565.3 per chip), MFU 2.0% (0.0 TFLOP per device)"
 quote "layer.attn: hbm 96% of its time, then mxu 31%; HBM moved 9135 MB for 2152 MB of data (76% tile padding and discarded fetches)"
 quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-events 500; the run has 49893 events at this level; for all of them: --trace-max-events 100000, or 108 runs with --trace-window 0:102.4us, --trace-window 102.4us:201.728us, --trace-window 201.728us:303.104us, ... (all 108 in summary.json's trace.windows), or --trace units"
-quote "faults: total 4.149 ms without them, +605.072 us with (x1.146)"
-quote "faults: total 4.149 ms without them, +490.562 us with (x1.118)"
+quote "faults: total 4.150 ms without them, +1.001 ms with (x1.241)"
+quote "faults: total 4.150 ms without them, +886.076 us with (x1.214)"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
 quote "448.561 us"
 quote "64.258 us"
@@ -53,11 +53,11 @@ quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
-quote 'total 13.671 ms ± 511.280 us (3.7%, 68% band; docs/reference.md, "Error bars")'
+quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.237 s ± 145.943 ms (11.8%, 68% band, the model-step floor'
-quote "collective_exposed 12.854 ms"
-quote "collective_exposed 56.265 ms (4.4%)"
+quote 'total 1.237 s ± 145.929 ms (11.8%, 68% band, the model-step floor'
+quote "collective_exposed 12.905 ms"
+quote "collective_exposed 56.469 ms (4.4%)"
 quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 copy, 2 all_gather, 2 einsum, 1 all_reduce"
