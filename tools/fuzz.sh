@@ -84,6 +84,10 @@ for h in $targets; do
         -print_final_stats=1 corpus-$h $seed 2>&1 |
         awk '/^(stat::|Done|==|SUMMARY)/ { print } /^#[0-9]+:/ { last = $0 }
              END { if (last) print "fork: " last }' # -fork prints no stat:: lines: its last #N
-    ls crash-* leak-* timeout-* oom-* 2>/dev/null && exit 1
+    # (ls of the four patterns fails as soon as one matches nothing, so a crash
+    # file alone never stopped the script: each pattern is tested on its own)
+    for f in crash-* leak-* timeout-* oom-*; do
+        [ -e "$f" ] && { echo "FAIL: fuzz_$h left $f"; exit 1; }
+    done
 done
 exit 0

@@ -788,8 +788,13 @@ static bool find_entry(struct ps *p, struct hlo_module *m)
     return ok;
 }
 
-struct hlo_module *hlo_parse(const char *text, size_t len, const char *file, struct diag *d)
+struct hlo_module *hlo_parse(const char *in, size_t len, const char *file, struct diag *d)
 {
+    /* the text ends with a NUL the caller's need not have: strtoll and strtod
+     * read digits up to one (a text ending in "f32[" read past its end) */
+    char *text = xmalloc(len + 1);
+    memcpy(text, in, len);
+    text[len] = '\0';
     struct hlo_module *m = xcalloc(1, sizeof *m);
     m->file = xstrdup(file);
     m->num_partitions = m->replica_count = 1;
@@ -808,6 +813,7 @@ struct hlo_module *hlo_parse(const char *text, size_t len, const char *file, str
         if (!p.failed)
             find_entry(&p, m);
     }
+    free(text);
     if (p.failed) {
         hlo_free(m);
         return NULL;

@@ -6,6 +6,8 @@
 #include "test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/diag.h"
@@ -32,6 +34,25 @@ static const char *const MODULE =
     "use_global_device_ids=true, to_apply=%add\n"
     "  ROOT %t = (f32[8,16]{1,0}, /*index=1*/bf16[2,8,32]{2,1,0}) tuple(%ar, %dot.1)\n"
     "}\n";
+
+/* Text that is not NUL-terminated (a fuzzer's bytes, a mapped file) and ends
+ * inside a number: the dimension's strtoll read past the end (fuzz_hlo under
+ * ASan, heap-buffer-overflow; the asan stage runs this test). */
+static void test_unterminated_text(void **state)
+{
+    (void)state;
+    static const char src[] = "HloModule m\n\nENTRY %main (x: f32[8,8]) -> f32[8,8] {\n"
+                              "  %x = f32[8";
+    size_t len = sizeof src - 1;
+    char *buf = malloc(len); /* exactly the text: no NUL after it */
+    assert_non_null(buf);
+    memcpy(buf, src, len);
+    struct diag *d = diag_new();
+    assert_null(hlo_parse(buf, len, "cut.hlo", d));
+    assert_true(diag_count(d) >= 1);
+    free(buf);
+    diag_free(d);
+}
 
 static void test_parse(void **state)
 {
@@ -252,6 +273,7 @@ static void test_trip_from_condition(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unterminated_text),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_lower),
         cmocka_unit_test(test_cross_replica),
