@@ -19,7 +19,9 @@ What is compared, and what is derived:
   the v6e run at batch 1536: a check of scale, not a gated error.
 Runnable alone:
     tools/fidelity_mlperf.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
-import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+import json, os, statistics, subprocess, sys, tempfile
+
+import fidelity_common
 from concurrent.futures import ThreadPoolExecutor
 
 BLOCK_TOKENS = 50331648      # MLPerf GPT-3: evaluation every 24,576 x 2048 tokens
@@ -70,17 +72,8 @@ def run_one(tpusim, r, tmp):
 
 def main():
     global TIMEOUT_S
-    ap = argparse.ArgumentParser()
-    ap.add_argument("tpusim")
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "tests",
-                                                   "fidelity"))
-    ap.add_argument("-j", type=int, default=1)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--timeout", type=int, default=900)
-    a = ap.parse_args()
+    a, rows = fidelity_common.table_args("mlperf-training.csv")
     TIMEOUT_S = a.timeout
-    with open(os.path.join(a.data, "mlperf-training.csv")) as fh:
-        rows = [r for r in csv.DictReader(fh) if not a.only or r["id"] in a.only.split(",")]
     print("MLPerf Training GPT-3 175B (tests/fidelity/mlperf-training.csv): a block is 16 steps "
           "of 1536 x 2048 tokens and a 24,567-sequence evaluation")
     print(f"{'id':5} {'chip':4} {'slices':12} {'mesh':26} {'metric':14} {'measured':>10} "

@@ -15,7 +15,9 @@ the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
 Runnable alone:
     tools/fidelity_serving.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
-import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile
+import json, os, re, statistics, subprocess, sys, tempfile
+
+import fidelity_common
 from concurrent.futures import ThreadPoolExecutor
 
 PRESETS = os.path.join(os.path.dirname(__file__), "..", "configs", "models", "presets")
@@ -84,17 +86,8 @@ def predicted(s, r):
 
 def main():
     global TIMEOUT_S
-    ap = argparse.ArgumentParser()
-    ap.add_argument("tpusim")
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "tests",
-                                                   "fidelity"))
-    ap.add_argument("-j", type=int, default=1)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--timeout", type=int, default=900)
-    a = ap.parse_args()
+    a, rows = fidelity_common.table_args("serving.csv")
     TIMEOUT_S = a.timeout
-    with open(os.path.join(a.data, "serving.csv")) as fh:
-        rows = [r for r in csv.DictReader(fh) if not a.only or r["id"] in a.only.split(",")]
     runs = {}
     for r in rows:
         if not why_not(r):
