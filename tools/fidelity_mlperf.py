@@ -19,7 +19,7 @@ What is compared, and what is derived:
   the v6e run at batch 1536: a check of scale, not a gated error.
 Runnable alone:
     tools/fidelity_mlperf.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
-import json, os, statistics, subprocess, sys, tempfile
+import os, statistics, sys, tempfile
 
 import fidelity_common
 from concurrent.futures import ThreadPoolExecutor
@@ -49,20 +49,9 @@ def run_one(tpusim, r, tmp):
     """(summary, note) of one row; int8 first, bf16 if this build refuses it."""
     note = ""
     for quant in (True, False):
-        scen = scenario(r, quant)
-        f = os.path.join(tmp, scen["name"] + ".yaml")
-        with open(f, "w") as fh:
-            json.dump(scen, fh)
-        out = os.path.join(tmp, scen["name"])
-        try:
-            p = subprocess.run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"],
-                               capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return None, f"over the {TIMEOUT_S} s cap"
-        if p.returncode == 0:
-            with open(os.path.join(out, "summary.json")) as fh:
-                return json.load(fh), note
-        err = (p.stderr.strip().splitlines() or ["failed"])[-1]
+        s, err = fidelity_common.simulate(tpusim, scenario(r, quant), tmp, TIMEOUT_S)
+        if s is not None:
+            return s, note
         if quant and "quantization" in err:
             note = "bf16: this build does not model int8"
             continue

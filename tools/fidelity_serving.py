@@ -15,7 +15,7 @@ the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
 Runnable alone:
     tools/fidelity_serving.py TPUSIM [--data DIR] [-j N] [--only ID,ID] [--timeout S]"""
-import json, os, re, statistics, subprocess, sys, tempfile
+import os, re, statistics, sys, tempfile
 
 import fidelity_common
 from concurrent.futures import ThreadPoolExecutor
@@ -59,23 +59,12 @@ def scenario(r):
 
 
 def run_one(tpusim, r, tmp):
-    """(serving summary, wall s, note) of one run."""
-    scen = scenario(r)
-    f = os.path.join(tmp, scen["name"] + ".yaml")
-    with open(f, "w") as fh:
-        json.dump(scen, fh)
-    out = os.path.join(tmp, scen["name"])
-    try:
-        p = subprocess.run([tpusim, "run", f, "-o", out, "--quiet", "--trace", "none"],
-                           capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"over the {TIMEOUT_S} s cap"
-    if p.returncode != 0:
-        err = (p.stderr.strip().splitlines() or ["failed"])[-1]
+    """(serving summary, note) of one run."""
+    s, err = fidelity_common.simulate(tpusim, scenario(r), tmp, TIMEOUT_S)
+    if s is None:
         err = re.sub(r"^\S+\.yaml:\d+:\d+: ", "", err)   # the scenario's temporary path
         return None, re.sub(r"^serve: an engine step: .*?ops\.\d+: ", "engine step: ", err)[:120]
-    with open(os.path.join(out, "summary.json")) as fh:
-        return json.load(fh)["serving"], ""
+    return s["serving"], ""
 
 
 def predicted(s, r):
