@@ -28,11 +28,14 @@ void diag_free(struct diag *d); /* NULL is a no-op */
 /* Adds one message at 'loc' (may be NULL) about 'path' (may be NULL or ""). */
 void diag_error(struct diag *d, const struct diag_loc *loc, const char *path, const char *fmt,
                 ...) __attribute__((format(printf, 4, 5)));
+/* Every message added (counted past the kept ones, see diag_kept). */
 int diag_count(const struct diag *d);
+/* The messages kept as text: the first 64; diag_message(d, i) for i below it. */
+int diag_kept(const struct diag *d);
 /* An internal error: writes the message into 'err' ('n' bytes, cut to fit;
  * nothing when 'err' is NULL) and returns -1. */
 int diag_fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Returns message 'i' (0-based), fully formatted. Borrowed. */
+/* Returns message 'i' (0-based), fully formatted, or NULL past the kept ones. Borrowed. */
 const char *diag_message(const struct diag *d, int i);
 /* Prints up to 20 messages, one per line, then "... and N more". */
 void diag_print(const struct diag *d, FILE *out);

@@ -438,7 +438,8 @@ void cfg_load_paged(struct walk *w, const struct cfg_node *m, const char *p, str
         walk_int(w, dec, dp, "seed", false, 0, INT64_MAX, &ds);
         g->batch = b;
         g->lengths = xcalloc((size_t)b, sizeof *g->lengths);
-        for (int i = 0; i < b; i++) {
+        int before = diag_count(w->d);
+        for (int i = 0; i < b && diag_count(w->d) == before; i++) { /* one message, not b */
             g->lengths[i] = gen_len(w, dec, dp, "kv_len", (uint64_t)ds, i, max_len);
             if (g->lengths[i] > max_len) {
                 char want[96];
@@ -479,7 +480,8 @@ static void ragged_gen(struct walk *w, const struct cfg_node *g, const char *p, 
     }
     r->q_lens = xcalloc((size_t)r->nseqs, sizeof *r->q_lens);
     r->kv_lens = xcalloc((size_t)r->nseqs, sizeof *r->kv_lens);
-    for (int i = 0; i < r->nseqs; i++) {
+    int before = diag_count(w->d);
+    for (int i = 0; i < r->nseqs && diag_count(w->d) == before; i++) { /* one message, not n */
         r->kv_lens[i] = gen_len(w, g, p, "kv_len", (uint64_t)seed, i, 1024);
         if (r->kv_lens[i] < 1)
             r->kv_lens[i] = 1;

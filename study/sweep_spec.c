@@ -480,11 +480,20 @@ char *sweep_diag_text(const struct sweep_spec *sp, const struct diag *d)
 {
     if (!diag_count(d))
         return NULL;
-    char *msgs = xstrdup("");
-    for (int i = 0; i < diag_count(d); i++) {
-        char *n = xasprintf("%s%s%s", msgs, i ? "\n" : "", diag_message(d, i));
-        free(msgs);
-        msgs = n;
+    /* one pass (each message appended once: was quadratic in the count), the
+     * first 20 as diag_print shows them, then how many more */
+    char *msgs = NULL;
+    size_t len = 0, cap = 0;
+    int shown = diag_kept(d) < 20 ? diag_kept(d) : 20;
+    for (int i = 0; i < shown; i++) {
+        if (i)
+            xappend(&msgs, &len, &cap, "\n");
+        xappend(&msgs, &len, &cap, diag_message(d, i));
+    }
+    if (diag_count(d) > shown) {
+        char more[48];
+        snprintf(more, sizeof more, "\n... and %d more", diag_count(d) - shown);
+        xappend(&msgs, &len, &cap, more);
     }
     char *m = sweep_map_message(sp, msgs);
     free(msgs);

@@ -652,6 +652,52 @@ static void test_spec_inline_base_messages_point_into_the_spec(void **state)
     diag_free(d);
 }
 
+/* fuzz_sweep's timeout (3 min 44 s for a 268-byte spec): a ragged decode
+ * generator of 40,024 sequences with a bad kv_len said it once per sequence,
+ * and the sweep joined the 40,025 messages by copying the text so far each
+ * time. Now the generator stops at its first message, the collector keeps
+ * 64 as text and counts the rest, and the join is one pass of 20 + a count. */
+static void test_many_messages_stay_linear(void **state)
+{
+    (void)state;
+    struct sweep_spec sp;
+    struct diag *d = diag_new();
+    int rc = load_spec("many.yaml",
+                       "base:\n"
+                       "  chip: v5e\n"
+                       "  workload:\n"
+                       "    - op: ragged_paged_attention\n"
+                       "      decode: {batch: 40024, kv_len: 00x}\n"
+                       "sweep:\n"
+                       "  workload.0.q_heads: [1, 4]\n",
+                       &sp, d);
+    assert_int_equal(rc, -1);
+    int kv = 0;
+    for (int i = 0; i < diag_kept(d); i++)
+        for (const char *q = diag_message(d, i); (q = strstr(q, "decode.kv_len")); q++)
+            kv++;
+    assert_int_equal(kv, 1);
+    sweep_spec_fini(&sp);
+    diag_free(d);
+    /* the collector: 100,000 messages counted, 64 kept, diag_print's 20 + a count */
+    d = diag_new();
+    for (int i = 0; i < 100000; i++)
+        diag_error(d, NULL, "k", "message %d", i);
+    assert_int_equal(diag_count(d), 100000);
+    assert_int_equal(diag_kept(d), 64);
+    assert_string_equal(diag_message(d, 63), "k: message 63");
+    assert_null(diag_message(d, 64));
+    struct sweep_spec none = {0};
+    char *text = sweep_diag_text(&none, d);
+    int lines = 1;
+    for (const char *q = text; *q; q++)
+        lines += *q == '\n';
+    assert_int_equal(lines, 21);
+    assert_non_null(strstr(text, "k: message 19\n... and 99980 more"));
+    free(text);
+    diag_free(d);
+}
+
 static void test_node_text_round_trips(void **state)
 {
     (void)state;
@@ -1687,6 +1733,7 @@ int main(void)
         cmocka_unit_test(test_sweep_full_disk_claims_no_write),
         cmocka_unit_test(test_sweep_shards_merge_to_the_same_bytes),
         cmocka_unit_test(test_compare_summaries_and_sweeps),
+        cmocka_unit_test(test_many_messages_stay_linear),
     };
     return cmocka_run_group_tests_name("sweep", tests, setup, teardown);
 }
