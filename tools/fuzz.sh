@@ -1,9 +1,9 @@
 #!/bin/sh
 # tools/fuzz.sh SECONDS [TARGET...] -- builds the libFuzzer harnesses
 # tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs),
-# tests/fuzz/fuzz_set.c (--set overrides and sweep keys) and tests/fuzz/fuzz_hlo.c
-# (HLO text) with clang and runs a bounded campaign of SECONDS each (all four targets unless some are named:
-# cfg, sweep, set, hlo), seeded with every YAML and HLO file in configs/, tests/data/ and
+# tests/fuzz/fuzz_set.c (--set overrides and sweep keys), tests/fuzz/fuzz_hlo.c
+# (HLO text) and tests/fuzz/fuzz_plan.c (plan specs) with clang and runs a bounded campaign of SECONDS each (all five targets unless some are named:
+# cfg, sweep, set, hlo, plan), seeded with every YAML and HLO file in configs/, tests/data/ and
 # tests/fuzz/seeds/ (the surfaces no shipped file combines: serve: with cost:, train: and
 # cost: keys together, affine pallas_call index maps, circular pipelines, the MoE dispatch)
 # (fuzz_set: with the --set lines of tests/data/bad/ and a few edits). New
@@ -22,7 +22,7 @@
 set -e
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-cfg sweep set hlo}
+targets=${*:-cfg sweep set hlo plan}
 san=${FUZZ_SAN:-asan}
 case $san in
 asan) sanflags=address,undefined; sfx= ;;
@@ -67,7 +67,7 @@ done
 rm -f $B/libfuzz$sfx.a
 ar rcs $B/libfuzz$sfx.a $objs
 for h in $targets; do
-    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo)"; exit 2; }
+    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo, plan)"; exit 2; }
     clang $flags -fsanitize=fuzzer tests/fuzz/fuzz_$h.c $B/libfuzz$sfx.a -o $B/fuzz_$h$sfx \
         $(pkg-config --libs simgrid yaml-0.1) -lm
 done
