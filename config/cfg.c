@@ -785,7 +785,7 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
                             "no top-level model, mesh or workload beside serve: (serve.model and "
                             "serve.mesh)");
     sc->serve = xcalloc(1, sizeof *sc->serve);
-    if (cfg_load_serve(w, sv, sc->serve) != 0 || diag_count(w->d))
+    if (cfg_load_serve(w, sv, sc->file, sc->serve) != 0 || diag_count(w->d))
         return NULL;
     const struct cfg_node *mesh = cfg_get(sv, "mesh"), *mn = cfg_get(sv, "model");
     char err[256];
@@ -1093,6 +1093,8 @@ void cfg_scenario_fini(struct cfg_scenario *sc)
     free(sc->src);
     free(sc->plan.tuned);
     free(sc->model);
+    if (sc->serve)
+        cfg_serve_fini(sc->serve);
     free(sc->serve);
     graph_fini(&sc->graph);
     free(sc->name);

@@ -21,7 +21,9 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
 /* Reads a scenario's serve: section but its model and mesh (config/cfg_serve.c).
  * Returns 0 or -1 after reporting. */
 struct serve_cfg;
-int cfg_load_serve(struct walk *w, const struct cfg_node *node, struct serve_cfg *c);
+/* 'file': the scenario's path (requests.trace is relative to it). */
+int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file,
+                   struct serve_cfg *c);
 
 /* Reads the keys of op 'op' (its kind set) from map 'm' at 'p': the common
  * keys are the caller's; this reads the kind's key table and its loader. */

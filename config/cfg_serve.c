@@ -4,11 +4,17 @@
  * max_num_batched_tokens, max_model_len, page_size, the KV cache's share of
  * the HBM (gpu_memory_utilization), a closed loop at a concurrency
  * (--max-concurrency) or Poisson arrivals at a rate (--request-rate), input
- * and output lengths (ISL/OSL). Uses base/ and the config stages. */
+ * and output lengths (ISL/OSL), fixed or drawn from a distribution, gamma
+ * arrivals (vLLM's --burstiness), or a trace of requests
+ * (config/cfg_serve_trace.c). Uses base/ and the config stages. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 #include "config/cfg_int.h"
 #include "config/cfg_serve.h"
 #include "config/cfg_tree.h"
@@ -66,33 +72,150 @@ static void read_rate(struct walk *w, const struct cfg_node *a, struct serve_cfg
         c->rate_per_s = v;
 }
 
-static void read_requests(struct walk *w, const struct cfg_node *q, struct serve_cfg *c)
+/* input_len / output_len: N, {min, max} (uniform), or {mean, sigma, max[, min]} with
+ * dist: lognormal. Sets the longest length into '*longest'. */
+static void read_len(struct walk *w, const struct cfg_node *q, const char *key,
+                     struct serve_len *l, int64_t *longest)
+{
+    const struct cfg_node *n = walk_field(w, q, "serve.requests", key, true);
+    if (!n)
+        return;
+    char *p = walk_join("serve.requests", key);
+    if (n->type != CFG_MAP) {
+        walk_int(w, q, "serve.requests", key, true, 1, 1 << 24, &l->min);
+        l->kind = SERVE_LEN_FIXED, l->max = l->min;
+    } else {
+        static const char *const keys[] = {"min", "max", "mean", "sigma", "dist", NULL};
+        static const char *const dists[] = {"uniform", "lognormal", NULL};
+        walk_check_keys(w, n, p, keys);
+        int before = diag_count(w->d);
+        int dv = cfg_get(n, "mean") ? 1 : 0;
+        walk_enum(w, n, p, "dist", dists, &dv);
+        l->kind = dv ? SERVE_LEN_LOGNORMAL : SERVE_LEN_UNIFORM;
+        l->min = 1;
+        walk_int(w, n, p, "min", !dv, 1, 1 << 24, &l->min);
+        walk_int(w, n, p, "max", true, 1, 1 << 24, &l->max);
+        if (dv) {
+            walk_real(w, n, p, "mean", true, 1, 16777216.0, "a mean length from 1 to 16777216",
+                      &l->mean);
+            l->sigma = 1;
+            walk_real(w, n, p, "sigma", false, 0.01, 4, "the sigma of the log, from 0.01 to 4",
+                      &l->sigma);
+        } else if (cfg_get(n, "mean") || cfg_get(n, "sigma")) {
+            walk_type_error(w, n, p, "mean and sigma only with dist: lognormal");
+        }
+        if (diag_count(w->d) > before)
+            ; /* each key said what is wrong with it */
+        else if (l->max < l->min)
+            walk_type_error(w, cfg_get(n, "max"), p, "max at least min");
+        else if (dv && !(l->mean >= (double)l->min && l->mean <= (double)l->max))
+            walk_type_error(w, cfg_get(n, "mean"), p, "a mean between min and max");
+    }
+    *longest = l->max;
+    free(p);
+}
+
+/* trace: FILE (relative to the scenario's directory), a request per row. */
+static void read_trace(struct walk *w, const struct cfg_node *q, const char *file,
+                       struct serve_cfg *c)
+{
+    const struct cfg_node *t = cfg_get(q, "trace");
+    static const char *const not[] = {"count", "concurrency", "arrival", "input_len",
+                                      "output_len", NULL};
+    for (int i = 0; not[i]; i++)
+        if (cfg_get(q, not[i]))
+            walk_type_error(w, cfg_get(q, not[i]), "serve.requests",
+                            "no count, concurrency, arrival or lengths beside trace: (its rows "
+                            "give each request's arrival and lengths)");
+    if (t->type != CFG_SCALAR || !*t->value) {
+        walk_type_error(w, t, "serve.requests.trace", "a CSV file of requests");
+        return;
+    }
+    /* relative to the scenario's directory (as program.hlo), also from a --set */
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    char *path = t->value[0] == '/' || !slash || !strcmp(file, CFG_STDIN_NAME)
+                     ? xstrdup(t->value)
+                     : xasprintf("%.*s/%s", (int)(slash - file), file, t->value);
+    size_t len;
+    char *text = fs_read_all(path, SERVE_TRACE_MAX_BYTES, &len);
+    if (!text) {
+        char why[128];
+        fs_read_error(errno, SERVE_TRACE_MAX_BYTES, why, sizeof why);
+        char *want = xasprintf("a CSV file of requests; cannot read '%s': %s", path, why);
+        walk_type_error(w, t, "serve.requests.trace", want);
+        free(want);
+    } else if (cfg_serve_trace_parse(text, len, path, c, w->d) == 0) {
+        struct serve_trace *tr = &c->trace;
+        c->count = tr->n;
+        c->input_len = c->output_len = 1;
+        for (int64_t i = 0; i < tr->n; i++) {
+            c->input_len = tr->in[i] > c->input_len ? tr->in[i] : c->input_len;
+            c->output_len = tr->out[i] > c->output_len ? tr->out[i] : c->output_len;
+        }
+        double span = tr->arrival_s[tr->n - 1] - tr->arrival_s[0];
+        c->rate_per_s = tr->n > 1 && span > 0 ? (double)(tr->n - 1) / span : 0;
+    }
+    free(text);
+    free(path);
+}
+
+/* arrival: {rate, process: poisson | gamma, cv | burstiness}. */
+static void read_arrival(struct walk *w, const struct cfg_node *a, struct serve_cfg *c)
+{
+    const char *p = "serve.requests.arrival";
+    static const char *const ak[] = {"rate", "process", "cv", "burstiness", NULL};
+    static const char *const proc[] = {"poisson", "gamma", NULL};
+    walk_check_keys(w, a, p, ak);
+    int v = 0;
+    walk_enum(w, a, p, "process", proc, &v);
+    read_rate(w, a, c);
+    const struct cfg_node *cv = cfg_get(a, "cv"), *b = cfg_get(a, "burstiness");
+    if (!v) {
+        if (cv || b)
+            walk_type_error(w, cv ? cv : b, p, "cv or burstiness only with process: gamma");
+        return;
+    }
+    if (!!cv == !!b) {
+        walk_type_error(w, a, p, "with process: gamma, exactly one of cv (the gaps' coefficient "
+                                 "of variation) or burstiness (vLLM's gamma shape, 1/cv^2)");
+        return;
+    }
+    double x = 1;
+    if (cv) {
+        walk_real(w, a, p, "cv", true, SERVE_MIN_CV, SERVE_MAX_CV, "a cv from 0.05 to 10", &x);
+        c->arrival_cv = x;
+    } else {
+        walk_real(w, a, p, "burstiness", true, 0.01, 400, "a burstiness from 0.01 to 400", &x);
+        c->arrival_cv = 1 / sqrt(x);
+    }
+}
+
+static void read_requests(struct walk *w, const struct cfg_node *q, const char *file,
+                          struct serve_cfg *c)
 {
     const char *p = "serve.requests";
-    static const char *const keys[] = {"count",     "concurrency", "arrival", "input_len",
-                                       "output_len", "seed",       NULL};
+    static const char *const keys[] = {"count",      "concurrency", "arrival", "input_len",
+                                       "output_len", "seed",        "trace",   NULL};
     walk_check_keys(w, q, p, keys);
-    walk_int(w, q, p, "count", true, 1, SERVE_MAX_REQUESTS, &c->count);
-    walk_int(w, q, p, "input_len", true, 1, 1 << 24, &c->input_len);
-    walk_int(w, q, p, "output_len", true, 1, 1 << 24, &c->output_len);
     int64_t seed = 1;
     walk_int(w, q, p, "seed", false, 0, INT64_MAX, &seed);
     c->seed = (uint64_t)seed;
+    if (cfg_get(q, "trace")) {
+        read_trace(w, q, file, c);
+        return;
+    }
+    walk_int(w, q, p, "count", true, 1, SERVE_MAX_REQUESTS, &c->count);
+    read_len(w, q, "input_len", &c->in_len, &c->input_len);
+    read_len(w, q, "output_len", &c->out_len, &c->output_len);
     const struct cfg_node *cc = cfg_get(q, "concurrency"), *a = cfg_get(q, "arrival");
     if (!!cc == !!a) {
-        walk_type_error(w, q, p, "exactly one of concurrency (a closed loop) or arrival "
-                                 "(open-loop arrivals at a rate)");
+        walk_type_error(w, q, p, "exactly one of concurrency (a closed loop), arrival "
+                                 "(open-loop arrivals at a rate) or trace (a CSV of requests)");
         return;
     }
     walk_int(w, q, p, "concurrency", false, 1, SERVE_MAX_REQUESTS, &c->concurrency);
-    if (a && walk_is_map(w, a, "serve.requests.arrival")) {
-        static const char *const ak[] = {"rate", "process", NULL};
-        static const char *const proc[] = {"poisson", NULL};
-        walk_check_keys(w, a, "serve.requests.arrival", ak);
-        int v = 0;
-        walk_enum(w, a, "serve.requests.arrival", "process", proc, &v);
-        read_rate(w, a, c);
-    }
+    if (a && walk_is_map(w, a, "serve.requests.arrival"))
+        read_arrival(w, a, c);
 }
 
 static void read_slo(struct walk *w, const struct cfg_node *s, struct serve_cfg *c)
@@ -109,6 +232,14 @@ static void check_serve(struct walk *w, const struct cfg_node *node, struct serv
 {
     const struct cfg_node *q = cfg_get(node, "requests");
     char want[160];
+    if (c->trace.n && !c->chunked_prefill && c->input_len > c->max_num_batched_tokens) {
+        snprintf(want, sizeof want, "every input_len at most engine.max_num_batched_tokens = "
+                 "%lld without chunked_prefill, got one of %lld", (long long)c->max_num_batched_tokens,
+                 (long long)c->input_len);
+        walk_type_error(w, cfg_get(q, "trace"), "serve.requests.trace", want);
+    }
+    if (c->trace.n)
+        return; /* each row was held against max_model_len as it was read */
     if (c->input_len + c->output_len > c->max_model_len) {
         snprintf(want, sizeof want, "input_len + output_len at most engine.max_model_len = %lld",
                  (long long)c->max_model_len);
@@ -122,7 +253,8 @@ static void check_serve(struct walk *w, const struct cfg_node *node, struct serv
     }
 }
 
-int cfg_load_serve(struct walk *w, const struct cfg_node *node, struct serve_cfg *c)
+int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file,
+                   struct serve_cfg *c)
 {
     int before = diag_count(w->d);
     *c = (struct serve_cfg){.max_num_seqs = 256, .max_num_batched_tokens = 2048,
@@ -140,7 +272,7 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, struct serve_cfg
         read_engine(w, e, c);
     q = walk_field(w, node, "serve", "requests", true);
     if (q && walk_is_map(w, q, "serve.requests"))
-        read_requests(w, q, c);
+        read_requests(w, q, file, c);
     if (s && walk_is_map(w, s, "serve.slo"))
         read_slo(w, s, c);
     if (diag_count(w->d) == before)

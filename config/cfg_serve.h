@@ -7,6 +7,7 @@
 #define TPUSIM_CONFIG_CFG_SERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SERVE_MAX_SEQS 1024            /* engine.max_num_seqs at most */
@@ -18,6 +19,27 @@
  * Inference Performance?", mlsys.wuklab.io/posts/scheduling_overhead, 2024). */
 #define SERVE_DEFAULT_STEP_OVERHEAD_S 2e-3
 
+#define SERVE_TRACE_MAX_BYTES ((size_t)64 << 20) /* requests.trace: a CSV of at most 64 MiB */
+#define SERVE_MIN_CV 0.05                /* arrival.cv (gamma arrivals): in [0.05, 10] */
+#define SERVE_MAX_CV 10.0
+
+/* A length of requests.input_len / output_len: one number, uniform integers
+ * in [min, max], or a lognormal of a mean length and the sigma of its log,
+ * rounded and kept in [min, max] (serving/serve_traffic.c draws them). */
+enum serve_len_kind { SERVE_LEN_FIXED, SERVE_LEN_UNIFORM, SERVE_LEN_LOGNORMAL };
+struct serve_len {
+    enum serve_len_kind kind;
+    int64_t min, max; /* FIXED: min = max = the length */
+    double mean, sigma;
+};
+
+/* requests.trace: a request per row, sorted by arrival (owned arrays). */
+struct serve_trace {
+    int64_t n;
+    double *arrival_s;
+    int64_t *in, *out;
+};
+
 struct serve_cfg {
     /* engine: */
     int64_t max_num_seqs, max_num_batched_tokens, page_size, max_model_len;
@@ -28,8 +50,11 @@ struct serve_cfg {
     int64_t memo_verify_every; /* step_memo.verify_every: every Nth step priced exactly too (0: none) */
     /* requests: */
     int64_t count, concurrency; /* concurrency 0: open loop */
-    double rate_per_s;          /* open loop: Poisson arrivals */
-    int64_t input_len, output_len;
+    double rate_per_s;          /* open loop: Poisson arrivals (a trace: its mean rate) */
+    double arrival_cv;          /* gamma arrivals' coefficient of variation (0: Poisson) */
+    int64_t input_len, output_len; /* the longest request's (a trace's, a distribution's max) */
+    struct serve_len in_len, out_len;
+    struct serve_trace trace;   /* n 0: requests are generated */
     uint64_t seed;
     /* slo: (0: none) */
     double slo_ttft_s, slo_tpot_s;
@@ -37,5 +62,14 @@ struct serve_cfg {
     int64_t kv_pages;            /* pages the KV cache holds */
     double kv_bytes_per_token;   /* per chip */
 };
+
+/* Reads a requests trace (CSV: a header naming arrival_s, input_len and
+ * output_len, then a row per request) from 'text' ('len' bytes) read from
+ * 'file' into c->trace, each request within c->max_model_len; errors as
+ * file:line:col. Returns 0 or -1. config/cfg_serve_trace.c. */
+struct diag;
+int cfg_serve_trace_parse(const char *text, size_t len, const char *file, struct serve_cfg *c,
+                          struct diag *d);
+void cfg_serve_fini(struct serve_cfg *c);
 
 #endif

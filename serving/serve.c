@@ -9,6 +9,7 @@
 
 #include "base/interrupt.h"
 #include "base/xalloc.h"
+#include "serving/serve_traffic.h"
 
 /* The engine's state between steps. */
 struct eng {
@@ -20,20 +21,9 @@ struct eng {
     int64_t released;         /* closed loop: requests given their arrival time */
     int64_t free_pages;
     double now;
-    uint64_t rng;
     struct serve_batch b;
     int64_t *sched;           /* per batch entry, its request */
 };
-
-/* splitmix64: the arrivals' random numbers. */
-static double serve_uniform(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0; /* in (0, 1) */
-}
 
 static int64_t cdiv(int64_t a, int64_t b)
 {
@@ -219,16 +209,14 @@ static int step(struct eng *e, serve_price_fn price, void *ctx)
     return 0;
 }
 
-static void init_requests(const struct serve_cfg *c, struct serve_result *r, uint64_t *rng)
+static void init_requests(const struct serve_cfg *c, struct serve_result *r)
 {
-    double t = 0;
+    struct serve_traffic g;
+    serve_traffic_start(&g, c);
     for (int64_t i = 0; i < r->count; i++) {
         struct serve_req *q = &r->req[i];
-        *q = (struct serve_req){.first_s = -1, .finish_s = -1, .in = c->input_len,
-                                .out = c->output_len};
-        if (!c->concurrency) /* Poisson: exponential gaps; the first at 0 */
-            t += i ? -log(serve_uniform(rng)) / c->rate_per_s : 0;
-        q->arrival_s = c->concurrency ? (i < c->concurrency ? 0 : INFINITY) : t;
+        *q = (struct serve_req){.first_s = -1, .finish_s = -1};
+        serve_traffic_next(&g, &q->arrival_s, &q->in, &q->out);
     }
 }
 
@@ -273,14 +261,14 @@ int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,
     r->count = c->count;
     r->kv_pages = c->kv_pages;
     r->req = xcalloc((size_t)c->count, sizeof *r->req);
-    struct eng e = {.c = c, .r = r, .free_pages = c->kv_pages, .rng = c->seed};
+    struct eng e = {.c = c, .r = r, .free_pages = c->kv_pages};
     size_t ms = (size_t)c->max_num_seqs;
     e.run = xcalloc(ms, sizeof *e.run);
     e.wait = xcalloc((size_t)c->count, sizeof *e.wait);
     e.sched = xcalloc(ms, sizeof *e.sched);
     e.b.q = xcalloc(ms, sizeof *e.b.q);
     e.b.kv = xcalloc(ms, sizeof *e.b.kv);
-    init_requests(c, r, &e.rng);
+    init_requests(c, r);
     e.released = c->concurrency < c->count ? c->concurrency : c->count;
     int rc = 0;
     while (rc == 0 && r->completed < r->count) {

@@ -221,10 +221,20 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
                            double wall_s, const char *dir)
 {
     const struct serve_cfg *c = sc->serve;
-    printf("serving %lld requests (%lld in, %lld out tokens) on %d %s chips: %.3f s, %.3f req/s, "
+    char lens[96];
+    if (c->trace.n || c->in_len.kind != SERVE_LEN_FIXED || c->out_len.kind != SERVE_LEN_FIXED) {
+        double in = 0, out = 0; /* drawn or traced: their means */
+        for (int64_t i = 0; i < r->count; i++)
+            in += (double)r->req[i].in, out += (double)r->req[i].out;
+        snprintf(lens, sizeof lens, "mean %.1f in, %.1f out tokens", in / (double)r->count,
+                 out / (double)r->count);
+    } else {
+        snprintf(lens, sizeof lens, "%lld in, %lld out tokens", (long long)c->input_len,
+                 (long long)c->output_len);
+    }
+    printf("serving %lld requests (%s) on %d %s chips: %.3f s, %.3f req/s, "
            "%.1f output tokens/s\n",
-           (long long)r->count, (long long)c->input_len, (long long)c->output_len,
-           cfg_total_chips(sc), sc->chip.name, r->duration_s,
+           (long long)r->count, lens, cfg_total_chips(sc), sc->chip.name, r->duration_s,
            per_s((double)r->completed, r->duration_s),
            per_s((double)ds->out_tokens, r->duration_s));
     printf("  TTFT mean %.2f ms, p50 %.2f, p99 %.2f; TPOT mean %.2f ms, p99 %.2f; ITL p50 %.2f ms\n",

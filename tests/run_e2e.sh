@@ -426,6 +426,28 @@ col() { awk -F, -v r="$2" -v c="$3" 'NR == r + 1 { print $c }' "$1"; }
            --set serve.requests.arrival.rate=50/s \
     && grep -q '"overloaded": false' "$t/svs/summary.json" \
     && ok || bad "serve: an open loop above capacity is not reported overloaded"
+# ... a trace (CRLF, a blank line and a comment in it) of two requests 5 s apart: the engine
+# idles between them, so each TTFT is the single request's of sv1 (its prefill step plus the
+# overhead), the second arrives at 5 s, and the run is 2 steps
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svt" -q \
+       --set 'serve.requests={trace: traces/two_far.csv}' \
+    && [ "$(col "$t/svt/requests.csv" 1 7)" = "$(col "$t/sv1/requests.csv" 1 7)" ] \
+    && [ "$(col "$t/svt/requests.csv" 2 7)" = "$(col "$t/sv1/requests.csv" 1 7)" ] \
+    && [ "$(col "$t/svt/requests.csv" 2 2)" = 5 ] \
+    && grep -q '"steps": 2,' "$t/svt/summary.json" \
+    && ok || bad "serve: a trace's far-apart requests do not each take one prefill"
+# ... lengths drawn (uniform input in [200, 400], lognormal output of mean 12 in [1, 40]) and
+# gamma arrivals (cv 2): every request's lengths in range, the headline says the means, and
+# the same seed gives the same requests.csv
+sv_dist="serve.requests={count: 64, arrival: {rate: 200/s, process: gamma, cv: 2}, input_len: {min: 200, max: 400}, output_len: {mean: 12, sigma: 0.6, max: 40}, seed: 5}"
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svd" --set "$sv_dist" >"$t/svd.out" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svd2" -q --set "$sv_dist" \
+    && grep -q '^serving 64 requests (mean [0-9.]* in, [0-9.]* out tokens)' "$t/svd.out" \
+    && awk -F, 'NR > 1 && ($5 < 200 || $5 > 400 || $6 < 1 || $6 > 40) { bad = 1 }
+                NR > 1 { n++; o += $6 } END { exit !(!bad && n == 64 && o / n > 6 && o / n < 20) }' \
+           "$t/svd/requests.csv" \
+    && cmp -s "$t/svd/requests.csv" "$t/svd2/requests.csv" \
+    && ok || bad "serve: drawn lengths or gamma arrivals"
 # ... the step memo (a step is its dense part at its padded tokens and rows plus each
 # sequence's attention at its position, from probes of one to three sequences) against every
 # step priced exactly: each step within 4 % (a chunk's q and kv blocks fall with its place in

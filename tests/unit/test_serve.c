@@ -4,6 +4,9 @@
 #include "test_util.h"
 
 #include "serving/serve.h"
+#include "serving/serve_traffic.h"
+
+#include <math.h>
 
 static double price_by_hand(void *ctx, const struct serve_batch *b)
 {
@@ -174,6 +177,85 @@ static void test_serve_dist(void **state)
     assert_float_equal(d.p90, 4.6, 1e-12); /* rank 3.6: 4 + 0.6 x (5 - 4) */
 }
 
+/* The mean and the coefficient of variation of 'n' draws of 'f'. */
+static void moments(double (*f)(uint64_t *, const void *), const void *arg, int n, double *mean,
+                    double *cv)
+{
+    uint64_t s = 42;
+    double a = 0, b = 0;
+    for (int i = 0; i < n; i++) {
+        double x = f(&s, arg);
+        a += x, b += x * x;
+    }
+    *mean = a / n;
+    *cv = sqrt(b / n - *mean * *mean) / *mean;
+}
+
+static double gamma_draw(uint64_t *s, const void *k)
+{
+    return serve_gamma(s, *(const double *)k);
+}
+
+static double len_draw(uint64_t *s, const void *l)
+{
+    return (double)serve_len_draw(l, s);
+}
+
+/* Gamma gaps of shape k have mean k and cv 1/sqrt(k) (k = 0.25: cv 2, the
+ * k < 1 branch; k = 4: cv 0.5); 200,000 draws: within 1 % and 2 %. Lengths:
+ * uniform in [100, 300] has mean 200 and stays in range; a lognormal of mean
+ * 500, sigma 0.5, kept in [1, 100000] (the clip is 10 sigma away) has mean
+ * 500 and cv sqrt(exp(0.25) - 1) = 0.5329. */
+static void test_serve_traffic_draws(void **state)
+{
+    (void)state;
+    double m, cv;
+    for (int i = 0; i < 2; i++) {
+        double k = i ? 4 : 0.25;
+        moments(gamma_draw, &k, 200000, &m, &cv);
+        assert_float_equal(m, k, 0.01 * k);
+        assert_float_equal(cv, 1 / sqrt(k), 0.02 / sqrt(k));
+    }
+    struct serve_len u = {SERVE_LEN_UNIFORM, 100, 300, 0, 0};
+    moments(len_draw, &u, 200000, &m, &cv);
+    assert_float_equal(m, 200, 1);
+    uint64_t s = 7;
+    for (int i = 0; i < 10000; i++) {
+        int64_t v = serve_len_draw(&u, &s);
+        assert_true(v >= 100 && v <= 300);
+    }
+    struct serve_len ln = {SERVE_LEN_LOGNORMAL, 1, 100000, 500, 0.5};
+    moments(len_draw, &ln, 200000, &m, &cv);
+    assert_float_equal(m, 500, 5);
+    assert_float_equal(cv, sqrt(exp(0.25) - 1), 0.01);
+}
+
+/* Gamma arrivals at 50/s with cv 3 through the engine: the gaps' mean is
+ * 20 ms and their cv 3 (2,000 requests: within 10 %); Poisson (cv 0) keeps
+ * the arrivals it had (the same stream). */
+static void test_serve_gamma_arrivals(void **state)
+{
+    (void)state;
+    struct serve_cfg c = cfg();
+    c.concurrency = 0, c.count = 2000, c.rate_per_s = 50, c.arrival_cv = 3;
+    struct serve_traffic g;
+    serve_traffic_start(&g, &c);
+    double prev = 0, a = 0, b = 0;
+    for (int i = 0; i < 2000; i++) {
+        double t;
+        int64_t in, out;
+        serve_traffic_next(&g, &t, &in, &out);
+        assert_int_equal(in, 100);
+        assert_int_equal(out, 1);
+        if (i)
+            a += t - prev, b += (t - prev) * (t - prev);
+        prev = t;
+    }
+    double mean = a / 1999, cv = sqrt(b / 1999 - mean * mean) / mean;
+    assert_float_equal(mean, 0.02, 0.002);
+    assert_float_equal(cv, 3, 0.3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +267,8 @@ int main(void)
         cmocka_unit_test(test_serve_recompute_above_budget),
         cmocka_unit_test(test_serve_overload),
         cmocka_unit_test(test_serve_dist),
+        cmocka_unit_test(test_serve_traffic_draws),
+        cmocka_unit_test(test_serve_gamma_arrivals),
     };
     return cmocka_run_group_tests_name("serve", tests, NULL, NULL);
 }
