@@ -2,6 +2,7 @@
  * read back from summary.json and sweep.json.
  * May use: libc, base/ (fsutil, json, xalloc) and outputs/table.h only. */
 #include "outputs/table.h"
+#include "outputs/table_serve.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
 {
     const struct json *ops = json_get(j, "ops");
     const struct json *tt = json_get(j, "total_time_s");
+    if (table_serve_from_summary(r, j))
+        return 0;
     if (!ops || ops->type != JSON_ARR || !tt || tt->type != JSON_NUM) {
         snprintf(err, errn, "not a summary.json (no total_time_s and ops)");
         return -1;
@@ -227,6 +230,9 @@ int table_write_csv(const struct table *t, const char *path)
     bool train = table_has_train(t);
     if (train)
         fputs(",time_to_train_s", f);
+    bool serving = table_has_serving(t);
+    if (serving)
+        table_serve_csv_head(f);
     fputs(",status,reason,wall_s,peak_rss_bytes\n", f);
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
@@ -247,6 +253,8 @@ int table_write_csv(const struct table *t, const char *path)
             fprintf(f, ",%.9e", r->time_to_train_s);
         else if (train)
             fputc(',', f);
+        if (serving)
+            table_serve_csv_row(f, r);
         fprintf(f, ",%s,", table_status_name(r->status));
         csv_field(f, r->reason);
         if (r->peak_rss_bytes > 0) /* measured: the only fields that differ between runs */
@@ -299,6 +307,7 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
                     JSON_E9(r->collective_exposed_s));
         if (r->time_to_train_s > 0)
             fprintf(f, ", \"time_to_train_s\": %s", JSON_E9(r->time_to_train_s));
+        table_serve_json_row(f, r);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "
               "\"vmem_peak_bytes\": null, \"grid_steps\": null",
@@ -388,6 +397,7 @@ static int row_from_json(struct table *t, struct table_row *r, const struct json
     r->memory_bytes = json_num(p, "memory_bytes", 0);
     r->time_to_train_s = json_num(p, "time_to_train_s", 0);
     r->collective_exposed_s = json_num(p, "collective_exposed_s", 0);
+    table_serve_from_json(r, p);
     r->wall_s = json_num(p, "wall_s", 0);
     r->peak_rss_bytes = json_num(p, "peak_rss_bytes", 0);
     return 0;

@@ -44,6 +44,15 @@ struct table_row {
      * wall time of its process and that process's peak resident memory */
     double wall_s, peak_rss_bytes;
     double sigma_s;              /* uncertainty.sigma_s, the time's error bar (0: none) */
+    /* from summary.json's serving object (a serve: scenario; has_serving false
+     * otherwise; time_s is then its duration_s): outputs/table_serve.h */
+    bool has_serving;
+    struct table_serving {
+        double request_throughput, output_tokens_per_s; /* per second */
+        double ttft_s[3], tpot_s[3], itl_s[3];          /* p50, p90, p99 */
+        double goodput_rps, slo_ttft_s, slo_tpot_s;     /* slo 0: none */
+        bool overloaded;
+    } sv;
 };
 
 

@@ -1,0 +1,14 @@
+/* outputs/plot_serve.h -- the latency-throughput plot of a serving sweep. */
+#ifndef TPUSIM_OUTPUTS_PLOT_SERVE_H
+#define TPUSIM_OUTPUTS_PLOT_SERVE_H
+
+struct table;
+
+/* Writes dir/latency_throughput.svg (atomically) when 't' has serving rows;
+ * nothing otherwise. Returns 0 or -1 with errno. */
+int plot_serve_write(const struct table *t, const char *dir);
+/* The line naming the knee ("knee: point 2 (rate, 41.2 req/s): p99 TTFT
+ * above the SLO", or that there is none). New string. */
+char *plot_serve_note(const struct table *t);
+
+#endif
