@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "outputs/table.h"
 
 static const char *const pct_names[3] = {"p50", "p90", "p99"};
 

@@ -10,7 +10,9 @@
 #include <stdio.h>
 
 #include "base/json.h"
-#include "outputs/table.h"
+
+struct table;
+struct table_row;
 
 /* When the summary 'j' is a serving run's: fills 'r' (status ok, time_s =
  * serving.duration_s) and returns true; otherwise false, 'r' untouched. */
