@@ -1,6 +1,6 @@
 /* outputs/plot_serve.c -- latency_throughput.svg: a serving sweep's TTFT
  * p50/p90/p99 (log scale, ms) against each point's request throughput, the
- * TTFT SLO as a grey line, and the knee (table_serve_knee) highlighted and
+ * TTFT SLO as a grey line, and the knee (plot_serve_knee) highlighted and
  * named under the plot. */
 #include "outputs/plot_serve.h"
 
@@ -12,12 +12,28 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "outputs/svg.h"
-#include "outputs/table_serve.h"
+#include "outputs/table.h"
+
+int plot_serve_knee(const struct table *t, const char **why)
+{
+    for (int i = 0; i < t->nrows; i++) {
+        const struct table_row *r = &t->rows[i];
+        if (r->status != TABLE_OK || !r->has_serving)
+            continue;
+        bool slo = r->sv.slo_ttft_s > 0 && r->sv.ttft_s[2] > r->sv.slo_ttft_s;
+        if (slo || r->sv.overloaded) {
+            if (why)
+                *why = slo ? "p99 TTFT above the SLO" : "overloaded";
+            return i;
+        }
+    }
+    return -1;
+}
 
 char *plot_serve_note(const struct table *t)
 {
     const char *why = NULL;
-    int k = table_serve_knee(t, &why);
+    int k = plot_serve_knee(t, &why);
     if (k < 0)
         return xstrdup("no knee: every point within the TTFT SLO and not overloaded");
     const struct table_row *r = &t->rows[k];
@@ -34,7 +50,7 @@ int plot_serve_write(const struct table *t, const char *dir)
         return 0;
     char **ticks = xcalloc((size_t)n, sizeof *ticks);
     double *y = xcalloc((size_t)n * 4, sizeof *y);
-    int knee = table_serve_knee(t, NULL), best_x = -1;
+    int knee = plot_serve_knee(t, NULL), best_x = -1;
     bool slo = false;
     for (int i = 0, x = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];

@@ -7,6 +7,10 @@ struct table;
 /* Writes dir/latency_throughput.svg (atomically) when 't' has serving rows;
  * nothing otherwise. Returns 0 or -1 with errno. */
 int plot_serve_write(const struct table *t, const char *dir);
+/* The knee: index into t->rows of the first ok serving row (in point order)
+ * whose p99 TTFT is above its SLO (serve.slo.ttft) or that says it is
+ * overloaded; -1 when none is. '*why' (may be NULL) gets a static reason. */
+int plot_serve_knee(const struct table *t, const char **why);
 /* The line naming the knee ("knee: point 2 (rate, 41.2 req/s): p99 TTFT
  * above the SLO", or that there is none). New string. */
 char *plot_serve_note(const struct table *t);

@@ -11,7 +11,6 @@
 #include "base/xalloc.h"
 #include "outputs/plots.h"
 #include "outputs/plot_serve.h"
-#include "outputs/table_serve.h"
 #include "outputs/summary.h"
 #include "outputs/svg.h"
 #include "outputs/table.h"

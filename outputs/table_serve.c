@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "base/xalloc.h"
-#include "outputs/table.h"
 
 static const char *const pct_names[3] = {"p50", "p90", "p99"};
 
@@ -20,19 +18,11 @@ static bool json_true(const struct json *o, const char *key)
     return b && b->type == JSON_BOOL && b->b;
 }
 
-bool table_serve_from_summary(struct table_row *r, const struct json *j)
+bool table_serve_from_summary(struct table_serving *v, const struct json *j)
 {
     const struct json *s = json_get(j, "serving");
     if (!s || s->type != JSON_OBJ)
         return false;
-    r->status = TABLE_OK;
-    r->time_s = json_num(s, "duration_s", 0);
-    r->scenario = xstrdup(json_str(j, "scenario", ""));
-    r->chip = xstrdup(json_str(j, "chip", ""));
-    r->op = xstrdup("");
-    r->bound = xstrdup("");
-    r->has_serving = true;
-    struct table_serving *v = &r->sv;
     v->request_throughput = json_num(s, "request_throughput", 0);
     v->output_tokens_per_s = json_num(s, "output_tokens_per_s", 0);
     read_pcts(json_get(s, "ttft_s"), v->ttft_s);
@@ -46,14 +36,6 @@ bool table_serve_from_summary(struct table_row *r, const struct json *j)
     return true;
 }
 
-bool table_has_serving(const struct table *t)
-{
-    for (int i = 0; i < t->nrows; i++)
-        if (t->rows[i].status == TABLE_OK && t->rows[i].has_serving)
-            return true;
-    return false;
-}
-
 void table_serve_csv_head(FILE *f)
 {
     fputs(",request_throughput,output_tokens_per_s", f);
@@ -64,13 +46,12 @@ void table_serve_csv_head(FILE *f)
     fputs(",goodput_requests_per_s,slo_ttft_s,slo_tpot_s,overloaded", f);
 }
 
-void table_serve_csv_row(FILE *f, const struct table_row *r)
+void table_serve_csv_row(FILE *f, const struct table_serving *v)
 {
-    if (r->status != TABLE_OK || !r->has_serving) {
+    if (!v) {
         fputs(",,,,,,,,,,,,,,,", f);
         return;
     }
-    const struct table_serving *v = &r->sv;
     fprintf(f, ",%.9e,%.9e", v->request_throughput, v->output_tokens_per_s);
     const double *m[3] = {v->ttft_s, v->tpot_s, v->itl_s};
     for (int k = 0; k < 3; k++)
@@ -88,11 +69,10 @@ static void json_pcts(FILE *f, const char *name, const double v[3])
     fputc('}', f);
 }
 
-void table_serve_json_row(FILE *f, const struct table_row *r)
+void table_serve_json_row(FILE *f, const struct table_serving *v)
 {
-    if (!r->has_serving)
+    if (!v)
         return;
-    const struct table_serving *v = &r->sv;
     fprintf(f, ",\n     \"serving\": {\"request_throughput\": %s, \"output_tokens_per_s\": %s",
             JSON_E9(v->request_throughput), JSON_E9(v->output_tokens_per_s));
     json_pcts(f, "ttft_s", v->ttft_s);
@@ -104,13 +84,11 @@ void table_serve_json_row(FILE *f, const struct table_row *r)
             v->overloaded ? "true" : "false");
 }
 
-void table_serve_from_json(struct table_row *r, const struct json *p)
+bool table_serve_from_json(struct table_serving *v, const struct json *p)
 {
     const struct json *s = json_get(p, "serving");
-    r->has_serving = s && s->type == JSON_OBJ;
-    if (!r->has_serving)
-        return;
-    struct table_serving *v = &r->sv;
+    if (!s || s->type != JSON_OBJ)
+        return false;
     v->request_throughput = json_num(s, "request_throughput", 0);
     v->output_tokens_per_s = json_num(s, "output_tokens_per_s", 0);
     read_pcts(json_get(s, "ttft_s"), v->ttft_s);
@@ -120,20 +98,5 @@ void table_serve_from_json(struct table_row *r, const struct json *p)
     v->slo_ttft_s = json_num(s, "slo_ttft_s", 0);
     v->slo_tpot_s = json_num(s, "slo_tpot_s", 0);
     v->overloaded = json_true(s, "overloaded");
-}
-
-int table_serve_knee(const struct table *t, const char **why)
-{
-    for (int i = 0; i < t->nrows; i++) {
-        const struct table_row *r = &t->rows[i];
-        if (r->status != TABLE_OK || !r->has_serving)
-            continue;
-        bool slo = r->sv.slo_ttft_s > 0 && r->sv.ttft_s[2] > r->sv.slo_ttft_s;
-        if (slo || r->sv.overloaded) {
-            if (why)
-                *why = slo ? "p99 TTFT above the SLO" : "overloaded";
-            return i;
-        }
-    }
-    return -1;
+    return true;
 }

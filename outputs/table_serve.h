@@ -1,8 +1,7 @@
 /* outputs/table_serve.h -- the serving columns of the sweep table (a sweep of
  * a serve: scenario over serve.requests.arrival.rate or .concurrency): each
  * point's throughput, TTFT/TPOT/ITL p50/p90/p99 and goodput, read from its
- * summary.json `serving` object and written to sweep.csv / sweep.json; and
- * the knee of the latency-throughput curve. */
+ * summary.json `serving` object and written to sweep.csv / sweep.json. */
 #ifndef TPUSIM_OUTPUTS_TABLE_SERVE_H
 #define TPUSIM_OUTPUTS_TABLE_SERVE_H
 
@@ -11,25 +10,23 @@
 
 #include "base/json.h"
 
-struct table;
-struct table_row;
+struct table_serving {
+    double request_throughput, output_tokens_per_s; /* per second */
+    double ttft_s[3], tpot_s[3], itl_s[3];          /* p50, p90, p99 */
+    double goodput_rps, slo_ttft_s, slo_tpot_s;     /* slo 0: none */
+    bool overloaded;
+};
 
-/* When the summary 'j' is a serving run's: fills 'r' (status ok, time_s =
- * serving.duration_s) and returns true; otherwise false, 'r' untouched. */
-bool table_serve_from_summary(struct table_row *r, const struct json *j);
-/* True when some ok row of 't' is a serving run. */
-bool table_has_serving(const struct table *t);
+/* When the summary 'j' has a `serving` object: fills 'v' from it and returns
+ * true; otherwise false. */
+bool table_serve_from_summary(struct table_serving *v, const struct json *j);
 /* sweep.csv: the column names (each starting with a comma), and a row's
- * values (empty unless an ok serving row). */
+ * values ('v' NULL: empty fields). */
 void table_serve_csv_head(FILE *f);
-void table_serve_csv_row(FILE *f, const struct table_row *r);
-/* sweep.json: ", \"serving\": {...}" for a serving row, nothing otherwise;
- * and reading it back. */
-void table_serve_json_row(FILE *f, const struct table_row *r);
-void table_serve_from_json(struct table_row *r, const struct json *p);
-/* The knee: index into t->rows of the first ok serving row (in point order)
- * whose p99 TTFT is above its SLO (serve.slo.ttft) or that says it is
- * overloaded; -1 when none is. '*why' (may be NULL) gets a static reason. */
-int table_serve_knee(const struct table *t, const char **why);
+void table_serve_csv_row(FILE *f, const struct table_serving *v);
+/* sweep.json: ", \"serving\": {...}" ('v' NULL: nothing); and reading a
+ * point's back (false: it has none). */
+void table_serve_json_row(FILE *f, const struct table_serving *v);
+bool table_serve_from_json(struct table_serving *v, const struct json *p);
 
 #endif

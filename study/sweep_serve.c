@@ -8,8 +8,8 @@
 
 #include "base/xalloc.h"
 #include "config/cfg.h"
+#include "outputs/plot_serve.h"
 #include "outputs/table.h"
-#include "outputs/table_serve.h"
 #include "study/sweep_int.h"
 
 int sweep_serve_child(const struct cfg_scenario *sc, const char *pdir,
@@ -63,7 +63,7 @@ void sweep_serve_print(const struct sweep_spec *sp, const struct table_row *rows
         for (int i = 0; i < t.nrows; i++)
             print_row(sp, &t.rows[i]);
         const char *why = NULL;
-        int knee = table_serve_knee(&t, &why);
+        int knee = plot_serve_knee(&t, &why);
         if (knee < 0)
             printf("no knee: every point within the TTFT SLO and not overloaded\n");
         else
