@@ -41,7 +41,10 @@ static void print_row(const struct sweep_spec *sp, const struct table_row *r)
 
 void sweep_serve_print(const struct sweep_spec *sp, const struct table_row *rows, const bool *done)
 {
-    struct table t = {.name = sp->name, .nkeys = sp->nkeys, .keys = NULL, .default_point = -1};
+    struct table t = {.name = sp->name, .nkeys = sp->nkeys, .default_point = -1};
+    t.keys = xcalloc((size_t)sp->nkeys + 1, sizeof *t.keys);
+    for (int k = 0; k < sp->nkeys; k++)
+        t.keys[k] = sp->keys[k].path;
     t.rows = xcalloc((size_t)sp->npoints + 1, sizeof *t.rows);
     for (int i = 0; i < sp->npoints; i++)
         if (done[i])
@@ -62,13 +65,15 @@ void sweep_serve_print(const struct sweep_spec *sp, const struct table_row *rows
         printf("                        ms        ms        ms        ms        ms    req/s\n");
         for (int i = 0; i < t.nrows; i++)
             print_row(sp, &t.rows[i]);
-        const char *why = NULL;
-        int knee = plot_serve_knee(&t, &why);
-        if (knee < 0)
-            printf("no knee: every point within the TTFT SLO and not overloaded\n");
-        else
-            printf("knee: point %d (%.4g req/s): %s\n", t.rows[knee].point,
-                   t.rows[knee].sv.request_throughput, why);
+        char *note = plot_serve_note(&t);
+        for (const char *c = note; *c; c++) /* a group's knee a line */
+            if (c[0] == ';' && c[1] == ' ')
+                putchar('\n'), c++;
+            else
+                putchar(*c);
+        putchar('\n');
+        free(note);
     }
     free(t.rows);
+    free(t.keys);
 }
