@@ -9,6 +9,7 @@
 
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "serving/serve_run.h"
 #include "study/sweep.h"
 
 static const char usage_text[] =
@@ -16,7 +17,8 @@ static const char usage_text[] =
     "                   [--shard I/N]\n"
     "  runs every point of a sweep spec in parallel processes; writes DIR/sweep.csv,\n"
     "  DIR/sweep.json, DIR/report.md, DIR/plot_<key>.svg (and DIR/heatmap.svg for two keys)\n"
-    "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>)\n"
+    "  and DIR/points/NNNN/summary.json (DIR defaults to out/<sweep name>); a serve:\n"
+    "  scenario's sweep: its serving columns and DIR/latency_throughput.svg\n"
     "  -j N       points run at once (default: the number of online CPUs)\n"
     "  --set key.path=value   edit the base scenario (before every point's values)\n"
     "  --resume   keep the points already done with the same values\n"
@@ -137,6 +139,14 @@ static int cmd_merge(int argc, char **argv)
     return sweep_merge(argv[optind], argv + optind + 1, argc - optind - 1, force);
 }
 
+/* A serving point of a sweep: serving/serve_run.h into the point's directory. */
+static int serve_point(const struct cfg_scenario *sc, const char *out_dir, int sg_argc,
+                       char **sg_argv, struct diag *d)
+{
+    struct serve_run_opts so = {.out_dir = out_dir, .sg_argc = sg_argc, .sg_argv = sg_argv};
+    return serve_run(sc, &so, d);
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "merge"))
@@ -145,6 +155,7 @@ int cmd_sweep(int argc, char **argv)
     memset(&o, 0, sizeof o);
     const char *spec = NULL;
     int rc = parse_sweep_args(argc, argv, &o, &spec);
+    o.serve_point = serve_point;
     if (rc == 0)
         rc = sweep_run(spec, &o);
     free(o.sg_argv);

@@ -2,6 +2,7 @@
  * heatmap.svg (two-key sweeps) from a sweep table, drawn by outputs/svg.h.
  * May use: libc, base/ (fsutil, xalloc), outputs/table.h, outputs/svg.h. */
 #include "outputs/plots.h"
+#include "outputs/plot_serve.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -307,5 +308,7 @@ int plot_write_sweep(const struct table *t, const char *dir)
         rc = plot_key(t, k, dir);
     if (rc == 0 && t->nkeys == 2)
         rc = plot_heatmap(t, dir);
+    if (rc == 0)
+        rc = plot_serve_write(t, dir);
     return rc;
 }

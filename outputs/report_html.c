@@ -10,6 +10,7 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "outputs/plots.h"
+#include "outputs/plot_serve.h"
 #include "outputs/summary.h"
 #include "outputs/svg.h"
 #include "outputs/table.h"
@@ -363,6 +364,14 @@ int report_html_sweep(const struct table *t, const char *cmd, const char *dir)
     fputs("<h2>Plots</h2>\n", f);
     if (t->nkeys == 2)
         inline_svg(f, dir, "heatmap.svg");
+    if (table_has_serving(t)) {
+        char *knee = plot_serve_note(t);
+        fputs("<p id=\"serving-knee\">", f);
+        esc(f, knee);
+        fputs("</p>\n", f);
+        free(knee);
+        inline_svg(f, dir, "latency_throughput.svg");
+    }
     for (int k = 0; k < t->nkeys; k++) {
         char *name = plot_file_name(t->keys[k]);
         inline_svg(f, dir, name);

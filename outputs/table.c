@@ -34,6 +34,16 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
 {
     const struct json *ops = json_get(j, "ops");
     const struct json *tt = json_get(j, "total_time_s");
+    if (table_serve_from_summary(&r->sv, j)) { /* a serving run: no ops */
+        r->has_serving = true;
+        r->status = TABLE_OK;
+        r->time_s = json_num(json_get(j, "serving"), "duration_s", 0);
+        r->scenario = xstrdup(json_str(j, "scenario", ""));
+        r->chip = xstrdup(json_str(j, "chip", ""));
+        r->op = xstrdup("");
+        r->bound = xstrdup("");
+        return 0;
+    }
     if (!ops || ops->type != JSON_ARR || !tt || tt->type != JSON_NUM) {
         snprintf(err, errn, "not a summary.json (no total_time_s and ops)");
         return -1;
@@ -69,6 +79,14 @@ int table_row_from_summary(struct table_row *r, const struct json *j, char *err,
     r->time_to_train_s = json_num(json_get(j, "train"), "time_to_train_s", 0);
     r->sigma_s = json_num(json_get(j, "uncertainty"), "sigma_s", 0);
     return 0;
+}
+
+bool table_has_serving(const struct table *t)
+{
+    for (int i = 0; i < t->nrows; i++)
+        if (t->rows[i].status == TABLE_OK && t->rows[i].has_serving)
+            return true;
+    return false;
 }
 
 bool table_has_model(const struct table *t)
@@ -227,6 +245,9 @@ int table_write_csv(const struct table *t, const char *path)
     bool train = table_has_train(t);
     if (train)
         fputs(",time_to_train_s", f);
+    bool serving = table_has_serving(t);
+    if (serving)
+        table_serve_csv_head(f);
     fputs(",status,reason,wall_s,peak_rss_bytes\n", f);
     for (int i = 0; i < t->nrows; i++) {
         const struct table_row *r = &t->rows[i];
@@ -247,6 +268,8 @@ int table_write_csv(const struct table *t, const char *path)
             fprintf(f, ",%.9e", r->time_to_train_s);
         else if (train)
             fputc(',', f);
+        if (serving)
+            table_serve_csv_row(f, r->status == TABLE_OK && r->has_serving ? &r->sv : NULL);
         fprintf(f, ",%s,", table_status_name(r->status));
         csv_field(f, r->reason);
         if (r->peak_rss_bytes > 0) /* measured: the only fields that differ between runs */
@@ -299,6 +322,7 @@ static void json_row(FILE *f, const struct table *t, const struct table_row *r)
                     JSON_E9(r->collective_exposed_s));
         if (r->time_to_train_s > 0)
             fprintf(f, ", \"time_to_train_s\": %s", JSON_E9(r->time_to_train_s));
+        table_serve_json_row(f, r->has_serving ? &r->sv : NULL);
     } else {
         fputs(",\n     \"time_s\": null, \"bound\": null, \"peak_fraction\": null, "
               "\"vmem_peak_bytes\": null, \"grid_steps\": null",
@@ -388,6 +412,7 @@ static int row_from_json(struct table *t, struct table_row *r, const struct json
     r->memory_bytes = json_num(p, "memory_bytes", 0);
     r->time_to_train_s = json_num(p, "time_to_train_s", 0);
     r->collective_exposed_s = json_num(p, "collective_exposed_s", 0);
+    r->has_serving = table_serve_from_json(&r->sv, p);
     r->wall_s = json_num(p, "wall_s", 0);
     r->peak_rss_bytes = json_num(p, "peak_rss_bytes", 0);
     return 0;

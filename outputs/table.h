@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/json.h"
+#include "outputs/table_serve.h"
 
 enum table_status { TABLE_OK, TABLE_INFEASIBLE, TABLE_FAILED, TABLE_STATUS_COUNT };
 
@@ -44,6 +45,10 @@ struct table_row {
      * wall time of its process and that process's peak resident memory */
     double wall_s, peak_rss_bytes;
     double sigma_s;              /* uncertainty.sigma_s, the time's error bar (0: none) */
+    /* from summary.json's serving object (a serve: scenario; has_serving false
+     * otherwise; time_s is then its duration_s): outputs/table_serve.h */
+    bool has_serving;
+    struct table_serving sv;
 };
 
 
@@ -84,6 +89,8 @@ double table_rank_value(const struct table_row *r, bool by_train);
 /* Index into t->rows of the best ok row (the fastest, or the shortest time to
  * train when table_rank_by_train; the lowest point on a tie), or -1. */
 int table_best_row(const struct table *t);
+/* True when some ok row of 't' is a serving run (has_serving). */
+bool table_has_serving(const struct table *t);
 /* Index into t->rows of point 'point', or -1. */
 int table_find_row(const struct table *t, int point);
 /* Column name of key 'k': the last segment of its path, or the whole path

@@ -66,6 +66,7 @@ struct runner {
     int nmine;          /* how many points that is (all of them without shards) */
     int sg_argc;
     char **sg_argv;
+    int (*serve_point)(const struct cfg_scenario *, const char *, int, char **, struct diag *);
     sigset_t oldmask, waitset;
     int stop;               /* the signal that stopped the sweep, or 0 */
     bool broken;            /* a runtime failure (fork, mkdir) */
@@ -139,7 +140,11 @@ static void child_main(struct runner *r, int i, bool trace)
     struct diag *d = diag_new();
     struct cfg_scenario sc;
     int rc = 2;
-    if (cfg_load_scenario(r->sp->base_path, (const char *const *)sets, n, &sc, d) == 0) {
+    int loaded = cfg_load_scenario(r->sp->base_path, (const char *const *)sets, n, &sc, d);
+    if (loaded == 0 && sc.serve) { /* a serving run: study/sweep_serve.c */
+        rc = sweep_serve_child(&sc, pdir, r->serve_point, r->sg_argc, r->sg_argv, d);
+        cfg_scenario_fini(&sc);
+    } else if (loaded == 0) {
         spmd_fold(&sc, sc.all_chips);
         struct sim_opts o = {
             .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
@@ -185,7 +190,8 @@ static int launch(struct runner *r, int i, bool trace)
     }
     if (!trace) {
         static const char *const stale[] = {"point.json",   "summary.json", "trace.json",
-                                            "platform.xml", "log.txt",      NULL};
+                                            "platform.xml", "log.txt",      "requests.csv",
+                                            "steps.csv",    NULL};
         for (int k = 0; stale[k]; k++)
             remove_point_file(r, i, stale[k]);
     }
@@ -626,8 +632,8 @@ int sweep_missing_outputs(const struct table *t, const char *dir, bool traces)
     int best = table_best_row(t), def = table_find_row(t, t->default_point);
     int want[2] = {best, def >= 0 && t->rows[def].status == TABLE_OK ? def : -1};
     for (int k = 0; traces && k < 2; k++) {
-        if (want[k] < 0 || (k == 1 && want[1] == want[0]))
-            continue;
+        if (want[k] < 0 || (k == 1 && want[1] == want[0]) || t->rows[want[k]].has_serving)
+            continue; /* a serving run writes no trace.json */
         char rel[64];
         snprintf(rel, sizeof rel, "points/%04d/trace.json", t->rows[want[k]].point);
         n += missing(dir, rel, k ? "the default point's trace" : "the best point's trace");
@@ -737,7 +743,8 @@ static void keep_traces(struct runner *r)
     free(t.keys);
     free(rows);
     for (int k = 0; k < 2; k++) {
-        char *p = want[k] >= 0 ? point_file(r, want[k], "trace.json") : NULL;
+        bool serving = want[k] >= 0 && r->rows[want[k]].has_serving; /* writes no trace.json */
+        char *p = want[k] >= 0 && !serving ? point_file(r, want[k], "trace.json") : NULL;
         if (p && !exists(p))
             todo[n++] = want[k];
         free(p);
@@ -781,7 +788,7 @@ static void print_result(struct runner *r, double wall_s)
         if (r->done[i] && r->rows[i].status == TABLE_OK &&
             (best < 0 || table_rank_value(&r->rows[i], by) < table_rank_value(&r->rows[best], by)))
             best = i;
-    if (best >= 0) {
+    if (best >= 0 && !r->rows[best].has_serving) { /* serving: sweep_serve_print */
         char tm[32];
         table_format_time(tm, sizeof tm, r->rows[best].time_s);
         printf("best: point %d, %s, bound %s", best, tm, r->rows[best].bound);
@@ -797,6 +804,7 @@ static void print_result(struct runner *r, double wall_s)
                    table_rank_value(&r->rows[d], by) / table_rank_value(&r->rows[best], by), d);
         printf("\n");
     }
+    sweep_serve_print(r->sp, r->rows, r->done);
     char shard[64] = "";
     if (r->nshards)
         snprintf(shard, sizeof shard, " --shard %d/%d", r->shard, r->nshards);
@@ -912,6 +920,7 @@ int sweep_run(const char *spec, const struct sweep_opts *o)
     r.nshards = o->nshards;
     r.sg_argc = o->sg_argc;
     r.sg_argv = o->sg_argv;
+    r.serve_point = o->serve_point;
     /* the lock of a directory given with -o comes first: a second sweep or run into it is
      * refused from the start, not once the spec and its base are read */
     r.lock = (struct sweep_lock){-1, NULL};

@@ -20,6 +20,9 @@
 
 #define SWEEP_MAX_JOBS 1024
 
+struct cfg_scenario;
+struct diag;
+
 struct sweep_opts {
     const char *out_dir; /* NULL: out/<sweep name> */
     int jobs;            /* points run at once */
@@ -30,6 +33,12 @@ struct sweep_opts {
     int shard, nshards;  /* --shard I/N: run the points i with i % N == I (N 0: all) */
     int sg_argc;         /* extra SimGrid flags for every point */
     char **sg_argv;
+    /* Runs a point whose scenario has a serve: section (serving/ sits above
+     * study/, so cli/ passes serving's runner in): writes summary.json,
+     * requests.csv and steps.csv into 'out_dir'; returns an exit status. NULL:
+     * such points fail. */
+    int (*serve_point)(const struct cfg_scenario *sc, const char *out_dir, int sg_argc,
+                       char **sg_argv, struct diag *d);
 };
 
 struct validate_limits;

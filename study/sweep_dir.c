@@ -53,7 +53,7 @@ void sweep_dir_unlock(struct sweep_lock *lk)
 static bool sweep_output_name(const char *name)
 {
     static const char *const names[] = {"sweep.csv", "sweep.json", "report.md", "report.html",
-                                        "heatmap.svg", "base.yaml", "shard.json", "points",
+                                        "heatmap.svg", "latency_throughput.svg", "base.yaml", "shard.json", "points",
                                         SWEEP_ID_NAME, NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(name, names[i]))
@@ -68,6 +68,7 @@ bool sweep_point_file_name(const char *name)
 {
     static const char *const names[] = {"point.json",  "summary.json", "trace.json", "platform.xml",
                                         "report.html", "log.txt",      "trace.log",  LOCK_NAME,
+                                        "requests.csv", "steps.csv", /* a serving point's */
                                         NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(name, names[i]))

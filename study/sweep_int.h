@@ -102,6 +102,22 @@ uint64_t sweep_spec_hash(const struct sweep_spec *sp);
 #define SWEEP_PROGRESS_INTERVAL_S 5.0
 double sweep_progress_interval_s(void);
 
+/* ---------------- serving points (study/sweep_serve.c) ---------------- */
+
+struct cfg_scenario;
+struct table_row;
+
+/* A point's process for a serve: scenario: runs it with 'serve_point' into
+ * 'pdir' (no runner: an error in 'd', exit 1). Returns the exit status. */
+int sweep_serve_child(const struct cfg_scenario *sc, const char *pdir,
+                      int (*serve_point)(const struct cfg_scenario *, const char *, int, char **,
+                                         struct diag *),
+                      int sg_argc, char **sg_argv, struct diag *d);
+/* Prints the serving table of the done points (rows[i] for done[i]) and the
+ * knee of the latency-throughput curve; nothing when no point is a serving run. */
+void sweep_serve_print(const struct sweep_spec *sp, const struct table_row *rows,
+                       const bool *done);
+
 /* ---------------- outputs (study/sweep.c) ---------------- */
 
 struct table;

@@ -18,6 +18,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "study/sweep_int.h"
+#include "outputs/plot_serve.h"
 #include "outputs/table.h"
 
 struct shard {
@@ -241,7 +242,11 @@ static void print_merged(const struct merge *m, const struct table *t)
            count[TABLE_FAILED]);
     int best = table_best_row(t), d = table_find_row(t, t->default_point);
     bool by = table_rank_by_train(t->rows, t->nrows, NULL);
-    if (best >= 0) {
+    if (best >= 0 && t->rows[best].has_serving) { /* serving: the knees, as the sweep prints */
+        char *note = plot_serve_note(t);
+        printf("%s\n", note);
+        free(note);
+    } else if (best >= 0) {
         char tm[32];
         table_format_time(tm, sizeof tm, t->rows[best].time_s);
         printf("best: point %d, %s, bound %s", t->rows[best].point, tm, t->rows[best].bound);

@@ -464,12 +464,8 @@ static char *try_load(const struct sweep_spec *sp, const char *set)
         sets[nsets] = sp->base_sets[nsets];
     if (set)
         sets[nsets++] = set;
-    if (cfg_load_scenario(sp->base_path, sets, nsets, &sc, d) == 0) {
-        if (sc.serve && !set) /* a point's run is one engine run, not a serving run */
-            diag_error(d, NULL, "serve", "%s: a sweep of a serve: scenario is not supported "
-                       "yet (run each point with tpusim run)", sp->base_path);
+    if (cfg_load_scenario(sp->base_path, sets, nsets, &sc, d) == 0)
         cfg_scenario_fini(&sc);
-    }
     char *msgs = sweep_diag_text(sp, d);
     free(sets);
     diag_free(d);

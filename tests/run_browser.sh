@@ -27,7 +27,10 @@ chrome() {
 }
 "$bin" run -o "$t/run" -q || bad "run"
 "$bin" sweep tests/data/sweeps/matmul_blocks.yaml -o "$t/sweep" -j 2 >/dev/null 2>&1 || bad "sweep"
-for page in run sweep; do
+# issue 28.4: a serving sweep's report: the latency-throughput plot and the knee
+"$bin" sweep tests/data/sweeps/serve_rate.yaml -o "$t/serve" -j 2 --set serve.slo.ttft=20ms \
+    >/dev/null 2>&1 || bad "serve sweep"
+for page in run sweep serve; do
     f="$t/$page/report.html"
     [ -s "$f" ] || { bad "$page: no report.html"; continue; }
     ! grep -qi '<script\|https\?://[^ "<]*\.\(js\|css\)\|<link ' "$f" && ok \
@@ -42,6 +45,10 @@ for page in run sweep; do
         # the console keeps its lines (issue 32.13: it was one run-on line)
         [ "$(awk '/<pre id="console">/ { on = 1 } on { n++ } on && /<\/pre>/ { exit } END { print n + 0 }' \
             "$t/$page.dom")" -gt 5 ] && ok || bad "run: the console is not line by line"
+    elif [ $page = serve ]; then
+        grep -q '<table id="points">' "$t/$page.dom" && grep -q '<p id="serving-knee">knee: point' "$t/$page.dom" \
+            && grep -q '<title>Latency against throughput</title>' "$t/$page.dom" \
+            && ok || bad "serve: DOM lacks the points, the knee or the latency-throughput plot"
     else
         grep -q '<table id="points">' "$t/$page.dom" && [ "$(grep -c '<svg' "$t/$page.dom")" -ge 3 ] \
             && grep -q 'id="command">tpusim sweep tests/data/sweeps/matmul_blocks.yaml' "$t/$page.dom" \

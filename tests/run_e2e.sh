@@ -509,6 +509,29 @@ wait $svi
         done) \
     && [ "$(wc -l <"$t/sve/requests.csv")" = 17 ] \
     && ok || bad "serve: the shipped example's outputs"
+# issue 28.4: a sweep over the arrival rate records each point's serving figures and draws the
+# latency-throughput curve; TTFT grows with the rate (more queueing: p50 and p99 never fall from
+# one rate to the next), 2000/s is overloaded (as above) and 50/s is not, and the knee the sweep
+# names is the first point whose p99 TTFT is above the 20 ms SLO or that is overloaded (read
+# from sweep.csv's own columns)
+"$bin" sweep tests/data/sweeps/serve_rate.yaml -o "$t/svsw" -j 2 --set serve.slo.ttft=20ms \
+    >"$t/svsw.out" 2>/dev/null \
+    && "$t/jsoncheck" "$t/svsw/sweep.json" \
+    && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { n++; p50 = $c["ttft_p50_s"]; p99 = $c["ttft_p99_s"]
+          if ($c["status"] != "ok" || $c["request_throughput"] <= 0 || p50 <= 0) exit 1
+          if (n > 1 && (p50 < last50 || p99 < last99)) exit 1
+          last50 = p50; last99 = p99; over[n] = $c["overloaded"]
+          if (!knee && (p99 > 0.02 || $c["overloaded"] == "true")) knee = $1 }
+        END { if (n != 4 || over[1] != "false" || over[4] != "true" || knee == "") exit 1
+              print knee }' "$t/svsw/sweep.csv" >"$t/svsw.knee" \
+    && grep -q "^knee: point $(cat "$t/svsw.knee") (" "$t/svsw.out" \
+    && python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot()
+assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
+           "$t/svsw/latency_throughput.svg" "knee: point $(cat "$t/svsw.knee") (" \
+    && grep -q '<p id="serving-knee">knee: point' "$t/svsw/report.html" \
+    && grep -q '<title>Latency against throughput</title>' "$t/svsw/report.html" \
+    && ok || bad "serve: a rate sweep's latency-throughput curve: $(head -c 300 "$t/svsw.out")"
 # ... and an op that starts while a memo is measured: the measurement is not kept (with it
 # kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
 # without memos
