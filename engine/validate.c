@@ -196,7 +196,7 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
         w = sat_madd(sat_madd(c->steps, runs, c->replay), runs, c->always);
     } else {
         int64_t real = inst < (async ? W_MEMOS_TYPICAL : 1) ? inst : (async ? W_MEMOS_TYPICAL : 1);
-        int64_t real_chips = async || sc->chip.cores > 1 ? chips : 1;
+        int64_t real_chips = async || (sc->chip.cores > 1 && !sc->chip.megacore) ? chips : 1;
         int64_t real_runs = sat_madd(0, real, real_chips);
         int64_t hits = runs > real_runs ? runs - real_runs : 0;
         w = sat_madd(sat_madd(c->steps, real_runs, c->replay), hits, W_MEMO_HIT * c->slots);
