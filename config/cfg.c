@@ -803,6 +803,17 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         }
         sc->has_mesh = true;
     } else if (cfg_load_mesh(w, mesh, "serve.mesh", &sc->mesh) == 0) {
+        for (int i = 0; i < sc->mesh.naxes; i++)
+            if (strcmp(sc->mesh.axis[i].name, "tensor") && sc->mesh.axis[i].size > 1) {
+                /* each step's batch would be split over the axis: the run failed after
+                 * `check` said ok (a decode of one sequence is not divisible by 2) */
+                char want[200];
+                snprintf(want, sizeof want, "one engine's tensor parallelism, {tensor: N}, got "
+                         "%s: %d (data-parallel replicas behind a router are not modelled yet)",
+                         sc->mesh.axis[i].name, sc->mesh.axis[i].size);
+                walk_type_error(w, mesh, "serve.mesh", want);
+                return NULL;
+            }
         if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
             struct diag_loc loc;
             walk_loc(mesh, &loc);
