@@ -128,7 +128,8 @@ e2e: $(B)/tpusim $(B)/tests/jsoncheck
 HLO_VENV ?= /tmp/tpusim-jaxvenv
 hlo-test: $(B)/tpusim
 	@[ -x $(HLO_VENV)/bin/python ] && $(HLO_VENV)/bin/python -c 'import jax' 2>/dev/null || \
-	    { python3 -m venv $(HLO_VENV) && $(HLO_VENV)/bin/pip install -q jax; }
+	    { python3 -m venv $(HLO_VENV) 2>/dev/null || { echo "hlo-test: python3 -m venv failed (make ci-deps installs python3-venv)"; exit 2; }; \
+	      $(HLO_VENV)/bin/pip install -q --disable-pip-version-check --progress-bar off jax; }
 	@d=$$(mktemp -d) && $(HLO_VENV)/bin/python tools/hlo_dump.py all $$d && \
 	    sh tests/run_hlo.sh $(B)/tpusim $$d; rc=$$?; rm -rf $$d; exit $$rc
 
@@ -172,7 +173,7 @@ browser-test: deps $(B)/tpusim
 
 # Every Debian package any CI stage needs, installed once up front: apt cannot run
 # twice at once, and .ci/run runs its stages in two lanes (README.md, "Testing").
-DEB_CI := $(DEB_PKGS) $(DEB_CLUSTER) chromium chromium-driver clang libclang-rt-14-dev valgrind
+DEB_CI := $(DEB_PKGS) $(DEB_CLUSTER) chromium chromium-driver clang libclang-rt-14-dev valgrind python3-venv
 ci-deps: deps
 	@missing=; for p in $(DEB_CI); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
