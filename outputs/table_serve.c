@@ -18,21 +18,27 @@ static bool json_true(const struct json *o, const char *key)
     return b && b->type == JSON_BOOL && b->b;
 }
 
-bool table_serve_from_summary(struct table_serving *v, const struct json *j)
+/* The figures summary.json's serving object and sweep.json's share. */
+static void read_common(struct table_serving *v, const struct json *s)
 {
-    const struct json *s = json_get(j, "serving");
-    if (!s || s->type != JSON_OBJ)
-        return false;
     v->request_throughput = json_num(s, "request_throughput", 0);
     v->output_tokens_per_s = json_num(s, "output_tokens_per_s", 0);
     read_pcts(json_get(s, "ttft_s"), v->ttft_s);
     read_pcts(json_get(s, "tpot_s"), v->tpot_s);
     read_pcts(json_get(s, "itl_s"), v->itl_s);
+    v->overloaded = json_true(s, "overloaded");
+}
+
+bool table_serve_from_summary(struct table_serving *v, const struct json *j)
+{
+    const struct json *s = json_get(j, "serving");
+    if (!s || s->type != JSON_OBJ)
+        return false;
+    read_common(v, s);
     const struct json *g = json_get(s, "goodput");
     v->goodput_rps = json_num(g, "requests_per_s", 0);
     v->slo_ttft_s = json_num(g, "slo_ttft_s", 0);
     v->slo_tpot_s = json_num(g, "slo_tpot_s", 0);
-    v->overloaded = json_true(s, "overloaded");
     return true;
 }
 
@@ -89,14 +95,9 @@ bool table_serve_from_json(struct table_serving *v, const struct json *p)
     const struct json *s = json_get(p, "serving");
     if (!s || s->type != JSON_OBJ)
         return false;
-    v->request_throughput = json_num(s, "request_throughput", 0);
-    v->output_tokens_per_s = json_num(s, "output_tokens_per_s", 0);
-    read_pcts(json_get(s, "ttft_s"), v->ttft_s);
-    read_pcts(json_get(s, "tpot_s"), v->tpot_s);
-    read_pcts(json_get(s, "itl_s"), v->itl_s);
+    read_common(v, s);
     v->goodput_rps = json_num(s, "goodput_requests_per_s", 0);
     v->slo_ttft_s = json_num(s, "slo_ttft_s", 0);
     v->slo_tpot_s = json_num(s, "slo_tpot_s", 0);
-    v->overloaded = json_true(s, "overloaded");
     return true;
 }
