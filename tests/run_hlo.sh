@@ -197,5 +197,27 @@ if run "$dir/misc.yaml" misc; then
         && [ "$(field "$t/misc" tanh:1 instances)" = 1 ] && ok || bad "call/conditional: not inlined as expected"
 else bad "misc: the run failed"; fi
 
+# Replica groups in XLA's mesh-axes form (jax 0.10 prints them so):
+# mesh[2,2,2] {'axis_2'} groups devices that differ in the last axis only,
+# {0,1},{2,3},{4,5},{6,7} = [4,2]<=[8]; {'axis_0'} those that differ in the
+# first, {0,4},{1,5},{2,6},{3,7} = [4,2]<=[2,4]T(1,0). The same program with
+# the groups written in the iota form by hand runs the same collectives
+# (ICI bytes and times); each all-reduce moves 2·(2−1)/2 · 512 B per chip.
+if [ -f "$dir/mesh.yaml" ]; then
+    sed -e "s/replica_groups=mesh\['axis_0'=2,'axis_1'=2,'axis_2'=2\] {'axis_2'}/replica_groups=[4,2]<=[8]/" \
+        -e "s/replica_groups=mesh\['axis_0'=2,'axis_1'=2,'axis_2'=2\] {'axis_0'}/replica_groups=[4,2]<=[2,4]T(1,0)/" \
+        "$dir/mesh.hlo.txt" > "$t/mesh_iota.hlo.txt"
+    printf 'chip: v5p\ntopology: {shape: [2, 2, 2]}\nprogram: {hlo: mesh_iota.hlo.txt}\n' > "$t/mesh_iota.yaml"
+    if ! grep -q "replica_groups=mesh" "$t/mesh_iota.hlo.txt" && run "$dir/mesh.yaml" mesh && run "$t/mesh_iota.yaml" mesh_iota; then
+        for op in all-reduce all-reduce:1; do
+            [ "$(field "$t/mesh" $op ici_bytes)" = "$(field "$t/mesh_iota" $op ici_bytes)" ] \
+                && [ "$(field "$t/mesh" $op ici_bytes)" != none ] \
+                && same "$(field "$t/mesh" $op time_s)" "$(field "$t/mesh_iota" $op time_s)" \
+                && ok || bad "mesh groups: $op differs from the iota form's"
+        done
+        [ "$(field "$t/mesh" all-reduce ici_bytes)" = 4096 ] && ok || bad "mesh groups: ICI bytes $(field "$t/mesh" all-reduce ici_bytes), expected 8 chips x 512 B"
+    else bad "mesh: the runs failed"; fi
+fi
+
 echo "hlo: $((n - fail)) of $n checks passed"
 [ $fail -eq 0 ]
