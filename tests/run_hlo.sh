@@ -219,6 +219,35 @@ if [ -f "$dir/mesh.yaml" ]; then
     else bad "mesh: the runs failed"; fi
 fi
 
+# The MoE, MLA and UNet examples (tools/hlo_models.py), their matmul and
+# convolution FLOPs summed over the chips against hand figures:
+# moe (8 devices, 64 tokens each, d 128, 4 experts of ffn 256, one per tensor
+# device, capacity 32): the gate 2·64·128·4, dispatch and combine 2·2·64·128·128,
+# the expert's three matmuls over 4·32 tokens 3·2·128·128·256 = 29425664 per
+# device, 235405312 in all; its two all_to_alls (out and back) move the same
+# [4, 32, 128] buffer; top_k is a custom call priced by its bytes, warned.
+# mla (8 devices, batch 4 of 8 per fsdp row, seq 128, d 256, 2 of 8 heads per
+# tensor device): q 2·512·256·128 + 2·512·128·96, kv 2·512·256·80 + 2·512·64·128,
+# scores 2·4·2·128·128·(32+16), values 2·4·2·128·128·32, out 2·512·64·256 =
+# 113246208 per device, 905969664 in all.
+# unet (4 devices, batch 2, 32x32, 64 channels, outputs over tensor 2): three
+# 3x3 convolutions 2·2·32·32·64·32·9 each, the stride-2 one 2·2·16·16·64·32·9,
+# the 1x1 merge 2·2·32·32·128·32: 262144000 per device, 1048576000 in all.
+flops() { python3 -c 'import json,sys
+print(sum(o["flops"] for o in json.load(open(sys.argv[1] + "/summary.json"))["ops"] if o["kind"] == "einsum"))' "$1"; }
+for ex in moe:235405312 mla:905969664 unet:1048576000; do
+    name=${ex%%:*}; want=${ex#*:}
+    [ -f "$dir/$name.yaml" ] || continue
+    if run "$dir/$name.yaml" "$name"; then
+        [ "$(flops "$t/$name")" = "$want" ] && ok || bad "$name: matmul FLOPs $(flops "$t/$name"), expected $want"
+    else bad "$name: the run failed"; fi
+done
+if [ -f "$t/moe/summary.json" ]; then
+    a=$(field "$t/moe" all-to-all ici_bytes); b=$(field "$t/moe" all-to-all:1 ici_bytes)
+    [ "$a" = "$b" ] && [ "$a" != none ] && [ "$a" != 0 ] && ok || bad "moe: all-to-alls $a and $b bytes"
+    grep -q 'custom-call ("TopK") is priced by its bytes only' "$t/moe.err" && ok || bad "moe: no TopK warning"
+fi
+
 # tpusim compare --profile (issue 27.7). A real jax.profiler trace of the
 # program in tests/data/profile/cpu.hlo.txt (tools/profile_example.py: three
 # executions on 4 CPU devices): each op's measured time per execution is the

@@ -38,8 +38,9 @@ def examples():
         """A sum over the fsdp axis: one all-reduce of the local [rows, d] shard."""
         return jax.lax.psum(x, "fsdp")
 
+    from hlo_models import more_examples  # MoE, MLA, UNet (tools/hlo_models.py)
     bf = jnp.bfloat16
-    return {
+    return {**more_examples(), **{
         "mlp": dict(fn=mlp, mesh=(4, 2), slice=[2, 4], args=[((64, 128), bf, P("fsdp", None)),
                                               ((128, 256), bf, P("fsdp", "tensor")),
                                               ((256, 128), bf, P("tensor", "fsdp"))],
@@ -51,7 +52,7 @@ def examples():
         "allreduce": dict(fn=allreduce, mesh=(4, 1), shard_map=True,
                           args=[((4096, 256), jnp.float32, P("fsdp", None))],
                           out=P(None, None)),
-    }
+    }}
 
 
 def dump(name, outdir, chip, shape):
