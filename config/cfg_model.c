@@ -19,7 +19,7 @@ static const char *const model_keys[] = {
     "preset",   "arch",     "layers",       "d_model",  "heads",     "kv_heads",
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
-    "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
+    "mu_dtype", "optimizer", "remat",       "attention", "attention_kernel", "attention_block", "vocab_tiling",
     "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
     "num_pipeline_repeats", "pipeline_schedule",
     "xla_flags", "quantization", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
@@ -161,6 +161,9 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     v = (int)m->attention;
     walk_enum(w, t, "model", "attention", model_attention_names(), &v);
     m->attention = (enum model_attention)v;
+    v = m->rpa_v3;
+    walk_enum(w, t, "model", "attention_kernel", model_attention_kernel_names(), &v);
+    m->rpa_v3 = v == 1;
     static const char *const optimizers[] = {"adamw", NULL};
     v = 0;
     walk_enum(w, t, "model", "optimizer", optimizers, &v);

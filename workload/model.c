@@ -107,6 +107,12 @@ const char *const *model_attention_names(void)
     return attention_names;
 }
 
+const char *const *model_attention_kernel_names(void)
+{
+    static const char *const names[] = {"rpa_v2", "rpa_v3", NULL};
+    return names;
+}
+
 static const char *const sa_block_names[] = {
     "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv",
     "sa_block_kv_dkv_compute", "sa_block_q_dq", "sa_block_kv_dq", NULL};
@@ -1522,7 +1528,8 @@ static struct val ragged_attention(struct out *o, struct val in)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int k = op(o, "ragged_paged_attention", "attn", 0, in);
+    int k = op(o, m->rpa_v3 ? "ragged_paged_attention_v3" : "ragged_paged_attention", "attn", 0,
+               in);
     struct prog_params *ps = params(o, k);
     prog_int(ps, "q_heads", s->heads);
     prog_int(ps, "kv_heads", s->kv_heads);
