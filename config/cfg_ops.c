@@ -584,8 +584,8 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
 
 /* d_block_sizes / m_block_sizes: [bq_sz, bkv_sz, bq_csz, bkv_csz], each in
  * [1, 2^20] (upstream's _validate_block_sizes checks them in the kernel). */
-static void load_rpa3_blocks(struct walk *w, const struct cfg_node *m, const char *p,
-                             const char *key, int64_t *out)
+void cfg_read_rpa3_blocks(struct walk *w, const struct cfg_node *m, const char *p,
+                          const char *key, int64_t *out)
 {
     const struct cfg_node *l = cfg_get(m, key);
     if (!l)
@@ -606,8 +606,8 @@ void cfg_load_ragged3(struct walk *w, const struct cfg_node *m, const char *p, s
     walk_check_keys(w, m, p, keys);
     struct op_ragged *r = &op->u.ragged;
     load_ragged_common(w, m, p, r);
-    load_rpa3_blocks(w, m, p, "d_block_sizes", r->d_block_sizes);
-    load_rpa3_blocks(w, m, p, "m_block_sizes", r->m_block_sizes);
+    cfg_read_rpa3_blocks(w, m, p, "d_block_sizes", r->d_block_sizes);
+    cfg_read_rpa3_blocks(w, m, p, "m_block_sizes", r->m_block_sizes);
     bool update = true;
     walk_bool(w, m, p, "update_kv_cache", &update);
     r->no_kv_update = !update;

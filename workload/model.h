@@ -85,6 +85,9 @@ struct model {
     /* decode and serving steps' ragged paged attention: RPA v3 (vLLM TPU's
      * kernel, kernels/ragged3.c) instead of v2 (`attention_kernel: rpa_v3`) */
     bool rpa_v3;
+    /* its block sizes (0: the kernel's defaults): v2's num_kv_pages_per_block and
+     * num_queries_per_block; v3's d_block_sizes and m_block_sizes */
+    int64_t rpa_kv_pages, rpa_queries, rpa_d_blocks[4], rpa_m_blocks[4];
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
     /* Mixture of experts as it runs (workload/model_moe_int.h); zero values are

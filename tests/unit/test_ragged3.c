@@ -13,6 +13,8 @@
 #include "pl_rec.h"
 #include "config/op_table.h"
 #include "sim_fork.h"
+#include "base/diag.h"
+#include "config/cfg.h"
 
 /* bf16, 8 q heads and 1 kv head (Llama-3-70B's per chip at tensor 8), head
  * dim 128, pages of 16 tokens, max_model_len 64: 4 pages per sequence. */
@@ -215,6 +217,51 @@ static void test_rpa3_decode_step_time_hand(void **state)
     assert_true(t <= 4e-6 + 4332544.0 / 819e9 + 8e-6);
 }
 
+/* model: attention_kernel picks the op a decode step's attention runs as,
+ * and the block keys of that kernel reach it (issue 31.5): Llama-3-70B's
+ * 64 q and 8 kv heads over tensor 8 are 8 and 1 a chip. */
+static void test_rpa3_model_keys(void **state)
+{
+    (void)state;
+    static const char *const tails[2] = {"attention_kernel: rpa_v3, d_block_sizes: [1, 1024, 1, "
+                                         "512]}\n",
+                                         "num_queries_per_block: 8}\n"};
+    for (int v = 0; v < 2; v++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml,
+                 "chip: v6e\ntopology: {shape: [2, 4]}\nmesh: {tensor: 8}\n"
+                 "model: {arch: llama, layers: 2, d_model: 1024, heads: 64, kv_heads: 8, "
+                 "head_dim: 128, ffn: 2048, vocab: 8192, batch: 64, mode: decode, kv_len: 1500, "
+                 "page_size: 128, %s",
+                 tails[v]);
+        struct cfg_scenario sc;
+        struct diag *d = diag_new();
+        int rc = cfg_load_scenario_text(yaml, strlen(yaml), "m.yaml", NULL, 0, &sc, d);
+        if (rc != 0)
+            diag_print(d, stderr);
+        assert_int_equal(rc, 0);
+        int found = 0;
+        for (int i = 0; i < sc.nops; i++) {
+            const struct op_ragged *r = &sc.ops[i].u.ragged;
+            if (sc.ops[i].kind == OP_RAGGED3) {
+                found++;
+                assert_int_equal(v, 0);
+                assert_int_equal(r->q_heads, 8);
+                assert_int_equal(r->d_block_sizes[1], 1024);
+                assert_int_equal(r->d_block_sizes[3], 512);
+            } else if (sc.ops[i].kind == OP_RAGGED) {
+                found++;
+                assert_int_equal(v, 1);
+                assert_int_equal(r->num_queries_per_block, 8);
+                assert_int_equal(r->num_kv_pages_per_block, 0);
+            }
+        }
+        assert_int_equal(found, 1);
+        cfg_scenario_fini(&sc);
+        diag_free(d);
+    }
+}
+
 int main(void)
 {
     (void)assert_time; /* sim_fork.h's timing helper: not used here */
@@ -226,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_rpa3_defaults_and_packing),
         cmocka_unit_test(test_rpa3_errors),
         cmocka_unit_test(test_rpa3_decode_step_time_hand),
+        cmocka_unit_test(test_rpa3_model_keys),
     };
     return cmocka_run_group_tests_name("ragged3", tests, NULL, NULL);
 }
