@@ -730,7 +730,13 @@ static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *
                             "no step shape (the engine forms each step's batch)");
             free(p);
         }
+    if (cfg_get(mn, "attention_kernel"))
+        walk_type_error(w, cfg_get(mn, "attention_kernel"), "serve.model.attention_kernel",
+                        "no attention_kernel (serve.engine.attention_kernel chooses it)");
     struct cfg_node *t = cfg_copy(mn);
+    struct cfg_node *ak = cfg_node_new(CFG_SCALAR, mn->file, mn->line, mn->col);
+    ak->value = xstrdup(c->rpa_v3 ? "rpa_v3" : "rpa_v2");
+    cfg_put(t, "attention_kernel", ak);
     char buf[32];
     static const char *const keys[] = {"mode", "batch", "kv_len", "page_size"};
     int64_t vals[] = {0, c->max_num_seqs, c->page_size, c->page_size};

@@ -17,6 +17,10 @@ int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struc
 /* Reads a scenario's model: section (config/cfg_model.c). Returns 0 or -1 after reporting. */
 struct model;
 int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);
+/* RPA v3's d_block_sizes / m_block_sizes under 'key' of 'm' (path 'p'):
+ * [bq_sz, bkv_sz, bq_csz, bkv_csz], each in [1, 2^20]. config/cfg_ops.c. */
+void cfg_read_rpa3_blocks(struct walk *w, const struct cfg_node *m, const char *p,
+                          const char *key, int64_t *out);
 
 /* Reads a scenario's serve: section but its model and mesh (config/cfg_serve.c).
  * Returns 0 or -1 after reporting. */

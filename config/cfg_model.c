@@ -19,7 +19,8 @@ static const char *const model_keys[] = {
     "preset",   "arch",     "layers",       "d_model",  "heads",     "kv_heads",
     "head_dim", "ffn",      "vocab",        "experts",  "top_k",     "seq_len",
     "batch",    "mode",     "kv_len",       "page_size", "dtype",    "weight_dtype",
-    "mu_dtype", "optimizer", "remat",       "attention", "attention_block", "vocab_tiling",
+    "mu_dtype", "optimizer", "remat",       "attention", "attention_kernel", "num_kv_pages_per_block",
+    "num_queries_per_block", "d_block_sizes", "m_block_sizes", "attention_block", "vocab_tiling",
     "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
     "num_pipeline_repeats", "pipeline_schedule",
     "xla_flags", "quantization", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
@@ -148,6 +149,30 @@ static void read_moe_pipeline(struct walk *w, const struct cfg_node *t, struct m
     m->pipeline_schedule = (enum model_pipe_schedule)sch;
 }
 
+/* The RPA block sizes of the kernel attention_kernel names; the other
+ * kernel's are refused, never ignored (issue 31.5). */
+static void read_rpa_blocks(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    walk_int(w, t, "model", "num_kv_pages_per_block", false, 1, 1 << 16, &m->rpa_kv_pages);
+    walk_int(w, t, "model", "num_queries_per_block", false, 1, 1 << 16, &m->rpa_queries);
+    cfg_read_rpa3_blocks(w, t, "model", "d_block_sizes", m->rpa_d_blocks);
+    cfg_read_rpa3_blocks(w, t, "model", "m_block_sizes", m->rpa_m_blocks);
+    static const char *const v2[] = {"num_kv_pages_per_block", "num_queries_per_block"};
+    static const char *const v3[] = {"d_block_sizes", "m_block_sizes"};
+    for (int i = 0; i < 2; i++) {
+        const char *k = m->rpa_v3 ? v2[i] : v3[i];
+        if (cfg_get(t, k)) {
+            char *p = walk_join("model", k);
+            walk_type_error(w, cfg_get(t, k), p,
+                            m->rpa_v3 ? "d_block_sizes or m_block_sizes (attention_kernel: "
+                                        "rpa_v3 takes RPA v3's blocks)"
+                                      : "num_kv_pages_per_block or num_queries_per_block "
+                                        "(attention_kernel: rpa_v2 takes RPA v2's blocks)");
+            free(p);
+        }
+    }
+}
+
 static void read_choices(struct walk *w, const struct cfg_node *t, struct model *m)
 {
     read_moe_pipeline(w, t, m);
@@ -161,6 +186,10 @@ static void read_choices(struct walk *w, const struct cfg_node *t, struct model 
     v = (int)m->attention;
     walk_enum(w, t, "model", "attention", model_attention_names(), &v);
     m->attention = (enum model_attention)v;
+    v = m->rpa_v3;
+    walk_enum(w, t, "model", "attention_kernel", model_attention_kernel_names(), &v);
+    m->rpa_v3 = v == 1;
+    read_rpa_blocks(w, t, m);
     static const char *const optimizers[] = {"adamw", NULL};
     v = 0;
     walk_enum(w, t, "model", "optimizer", optimizers, &v);

@@ -529,17 +529,10 @@ static void load_ragged_seqs(struct walk *w, const struct cfg_node *m, const cha
     free(sp);
 }
 
-void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+/* The keys both RPA versions read (v2's block sizes and v3's are apart). */
+static void load_ragged_common(struct walk *w, const struct cfg_node *m, const char *p,
+                               struct op_ragged *r)
 {
-    static const char *const keys[] = {
-        CFG_OP_COMMON_KEYS,    "q_heads",        "kv_heads",      "head_dim",
-        "dtype",        "kv_dtype",       "page_size",     "max_model_len",
-        "num_kv_pages_per_block",         "num_queries_per_block", "sliding_window",
-        "soft_cap",     "sequences",      "decode",        "prefill",
-        "mixed",        "pages",          "seed",          "sm_scale",
-        "max_num_batched_tokens",         NULL};
-    walk_check_keys(w, m, p, keys);
-    struct op_ragged *r = &op->u.ragged;
     r->dt = r->kv_dt = DT_BF16;
     r->page_size = 16;
     walk_int(w, m, p, "q_heads", true, 1, 1 << 16, &r->q_heads);
@@ -549,8 +542,6 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
     walk_dtype(w, m, p, "kv_dtype", &r->kv_dt);
     walk_int(w, m, p, "page_size", false, 1, 1 << 16, &r->page_size);
     walk_int(w, m, p, "max_model_len", true, 1, 1 << 24, &r->max_model_len);
-    walk_int(w, m, p, "num_kv_pages_per_block", false, 1, 1 << 16, &r->num_kv_pages_per_block);
-    walk_int(w, m, p, "num_queries_per_block", false, 1, 1 << 16, &r->num_queries_per_block);
     walk_int(w, m, p, "sliding_window", false, 1, 1 << 24, &r->sliding_window);
     walk_positive(w, m, p, "soft_cap", &r->soft_cap);
     r->sm_scale = 1.0;
@@ -573,6 +564,53 @@ void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, st
             break;
         }
     }
+}
+
+#define RAGGED_KEYS                                                                                \
+    CFG_OP_COMMON_KEYS, "q_heads", "kv_heads", "head_dim", "dtype", "kv_dtype", "page_size",      \
+        "max_model_len", "sliding_window", "soft_cap", "sequences", "decode", "prefill", "mixed", \
+        "pages", "seed", "sm_scale", "max_num_batched_tokens"
+
+void cfg_load_ragged(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    static const char *const keys[] = {RAGGED_KEYS, "num_kv_pages_per_block",
+                                       "num_queries_per_block", NULL};
+    walk_check_keys(w, m, p, keys);
+    struct op_ragged *r = &op->u.ragged;
+    load_ragged_common(w, m, p, r);
+    walk_int(w, m, p, "num_kv_pages_per_block", false, 1, 1 << 16, &r->num_kv_pages_per_block);
+    walk_int(w, m, p, "num_queries_per_block", false, 1, 1 << 16, &r->num_queries_per_block);
+}
+
+/* d_block_sizes / m_block_sizes: [bq_sz, bkv_sz, bq_csz, bkv_csz], each in
+ * [1, 2^20] (upstream's _validate_block_sizes checks them in the kernel). */
+void cfg_read_rpa3_blocks(struct walk *w, const struct cfg_node *m, const char *p,
+                          const char *key, int64_t *out)
+{
+    const struct cfg_node *l = cfg_get(m, key);
+    if (!l)
+        return;
+    char *lp = walk_join(p, key);
+    if (l->type != CFG_SEQ || l->n != 4)
+        walk_type_error(w, l, lp, "a list [bq_sz, bkv_sz, bq_csz, bkv_csz]");
+    else
+        for (int i = 0; i < 4; i++)
+            walk_item(w, l, lp, i, 1, 1 << 20, &out[i]);
+    free(lp);
+}
+
+void cfg_load_ragged3(struct walk *w, const struct cfg_node *m, const char *p, struct op *op)
+{
+    static const char *const keys[] = {RAGGED_KEYS, "d_block_sizes", "m_block_sizes",
+                                       "update_kv_cache", NULL};
+    walk_check_keys(w, m, p, keys);
+    struct op_ragged *r = &op->u.ragged;
+    load_ragged_common(w, m, p, r);
+    cfg_read_rpa3_blocks(w, m, p, "d_block_sizes", r->d_block_sizes);
+    cfg_read_rpa3_blocks(w, m, p, "m_block_sizes", r->m_block_sizes);
+    bool update = true;
+    walk_bool(w, m, p, "update_kv_cache", &update);
+    r->no_kv_update = !update;
 }
 
 /* groups: [tensor] or {axes: [tensor], mesh: {...}} */

@@ -18,13 +18,15 @@
 #include "config/cfg_int.h"
 #include "config/cfg_serve.h"
 #include "config/cfg_tree.h"
+#include "workload/model.h"
 
 static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_cfg *c)
 {
     const char *p = "serve.engine";
     static const char *const keys[] = {"max_num_seqs",    "max_num_batched_tokens", "page_size",
                                        "max_model_len",   "kv_cache",  "chunked_prefill",
-                                       "scheduler",       "step_overhead", "step_memo", NULL};
+                                       "scheduler",       "step_overhead", "step_memo",
+                                       "attention_kernel", NULL};
     walk_check_keys(w, e, p, keys);
     walk_int(w, e, p, "max_num_seqs", false, 1, SERVE_MAX_SEQS, &c->max_num_seqs);
     walk_int(w, e, p, "max_num_batched_tokens", false, 1, 1 << 20, &c->max_num_batched_tokens);
@@ -35,6 +37,9 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     int v = 0;
     walk_enum(w, e, p, "scheduler", sched, &v);
     walk_qty(w, e, p, "step_overhead", false, UNITS_TIME, true, &c->step_overhead_s);
+    v = c->rpa_v3;
+    walk_enum(w, e, p, "attention_kernel", model_attention_kernel_names(), &v);
+    c->rpa_v3 = v == 1;
     const struct cfg_node *kv = cfg_get(e, "kv_cache");
     if (kv && walk_is_map(w, kv, "serve.engine.kv_cache")) {
         static const char *const kk[] = {"hbm_fraction", NULL};
@@ -259,7 +264,7 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
     int before = diag_count(w->d);
     *c = (struct serve_cfg){.max_num_seqs = 256, .max_num_batched_tokens = 2048,
                             .page_size = 128, .max_model_len = 8192, .hbm_fraction = 0.9,
-                            .chunked_prefill = true,
+                            .chunked_prefill = true, .rpa_v3 = true,
                             .step_overhead_s = SERVE_DEFAULT_STEP_OVERHEAD_S,
                             .buckets_per_octave = 4, .seed = 1};
     if (!walk_is_map(w, node, "serve"))

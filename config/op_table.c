@@ -210,6 +210,10 @@ static const struct op_row rows[] = {
                         .category = "pallas",
                         .load = cfg_load_pallas_call,
                         .kern = &kern_pcall_kind},
+    [OP_RAGGED3] = {.name = "ragged_paged_attention_v3",
+                    .category = "attention",
+                    .load = cfg_load_ragged3,
+                    .kern = &kern_ragged3_kind},
 };
 _Static_assert(sizeof rows / sizeof rows[0] == OP_KIND_COUNT, "one op table row per op kind");
 
@@ -264,6 +268,7 @@ enum dtype op_mxu_dtype(const struct op *op)
     case OP_PAGED:
         return op->u.paged.dt;
     case OP_RAGGED:
+    case OP_RAGGED3:
         return op->u.ragged.dt;
     case OP_COLLECTIVE_MATMUL:
         return op->u.coll_matmul.dt;

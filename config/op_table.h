@@ -62,7 +62,7 @@ void op_fini(struct op *op);
 
 /* --- the functions rows point to --- */
 /* config/cfg_ops.c: loaders */
-op_load_fn cfg_load_flash, cfg_load_splash, cfg_load_paged, cfg_load_ragged, cfg_load_axes,
+op_load_fn cfg_load_flash, cfg_load_splash, cfg_load_paged, cfg_load_ragged, cfg_load_ragged3, cfg_load_axes,
     cfg_load_remote_copy, cfg_load_fusion, cfg_load_xla, cfg_load_cmm_groups;
 /* config/cfg_pcall.c: the generic pallas_call */
 op_load_fn cfg_load_pallas_call;

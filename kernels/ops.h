@@ -40,6 +40,7 @@ enum op_kind {
     OP_EINSUM,        /* batched matmul: the Pallas matmul with a leading batch grid dim */
     OP_HOST_COPY,     /* HBM <-> host memory over the chip's PCIe link (offloaded activations) */
     OP_PALLAS_CALL,   /* a generic pallas_call written in the scenario (kernels/pcall.h) */
+    OP_RAGGED3,       /* ragged_paged_attention_v3 (kernels/ragged3.c) */
     OP_KIND_COUNT
 };
 
@@ -141,6 +142,11 @@ struct op_ragged {
     int64_t *q_lens, *kv_lens; /* [nseqs], owned */
     bool shuffled_pages;
     uint64_t seed;
+    /* ragged_paged_attention_v3 only: (bq_sz, bkv_sz, bq_csz, bkv_csz) of
+     * the decode and the mixed call (zeros: upstream's defaults); the new
+     * tokens' K/V not written to the cache (update_kv_cache: false) */
+    int64_t d_block_sizes[4], m_block_sizes[4];
+    bool no_kv_update;
 };
 
 /* Collectives over ICI: per-device input 'bytes', over 'axes' (one ring per
@@ -294,6 +300,7 @@ extern const struct kern_kind kern_flash_kind;  /* kernels/flash.c */
 extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
 extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
 extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
+extern const struct kern_kind kern_ragged3_kind; /* kernels/ragged3.c */
 extern const struct kern_kind kern_fusion_kind; /* kernels/fusion.c */
 extern const struct kern_kind kern_xla_kind;    /* kernels/xla.c: the named forms */
 extern const struct kern_kind kern_transpose_kind; /* kernels/transpose.c */

@@ -421,10 +421,12 @@ col() { awk -F, -v r="$2" -v c="$3" 'NR == r + 1 { print $c }' "$1"; }
     && grep -q '"steps": 1,' "$t/sv1/summary.json" \
     && ok || bad "serve: a single request's TTFT is not its prefill step plus the overhead"
 # ... a closed loop at concurrency 1 (every step priced exactly): after the prefill each step
-# is one decode of the same time (kv 301..307 tokens: the same pages), and TPOT is that step
-# plus the overhead; the second request arrives as the first finishes
+# is one decode of the same time (kv 301..307 tokens: the same pages, with RPA v2, which fetches
+# whole pages; v3 copies only the cached tokens, so its steps differ by the last page's rows),
+# and TPOT is that step plus the overhead; the second request arrives as the first finishes
 "$bin" run tests/data/serve/tiny.yaml -o "$t/svc" -q --set serve.requests.count=2 \
        --set serve.requests.output_len=8 --set serve.engine.step_memo.buckets_per_octave=0 \
+       --set serve.engine.attention_kernel=rpa_v2 \
     && awk -F, 'NR > 2 && NR <= 9 { print $3, $5, $6 }' "$t/svc/steps.csv" >"$t/svc.dec" \
     && awk -v tpot="$(col "$t/svc/requests.csv" 1 8)" \
            'NR == 1 { first = $1 } { if ($1 != first || $2 != 1 || $3 != 1) exit 1 }

@@ -107,6 +107,12 @@ const char *const *model_attention_names(void)
     return attention_names;
 }
 
+const char *const *model_attention_kernel_names(void)
+{
+    static const char *const names[] = {"rpa_v2", "rpa_v3", NULL};
+    return names;
+}
+
 static const char *const sa_block_names[] = {
     "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv",
     "sa_block_kv_dkv_compute", "sa_block_q_dq", "sa_block_kv_dq", NULL};
@@ -1517,12 +1523,32 @@ static char *seq_list(const struct model *m)
     return t;
 }
 
+/* The model's RPA block sizes, those of the kernel it runs. */
+static void rpa_blocks(struct prog_params *ps, const struct model *m)
+{
+    if (m->rpa_kv_pages)
+        prog_int(ps, "num_kv_pages_per_block", m->rpa_kv_pages);
+    if (m->rpa_queries)
+        prog_int(ps, "num_queries_per_block", m->rpa_queries);
+    const int64_t *b[2] = {m->rpa_d_blocks, m->rpa_m_blocks};
+    static const char *const keys[2] = {"d_block_sizes", "m_block_sizes"};
+    for (int i = 0; i < 2; i++) {
+        if (!b[i][0])
+            continue;
+        char t[96];
+        snprintf(t, sizeof t, "[%lld, %lld, %lld, %lld]", (long long)b[i][0], (long long)b[i][1],
+                 (long long)b[i][2], (long long)b[i][3]);
+        prog_word(ps, keys[i], t);
+    }
+}
+
 /* Every sequence's new tokens against its paged KV cache. */
 static struct val ragged_attention(struct out *o, struct val in)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    int k = op(o, "ragged_paged_attention", "attn", 0, in);
+    int k = op(o, m->rpa_v3 ? "ragged_paged_attention_v3" : "ragged_paged_attention", "attn", 0,
+               in);
     struct prog_params *ps = params(o, k);
     prog_int(ps, "q_heads", s->heads);
     prog_int(ps, "kv_heads", s->kv_heads);
@@ -1530,6 +1556,7 @@ static struct val ragged_attention(struct out *o, struct val in)
     prog_word(ps, "dtype", dt(m->dtype));
     prog_int(ps, "page_size", m->page_size);
     prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
+    rpa_blocks(ps, m);
     if (m->nseqs) {
         prog_int(ps, "max_num_batched_tokens", s->tokens);
         prog_wrap(ps);

@@ -82,6 +82,12 @@ struct model {
     enum dtype mu_dtype;   /* AdamW's first moment (the second is in weight_dtype) */
     struct model_remat remat;
     enum model_attention attention;
+    /* decode and serving steps' ragged paged attention: RPA v3 (vLLM TPU's
+     * kernel, kernels/ragged3.c) instead of v2 (`attention_kernel: rpa_v3`) */
+    bool rpa_v3;
+    /* its block sizes (0: the kernel's defaults): v2's num_kv_pages_per_block and
+     * num_queries_per_block; v3's d_block_sizes and m_block_sizes */
+    int64_t rpa_kv_pages, rpa_queries, rpa_d_blocks[4], rpa_m_blocks[4];
     int64_t attention_block; /* every block of the attention kernel; 0: searched (auto) */
     int64_t vocab_tiling;  /* the loss computed in this many chunks of tokens */
     /* Mixture of experts as it runs (workload/model_moe_int.h); zero values are
@@ -183,6 +189,8 @@ int model_remat_policy(const char *name, struct model_remat *r);
 /* "decoder_layer_input", "query_proj", ... indexed by enum model_tensor. */
 const char *model_tensor_name(enum model_tensor t);
 const char *const *model_attention_names(void);
+/* The names of attention_kernel (rpa_v2, rpa_v3): model.rpa_v3's two values. */
+const char *const *model_attention_kernel_names(void);
 /* The pipeline's schedule (workload/model_pipeline.c): stages 1 without a
  * pipeline axis; the bubble (p - 1) / (r m + p - 1). */
 struct model_pipeline_info {
