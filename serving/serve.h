@@ -35,6 +35,7 @@ struct serve_req {
     int64_t generated;     /* output tokens so far */
     int64_t pages;         /* KV pages held */
     int preemptions;
+    int32_t replica;       /* the engine the router sent it to (serve.mesh data) */
 };
 
 /* One engine step. */
@@ -42,6 +43,14 @@ struct serve_step {
     double start_s, device_s; /* it ends at start + overhead + device */
     int32_t seqs, decodes;    /* sequences, of which decodes (one new token each) */
     int64_t tokens;           /* new tokens (the sum of q) */
+    int32_t replica;          /* the engine that ran it */
+};
+
+/* One replica's share of a run of several (serving/serve_fleet.h). */
+struct serve_replica {
+    int64_t requests, steps;
+    double batch_seqs_sum;
+    int64_t kv_peak_pages;
 };
 
 #define SERVE_ITL_BINS 2048 /* log-spaced from 1 us, 2^(1/64) apart */
@@ -61,6 +70,8 @@ struct serve_result {
     double itl_sum;
     int64_t itl_n;
     int64_t itl_bins[SERVE_ITL_BINS];
+    int replicas;                      /* engines behind the router: 1, or serve.mesh data */
+    struct serve_replica *per_replica; /* [replicas] when more than 1, owned */
 };
 
 /* Runs the engine 'c' with prices from 'price'. Returns 0, 1 when a step
