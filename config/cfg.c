@@ -818,7 +818,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
                  * `check` said ok (a decode of one sequence is not divisible by 2) */
                 char want[200];
                 snprintf(want, sizeof want, "replicas over data and each engine's tensor "
-                         "parallelism, {data: N, tensor: T}, got %s: %d", a->name, a->size);
+                         "parallelism, {data: N, tensor: T} (%s: %d would split each step's "
+                         "batch)", a->name, a->size);
                 walk_type_error(w, mesh, "serve.mesh", want);
                 return NULL;
             }
