@@ -589,6 +589,17 @@ for p in round_robin:0 least_outstanding_tokens:1; do
                -v idle="${p#*:}" 'BEGIN { exit !(idle ? a == b : a > b) }' \
         && ok || bad "serve replicas: ${p%:*} on a long and two short requests"
 done
+# ... each replica's step is one engine's on its chips: data 2 x tensor 2 on a 2x2 slice prices
+# every step as one engine of tensor 2 on a 2x1 slice does (the same device times and KV pages)
+"$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svr4" -q --set 'topology.shape=[2, 2]' \
+       --set 'serve.mesh={data: 2, tensor: 2}' \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svr2" -q --set 'topology.shape=[2, 1]' \
+           --set 'serve.mesh={tensor: 2}' --set serve.requests.output_len=8 \
+    && [ "$(awk -F, 'NR > 1 && $8 == 0 { print $3 }' "$t/svr4/steps.csv")" \
+         = "$(awk -F, 'NR > 1 { print $3 }' "$t/svr2/steps.csv")" ] \
+    && [ "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr4/summary.json")" \
+         = "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr2/summary.json")" ] \
+    && ok || bad "serve replicas: a replica's step is not one engine's on its tensor chips"
 # ... and an op that starts while a memo is measured: the measurement is not kept (with it
 # kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
 # without memos
