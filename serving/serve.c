@@ -1,8 +1,8 @@
-/* serving/serve.c -- the engine loop: arrivals, the FCFS continuous-batching
+/* serving/serve.c -- the engine loop (its state between steps, struct serve_eng,
+ * for serving/serve_fleet.c's replicas): arrivals, the FCFS continuous-batching
  * scheduler with chunked prefill and recompute preemption, the KV cache in
  * pages, each step priced by the caller; per-request times and the ITLs. */
 #include "serving/serve.h"
-#include "serving/serve_eng.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,7 +9,6 @@
 
 #include "base/interrupt.h"
 #include "base/xalloc.h"
-#include "serving/serve_eng.h"
 
 int serve_route(enum serve_router policy, const int64_t *outstanding, int n, int64_t *next)
 {

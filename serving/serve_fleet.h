@@ -1,5 +1,5 @@
 /* serving/serve_fleet.h -- data-parallel replicas behind a router: serve.mesh
- * {data: N, tensor: T} runs N engines (serving/serve_eng.h), each over T
+ * {data: N, tensor: T} runs N engines (serving/serve.h, struct serve_eng), each over T
  * chips, simulated together in time order. Each event is the earliest of a
  * replica's step end, the next request's arrival and a replica's next step
  * start (ties in that order, then by replica): a request is routed when it
