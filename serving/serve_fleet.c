@@ -32,8 +32,9 @@ struct fleet {
     struct serve_eng *e;     /* [n] */
     bool *inflight;          /* [n] a step begun, not ended */
     int64_t *out;            /* [n] the router's view: tokens left on each */
+    int *heap, *pos;         /* [n] the replicas by their next event; each one's place */
     int n;
-    int64_t issued, released, next, completed, step_cap;
+    int64_t issued, released, next, completed, step_cap, waiting;
 };
 
 /* Events at one time run in this order: a step's end frees what it finished
@@ -41,32 +42,75 @@ struct fleet {
  * steps begin (as one engine: arrivals join before its next step). */
 enum ev { EV_END, EV_ARRIVE, EV_BEGIN, EV_NONE };
 
-static void consider(enum ev kind, double t, int k, enum ev *bk, double *bt, int *bkk)
+/* Replica k's next event: its step's end, its next step's start, or none (idle). */
+static enum ev replica_event(const struct fleet *f, int k, double *t)
 {
-    if (t < *bt || (t == *bt && kind < *bk))
-        *bk = kind, *bt = t, *bkk = k;
+    *t = f->e[k].now;
+    if (f->inflight[k])
+        return EV_END;
+    if (serve_eng_busy(&f->e[k]))
+        return EV_BEGIN;
+    *t = INFINITY;
+    return EV_NONE;
+}
+
+/* Whether replica a's next event comes before replica b's (time, kind, index). */
+static bool earlier(const struct fleet *f, int a, int b)
+{
+    double ta, tb;
+    enum ev ka = replica_event(f, a, &ta), kb = replica_event(f, b, &tb);
+    if (ta != tb)
+        return ta < tb;
+    return ka != kb ? ka < kb : a < b;
+}
+
+static void heap_swap(struct fleet *f, int i, int j)
+{
+    int a = f->heap[i], b = f->heap[j];
+    f->heap[i] = b, f->heap[j] = a;
+    f->pos[b] = i, f->pos[a] = j;
+}
+
+/* Replica k's next event changed: its place in the heap again. */
+static void heap_fix(struct fleet *f, int k)
+{
+    int i = f->pos[k];
+    while (i > 0 && earlier(f, f->heap[i], f->heap[(i - 1) / 2])) {
+        heap_swap(f, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < f->n && earlier(f, f->heap[l], f->heap[m]))
+            m = l;
+        if (l + 1 < f->n && earlier(f, f->heap[l + 1], f->heap[m]))
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_swap(f, i, m);
+        i = m;
+    }
 }
 
 /* The next event: its kind, time and replica (-1 for an arrival). */
 static enum ev next_event(const struct fleet *f, double *t, int *k)
 {
-    enum ev kind = EV_NONE;
-    *t = INFINITY, *k = -1;
-    for (int j = 0; j < f->n; j++)
-        if (f->inflight[j])
-            consider(EV_END, f->e[j].now, j, &kind, t, k);
-        else if (serve_eng_busy(&f->e[j]))
-            consider(EV_BEGIN, f->e[j].now, j, &kind, t, k);
-    if (f->issued < f->r->count && isfinite(f->r->req[f->issued].arrival_s))
-        consider(EV_ARRIVE, f->r->req[f->issued].arrival_s, -1, &kind, t, k);
+    *k = f->heap[0];
+    enum ev kind = replica_event(f, *k, t);
+    double a = f->issued < f->r->count ? f->r->req[f->issued].arrival_s : INFINITY;
+    if (isfinite(a) && (a < *t || (a == *t && EV_ARRIVE < kind))) {
+        *t = a, *k = -1;
+        return EV_ARRIVE;
+    }
     return kind;
 }
 
 /* The next request arrives at 't': the router sends it to a replica. */
 static void route(struct fleet *f, double t)
 {
-    for (int j = 0; j < f->n; j++)
-        f->out[j] = f->e[j].outstanding;
+    if (f->c->router != SERVE_ROUTER_ROUND_ROBIN) /* round robin looks at no load */
+        for (int j = 0; j < f->n; j++)
+            f->out[j] = f->e[j].outstanding;
     int k = serve_route(f->c->router, f->out, f->n, &f->next);
     int64_t i = f->issued++;
     f->r->req[i].replica = k;
@@ -74,21 +118,22 @@ static void route(struct fleet *f, double t)
     if (!f->inflight[k] && !serve_eng_busy(e)) /* idle since its last step: starts now */
         e->now = t;
     serve_eng_push(e, i);
-    int64_t waiting = 0;
-    for (int j = 0; j < f->n; j++)
-        waiting += f->e[j].nwait;
-    if (waiting > f->r->max_waiting)
-        f->r->max_waiting = waiting;
+    heap_fix(f, k);
+    if (++f->waiting > f->r->max_waiting)
+        f->r->max_waiting = f->waiting;
 }
 
 /* Replica k's step begins: the run's step list gets it, in time order. */
 static int begin(struct fleet *f, int k, serve_price_fn price, void *ctx)
 {
     struct serve_result *rk = &f->rr[k], *r = f->r;
+    int64_t waited = f->e[k].nwait;
     int rc = serve_eng_begin(&f->e[k], price, ctx);
     if (rc)
         return rc;
+    f->waiting += f->e[k].nwait - waited; /* admitted, or preempted back */
     f->inflight[k] = true;
+    heap_fix(f, k);
     if (r->steps == f->step_cap) {
         f->step_cap = f->step_cap ? 2 * f->step_cap : 64;
         r->step = xrealloc(r->step, sizeof *r->step * (size_t)f->step_cap);
@@ -103,6 +148,7 @@ static void end(struct fleet *f, int k)
     int64_t before = f->rr[k].completed;
     serve_eng_end(&f->e[k]);
     f->inflight[k] = false;
+    heap_fix(f, k);
     f->completed += f->rr[k].completed - before;
 }
 
@@ -152,6 +198,7 @@ static int run(struct fleet *f, serve_price_fn price, void *ctx)
                 return 1;
             break;
         case EV_NONE: /* nothing runs and nothing will arrive */
+        default:
             return 1;
         }
     }
@@ -174,7 +221,10 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     f.e = xcalloc((size_t)n, sizeof *f.e);
     f.inflight = xcalloc((size_t)n, sizeof *f.inflight);
     f.out = xcalloc((size_t)n, sizeof *f.out);
+    f.heap = xcalloc((size_t)n, sizeof *f.heap);
+    f.pos = xcalloc((size_t)n, sizeof *f.pos);
     for (int k = 0; k < n; k++) {
+        f.heap[k] = f.pos[k] = k; /* all idle: in index order */
         f.rr[k] = (struct serve_result){.req = r->req, .count = r->count, .kv_pages = c->kv_pages};
         serve_eng_init(&f.e[k], c, &f.rr[k], &f.released);
     }
@@ -189,5 +239,7 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     free(f.e);
     free(f.inflight);
     free(f.out);
+    free(f.heap);
+    free(f.pos);
     return rc;
 }

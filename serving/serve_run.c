@@ -281,8 +281,15 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
     if (r->replicas > 1) {
         printf("  %d replicas behind a %s router; requests each:", r->replicas,
                serve_router_names[c->router]);
-        for (int k = 0; k < r->replicas; k++)
-            printf(" %lld", (long long)r->per_replica[k].requests);
+        int64_t lo = r->count, hi = 0;
+        for (int k = 0; k < r->replicas; k++) {
+            int64_t n = r->per_replica[k].requests;
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi;
+            if (r->replicas <= 8)
+                printf(" %lld", (long long)n);
+        }
+        if (r->replicas > 8)
+            printf(" %lld to %lld", (long long)lo, (long long)hi);
         printf("\n");
     }
     if (r->overloaded)
