@@ -1,8 +1,8 @@
 /* config/cfg_serve.h -- a scenario's serve: section (serving/serve.h runs it):
  * the model and mesh of an engine (and its replicas behind a router), the
  * engine's limits (named as vLLM names them), the requests (closed loop at a
- * concurrency, or open-loop arrivals at a rate), the SLO. Filled by config/cfg.c; checked against the model's
- * memory there. */
+ * concurrency, or open-loop arrivals at a rate), the SLO. Filled by
+ * config/cfg.c; checked against the model's memory there. */
 #ifndef TPUSIM_CONFIG_CFG_SERVE_H
 #define TPUSIM_CONFIG_CFG_SERVE_H
 
