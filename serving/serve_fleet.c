@@ -33,6 +33,7 @@ struct fleet {
     bool *inflight;          /* [n] a step begun, not ended */
     int64_t *out;            /* [n] the router's view: tokens left on each */
     int *heap, *pos;         /* [n] the replicas by their next event; each one's place */
+    int64_t *steps;          /* [n] each replica's steps (their records move to r->step) */
     int n;
     int64_t issued, released, next, completed, step_cap, waiting;
 };
@@ -138,8 +139,10 @@ static int begin(struct fleet *f, int k, serve_price_fn price, void *ctx)
         f->step_cap = f->step_cap ? 2 * f->step_cap : 64;
         r->step = xrealloc(r->step, sizeof *r->step * (size_t)f->step_cap);
     }
-    r->step[r->steps] = rk->step[rk->steps - 1];
+    r->step[r->steps] = rk->step[0];
     r->step[r->steps++].replica = k;
+    rk->steps = 0; /* its one record moved: the replica keeps none */
+    f->steps[k]++;
     return 0;
 }
 
@@ -170,7 +173,7 @@ static void gather(struct fleet *f)
             r->itl_bins[b] += rk->itl_bins[b];
         if (rk->kv_peak_pages > r->kv_peak_pages)
             r->kv_peak_pages = rk->kv_peak_pages;
-        r->per_replica[k] = (struct serve_replica){.steps = rk->steps,
+        r->per_replica[k] = (struct serve_replica){.steps = f->steps[k],
                                                    .batch_seqs_sum = rk->batch_seqs_sum,
                                                    .kv_peak_pages = rk->kv_peak_pages};
     }
@@ -223,6 +226,7 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     f.out = xcalloc((size_t)n, sizeof *f.out);
     f.heap = xcalloc((size_t)n, sizeof *f.heap);
     f.pos = xcalloc((size_t)n, sizeof *f.pos);
+    f.steps = xcalloc((size_t)n, sizeof *f.steps);
     for (int k = 0; k < n; k++) {
         f.heap[k] = f.pos[k] = k; /* all idle: in index order */
         f.rr[k] = (struct serve_result){.req = r->req, .count = r->count, .kv_pages = c->kv_pages};
@@ -241,5 +245,6 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     free(f.out);
     free(f.heap);
     free(f.pos);
+    free(f.steps);
     return rc;
 }
