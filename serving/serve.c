@@ -12,7 +12,6 @@
 #include "base/xalloc.h"
 #include "serving/serve_traffic.h"
 
-
 static int64_t cdiv(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;

@@ -49,12 +49,12 @@ static void test_route_least_outstanding(void **state)
 
 /* One replica driven by the fleet's events is the engine itself: an open loop
  * with queueing and preemption (a KV cache of 40 pages of 16 tokens: two
- * requests of 300 + 40 tokens fill it), every request and step the same. */
-static void test_fleet_one_replica_is_the_engine(void **state)
+ * requests of 300 + 40 tokens fill it), and a closed loop at concurrency 3;
+ * every request and step the same. */
+static void one_replica_is_the_engine(int64_t concurrency)
 {
-    (void)state;
     struct serve_cfg c = cfg();
-    c.replicas = 1, c.count = 40, c.concurrency = 0, c.rate_per_s = 400;
+    c.replicas = 1, c.count = 40, c.concurrency = concurrency, c.rate_per_s = 400;
     c.input_len = 300, c.output_len = 40, c.kv_pages = 40;
     struct serve_result a, b;
     assert_int_equal(serve_simulate(&c, price_by_hand, NULL, &a), 0);
@@ -73,6 +73,13 @@ static void test_fleet_one_replica_is_the_engine(void **state)
     assert_int_equal(a.max_waiting, b.max_waiting);
     serve_result_fini(&a);
     serve_result_fini(&b);
+}
+
+static void test_fleet_one_replica_is_the_engine(void **state)
+{
+    (void)state;
+    one_replica_is_the_engine(0);
+    one_replica_is_the_engine(3);
 }
 
 /* Two replicas, a closed loop at concurrency 2 of 4 requests of 5 output tokens:
@@ -139,6 +146,40 @@ static void test_fleet_policies_differ(void **state)
     }
 }
 
+/* The router's view of one engine driven step by step: two requests of 100 + 3
+ * tokens pushed (206 left); the first step prefills both (the view is as of the
+ * last step's end: still 206 until it ends), then each has 2 tokens to come (4),
+ * a decode each (2), the last decodes finish both (0). Time: 3 steps of 1 ms +
+ * 1 us per token + 2 ms: 3.2, 3.002, 3.002 ms. */
+static void test_eng_outstanding_tokens(void **state)
+{
+    (void)state;
+    struct serve_cfg c = cfg();
+    c.count = 2, c.concurrency = 0, c.rate_per_s = 1, c.output_len = 3, c.replicas = 1;
+    struct serve_result r = {.count = 2, .kv_pages = c.kv_pages};
+    r.req = calloc(2, sizeof *r.req);
+    serve_init_requests(&c, &r);
+    int64_t released = 0;
+    struct serve_eng e;
+    serve_eng_init(&e, &c, &r, &released);
+    serve_eng_push(&e, 0);
+    serve_eng_push(&e, 1);
+    assert_int_equal(e.outstanding, 206);
+    int64_t after[] = {4, 2, 0};
+    for (int s = 0; s < 3; s++) {
+        assert_true(serve_eng_busy(&e));
+        assert_int_equal(serve_eng_begin(&e, price_by_hand, NULL), 0);
+        assert_int_equal(e.outstanding, s ? after[s - 1] : 206);
+        serve_eng_end(&e);
+        assert_int_equal(e.outstanding, after[s]);
+    }
+    assert_false(serve_eng_busy(&e));
+    assert_int_equal(r.completed, 2);
+    assert_float_equal(e.now, 3.2e-3 + 2 * 3.002e-3, 1e-12);
+    serve_eng_fini(&e);
+    serve_result_fini(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -147,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_fleet_one_replica_is_the_engine),
         cmocka_unit_test(test_fleet_closed_loop),
         cmocka_unit_test(test_fleet_policies_differ),
+        cmocka_unit_test(test_eng_outstanding_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
