@@ -716,6 +716,14 @@ static struct cfg_node *expand_model(struct walk *w, const struct cfg_node *root
 
 /* ---------------- serve: ---------------- */
 
+static void serve_put_int(struct cfg_node *t, const struct cfg_node *at, const char *key,
+                          int64_t v)
+{
+    struct cfg_node *n = cfg_node_new(CFG_SCALAR, at->file, at->line, at->col);
+    n->value = xasprintf("%lld", (long long)v);
+    cfg_put(t, key, n);
+}
+
 /* The model of serve.model as a decode step of engine.max_num_seqs sequences
  * (the base scenario every engine step is built from). */
 static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *mn,
@@ -809,17 +817,21 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         }
         sc->has_mesh = true;
     } else if (cfg_load_mesh(w, mesh, "serve.mesh", &sc->mesh) == 0) {
-        for (int i = 0; i < sc->mesh.naxes; i++)
-            if (strcmp(sc->mesh.axis[i].name, "tensor") && sc->mesh.axis[i].size > 1) {
+        for (int i = 0; i < sc->mesh.naxes; i++) {
+            const struct mesh_axis *a = &sc->mesh.axis[i];
+            if (strcmp(a->name, "tensor") && strcmp(a->name, "data") && a->size > 1) {
                 /* each step's batch would be split over the axis: the run failed after
                  * `check` said ok (a decode of one sequence is not divisible by 2) */
                 char want[200];
-                snprintf(want, sizeof want, "one engine's tensor parallelism, {tensor: N}, got "
-                         "%s: %d (data-parallel replicas behind a router are not modelled yet)",
-                         sc->mesh.axis[i].name, sc->mesh.axis[i].size);
+                snprintf(want, sizeof want, "replicas over data and each engine's tensor "
+                         "parallelism, {data: N, tensor: T} (%s: %d would split each step's "
+                         "batch)", a->name, a->size);
                 walk_type_error(w, mesh, "serve.mesh", want);
                 return NULL;
             }
+            if (strcmp(a->name, "data") == 0) /* engines behind the router */
+                sc->serve->replicas = a->size;
+        }
         if (mesh_setup(sc, &sc->mesh, err, sizeof err) != 0) {
             struct diag_loc loc;
             walk_loc(mesh, &loc);
@@ -830,6 +842,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
     if (diag_count(w->d))
         return NULL;
     struct cfg_node *mt = serve_model_tree(w, mn, sc->serve);
+    if (sc->serve->replicas > 1) /* each data group (a replica) steps a whole batch */
+        serve_put_int(mt, mn, "batch", sc->serve->max_num_seqs * sc->serve->replicas);
     struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);
     cfg_copy_reads(mn, mt);
     cfg_node_free(mt);

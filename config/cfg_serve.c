@@ -223,6 +223,18 @@ static void read_requests(struct walk *w, const struct cfg_node *q, const char *
         read_arrival(w, a, c);
 }
 
+const char *const serve_router_names[] = {"round_robin", "least_outstanding_tokens", NULL};
+
+/* router: {policy: round_robin | least_outstanding_tokens}. */
+static void read_router(struct walk *w, const struct cfg_node *r, struct serve_cfg *c)
+{
+    static const char *const keys[] = {"policy", NULL};
+    walk_check_keys(w, r, "serve.router", keys);
+    int v = 0;
+    walk_enum(w, r, "serve.router", "policy", serve_router_names, &v);
+    c->router = (enum serve_router)v;
+}
+
 static void read_slo(struct walk *w, const struct cfg_node *s, struct serve_cfg *c)
 {
     static const char *const keys[] = {"ttft", "tpot", NULL};
@@ -266,10 +278,11 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
                             .page_size = 128, .max_model_len = 8192, .hbm_fraction = 0.9,
                             .chunked_prefill = true, .rpa_v3 = true,
                             .step_overhead_s = SERVE_DEFAULT_STEP_OVERHEAD_S,
-                            .buckets_per_octave = 4, .seed = 1};
+                            .buckets_per_octave = 4, .seed = 1, .replicas = 1};
     if (!walk_is_map(w, node, "serve"))
         return -1;
-    static const char *const keys[] = {"model", "mesh", "engine", "requests", "slo", NULL};
+    static const char *const keys[] = {"model", "mesh", "engine", "requests", "slo", "router",
+                                       NULL};
     walk_check_keys(w, node, "serve", keys);
     walk_field(w, node, "serve", "model", true);
     const struct cfg_node *e = cfg_get(node, "engine"), *q, *s = cfg_get(node, "slo");
@@ -280,6 +293,9 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
         read_requests(w, q, file, c);
     if (s && walk_is_map(w, s, "serve.slo"))
         read_slo(w, s, c);
+    const struct cfg_node *rt = cfg_get(node, "router");
+    if (rt && walk_is_map(w, rt, "serve.router"))
+        read_router(w, rt, c);
     if (diag_count(w->d) == before)
         check_serve(w, node, c);
     return diag_count(w->d) > before ? -1 : 0;

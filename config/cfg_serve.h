@@ -1,8 +1,8 @@
 /* config/cfg_serve.h -- a scenario's serve: section (serving/serve.h runs it):
- * the model and mesh of one engine, the engine's limits (named as vLLM names
- * them), the requests (closed loop at a concurrency, or open-loop arrivals at
- * a rate), the SLO. Filled by config/cfg.c; checked against the model's
- * memory there. */
+ * the model and mesh of an engine (and its replicas behind a router), the
+ * engine's limits (named as vLLM names them), the requests (closed loop at a
+ * concurrency, or open-loop arrivals at a rate), the SLO. Filled by
+ * config/cfg.c; checked against the model's memory there. */
 #ifndef TPUSIM_CONFIG_CFG_SERVE_H
 #define TPUSIM_CONFIG_CFG_SERVE_H
 
@@ -40,7 +40,15 @@ struct serve_trace {
     int64_t *in, *out;
 };
 
+/* serve.router.policy: where a request goes among the replicas (serve.mesh
+ * data), as SGLang's router names its policies (round_robin), and the
+ * replica with the fewest tokens still to compute (serving/serve_fleet.h). */
+enum serve_router { SERVE_ROUTER_ROUND_ROBIN, SERVE_ROUTER_LEAST_OUTSTANDING_TOKENS };
+
 struct serve_cfg {
+    /* mesh: engines behind the router (the data axis), each over the tensor axis */
+    int replicas;
+    enum serve_router router;
     /* engine: */
     int64_t max_num_seqs, max_num_batched_tokens, page_size, max_model_len;
     double hbm_fraction;   /* kv_cache.hbm_fraction: of the usable HBM, weights included */
@@ -72,5 +80,7 @@ struct diag;
 int cfg_serve_trace_parse(const char *text, size_t len, const char *file, struct serve_cfg *c,
                           struct diag *d);
 void cfg_serve_fini(struct serve_cfg *c);
+/* "round_robin", ... indexed by enum serve_router; NULL-terminated. */
+extern const char *const serve_router_names[];
 
 #endif

@@ -1,4 +1,5 @@
-/* serving/serve.c -- the engine loop: arrivals, the FCFS continuous-batching
+/* serving/serve.c -- the engine loop (its state between steps, struct serve_eng,
+ * for serving/serve_fleet.c's replicas): arrivals, the FCFS continuous-batching
  * scheduler with chunked prefill and recompute preemption, the KV cache in
  * pages, each step priced by the caller; per-request times and the ITLs. */
 #include "serving/serve.h"
@@ -11,67 +12,86 @@
 #include "base/xalloc.h"
 #include "serving/serve_traffic.h"
 
-/* The engine's state between steps. */
-struct eng {
-    const struct serve_cfg *c;
-    struct serve_result *r;
-    int64_t *run, nrun;       /* running requests, in admission order */
-    int64_t *wait, w0, nwait; /* waiting requests: a ring of 'count' slots */
-    int64_t issued;           /* requests that joined the waiting queue */
-    int64_t released;         /* closed loop: requests given their arrival time */
-    int64_t free_pages;
-    double now;
-    struct serve_batch b;
-    int64_t *sched;           /* per batch entry, its request */
-};
-
 static int64_t cdiv(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;
 }
 
-static void wait_push_back(struct eng *e, int64_t i)
+/* A request's tokens left to compute: its prompt's not cached, its outputs to come. */
+static int64_t left(const struct serve_req *q)
 {
-    e->wait[(e->w0 + e->nwait++) % e->r->count] = i;
+    return (q->in > q->computed ? q->in - q->computed : 0) + q->out - q->generated;
 }
 
-static void wait_push_front(struct eng *e, int64_t i)
+/* The ring full: twice the slots, the queue from slot 0. */
+static void wait_grow(struct serve_eng *e)
 {
-    e->w0 = (e->w0 + e->r->count - 1) % e->r->count;
+    int64_t cap = 2 * e->wcap;
+    int64_t *w = xcalloc((size_t)cap, sizeof *w);
+    for (int64_t k = 0; k < e->nwait; k++)
+        w[k] = e->wait[(e->w0 + k) % e->wcap];
+    free(e->wait);
+    e->wait = w, e->w0 = 0, e->wcap = cap;
+}
+
+static void wait_push_back(struct serve_eng *e, int64_t i)
+{
+    if (e->nwait == e->wcap)
+        wait_grow(e);
+    e->wait[(e->w0 + e->nwait++) % e->wcap] = i;
+}
+
+static void wait_push_front(struct serve_eng *e, int64_t i)
+{
+    if (e->nwait == e->wcap)
+        wait_grow(e);
+    e->w0 = (e->w0 + e->wcap - 1) % e->wcap;
     e->wait[e->w0] = i;
     e->nwait++;
 }
 
-static int64_t wait_pop(struct eng *e)
+static int64_t wait_pop(struct serve_eng *e)
 {
     int64_t i = e->wait[e->w0];
-    e->w0 = (e->w0 + 1) % e->r->count, e->nwait--;
+    e->w0 = (e->w0 + 1) % e->wcap, e->nwait--;
     return i;
 }
 
+void serve_eng_push(struct serve_eng *e, int64_t i)
+{
+    wait_push_back(e, i);
+    e->outstanding += left(&e->r->req[i]);
+}
+
+bool serve_eng_busy(const struct serve_eng *e)
+{
+    return e->nrun > 0 || e->nwait > 0;
+}
+
 /* Requests that have arrived by 'now' join the waiting queue. */
-static void arrive(struct eng *e)
+static void arrive(struct serve_eng *e)
 {
     while (e->issued < e->r->count && e->r->req[e->issued].arrival_s <= e->now)
-        wait_push_back(e, e->issued++);
+        serve_eng_push(e, e->issued++);
     if (e->nwait > e->r->max_waiting)
         e->r->max_waiting = e->nwait;
 }
 
 /* The latest-admitted running request gives its pages back and waits again,
  * to be recomputed from its first token (vLLM's recompute preemption). */
-static void preempt_last(struct eng *e)
+static void preempt_last(struct serve_eng *e)
 {
     int64_t i = e->run[--e->nrun];
     struct serve_req *q = &e->r->req[i];
     e->free_pages += q->pages;
+    e->outstanding += q->computed < q->in ? q->computed : q->in;
     q->pages = q->computed = 0;
     q->preemptions++;
     e->r->preemptions++;
     wait_push_front(e, i);
 }
 
-static void add_to_batch(struct eng *e, int64_t i, int64_t n)
+static void add_to_batch(struct serve_eng *e, int64_t i, int64_t n)
 {
     struct serve_req *q = &e->r->req[i];
     int64_t need = cdiv(q->computed + n, e->c->page_size) - q->pages;
@@ -85,7 +105,7 @@ static void add_to_batch(struct eng *e, int64_t i, int64_t n)
 
 /* The running requests' tokens: a decode each, or their prompt's next chunk.
  * Returns true if one was preempted. */
-static bool schedule_running(struct eng *e, int64_t *budget)
+static bool schedule_running(struct serve_eng *e, int64_t *budget)
 {
     bool preempted = false;
     for (int64_t k = 0; k < e->nrun && *budget > 0; k++) {
@@ -107,7 +127,7 @@ static bool schedule_running(struct eng *e, int64_t *budget)
 }
 
 /* New requests, first come first served, while sequences, budget and pages allow. */
-static void schedule_waiting(struct eng *e, int64_t *budget)
+static void schedule_waiting(struct serve_eng *e, int64_t *budget)
 {
     const struct serve_cfg *c = e->c;
     while (e->nwait > 0 && e->nrun < c->max_num_seqs && *budget > 0) {
@@ -136,7 +156,7 @@ static void record_itl(struct serve_result *r, double itl_s)
 }
 
 /* A token of request 'i' at 'now'; a finished request frees its pages. */
-static void emit_token(struct eng *e, int64_t i)
+static void emit_token(struct serve_eng *e, int64_t i)
 {
     struct serve_req *q = &e->r->req[i];
     q->generated++;
@@ -151,18 +171,20 @@ static void emit_token(struct eng *e, int64_t i)
     e->free_pages += q->pages;
     q->pages = 0;
     e->r->completed++;
-    if (e->c->concurrency && e->released < e->r->count) /* closed loop: the next one */
-        e->r->req[e->released++].arrival_s = e->now;
+    if (e->c->concurrency && *e->released < e->r->count) /* closed loop: the next one */
+        e->r->req[(*e->released)++].arrival_s = e->now;
 }
 
 /* After a step: the batch's tokens are cached; finished requests leave. */
-static void apply_step(struct eng *e)
+static void apply_step(struct serve_eng *e)
 {
     for (int k = 0; k < e->b.n; k++) {
         struct serve_req *q = &e->r->req[e->sched[k]];
+        int64_t before = left(q);
         q->computed += e->b.q[k];
         if (q->computed == q->in + q->generated)
             emit_token(e, e->sched[k]);
+        e->outstanding += left(q) - before;
     }
     int64_t m = 0;
     for (int64_t k = 0; k < e->nrun; k++)
@@ -171,7 +193,7 @@ static void apply_step(struct eng *e)
     e->nrun = m;
 }
 
-static void record_step(struct eng *e, double dev_s)
+static void record_step(struct serve_eng *e, double dev_s)
 {
     struct serve_result *r = e->r;
     if ((r->steps & (r->steps - 1)) == 0) /* 0, 1, 2, 4, ...: double */
@@ -183,8 +205,7 @@ static void record_step(struct eng *e, double dev_s)
         s->decodes += e->b.q[k] == 1;
 }
 
-/* One step: schedule, price, advance the clock. Returns 0 or 1. */
-static int step(struct eng *e, serve_price_fn price, void *ctx)
+int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
 {
     int64_t budget = e->c->max_num_batched_tokens;
     e->b.n = 0, e->b.tokens = 0;
@@ -205,11 +226,24 @@ static int step(struct eng *e, serve_price_fn price, void *ctx)
     e->r->steps++;
     e->r->batch_seqs_sum += e->b.n;
     e->r->batch_tokens_sum += (double)e->b.tokens;
-    apply_step(e);
     return 0;
 }
 
-static void init_requests(const struct serve_cfg *c, struct serve_result *r)
+void serve_eng_end(struct serve_eng *e)
+{
+    apply_step(e);
+}
+
+/* One step: schedule, price, advance the clock, apply. Returns 0 or 1. */
+static int step(struct serve_eng *e, serve_price_fn price, void *ctx)
+{
+    int rc = serve_eng_begin(e, price, ctx);
+    if (rc == 0)
+        serve_eng_end(e);
+    return rc;
+}
+
+void serve_init_requests(const struct serve_cfg *c, struct serve_result *r)
 {
     struct serve_traffic g;
     serve_traffic_start(&g, c);
@@ -236,7 +270,7 @@ static bool overloaded(const struct serve_cfg *c, const struct serve_result *r)
     return b > 2 * a && (double)r->completed / r->duration_s < 0.9 * c->rate_per_s;
 }
 
-static void finish(const struct serve_cfg *c, struct eng *e, struct serve_result *r)
+void serve_result_close(const struct serve_cfg *c, struct serve_result *r)
 {
     double t0 = INFINITY, t1 = 0;
     for (int64_t i = 0; i < r->count; i++) {
@@ -247,6 +281,23 @@ static void finish(const struct serve_cfg *c, struct eng *e, struct serve_result
     }
     r->duration_s = r->completed ? t1 - t0 : 0;
     r->overloaded = overloaded(c, r);
+}
+
+void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,
+                    int64_t *released)
+{
+    *e = (struct serve_eng){.c = c, .r = r, .free_pages = c->kv_pages, .released = released};
+    size_t ms = (size_t)c->max_num_seqs;
+    e->run = xcalloc(ms, sizeof *e->run);
+    e->wcap = r->count < 256 ? (r->count > 0 ? r->count : 1) : 256; /* grows as needed */
+    e->wait = xcalloc((size_t)e->wcap, sizeof *e->wait);
+    e->sched = xcalloc(ms, sizeof *e->sched);
+    e->b.q = xcalloc(ms, sizeof *e->b.q);
+    e->b.kv = xcalloc(ms, sizeof *e->b.kv);
+}
+
+void serve_eng_fini(struct serve_eng *e)
+{
     free(e->run);
     free(e->wait);
     free(e->sched);
@@ -259,17 +310,13 @@ int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,
 {
     memset(r, 0, sizeof *r);
     r->count = c->count;
+    r->replicas = 1;
     r->kv_pages = c->kv_pages;
     r->req = xcalloc((size_t)c->count, sizeof *r->req);
-    struct eng e = {.c = c, .r = r, .free_pages = c->kv_pages};
-    size_t ms = (size_t)c->max_num_seqs;
-    e.run = xcalloc(ms, sizeof *e.run);
-    e.wait = xcalloc((size_t)c->count, sizeof *e.wait);
-    e.sched = xcalloc(ms, sizeof *e.sched);
-    e.b.q = xcalloc(ms, sizeof *e.b.q);
-    e.b.kv = xcalloc(ms, sizeof *e.b.kv);
-    init_requests(c, r);
-    e.released = c->concurrency < c->count ? c->concurrency : c->count;
+    int64_t released = c->concurrency < c->count ? c->concurrency : c->count;
+    struct serve_eng e;
+    serve_eng_init(&e, c, r, &released);
+    serve_init_requests(c, r);
     int rc = 0;
     while (rc == 0 && r->completed < r->count) {
         if (interrupt_pending()) {
@@ -285,7 +332,8 @@ int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,
         }
         rc = step(&e, price, ctx);
     }
-    finish(c, &e, r);
+    serve_result_close(c, r);
+    serve_eng_fini(&e);
     return rc;
 }
 
@@ -293,6 +341,7 @@ void serve_result_fini(struct serve_result *r)
 {
     free(r->req);
     free(r->step);
+    free(r->per_replica);
     memset(r, 0, sizeof *r);
 }
 

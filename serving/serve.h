@@ -35,6 +35,7 @@ struct serve_req {
     int64_t generated;     /* output tokens so far */
     int64_t pages;         /* KV pages held */
     int preemptions;
+    int32_t replica;       /* the engine the router sent it to (serve.mesh data) */
 };
 
 /* One engine step. */
@@ -42,6 +43,14 @@ struct serve_step {
     double start_s, device_s; /* it ends at start + overhead + device */
     int32_t seqs, decodes;    /* sequences, of which decodes (one new token each) */
     int64_t tokens;           /* new tokens (the sum of q) */
+    int32_t replica;          /* the engine that ran it */
+};
+
+/* One replica's share of a run of several (serving/serve_fleet.h). */
+struct serve_replica {
+    int64_t requests, steps;
+    double batch_seqs_sum;
+    int64_t kv_peak_pages;
 };
 
 #define SERVE_ITL_BINS 2048 /* log-spaced from 1 us, 2^(1/64) apart */
@@ -61,6 +70,8 @@ struct serve_result {
     double itl_sum;
     int64_t itl_n;
     int64_t itl_bins[SERVE_ITL_BINS];
+    int replicas;                      /* engines behind the router: 1, or serve.mesh data */
+    struct serve_replica *per_replica; /* [replicas] when more than 1, owned */
 };
 
 /* Runs the engine 'c' with prices from 'price'. Returns 0, 1 when a step
@@ -69,6 +80,47 @@ struct serve_result {
 int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,
                    struct serve_result *r);
 void serve_result_fini(struct serve_result *r);
+
+/* One engine's state between steps, for a loop that drives several engines
+ * (serving/serve_fleet.c): requests are pushed into its waiting queue, a step
+ * is begun (scheduled, priced, recorded; the engine's clock moves to the
+ * step's end) and ended (its tokens cached, finished requests leave).
+ * serve_simulate is one engine driven by its own arrivals. The requests are
+ * r->req (shared by engines that share them): an engine's result keeps its
+ * own steps and counts. */
+struct serve_eng {
+    const struct serve_cfg *c;
+    struct serve_result *r;   /* counts, steps, ITLs; r->req the requests (maybe shared) */
+    int64_t *run, nrun;       /* running requests, in admission order */
+    int64_t *wait, w0, nwait, wcap; /* waiting requests: a ring of 'wcap' slots */
+    int64_t issued;           /* requests that joined the waiting queue (serve_simulate) */
+    int64_t *released;        /* closed loop: requests given their arrival time */
+    int64_t free_pages;
+    int64_t outstanding;      /* tokens left to compute: prompts not cached, outputs to come */
+    double now;
+    struct serve_batch b;
+    int64_t *sched;           /* per batch entry, its request */
+};
+
+/* An engine of 'c' over the requests r->req; 'released' is the closed loop's
+ * count of requests released (shared by engines that share the requests). */
+void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,
+                    int64_t *released);
+void serve_eng_fini(struct serve_eng *e);
+/* Request 'i' joins the waiting queue. */
+void serve_eng_push(struct serve_eng *e, int64_t i);
+/* True while a request runs or waits. */
+bool serve_eng_busy(const struct serve_eng *e);
+/* Schedules and prices a step at e->now, moving e->now to its end. Returns
+ * 0, or 1 when no step could be formed or priced. */
+int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx);
+/* The step begun ends (at e->now): tokens emitted, finished requests leave. */
+void serve_eng_end(struct serve_eng *e);
+/* The requests of 'c' with their arrival times (a closed loop's later ones
+ * INFINITY until released) and lengths, into r->req[0 .. r->count). */
+void serve_init_requests(const struct serve_cfg *c, struct serve_result *r);
+/* r->duration_s and r->overloaded from the requests. */
+void serve_result_close(const struct serve_cfg *c, struct serve_result *r);
 
 /* Summary statistics of 'n' values (sorted in place). */
 struct serve_dist {

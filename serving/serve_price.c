@@ -119,6 +119,7 @@ static double simulate_layers(struct serve_pricer *p, int n, const int64_t *q, c
     m.tokens = tokens, m.rows = rows;
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
     m.rpa_v3 = c->rpa_v3;
+    m.batch *= c->replicas; /* every replica (data group) steps this batch: one replica's time */
     double t0 = progress_now_s();
     struct cfg_scenario sc;
     int rc = cfg_serve_step(p->base, &m, &sc, p->d);

@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "config/cfg_serve.h"
 #include "serving/serve.h"
+#include "serving/serve_fleet.h"
 #include "serving/serve_price.h"
 
 /* The distributions a serving run reports, in seconds. */
@@ -85,7 +86,7 @@ static void write_cost(FILE *f, const struct cfg_scenario *sc, const struct serv
     }
     const struct chip_params *ch = &sc->chip;
     if (ch->tdp_w > 0) {
-        double u = per_s(r->device_s, r->duration_s);
+        double u = per_s(r->device_s, r->duration_s * r->replicas); /* of every replica */
         double w = ch->idle_w + (ch->tdp_w - ch->idle_w) * (u > 1 ? 1 : u);
         double j = chips * w * r->duration_s;
         fprintf(f, ",\n  \"energy\": {\"tdp_w\": %.9g, \"idle_w\": %.9g, "
@@ -97,6 +98,23 @@ static void write_cost(FILE *f, const struct cfg_scenario *sc, const struct serv
         else
             fputs("null}", f);
     }
+}
+
+/* Replicas behind a router: how many, the policy, each one's share. */
+static void write_replicas(FILE *f, const struct serve_cfg *c, const struct serve_result *r)
+{
+    fprintf(f, ",\n    \"replicas\": %d,\n    \"router\": {\"policy\": \"%s\"},\n"
+               "    \"per_replica\": [",
+            r->replicas, serve_router_names[c->router]);
+    for (int k = 0; k < r->replicas; k++) {
+        const struct serve_replica *p = &r->per_replica[k];
+        fprintf(f, "%s\n      {\"requests\": %lld, \"steps\": %lld, \"mean_batch\": %.6g, "
+                   "\"kv_peak_fraction\": %.6g}",
+                k ? "," : "", (long long)p->requests, (long long)p->steps,
+                per_s(p->batch_seqs_sum, (double)p->steps),
+                per_s((double)p->kv_peak_pages, (double)r->kv_pages));
+    }
+    fputs("\n    ]", f);
 }
 
 static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
@@ -134,7 +152,7 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
             per_s(r->batch_seqs_sum, (double)r->steps),
             per_s(r->batch_tokens_sum, (double)r->steps));
     fprintf(f, "    \"device_busy_fraction\": %.6g,\n    \"step_overhead_s\": %.9g,\n",
-            per_s(r->device_s, r->duration_s), c->step_overhead_s);
+            per_s(r->device_s, r->duration_s * r->replicas), c->step_overhead_s);
     fprintf(f, "    \"overloaded\": %s,\n    \"max_waiting\": %lld,\n",
             r->overloaded ? "true" : "false", (long long)r->max_waiting);
     fprintf(f, "    \"step_memo\": {\"buckets_per_octave\": %d, \"lookups\": %lld, "
@@ -145,7 +163,10 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
         fprintf(f, ", \"verified\": %lld, \"error_mean\": %.6g, \"error_max\": %.6g",
                 (long long)ps->verified, per_s(ps->error_sum, (double)ps->verified),
                 ps->error_max);
-    fputs("}\n  }", f);
+    fputs("}", f);
+    if (r->replicas > 1)
+        write_replicas(f, c, r);
+    fputs("\n  }", f);
     write_cost(f, sc, r, ds);
     fputs("\n}\n", f);
 }
@@ -153,23 +174,30 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
 static void write_requests(FILE *f, const struct serve_result *r)
 {
     fprintf(f, "request,arrival_s,first_token_s,finish_s,input_len,output_len,ttft_s,tpot_s,"
-               "e2e_s,preemptions\n");
+               "e2e_s,preemptions%s\n", r->replicas > 1 ? ",replica" : "");
     for (int64_t i = 0; i < r->count; i++) {
         const struct serve_req *q = &r->req[i];
         double tpot = q->out > 1 ? (q->finish_s - q->first_s) / (double)(q->out - 1) : 0;
-        fprintf(f, "%lld,%.9g,%.9g,%.9g,%lld,%lld,%.9g,%.9g,%.9g,%d\n", (long long)i,
+        fprintf(f, "%lld,%.9g,%.9g,%.9g,%lld,%lld,%.9g,%.9g,%.9g,%d", (long long)i,
                 q->arrival_s, q->first_s, q->finish_s, (long long)q->in, (long long)q->out,
                 q->first_s - q->arrival_s, tpot, q->finish_s - q->arrival_s, q->preemptions);
+        if (r->replicas > 1) /* one engine's file stays as it was */
+            fprintf(f, ",%d", q->replica);
+        fputc('\n', f);
     }
 }
 
 static void write_steps(FILE *f, const struct serve_result *r, double overhead_s)
 {
-    fprintf(f, "step,start_s,device_s,overhead_s,sequences,decodes,tokens\n");
+    fprintf(f, "step,start_s,device_s,overhead_s,sequences,decodes,tokens%s\n",
+            r->replicas > 1 ? ",replica" : "");
     for (int64_t i = 0; i < r->steps; i++) {
         const struct serve_step *s = &r->step[i];
-        fprintf(f, "%lld,%.9g,%.9g,%.9g,%d,%d,%lld\n", (long long)i, s->start_s, s->device_s,
+        fprintf(f, "%lld,%.9g,%.9g,%.9g,%d,%d,%lld", (long long)i, s->start_s, s->device_s,
                 overhead_s, s->seqs, s->decodes, (long long)s->tokens);
+        if (r->replicas > 1)
+            fprintf(f, ",%d", s->replica);
+        fputc('\n', f);
     }
 }
 
@@ -250,6 +278,20 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
         printf(", goodput %.3f req/s (%lld within the SLO)",
                per_s((double)ds->good, r->duration_s), (long long)ds->good);
     printf("\n");
+    if (r->replicas > 1) {
+        printf("  %d replicas behind a %s router; requests each:", r->replicas,
+               serve_router_names[c->router]);
+        int64_t lo = r->count, hi = 0;
+        for (int k = 0; k < r->replicas; k++) {
+            int64_t n = r->per_replica[k].requests;
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi;
+            if (r->replicas <= 8)
+                printf(" %lld", (long long)n);
+        }
+        if (r->replicas > 8)
+            printf(" %lld to %lld", (long long)lo, (long long)hi);
+        printf("\n");
+    }
     if (r->overloaded)
         printf("  overloaded: %g requests/s arrive, %.3f/s are served; TTFT grows without bound\n",
                c->rate_per_s, per_s((double)r->completed, r->duration_s));
@@ -277,7 +319,8 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     interrupt_catch(&old_sigint);
     struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
     struct serve_result r;
-    int rc = serve_simulate(sc->serve, serve_price, p, &r);
+    int rc = sc->serve->replicas > 1 ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
+                                     : serve_simulate(sc->serve, serve_price, p, &r);
     if (rc == 1 && serve_pricer_rc(p))
         rc = serve_pricer_rc(p);
     else if (rc == 1)

@@ -551,6 +551,57 @@ assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
     && grep -q '<p id="serving-knee">knee: point' "$t/svsw/report.html" \
     && grep -q '<title>Latency against throughput</title>' "$t/svsw/report.html" \
     && ok || bad "serve: a rate sweep's latency-throughput curve: $(head -c 300 "$t/svsw.out")"
+# issue 28.5: data-parallel replicas behind a router (serve.mesh data: 2, one chip each). A
+# closed loop at concurrency 2: round robin gives request 0 to replica 0 and request 1 to
+# replica 1, each alone on its engine: both TTFTs are the single request's of sv1 (its prefill
+# step plus the overhead), the run lasts as long as one engine's first request at concurrency 1
+# (svr1), so the request throughput is twice svr1's (2 requests in the time svr1 serves 1 of 2)
+"$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svr" -q \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svr1" -q --set serve.requests.count=2 \
+           --set serve.requests.output_len=8 \
+    && [ "$(col "$t/svr/requests.csv" 1 11)" = 0 ] && [ "$(col "$t/svr/requests.csv" 2 11)" = 1 ] \
+    && [ "$(col "$t/svr/requests.csv" 1 7)" = "$(col "$t/sv1/requests.csv" 1 7)" ] \
+    && [ "$(col "$t/svr/requests.csv" 2 7)" = "$(col "$t/sv1/requests.csv" 1 7)" ] \
+    && [ "$(col "$t/svr/requests.csv" 1 4)" = "$(col "$t/svr1/requests.csv" 1 4)" ] \
+    && grep -q '"replicas": 2,' "$t/svr/summary.json" \
+    && grep -q '"router": {"policy": "round_robin"}' "$t/svr/summary.json" \
+    && [ "$(grep -c '{"requests": 1, "steps": 8, "mean_batch": 1,' "$t/svr/summary.json")" = 2 ] \
+    && awk -v a="$(sed -n 's/.*"request_throughput": \([0-9.e+-]*\),/\1/p' "$t/svr/summary.json")" \
+           -v b="$(sed -n 's/.*"request_throughput": \([0-9.e+-]*\),/\1/p' "$t/svr1/summary.json")" \
+           'BEGIN { e = a / (2 * b) - 1; exit !(e < 1e-6 && e > -1e-6) }' \
+    && head -1 "$t/svr/steps.csv" | grep -q ',tokens,replica$' \
+    && awk -F, 'NR > 2 && $2 < last { exit 1 } NR > 1 { last = $2 }' "$t/svr/steps.csv" \
+    && ok || bad "serve replicas: a closed loop at concurrency 2 on 2 replicas"
+# ... open-loop arrivals: round robin alternates, request i on replica i mod 2
+"$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svro" -q \
+       --set 'serve.requests={count: 20, arrival: {rate: 2000/s}, input_len: 300, output_len: 16}' \
+    && awk -F, 'NR > 1 { n++; if ($11 != (NR - 2) % 2) exit 1 } END { exit n != 20 }' \
+           "$t/svro/requests.csv" \
+    && ok || bad "serve replicas: round robin does not alternate"
+# ... a long request (64 output tokens, ~135 ms of decodes) and a short one at 0, a short one at
+# 50 ms: both policies send the first two to replicas 0 and 1; round robin sends the third to
+# replica 0, still decoding the long one (it waits for the step in flight and shares the next
+# with a decode: TTFT above a lone prefill's), least outstanding tokens to replica 1,
+# idle since its short request left (0 tokens left against the long one's): its TTFT is sv1's
+for p in round_robin:0 least_outstanding_tokens:1; do
+    "$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svl" -q --set "serve.router.policy=${p%:*}" \
+           --set 'serve.requests={trace: traces/long_short.csv}' \
+        && [ "$(awk -F, 'NR > 1 { printf "%s", $11 }' "$t/svl/requests.csv")" = "01${p#*:}" ] \
+        && awk -v a="$(col "$t/svl/requests.csv" 3 7)" -v b="$(col "$t/sv1/requests.csv" 1 7)" \
+               -v idle="${p#*:}" 'BEGIN { exit !(idle ? a == b : a > b) }' \
+        && ok || bad "serve replicas: ${p%:*} on a long and two short requests"
+done
+# ... each replica's step is one engine's on its chips: data 2 x tensor 2 on a 2x2 slice prices
+# every step as one engine of tensor 2 on a 2x1 slice does (the same device times and KV pages)
+"$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svr4" -q --set 'topology.shape=[2, 2]' \
+       --set 'serve.mesh={data: 2, tensor: 2}' \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svr2" -q --set 'topology.shape=[2, 1]' \
+           --set 'serve.mesh={tensor: 2}' --set serve.requests.output_len=8 \
+    && [ "$(awk -F, 'NR > 1 && $8 == 0 { print $3 }' "$t/svr4/steps.csv")" \
+         = "$(awk -F, 'NR > 1 { print $3 }' "$t/svr2/steps.csv")" ] \
+    && [ "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr4/summary.json")" \
+         = "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr2/summary.json")" ] \
+    && ok || bad "serve replicas: a replica's step is not one engine's on its tensor chips"
 # ... and an op that starts while a memo is measured: the measurement is not kept (with it
 # kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
 # without memos
