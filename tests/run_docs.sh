@@ -63,9 +63,9 @@ quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 copy, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'
-quote "399.8 output tokens/s"
-quote "799.7 output tokens/s"
-quote "TPOT mean 9.63 ms"
+quote "413.7 output tokens/s"
+quote "827.3 output tokens/s"
+quote "TPOT mean 9.36 ms"
 rm -rf "$t"
 echo "docs: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]
