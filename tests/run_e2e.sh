@@ -549,6 +549,48 @@ assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
     && grep -q '<p id="serving-knee">knee: point' "$t/svsw/report.html" \
     && grep -q '<title>Latency against throughput</title>' "$t/svsw/report.html" \
     && ok || bad "serve: a rate sweep's latency-throughput curve: $(head -c 300 "$t/svsw.out")"
+# issue 28.4: a serving run's trace.json (tests/serve_trace_check.py: JSON, one step span per
+# step of summary.json, every request's b/e events nested and closed). The single request of
+# sv1 arrives at 0 into an idle engine: it is scheduled at once (no queued phase) and its
+# prefill runs from 0 to the end of step 0 (its device time plus the 2 ms overhead), when its
+# first token comes: prefill = TTFT (summary.json's ttft_s mean, its only one) - queued (0).
+# With max_num_seqs 1, two requests arriving together: request 1 waits through request 0's
+# one step (queued = request 0's first token time), then prefills alone: prefill = its TTFT
+# - queued. (ts are in us with 3 decimals: within 2 ns.)
+svchk() { python3 tests/serve_trace_check.py "$1/trace.json" "$1/summary.json"; }
+"$t/jsoncheck" "$t/sv1/trace.json" && svchk "$t/sv1" >"$t/sv1.ph" \
+    && awk -v ttft="$(sed -n 's/.*"ttft_s": {"mean": \([0-9.e+-]*\),.*/\1/p' "$t/sv1/summary.json")" \
+           '{ n++; d = $3 - (ttft * 1e6 - $2) } END { exit !(n == 1 && $2 == 0 && d < 0.002 && d > -0.002) }' \
+           "$t/sv1.ph" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svq" -q --set serve.requests.count=2 \
+           --set serve.requests.concurrency=2 --set serve.engine.max_num_seqs=1 \
+    && svchk "$t/svq" >"$t/svq.ph" \
+    && awk -v first0="$(col "$t/svq/requests.csv" 1 3)" -v ttft1="$(col "$t/svq/requests.csv" 2 7)" \
+           'NR == 2 { q = $2 - first0 * 1e6; d = $3 - (ttft1 * 1e6 - $2) }
+            END { exit !(NR == 2 && q < 0.002 && q > -0.002 && d < 0.002 && d > -0.002) }' "$t/svq.ph" \
+    && svchk "$t/sve" >/dev/null && svchk "$t/svd" >/dev/null \
+    && ok || bad "serve: trace.json: $(svchk "$t/sv1" 2>&1 | head -2) $(cat "$t/svq.ph")"
+# ... the cap (--trace-max-events 50 of the 64 drawn requests' run): the rest is dropped and
+# said (even with --quiet), the trace keeps its beginning whole (no begin without its end) and
+# its metadata and summary.json say it is incomplete
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svcap" -q --set "$sv_dist" --trace-max-events 50 \
+       2>"$t/svcap.err" \
+    && grep -q '^warning: trace.json is incomplete: [0-9]* events dropped past --trace-max-events 50 ' \
+           "$t/svcap.err" \
+    && grep -q '"complete": false' "$t/svcap/summary.json" \
+    && grep -q '"capped":"incomplete: ' "$t/svcap/trace.json" \
+    && svchk "$t/svcap" >/dev/null \
+    && ok || bad "serve: a capped trace: $(cat "$t/svcap.err")"
+# ... --trace none: no trace.json (an earlier run's goes), the summary and the console say so;
+# --trace-chips has no chips to pick in a serving run: refused
+cp -r "$t/sv1" "$t/svn" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svn" --trace none >"$t/svn.out" \
+    && [ ! -e "$t/svn/trace.json" ] && grep -q '"level": "none", "path": null' "$t/svn/summary.json" \
+    && grep -q 'steps.csv (no trace: --trace none)$' "$t/svn.out" \
+    && ok || bad "serve: --trace none"
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svx" -q --trace-chips 0 2>"$t/svx.err"; [ $? = 2 ] \
+    && grep -q -- "--trace-chips: a serving run's trace has no chips" "$t/svx.err" && [ ! -e "$t/svx" ] \
+    && ok || bad "serve: --trace-chips: $(cat "$t/svx.err")"
 # ... and an op that starts while a memo is measured: the measurement is not kept (with it
 # kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
 # without memos
