@@ -581,6 +581,14 @@ svchk() { python3 tests/serve_trace_check.py "$1/trace.json" "$1/summary.json"; 
     && grep -q '"capped":"incomplete: ' "$t/svcap/trace.json" \
     && svchk "$t/svcap" >/dev/null \
     && ok || bad "serve: a capped trace: $(cat "$t/svcap.err")"
+# ... --trace-window 100ms:150ms: only the steps that overlap it (consecutive ones), request
+# tracks whole, and the rest counted as filtered
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svw" -q --set "$sv_dist" --trace-window 100ms:150ms \
+    && svchk "$t/svw" >/dev/null \
+    && grep -q '"filtered": [1-9][0-9]*, .*"window_s": \[0.1, 0.15\]' "$t/svw/summary.json" \
+    && grep '"ph":"X"' "$t/svw/trace.json" | sed 's/.*"ts":\([0-9.]*\),"dur":\([0-9.]*\),.*/\1 \2/' \
+       | awk '$1 > 150000 || $1 + $2 < 100000 { exit 1 } { n++ } END { exit !(n > 0) }' \
+    && ok || bad "serve: --trace-window"
 # ... --trace none: no trace.json (an earlier run's goes), the summary and the console say so;
 # --trace-chips has no chips to pick in a serving run: refused
 cp -r "$t/sv1" "$t/svn" \
