@@ -282,6 +282,18 @@ static void unlock_out(struct out_lock *lk, int rc)
     lk->dir = NULL;
 }
 
+/* A serving run's trace as the --trace flags and options.trace ask. */
+static struct serve_trace_opts serve_trace_opts_of(const struct cli *c,
+                                                   const struct cfg_scenario *sc)
+{
+    return (struct serve_trace_opts){.level = (enum trace_level)sc->trace_level,
+                                     .level_set = sc->trace_level_set,
+                                     .max_events = c->trace.max_trace_events,
+                                     .window = c->trace.trace_window,
+                                     .window_t0_s = c->trace.trace_t0_s,
+                                     .window_t1_s = c->trace.trace_t1_s};
+}
+
 static int run_scenario(struct cli *c)
 {
     struct diag *d = diag_new();
@@ -302,8 +314,15 @@ static int run_scenario(struct cli *c)
     }
     if (rc == 0 && sc.serve) { /* a serving run: its steps are searched and run one by one */
         struct serve_run_opts so = {.out_dir = lk.dir, .sg_argc = c->sg_argc,
-                                    .sg_argv = c->sg_argv, .quiet = c->quiet};
-        rc = serve_run(&sc, &so, d);
+                                    .sg_argv = c->sg_argv, .quiet = c->quiet,
+                                    .trace = serve_trace_opts_of(c, &sc)};
+        if (c->trace.trace_chips) {
+            diag_error(d, NULL, "--trace-chips", "a serving run's trace has no chips (its "
+                       "processes are the engine's replicas): leave the flag out");
+            rc = 2;
+        } else {
+            rc = serve_run(&sc, &so, d);
+        }
         diag_print(d, stderr);
         cfg_scenario_fini(&sc);
         unlock_out(&lk, rc);

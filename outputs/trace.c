@@ -153,7 +153,7 @@ static bool admit(struct trace *t, int pid, double t0, double t1, size_t n)
         t->filtered += n;
         return false;
     }
-    if (t->events + n > t->o.max_events) {
+    if (t->events + n > t->o.max_events || (t->o.prefix && t->dropped)) {
         t->dropped += n;
         if (t0 < t->drop_t0)
             t->drop_t0 = t0;
@@ -391,6 +391,40 @@ void trace_flow(struct trace *t, enum trace_level l, const char *name, int pid0,
     write_flow_end(f, name, false, pid0, tid0, t0_s, id);
     fputs(",\n", f);
     write_flow_end(f, name, true, pid1, tid1, t1_s, id);
+}
+
+void trace_async(struct trace *t, int pid, const char *cat, int64_t id,
+                 const struct trace_async_ev *ev, size_t n)
+{
+    if (!trace_wants(t, TRACE_OPS) || n == 0)
+        return;
+    double t0 = ev[0].t_s, t1 = ev[0].t_s;
+    for (size_t i = 1; i < n; i++) {
+        t0 = ev[i].t_s < t0 ? ev[i].t_s : t0;
+        t1 = ev[i].t_s > t1 ? ev[i].t_s : t1;
+    }
+    if (!admit(t, pid, t0, t1, n))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        FILE *f = out(t);
+        if (!f)
+            return;
+        char buf[160], *p = fmt_lit(buf, ev[i].begin ? "{\"ph\":\"b\",\"pid\":"
+                                                     : "{\"ph\":\"e\",\"pid\":");
+        p = fmt_i64(p, pid);
+        p = fmt_us(fmt_lit(p, ",\"tid\":0,\"ts\":"), ev[i].t_s);
+        p = fmt_i64(fmt_lit(p, ",\"id\":"), (long long)id);
+        put_done(f, buf, fmt_lit(p, ",\"cat\":"));
+        json_write_string(f, cat);
+        fputs(",\"name\":", f);
+        json_write_string(f, ev[i].name);
+        if (ev[i].args) {
+            fputs(",\"args\":{", f);
+            fputs(ev[i].args, f);
+            fputc('}', f);
+        }
+        fputc('}', f);
+    }
 }
 
 void trace_meta(struct trace *t, const char *key, const char *value)

@@ -43,6 +43,8 @@ struct trace_opts {
     size_t max_events;       /* 0: TRACE_DEFAULT_MAX_EVENTS */
     bool window;             /* keep only events that overlap [t0_s, t1_s] */
     double window_t0_s, window_t1_s;
+    bool prefix;             /* past the cap, drop every later event too: a trace written
+                                in time order keeps its beginning whole */
     const bool *chips;       /* trace pid p only when p < nchips and chips[p]; NULL: all */
     int nchips;
     /* when the level (and chips) were picked for the user (engine/trace_auto.h):
@@ -113,6 +115,18 @@ void trace_counter(struct trace *t, enum trace_level l, int pid, const char *nam
  * recorded from level 'l' up. */
 void trace_flow(struct trace *t, enum trace_level l, const char *name, int pid0, int tid0,
                 double t0_s, int pid1, int tid1, double t1_s);
+/* One event of an async track: a nested span's begin ("b") or end ("e"). */
+struct trace_async_ev {
+    bool begin;
+    const char *name;
+    double t_s;
+    const char *args; /* as trace_span's, or NULL */
+};
+/* The 'n' events of async track 'id' in category 'cat' on 'pid' (level ops),
+ * written all or none: the cap or the window (over the events' first to
+ * last time) keeps or leaves out the track whole, so no begin loses its end. */
+void trace_async(struct trace *t, int pid, const char *cat, int64_t id,
+                 const struct trace_async_ev *ev, size_t n);
 /* Adds a key/value to the trace's metadata ("scenario", "chip"...). */
 void trace_meta(struct trace *t, const char *key, const char *value);
 

@@ -87,7 +87,12 @@ static void preempt_last(struct serve_eng *e)
     e->outstanding += q->computed < q->in ? q->computed : q->in;
     q->pages = q->computed = 0;
     q->preemptions++;
-    e->r->preemptions++;
+    struct serve_result *r = e->r;
+    if ((r->preemptions & (r->preemptions - 1)) == 0) /* 0, 1, 2, 4, ...: double */
+        r->preempt = xrealloc(r->preempt, sizeof *r->preempt *
+                                              (size_t)(r->preemptions ? 2 * r->preemptions : 1));
+    r->preempt[r->preemptions] = (struct serve_preempt){i, e->now, -1};
+    q->preempt_open = r->preemptions++;
     wait_push_front(e, i);
 }
 
@@ -141,6 +146,10 @@ static void schedule_waiting(struct serve_eng *e, int64_t *budget)
         if (cdiv(n, c->page_size) > e->free_pages)
             break;
         wait_pop(e);
+        if (q->sched_s < 0)
+            q->sched_s = e->now;
+        if (q->preempt_open >= 0)
+            e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
         e->run[e->nrun++] = i;
         add_to_batch(e, i, n);
         *budget -= n;
@@ -200,7 +209,9 @@ static void record_step(struct serve_eng *e, double dev_s)
         r->step = xrealloc(r->step, sizeof *r->step * (size_t)(r->steps ? 2 * r->steps : 1));
     struct serve_step *s = &r->step[r->steps];
     *s = (struct serve_step){.start_s = e->now, .device_s = dev_s, .seqs = e->b.n,
-                             .tokens = e->b.tokens};
+                             .tokens = e->b.tokens, .running = (int32_t)e->nrun,
+                             .waiting = (int32_t)e->nwait,
+                             .kv_pages_used = r->kv_pages - e->free_pages};
     for (int k = 0; k < e->b.n; k++)
         s->decodes += e->b.q[k] == 1;
 }
@@ -249,7 +260,8 @@ void serve_init_requests(const struct serve_cfg *c, struct serve_result *r)
     serve_traffic_start(&g, c);
     for (int64_t i = 0; i < r->count; i++) {
         struct serve_req *q = &r->req[i];
-        *q = (struct serve_req){.first_s = -1, .finish_s = -1};
+        *q = (struct serve_req){.first_s = -1, .finish_s = -1, .sched_s = -1,
+                                .preempt_open = -1};
         serve_traffic_next(&g, &q->arrival_s, &q->in, &q->out);
     }
 }
@@ -342,6 +354,7 @@ void serve_result_fini(struct serve_result *r)
     free(r->req);
     free(r->step);
     free(r->per_replica);
+    free(r->preempt);
     memset(r, 0, sizeof *r);
 }
 

@@ -30,6 +30,8 @@ typedef double (*serve_price_fn)(void *ctx, const struct serve_batch *b);
 struct serve_req {
     double arrival_s, first_s, finish_s; /* first token, last token; -1 until then */
     double last_tok_s;
+    double sched_s;        /* first scheduled (left the waiting queue); -1 until then */
+    int64_t preempt_open;  /* the entry of serve_result.preempt it waits in, or -1 */
     int64_t in, out;       /* prompt and output tokens */
     int64_t computed;      /* tokens in the KV cache */
     int64_t generated;     /* output tokens so far */
@@ -44,6 +46,15 @@ struct serve_step {
     int32_t seqs, decodes;    /* sequences, of which decodes (one new token each) */
     int64_t tokens;           /* new tokens (the sum of q) */
     int32_t replica;          /* the engine that ran it */
+    int32_t running, waiting; /* once the batch is formed: sequences running and waiting */
+    int64_t kv_pages_used;    /* ... and the KV pages they hold */
+};
+
+/* A preemption: request 'req' gave its pages back at 't0_s' (a step's start)
+ * and was scheduled again at 't1_s'. */
+struct serve_preempt {
+    int64_t req;
+    double t0_s, t1_s;
 };
 
 /* One replica's share of a run of several (serving/serve_fleet.h). */
@@ -61,6 +72,7 @@ struct serve_result {
     double duration_s;     /* first arrival to last token */
     int64_t steps, preemptions;
     struct serve_step *step; /* [steps], owned */
+    struct serve_preempt *preempt; /* [preemptions], owned, in time order */
     double batch_seqs_sum, batch_tokens_sum; /* over steps */
     int64_t kv_pages, kv_peak_pages;
     double device_s;       /* steps' device time; the rest is overhead and idle */

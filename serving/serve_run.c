@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 #include "base/interrupt.h"
@@ -16,6 +17,7 @@
 #include "serving/serve.h"
 #include "serving/serve_fleet.h"
 #include "serving/serve_price.h"
+#include "serving/serve_trace.h"
 
 /* The distributions a serving run reports, in seconds. */
 struct serve_dists {
@@ -117,8 +119,28 @@ static void write_replicas(FILE *f, const struct serve_cfg *c, const struct serv
     fputs("\n    ]", f);
 }
 
+/* The summary's trace object: the keys of a model run's (outputs/summary.c). */
+static void write_trace(FILE *f, const struct trace_stats *st, const struct serve_trace_opts *o)
+{
+    fprintf(f, ",\n  \"trace\": {\"level\": \"%s\", \"path\": %s, \"events\": %zu, "
+               "\"dropped\": %zu, \"filtered\": %zu, \"max_events\": %zu, \"bytes\": %llu, "
+               "\"window_s\": ",
+            trace_level_name(st->level), st->level == TRACE_NONE ? "null" : "\"trace.json\"",
+            st->events, st->dropped, st->filtered, st->max_events, (unsigned long long)st->bytes);
+    if (o->window)
+        fprintf(f, "[%.9g, %.9g]", o->window_t0_s, o->window_t1_s);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"complete\": %s, \"complete_until_s\": ", st->dropped ? "false" : "true");
+    if (st->dropped)
+        fprintf(f, "%.9g}", st->complete_until_s);
+    else
+        fputs("null}", f);
+}
+
 static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
-                          const struct serve_dists *ds, const struct serve_price_stats *ps)
+                          const struct serve_dists *ds, const struct serve_price_stats *ps,
+                          const struct trace_stats *ts, const struct serve_trace_opts *to)
 {
     const struct serve_cfg *c = sc->serve;
     fprintf(f, "{\n  \"scenario\": ");
@@ -168,6 +190,7 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
         write_replicas(f, c, r);
     fputs("\n  }", f);
     write_cost(f, sc, r, ds);
+    write_trace(f, ts, to);
     fputs("\n}\n", f);
 }
 
@@ -225,12 +248,14 @@ struct summary_args {
     const struct serve_result *r;
     const struct serve_dists *ds;
     const struct serve_price_stats *ps;
+    const struct trace_stats *ts;
+    const struct serve_trace_opts *to;
 };
 
 static void summary_fn(FILE *f, const void *arg)
 {
     const struct summary_args *a = arg;
-    write_summary(f, a->sc, a->r, a->ds, a->ps);
+    write_summary(f, a->sc, a->r, a->ds, a->ps, a->ts, a->to);
 }
 
 static void requests_fn(FILE *f, const void *arg)
@@ -244,9 +269,34 @@ static void steps_fn(FILE *f, const void *arg)
     write_steps(f, a->r, a->sc->serve->step_overhead_s);
 }
 
+/* The files written; with a trace, its events and size. */
+static void print_wrote(const char *dir, const struct trace_stats *ts)
+{
+    printf("wrote %s/summary.json, %s/requests.csv, %s/steps.csv", dir, dir, dir);
+    if (ts->level == TRACE_NONE) {
+        printf(" (no trace: --trace none)\n");
+        return;
+    }
+    if (ts->bytes >= 1000000)
+        printf(", %s/trace.json (%zu events, %.1f MB", dir, ts->events, (double)ts->bytes / 1e6);
+    else
+        printf(", %s/trace.json (%zu events, %.1f kB", dir, ts->events, (double)ts->bytes / 1e3);
+    printf("; open in https://ui.perfetto.dev)\n");
+}
+
+/* A capped trace: what it lacks and how to get it (said even with --quiet). */
+static void print_capped(const struct trace_stats *ts, FILE *out)
+{
+    if (ts->dropped)
+        fprintf(out, "warning: trace.json is incomplete: %zu events dropped past "
+                     "--trace-max-events %zu (every event that starts before %.6g s is in it); "
+                     "--trace-max-events %zu keeps them all, --trace-window START:END a part\n",
+                ts->dropped, ts->max_events, ts->complete_until_s, ts->events + ts->dropped);
+}
+
 static void print_headline(const struct cfg_scenario *sc, const struct serve_result *r,
                            const struct serve_dists *ds, const struct serve_price_stats *ps,
-                           double wall_s, const char *dir)
+                           double wall_s, const char *dir, const struct trace_stats *ts)
 {
     const struct serve_cfg *c = sc->serve;
     char lens[96];
@@ -302,7 +352,8 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
         printf("  step memo against %lld steps priced exactly: error mean %.3f%%, max %.3f%%\n",
                (long long)ps->verified, 100 * per_s(ps->error_sum, (double)ps->verified),
                100 * ps->error_max);
-    printf("wrote %s/summary.json, %s/requests.csv, %s/steps.csv\n", dir, dir, dir);
+    print_wrote(dir, ts);
+    print_capped(ts, stdout);
 }
 
 static double wall_now(void)
@@ -310,6 +361,82 @@ static double wall_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Writes the trace into a new stage in 'dir' ('*stage' gets its path). Returns
+ * 0, 1 or 130 (interrupted: the stage is gone). */
+static int stage_trace(const struct cfg_scenario *sc, const struct serve_result *r,
+                       const struct serve_run_opts *o, char **stage, struct trace_stats *ts,
+                       struct diag *d)
+{
+    *stage = xasprintf("%s/" FS_STAGE_PREFIX "XXXXXX", o->out_dir);
+    if (!mkdtemp(*stage)) {
+        diag_error(d, NULL, NULL, "cannot create a staging directory in %s: %s", o->out_dir,
+                   strerror(errno));
+        free(*stage);
+        *stage = NULL;
+        return 1;
+    }
+    char *path = xasprintf("%s/trace.json", *stage);
+    int rc = serve_trace_write(path, sc, r, &o->trace, ts, d);
+    free(path);
+    if (rc != 0) {
+        fs_remove_tree(*stage);
+        free(*stage);
+        *stage = NULL;
+    }
+    return rc;
+}
+
+/* Moves the staged trace beside the others, or (no stage: no trace) removes
+ * an earlier run's. Returns 0 or 1. */
+static int commit_trace(const char *dir, const char *stage, struct diag *d)
+{
+    char *to = xasprintf("%s/trace.json", dir);
+    int rc = 0;
+    if (stage) {
+        char *from = xasprintf("%s/trace.json", stage);
+        if (rename(from, to) != 0)
+            rc = 1, diag_error(d, NULL, NULL, "cannot write %s: %s", to, strerror(errno));
+        free(from);
+    } else if (unlink(to) != 0 && errno != ENOENT) {
+        rc = 1, diag_error(d, NULL, NULL, "cannot remove %s: %s", to, strerror(errno));
+    }
+    free(to);
+    return rc;
+}
+
+/* The outputs of a finished run: the trace (staged), then summary.json,
+ * requests.csv and steps.csv, then the trace moved in. */
+static int write_outputs(const struct cfg_scenario *sc, const struct serve_result *r,
+                         const struct serve_price_stats *ps, const struct serve_run_opts *o,
+                         double t0, struct diag *d)
+{
+    struct trace_stats ts = {0};
+    char *stage = NULL;
+    int rc = o->trace.level != TRACE_NONE ? stage_trace(sc, r, o, &stage, &ts, d) : 0;
+    if (rc == 130)
+        diag_error(d, NULL, NULL, "interrupted: summary.json, requests.csv, steps.csv and "
+                   "trace.json not written");
+    struct serve_dists ds;
+    dists_of(sc->serve, r, &ds);
+    struct summary_args a = {sc, r, &ds, ps, &ts, &o->trace};
+    if (rc == 0)
+        rc = write_file(o->out_dir, "summary.json", summary_fn, &a, d);
+    if (rc == 0)
+        rc = write_file(o->out_dir, "requests.csv", requests_fn, r, d);
+    if (rc == 0)
+        rc = write_file(o->out_dir, "steps.csv", steps_fn, &a, d);
+    if (rc == 0)
+        rc = commit_trace(o->out_dir, stage, d);
+    if (stage)
+        fs_remove_tree(stage);
+    free(stage);
+    if (rc == 0 && !o->quiet)
+        print_headline(sc, r, &ds, ps, wall_now() - t0, o->out_dir, &ts);
+    else if (rc == 0)
+        print_capped(&ts, stderr);
+    return rc;
 }
 
 int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, struct diag *d)
@@ -329,21 +456,11 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     serve_pricer_stats(p, &ps);
     if (rc == 130 || interrupt_pending()) {
         rc = 130;
-        diag_error(d, NULL, NULL, "interrupted: summary.json, requests.csv and steps.csv not "
-                   "written");
+        diag_error(d, NULL, NULL, "interrupted: summary.json, requests.csv, steps.csv and "
+                   "trace.json not written");
     }
-    if (rc == 0) {
-        struct serve_dists ds;
-        dists_of(sc->serve, &r, &ds);
-        struct summary_args a = {sc, &r, &ds, &ps};
-        rc = write_file(o->out_dir, "summary.json", summary_fn, &a, d);
-        if (rc == 0)
-            rc = write_file(o->out_dir, "requests.csv", requests_fn, &r, d);
-        if (rc == 0)
-            rc = write_file(o->out_dir, "steps.csv", steps_fn, &a, d);
-        if (rc == 0 && !o->quiet)
-            print_headline(sc, &r, &ds, &ps, wall_now() - t0, o->out_dir);
-    }
+    if (rc == 0)
+        rc = write_outputs(sc, &r, &ps, o, t0, d);
     serve_result_fini(&r);
     serve_pricer_free(p);
     interrupt_restore(&old_sigint);

@@ -572,6 +572,17 @@ assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
     && head -1 "$t/svr/steps.csv" | grep -q ',tokens,replica$' \
     && awk -F, 'NR > 2 && $2 < last { exit 1 } NR > 1 { last = $2 }' "$t/svr/steps.csv" \
     && ok || bad "serve replicas: a closed loop at concurrency 2 on 2 replicas"
+# ... its trace.json: one process per replica ("replica 0", "replica 1"), each with its own
+# 8 steps (per_replica's) and its request's track; the checker's nesting and counts hold
+svchk_r() { python3 tests/serve_trace_check.py "$1/trace.json" "$1/summary.json"; }
+svchk_r "$t/svr" >/dev/null \
+    && python3 -c 'import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = sorted(e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name")
+x = [sum(1 for e in ev if e.get("ph") == "X" and e.get("pid") == p) for p in (0, 1)]
+b = [sum(1 for e in ev if e.get("ph") == "b" and e.get("pid") == p and e.get("cat") == "request" and e["name"].startswith("request")) for p in (0, 1)]
+sys.exit(not (names == ["replica 0", "replica 1"] and x == [8, 8] and b == [1, 1]))' "$t/svr/trace.json" \
+    && ok || bad "serve replicas: trace.json is not one process per replica"
 # ... open-loop arrivals: round robin alternates, request i on replica i mod 2
 "$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svro" -q \
        --set 'serve.requests={count: 20, arrival: {rate: 2000/s}, input_len: 300, output_len: 16}' \
@@ -602,6 +613,56 @@ done
     && [ "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr4/summary.json")" \
          = "$(grep -o '"kv_cache": {"pages": [0-9]*' "$t/svr2/summary.json")" ] \
     && ok || bad "serve replicas: a replica's step is not one engine's on its tensor chips"
+# issue 28.4: a serving run's trace.json (tests/serve_trace_check.py: JSON, one step span per
+# step of summary.json, every request's b/e events nested and closed). The single request of
+# sv1 arrives at 0 into an idle engine: it is scheduled at once (no queued phase) and its
+# prefill runs from 0 to the end of step 0 (its device time plus the 2 ms overhead), when its
+# first token comes: prefill = TTFT (summary.json's ttft_s mean, its only one) - queued (0).
+# With max_num_seqs 1, two requests arriving together: request 1 waits through request 0's
+# one step (queued = request 0's first token time), then prefills alone: prefill = its TTFT
+# - queued. (ts are in us with 3 decimals: within 2 ns.)
+svchk() { python3 tests/serve_trace_check.py "$1/trace.json" "$1/summary.json"; }
+"$t/jsoncheck" "$t/sv1/trace.json" && svchk "$t/sv1" >"$t/sv1.ph" \
+    && awk -v ttft="$(sed -n 's/.*"ttft_s": {"mean": \([0-9.e+-]*\),.*/\1/p' "$t/sv1/summary.json")" \
+           '{ n++; d = $3 - (ttft * 1e6 - $2) } END { exit !(n == 1 && $2 == 0 && d < 0.002 && d > -0.002) }' \
+           "$t/sv1.ph" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svq" -q --set serve.requests.count=2 \
+           --set serve.requests.concurrency=2 --set serve.engine.max_num_seqs=1 \
+    && svchk "$t/svq" >"$t/svq.ph" \
+    && awk -v first0="$(col "$t/svq/requests.csv" 1 3)" -v ttft1="$(col "$t/svq/requests.csv" 2 7)" \
+           'NR == 2 { q = $2 - first0 * 1e6; d = $3 - (ttft1 * 1e6 - $2) }
+            END { exit !(NR == 2 && q < 0.002 && q > -0.002 && d < 0.002 && d > -0.002) }' "$t/svq.ph" \
+    && svchk "$t/sve" >/dev/null && svchk "$t/svd" >/dev/null \
+    && ok || bad "serve: trace.json: $(svchk "$t/sv1" 2>&1 | head -2) $(cat "$t/svq.ph")"
+# ... the cap (--trace-max-events 50 of the 64 drawn requests' run): the rest is dropped and
+# said (even with --quiet), the trace keeps its beginning whole (no begin without its end) and
+# its metadata and summary.json say it is incomplete
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svcap" -q --set "$sv_dist" --trace-max-events 50 \
+       2>"$t/svcap.err" \
+    && grep -q '^warning: trace.json is incomplete: [0-9]* events dropped past --trace-max-events 50 ' \
+           "$t/svcap.err" \
+    && grep -q '"complete": false' "$t/svcap/summary.json" \
+    && grep -q '"capped":"incomplete: ' "$t/svcap/trace.json" \
+    && svchk "$t/svcap" >/dev/null \
+    && ok || bad "serve: a capped trace: $(cat "$t/svcap.err")"
+# ... --trace-window 100ms:150ms: only the steps that overlap it (consecutive ones), request
+# tracks whole, and the rest counted as filtered
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svw" -q --set "$sv_dist" --trace-window 100ms:150ms \
+    && svchk "$t/svw" >/dev/null \
+    && grep -q '"filtered": [1-9][0-9]*, .*"window_s": \[0.1, 0.15\]' "$t/svw/summary.json" \
+    && grep '"ph":"X"' "$t/svw/trace.json" | sed 's/.*"ts":\([0-9.]*\),"dur":\([0-9.]*\),.*/\1 \2/' \
+       | awk '$1 > 150000 || $1 + $2 < 100000 { exit 1 } { n++ } END { exit !(n > 0) }' \
+    && ok || bad "serve: --trace-window"
+# ... --trace none: no trace.json (an earlier run's goes), the summary and the console say so;
+# --trace-chips has no chips to pick in a serving run: refused
+cp -r "$t/sv1" "$t/svn" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svn" --trace none >"$t/svn.out" \
+    && [ ! -e "$t/svn/trace.json" ] && grep -q '"level": "none", "path": null' "$t/svn/summary.json" \
+    && grep -q 'steps.csv (no trace: --trace none)$' "$t/svn.out" \
+    && ok || bad "serve: --trace none"
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svx" -q --trace-chips 0 2>"$t/svx.err"; [ $? = 2 ] \
+    && grep -q -- "--trace-chips: a serving run's trace has no chips" "$t/svx.err" && [ ! -e "$t/svx" ] \
+    && ok || bad "serve: --trace-chips: $(cat "$t/svx.err")"
 # ... and an op that starts while a memo is measured: the measurement is not kept (with it
 # kept, 8 replays of a disturbed 10 us shorter norm); nothing replays, the run is the one
 # without memos
