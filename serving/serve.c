@@ -133,12 +133,12 @@ static void schedule_waiting(struct serve_eng *e, int64_t *budget)
     while (e->nwait > 0 && e->nrun < c->max_num_seqs && *budget > 0) {
         int64_t i = e->wait[e->w0];
         struct serve_req *q = &e->r->req[i];
-        int64_t n = q->in + q->generated;
+        int64_t n = q->in + q->generated - q->computed; /* a transferred KV: the decode */
         /* unchunked: whole, unless a recompute is longer than any budget */
         if (!c->chunked_prefill && n > *budget && n <= c->max_num_batched_tokens)
             break;
         n = n < *budget ? n : *budget;
-        if (cdiv(n, c->page_size) > e->free_pages)
+        if (cdiv(q->computed + n, c->page_size) > e->free_pages)
             break;
         wait_pop(e);
         e->run[e->nrun++] = i;

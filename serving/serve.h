@@ -36,6 +36,7 @@ struct serve_req {
     int64_t pages;         /* KV pages held */
     int preemptions;
     int32_t replica;       /* the engine the router sent it to (serve.mesh data) */
+    double kv_transfer_s;  /* disaggregated: its prefill's end to its KV on the decode engine */
 };
 
 /* One engine step. */
@@ -71,6 +72,7 @@ struct serve_result {
     int64_t itl_n;
     int64_t itl_bins[SERVE_ITL_BINS];
     int replicas;                      /* engines behind the router: 1, or serve.mesh data */
+    int prefill_engines;               /* disaggregated: engines [0, this) run the prefills */
     struct serve_replica *per_replica; /* [replicas] when more than 1, owned */
 };
 
