@@ -786,6 +786,56 @@ static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg
     }
 }
 
+/* serve.disaggregation over the DCN: two slices, the prefill engines on one. */
+static bool serve_disagg_dcn(const struct serve_cfg *c)
+{
+    return c->prefill_engines && c->kv_transfer == SERVE_KV_DCN;
+}
+
+/* serve.disaggregation: its engines are serve.mesh's data replicas; over the
+ * ICI one slice, over the DCN two, the prefill engines filling one. */
+static void serve_disagg_check(struct walk *w, const struct cfg_node *sv, struct cfg_scenario *sc)
+{
+    const struct serve_cfg *c = sc->serve;
+    const struct cfg_node *dg = cfg_get(sv, "disaggregation");
+    if (!c->prefill_engines)
+        return;
+    char want[96];
+    if (c->prefill_engines + c->decode_engines != c->replicas) {
+        snprintf(want, sizeof want, "prefill + decode = %d engines (serve.mesh's data "
+                 "replicas)", c->replicas);
+        walk_type_error(w, dg, "serve.disaggregation", want);
+    } else if (c->kv_transfer == SERVE_KV_DCN && sc->dcn.slices != 2) {
+        walk_type_error(w, cfg_get(dg, "kv_transfer"), "serve.disaggregation.kv_transfer",
+                        "ici on one slice (dcn needs topology.slices: 2, the prefill engines on "
+                        "one, the decode engines on the other)");
+    } else if (c->kv_transfer == SERVE_KV_DCN && c->prefill_engines != c->decode_engines) {
+        walk_type_error(w, dg, "serve.disaggregation",
+                        "as many prefill as decode engines over the DCN (one slice each)");
+    } /* ici over two slices: refused as any serve: over slices */
+}
+
+/* The KV transfer's link (docs/reference.md, "Prefill/decode disaggregation"):
+ * over the ICI each chip of a prefill engine sends its share to its
+ * counterpart in a decode engine over one link (the chip's ICI bandwidth one
+ * direction, at the achieved efficiency), after a collective's fixed cost and
+ * a hop; over the DCN a host's chips share its NICs and the transfer pays the
+ * DCN's one-way latency. */
+static void serve_disagg_link(struct cfg_scenario *sc)
+{
+    struct serve_cfg *c = sc->serve;
+    const struct chip_params *ch = &sc->chip;
+    if (c->kv_transfer == SERVE_KV_ICI) {
+        c->kv_transfer_lat_s = ch->ici_collective_lat_s + ch->ici_hop_lat_s;
+        c->kv_transfer_Bps = ch->ici_bw_Bps * ch->ici_efficiency;
+        return;
+    }
+    int engine_chips = cfg_total_chips(sc) / c->replicas;
+    int sharing = engine_chips < sc->dcn.chips_per_host ? engine_chips : sc->dcn.chips_per_host;
+    c->kv_transfer_lat_s = sc->dcn.lat_s;
+    c->kv_transfer_Bps = sc->dcn.nic_Bps / (sharing > 0 ? sharing : 1);
+}
+
 /* serve: the engine's section, its model expanded as a decode step (the base
  * every engine step is built from), its mesh, its KV cache. */
 static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *root,
@@ -803,7 +853,7 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         return NULL;
     const struct cfg_node *mesh = cfg_get(sv, "mesh"), *mn = cfg_get(sv, "model");
     char err[256];
-    if (sc->dcn.slices > 1)
+    if (sc->dcn.slices > 1 && !serve_disagg_dcn(sc->serve))
         walk_type_error(w, cfg_get(cfg_get(root, "topology"), "slices"), "topology.slices",
                         "one slice under serve: (replicas over slices are not modelled yet)");
     if (!mesh) { /* vLLM TPU's tensor_parallel_size over the slice */
@@ -839,6 +889,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         }
         sc->has_mesh = true;
     }
+    if (diag_count(w->d) == 0)
+        serve_disagg_check(w, sv, sc);
     if (diag_count(w->d))
         return NULL;
     struct cfg_node *mt = serve_model_tree(w, mn, sc->serve);
@@ -856,6 +908,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
     }
     if (wl && diag_count(w->d) == 0)
         serve_kv_pages(w, sv, sc);
+    if (wl && diag_count(w->d) == 0 && sc->serve->prefill_engines)
+        serve_disagg_link(sc);
     return wl;
 }
 

@@ -235,6 +235,27 @@ static void read_router(struct walk *w, const struct cfg_node *r, struct serve_c
     c->router = (enum serve_router)v;
 }
 
+const char *const serve_kv_transfer_names[] = {"ici", "dcn", NULL};
+
+/* disaggregation: {prefill: P, decode: D, kv_transfer: ici | dcn} (SGLang's
+ * --disaggregation-mode prefill | decode engines; config/cfg.c holds P + D
+ * against serve.mesh's data axis). */
+static void read_disagg(struct walk *w, const struct cfg_node *n, struct serve_cfg *c)
+{
+    const char *p = "serve.disaggregation";
+    static const char *const keys[] = {"prefill", "decode", "kv_transfer", NULL};
+    walk_check_keys(w, n, p, keys);
+    int64_t v = 1;
+    walk_int(w, n, p, "prefill", true, 1, SERVE_MAX_SEQS, &v);
+    c->prefill_engines = (int)v;
+    v = 1;
+    walk_int(w, n, p, "decode", true, 1, SERVE_MAX_SEQS, &v);
+    c->decode_engines = (int)v;
+    int k = 0;
+    walk_enum(w, n, p, "kv_transfer", serve_kv_transfer_names, &k);
+    c->kv_transfer = (enum serve_kv_transfer)k;
+}
+
 static void read_slo(struct walk *w, const struct cfg_node *s, struct serve_cfg *c)
 {
     static const char *const keys[] = {"ttft", "tpot", NULL};
@@ -282,7 +303,7 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
     if (!walk_is_map(w, node, "serve"))
         return -1;
     static const char *const keys[] = {"model", "mesh", "engine", "requests", "slo", "router",
-                                       NULL};
+                                       "disaggregation", NULL};
     walk_check_keys(w, node, "serve", keys);
     walk_field(w, node, "serve", "model", true);
     const struct cfg_node *e = cfg_get(node, "engine"), *q, *s = cfg_get(node, "slo");
@@ -296,6 +317,9 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
     const struct cfg_node *rt = cfg_get(node, "router");
     if (rt && walk_is_map(w, rt, "serve.router"))
         read_router(w, rt, c);
+    const struct cfg_node *dg = cfg_get(node, "disaggregation");
+    if (dg && walk_is_map(w, dg, "serve.disaggregation"))
+        read_disagg(w, dg, c);
     if (diag_count(w->d) == before)
         check_serve(w, node, c);
     return diag_count(w->d) > before ? -1 : 0;

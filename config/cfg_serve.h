@@ -45,10 +45,21 @@ struct serve_trace {
  * replica with the fewest tokens still to compute (serving/serve_fleet.h). */
 enum serve_router { SERVE_ROUTER_ROUND_ROBIN, SERVE_ROUTER_LEAST_OUTSTANDING_TOKENS };
 
+/* serve.disaggregation.kv_transfer: the prefill engines' KV caches go to the
+ * decode engines over the slice's ICI, or over the DCN between two slices
+ * (serving/serve_disagg.h). */
+enum serve_kv_transfer { SERVE_KV_ICI, SERVE_KV_DCN };
+
 struct serve_cfg {
     /* mesh: engines behind the router (the data axis), each over the tensor axis */
     int replicas;
     enum serve_router router;
+    /* disaggregation: of the replicas, prefill_engines run prefills only and
+     * decode_engines the decodes (0, 0: every engine runs both) */
+    int prefill_engines, decode_engines;
+    enum serve_kv_transfer kv_transfer;
+    double kv_transfer_lat_s;  /* derived by config/cfg.c: a transfer's fixed time */
+    double kv_transfer_Bps;    /* each chip's share of the link, one direction */
     /* engine: */
     int64_t max_num_seqs, max_num_batched_tokens, page_size, max_model_len;
     double hbm_fraction;   /* kv_cache.hbm_fraction: of the usable HBM, weights included */
@@ -82,5 +93,7 @@ int cfg_serve_trace_parse(const char *text, size_t len, const char *file, struct
 void cfg_serve_fini(struct serve_cfg *c);
 /* "round_robin", ... indexed by enum serve_router; NULL-terminated. */
 extern const char *const serve_router_names[];
+/* "ici", "dcn" indexed by enum serve_kv_transfer; NULL-terminated. */
+extern const char *const serve_kv_transfer_names[];
 
 #endif

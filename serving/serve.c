@@ -138,12 +138,12 @@ static void schedule_waiting(struct serve_eng *e, int64_t *budget)
     while (e->nwait > 0 && e->nrun < c->max_num_seqs && *budget > 0) {
         int64_t i = e->wait[e->w0];
         struct serve_req *q = &e->r->req[i];
-        int64_t n = q->in + q->generated;
+        int64_t n = q->in + q->generated - q->computed; /* a transferred KV: the decode */
         /* unchunked: whole, unless a recompute is longer than any budget */
         if (!c->chunked_prefill && n > *budget && n <= c->max_num_batched_tokens)
             break;
         n = n < *budget ? n : *budget;
-        if (cdiv(n, c->page_size) > e->free_pages)
+        if (cdiv(q->computed + n, c->page_size) > e->free_pages)
             break;
         wait_pop(e);
         if (q->sched_s < 0)
@@ -293,6 +293,23 @@ void serve_result_close(const struct serve_cfg *c, struct serve_result *r)
     }
     r->duration_s = r->completed ? t1 - t0 : 0;
     r->overloaded = overloaded(c, r);
+}
+
+void serve_result_merge_preempts(struct serve_result *r, struct serve_result *parts, int n)
+{
+    int64_t total = 0, at = 0;
+    for (int k = 0; k < n; k++)
+        total += parts[k].preemptions;
+    free(r->preempt);
+    r->preempt = xcalloc((size_t)total + 1, sizeof *r->preempt);
+    for (int k = 0; k < n; k++) {
+        if (parts[k].preemptions)
+            memcpy(r->preempt + at, parts[k].preempt,
+                   sizeof *r->preempt * (size_t)parts[k].preemptions);
+        at += parts[k].preemptions;
+        free(parts[k].preempt);
+        parts[k].preempt = NULL;
+    }
 }
 
 void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,

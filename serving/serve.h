@@ -38,6 +38,7 @@ struct serve_req {
     int64_t pages;         /* KV pages held */
     int preemptions;
     int32_t replica;       /* the engine the router sent it to (serve.mesh data) */
+    double kv_transfer_s;  /* disaggregated: its prefill's end to its KV on the decode engine */
 };
 
 /* One engine step. */
@@ -83,6 +84,7 @@ struct serve_result {
     int64_t itl_n;
     int64_t itl_bins[SERVE_ITL_BINS];
     int replicas;                      /* engines behind the router: 1, or serve.mesh data */
+    int prefill_engines;               /* disaggregated: engines [0, this) run the prefills */
     struct serve_replica *per_replica; /* [replicas] when more than 1, owned */
 };
 
@@ -116,6 +118,10 @@ struct serve_eng {
 
 /* An engine of 'c' over the requests r->req; 'released' is the closed loop's
  * count of requests released (shared by engines that share the requests). */
+/* Moves the preemption logs of the engines' results 'parts[0..n)' (in that
+ * order) into 'r''s log (serve_fleet.c, serve_disagg.c: each engine logs in its
+ * own result; a request's preemptions are on its engines in time order). */
+void serve_result_merge_preempts(struct serve_result *r, struct serve_result *parts, int n);
 void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,
                     int64_t *released);
 void serve_eng_fini(struct serve_eng *e);

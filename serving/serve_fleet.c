@@ -234,6 +234,7 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     }
     int rc = run(&f, price, ctx);
     gather(&f);
+    serve_result_merge_preempts(r, f.rr, f.n);
     serve_result_close(c, r);
     for (int k = 0; k < n; k++) {
         serve_eng_fini(&f.e[k]);

@@ -15,6 +15,7 @@
 #include "base/xalloc.h"
 #include "config/cfg_serve.h"
 #include "serving/serve.h"
+#include "serving/serve_disagg.h"
 #include "serving/serve_fleet.h"
 #include "serving/serve_price.h"
 #include "serving/serve_trace.h"
@@ -138,6 +139,31 @@ static void write_trace(FILE *f, const struct trace_stats *st, const struct serv
         fputs("null}", f);
 }
 
+/* Prefill/decode disaggregation: the engines of each kind, the KV transfers
+ * (each the prompt's cache on every chip of an engine). */
+static void write_disagg(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r)
+{
+    const struct serve_cfg *c = sc->serve;
+    double *x = xcalloc((size_t)r->count + 1, sizeof *x);
+    double bytes = 0;
+    int64_t n = 0;
+    int engine_chips = cfg_total_chips(sc) / r->replicas;
+    for (int64_t i = 0; i < r->count; i++)
+        if (r->req[i].finish_s >= 0 && r->req[i].out > 1) {
+            x[n++] = r->req[i].kv_transfer_s;
+            bytes += c->kv_bytes_per_token * engine_chips * (double)r->req[i].in;
+        }
+    struct serve_dist d;
+    serve_dist_of(x, n, &d);
+    fprintf(f, ",\n    \"disaggregation\": {\"prefill_engines\": %d, \"decode_engines\": %d, "
+               "\"kv_transfer\": \"%s\", \"kv_transfers\": %lld, \"kv_transfer_bytes_mean\": %.9g, "
+               "\"kv_transfer_s_mean\": %.9g, \"kv_transfer_s_p99\": %.9g}",
+            r->prefill_engines, r->replicas - r->prefill_engines,
+            serve_kv_transfer_names[c->kv_transfer], (long long)n, per_s(bytes, (double)n),
+            d.mean, d.p99);
+    free(x);
+}
+
 static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
                           const struct serve_dists *ds, const struct serve_price_stats *ps,
                           const struct trace_stats *ts, const struct serve_trace_opts *to)
@@ -188,6 +214,8 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
     fputs("}", f);
     if (r->replicas > 1)
         write_replicas(f, c, r);
+    if (r->prefill_engines)
+        write_disagg(f, sc, r);
     fputs("\n  }", f);
     write_cost(f, sc, r, ds);
     write_trace(f, ts, to);
@@ -197,7 +225,8 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
 static void write_requests(FILE *f, const struct serve_result *r)
 {
     fprintf(f, "request,arrival_s,first_token_s,finish_s,input_len,output_len,ttft_s,tpot_s,"
-               "e2e_s,preemptions%s\n", r->replicas > 1 ? ",replica" : "");
+               "e2e_s,preemptions%s%s\n", r->replicas > 1 ? ",replica" : "",
+            r->prefill_engines ? ",kv_transfer_s" : "");
     for (int64_t i = 0; i < r->count; i++) {
         const struct serve_req *q = &r->req[i];
         double tpot = q->out > 1 ? (q->finish_s - q->first_s) / (double)(q->out - 1) : 0;
@@ -206,6 +235,8 @@ static void write_requests(FILE *f, const struct serve_result *r)
                 q->first_s - q->arrival_s, tpot, q->finish_s - q->arrival_s, q->preemptions);
         if (r->replicas > 1) /* one engine's file stays as it was */
             fprintf(f, ",%d", q->replica);
+        if (r->prefill_engines)
+            fprintf(f, ",%.9g", q->kv_transfer_s);
         fputc('\n', f);
     }
 }
@@ -342,6 +373,16 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
             printf(" %lld to %lld", (long long)lo, (long long)hi);
         printf("\n");
     }
+    if (r->prefill_engines) {
+        double x = 0;
+        int64_t n = 0;
+        for (int64_t i = 0; i < r->count; i++)
+            if (r->req[i].out > 1)
+                x += r->req[i].kv_transfer_s, n++;
+        printf("  disaggregated: %d prefill and %d decode engines, KV over %s: %.3f ms per "
+               "transfer\n", r->prefill_engines, r->replicas - r->prefill_engines,
+               serve_kv_transfer_names[c->kv_transfer], 1e3 * per_s(x, (double)n));
+    }
     if (r->overloaded)
         printf("  overloaded: %g requests/s arrive, %.3f/s are served; TTFT grows without bound\n",
                c->rate_per_s, per_s((double)r->completed, r->duration_s));
@@ -446,8 +487,9 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     interrupt_catch(&old_sigint);
     struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
     struct serve_result r;
-    int rc = sc->serve->replicas > 1 ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
-                                     : serve_simulate(sc->serve, serve_price, p, &r);
+    int rc = sc->serve->prefill_engines ? serve_disagg_simulate(sc->serve, serve_price, p, &r)
+             : sc->serve->replicas > 1  ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
+                                         : serve_simulate(sc->serve, serve_price, p, &r);
     if (rc == 1 && serve_pricer_rc(p))
         rc = serve_pricer_rc(p);
     else if (rc == 1)

@@ -58,6 +58,11 @@ quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error ba
 quote 'total 1.237 s ± 145.929 ms (11.8%, 68% band, the model-step floor'
 quote "collective_exposed 12.905 ms"
 quote "collective_exposed 56.469 ms (4.4%)"
+quote '"p99": 0.0172022839'
+quote '"p99": 0.0110341471'
+quote "1.170 ms"
+quote "p99 96.55"
+quote "73.75"
 quote "15 points: 15 feasible, 0 infeasible"
 quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
