@@ -292,14 +292,16 @@ static void cx_wait(void *ex, int sem, int value)
     take(ex, sem, value, "REGULAR semaphore");
 }
 
-/* The accumulate step of a reduction (kernels/collective.c builds it). */
-static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt)
+/* The accumulate step of a reduction (kernels/collective.c builds it), 'times'
+ * back to back as one call (its repeat: fast fidelity prices them in one go). */
+static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt, int times)
 {
     struct coll_actor *a = ex;
     settle(a);
     struct coll_reduce shape;
     struct pl_call *call = xmalloc(sizeof *call); /* 4.7 KB: not on the actor's small stack */
     coll_reduce_call(&shape, bytes, dt, call);
+    call->repeat = times;
     eng_run_pallas_steps(a->task, call, 0, pl_num_steps(call));
     free(call);
 }

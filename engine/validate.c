@@ -214,8 +214,9 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
  * fidelity coalesces a ring pass into one step (collective.c's rule: a
  * wrapped axis longer than 2, or a line that runs alone and does not
  * reduce-scatter), exact runs its
- * X - 1 steps; a reduction is a streamed replay per step (fast) or a step per
- * (512, 1024) block (exact). */
+ * X - 1 steps; a reduction is a streamed replay per step (fast; one for a
+ * coalesced pass's when the parts are alike) or a step per (512, 1024) block
+ * (exact). */
 static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
 {
     struct topo group;
@@ -223,6 +224,7 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
     struct coll_plan plan;
     coll_plan_slices(op, t, sc->dcn.slices, &plan);
     double w = 0;
+    bool alike = coll_parts_alike(&plan, t, sc->dcn.slices);
     for (int p = 0; p < plan.nparts; p++)
         for (int q = 0; q < plan.parts[p].nphases; q++) {
             const struct coll_phase *ph = &plan.parts[p].phases[q];
@@ -234,8 +236,8 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;
             if (reduce && sc->fidelity == CFG_FIDELITY_FAST)
-                w += (ph->kind == COLL_PSUM ? X : X < 2 ? 1.0 : X - 1.0) *
-                     W_RING_STEP; /* a streamed replay a step */
+                w += (ph->kind == COLL_PSUM ? X : X < 2 || (one && alike) ? 1.0 : X - 1.0) *
+                     W_RING_STEP; /* a streamed replay a step, or one a pass */
             else if (reduce) /* each (512, 1024) block a step */
                 w += (double)ph->bytes / (W_REDUCE_ELEMS * dtype_bytes(op->u.coll.dt)) *
                      W_EXACT_STEP;

@@ -283,6 +283,7 @@ struct ring {
     bool wrap;
     bool dcn;            /* across the slices: ranks are slices, transfers go over the DCN */
     bool coalesce;       /* fast fidelity's one-step pass (coalesced_pass) */
+    bool lump;           /* ... whose reductions go to the executor as one call */
 };
 
 static int peer_at(const struct coll_ctx *c, int axis, int coord)
@@ -347,7 +348,7 @@ static void step(const struct ring *r, const uint64_t out[2], const uint64_t in[
             got += in[d];
         }
     if (reduce && got)
-        c->ops->reduce(c->ex, got, c->op->u.coll.dt);
+        c->ops->reduce(c->ex, got, c->op->u.coll.dt, 1);
 }
 
 /* Line schedule (all-gather direction): at step s (1-based) device c pushes
@@ -404,12 +405,24 @@ static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
      * each step's chunk is reduced before it is passed on, so each has its
      * own pipeline fill and drain on the chain (one reduction of the sum paid
      * them once: a 1 MiB reduce-scatter over a ring of 16 v5e chips 19.6 %
-     * short) */
+     * short). A ring's steps receive the same bytes: when the parts are
+     * alike (coll_parts_alike) their X - 1 reductions go to the executor as one
+     * call, priced in one go (every chip simulated, one call per step made a
+     * 16x16x16 all-reduce 5x slower to run). */
+    uint64_t got = 0;
+    int times = 0;
     for (int s = 1; reduce && s < r->X; s++) {
         step_sizes(r, s, chunk, o, i);
-        if (i[0] + i[1])
-            c->ops->reduce(c->ex, i[0] + i[1], c->op->u.coll.dt);
+        if (!(i[0] + i[1]))
+            continue;
+        if (times && (i[0] + i[1] != got || !r->lump)) { /* the ones so far, then on */
+            c->ops->reduce(c->ex, got, c->op->u.coll.dt, times);
+            times = 0;
+        }
+        got = i[0] + i[1], times++;
     }
+    if (times)
+        c->ops->reduce(c->ex, got, c->op->u.coll.dt, times);
 }
 
 static void ring_pass(const struct ring *r, bool reduce)
@@ -442,7 +455,7 @@ static void psum_pass(const struct ring *r)
         if (r->ph->bytes == 0) /* no push of nothing (see step) */
             continue;
         void *h = c->ops->rdma(c->ex, right, r->ph->bytes, sem(r, LEFT));
-        c->ops->reduce(c->ex, r->ph->bytes, c->op->u.coll.dt);
+        c->ops->reduce(c->ex, r->ph->bytes, c->op->u.coll.dt, 1);
         c->ops->wait_send(c->ex, h);
         c->ops->wait_recv(c->ex, sem(r, LEFT), r->ph->bytes);
     }
@@ -471,9 +484,48 @@ static void a2a_pass(const struct ring *r)
     c->ops->wait_recv(c->ex, sem(r, LEFT), piece * (uint64_t)(r->X - 1));
 }
 
+/* The ring length of 'ph' on torus 't' (the slices' for a DCN phase). */
+static int phase_len(const struct topo *t, int nslices, const struct coll_phase *ph)
+{
+    return ph->axis == COLL_AXIS_DCN ? nslices : t->shape[ph->axis];
+}
+
+static bool phase_wraps(const struct topo *t, const struct coll_phase *ph)
+{
+    return ph->axis == COLL_AXIS_DCN || t->wrap[ph->axis];
+}
+
+/* Parts alike run their reductions side by side in lockstep, each part's
+ * with the same share of the HBM at every instant, so a pass's reductions
+ * priced in one go (a stream of all their blocks, with all their fills and
+ * drains: kernels/pallas_fast.c, run_stream) end when the per-step ones
+ * would, to the rounding of the sums. Parts of different lengths do not
+ * reduce in lockstep (one reduces while another transfers or reduces
+ * unevenly): lumped, their times moved by up to 4 % (a v5e 4x16
+ * reduce-scatter of 16 MiB), so they reduce step by step. */
+bool coll_parts_alike(const struct coll_plan *plan, const struct topo *t, int nslices)
+{
+    const struct coll_part *p0 = &plan->parts[0];
+    for (int p = 1; p < plan->nparts; p++) {
+        const struct coll_part *p1 = &plan->parts[p];
+        if (p1->nphases != p0->nphases)
+            return false;
+        for (int q = 0; q < p0->nphases; q++) {
+            const struct coll_phase *a = &p0->phases[q], *b = &p1->phases[q];
+            if (a->kind != b->kind || a->bytes != b->bytes || a->bidi != b->bidi ||
+                (a->axis == COLL_AXIS_DCN) != (b->axis == COLL_AXIS_DCN) ||
+                phase_len(t, nslices, a) != phase_len(t, nslices, b) ||
+                phase_wraps(t, a) != phase_wraps(t, b))
+                return false;
+        }
+    }
+    return true;
+}
+
 void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
 {
     const struct coll_part *part = &plan->parts[c->part];
+    bool lump = c->coalesce && coll_parts_alike(plan, c->topo, c->nslices);
     for (int q = 0; q < part->nphases; q++) {
         const struct coll_phase *ph = &part->phases[q];
         struct ring r;
@@ -491,6 +543,7 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
          * nor one per step after the transfers (2.5 % long) stands for. */
         r.coalesce = c->coalesce && r.X > 2 &&
                      (r.wrap || (plan->nparts == 1 && ph->kind != COLL_RS));
+        r.lump = lump;
         if (ph->kind == COLL_AG && q == 0 && c->op->kind == OP_ALL_GATHER)
             c->ops->local_copy(c->ex, ph->bytes); /* own shard into the output */
         switch (ph->kind) {

@@ -66,8 +66,10 @@ struct coll_exec_ops {
     void (*signal)(void *ex, int dst, int sem, int inc);
     void (*wait)(void *ex, int sem, int value);
     /* Adds 'bytes' of a received buffer into the local accumulator: a
-     * pipelined HBM->VMEM->HBM kernel with a VPU add. */
-    void (*reduce)(void *ex, uint64_t bytes, enum dtype dt);
+     * pipelined HBM->VMEM->HBM kernel with a VPU add; 'times' such kernels
+     * back to back (a coalesced ring pass's, one per step), each its own
+     * pipeline (the executor may price them in one go). */
+    void (*reduce)(void *ex, uint64_t bytes, enum dtype dt, int times);
     /* Copies 'bytes' within this device's HBM. */
     void (*local_copy)(void *ex, uint64_t bytes);
     /* Fixed costs: the sem handshake of a ring step. */
@@ -139,6 +141,10 @@ struct coll_reduce {
     int64_t rows, cols, block_rows;
 };
 void coll_reduce_call(struct coll_reduce *r, uint64_t bytes, enum dtype dt, struct pl_call *call);
+/* The parts of 'plan' (on torus 't', across 'nslices' slices) run alike: phase
+ * by phase the same kind, bytes, ring length and wraparound. Fast fidelity then
+ * prices a coalesced pass's reductions in one go (collective.c, coalesced_pass). */
+bool coll_parts_alike(const struct coll_plan *plan, const struct topo *t, int nslices);
 /* The parts and phases of 'op' on 'topo'. */
 void coll_plan(const struct op *op, const struct topo *topo, struct coll_plan *plan);
 /* ... and across 'nslices' slices when the op spans them (op->u.coll.dcn), as

@@ -696,8 +696,15 @@ static void run(const struct pl_call *call, const struct chip_params *chip, int6
     st->vmem_bytes = pl_vmem_bytes(call, chip);
     init_states(&c, os, b, e);
     bool fast = x->coalesce && !call->functional && !call->manual;
-    if (!(fast && call->stream && pl_run_stream(&c, os, b, e)))
+    if (!(fast && call->stream && pl_run_stream(&c, os, b, e))) {
         walk(&c, os, b, e, fast);
+        for (int64_t r = 1; r < call->repeat; r++) { /* the repeats, each its own pipeline */
+            if (c.state)
+                memset(c.state, 0, call->state_bytes);
+            init_states(&c, os, b, e);
+            walk(&c, os, b, e, fast);
+        }
+    }
     ctx_free(&c);
     free(c.state);
     free(os);

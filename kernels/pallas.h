@@ -86,6 +86,9 @@ struct pl_call {
                                 each output and does the same work (an elementwise pass):
                                 fast fidelity may run it whole (pallas_fast.c, run_stream) */
     size_t state_bytes;      /* per-core mutable state for the body (pl_state), zeroed */
+    int64_t repeat;          /* the call runs this many times back to back, each run its own
+                                pipeline (0 or 1: once); fast fidelity prices a stream's
+                                repeats in one go (pallas_fast.c, pl_run_stream) */
 };
 
 /* --- executor: how time passes (engine/ implements it with SimGrid) --- */

@@ -344,20 +344,31 @@ static bool single_stream(const struct pl_ctx *c, const struct opstate *os, int6
     return true;
 }
 
+/* The call's runs back to back (its 'repeat'), at least one. */
+static int64_t repeats(const struct pl_call *call)
+{
+    return call->repeat > 1 ? call->repeat : 1;
+}
+
+/* R runs of a one-step stream of k operands back to back: R (o + k l + c + b/B),
+ * as one delay of their overheads and all latencies but the last DMA's, one
+ * compute of the R steps and one DMA of all their bytes. */
 static void run_single_stream(struct pl_ctx *c, const struct opstate *os, int64_t b,
                               const struct pl_work *w)
 {
     const struct pl_exec *x = c->x;
     int n = c->call->noperands;
+    int64_t R = repeats(c->call);
     uint64_t bytes = 0, raw = 0;
     for (int i = 0; i < n; i++)
         bytes += os[i].bytes, raw += os[i].raw;
-    x->ops->delay(x->ex, c->chip->step_overhead_s + (n - 1) * c->chip->dma_issue_s);
-    x->ops->compute(x->ex, w, b, 1);
-    pl_sync_dma(x, c->st, true, bytes, raw, -1);
-    c->st->dmas += n - 1;
-    pl_account(c->st, w, 1, c->chip->step_overhead_s);
-    c->st->steps++;
+    double l = c->chip->dma_issue_s, o = c->chip->step_overhead_s;
+    x->ops->delay(x->ex, (double)R * (o + (n - 1) * l) + (double)(R - 1) * l);
+    x->ops->compute(x->ex, w, b, R);
+    pl_sync_dma(x, c->st, true, bytes * (uint64_t)R, raw * (uint64_t)R, -1);
+    c->st->dmas += R * n - 1;
+    pl_account(c->st, w, (double)R, c->chip->step_overhead_s);
+    c->st->steps += R;
 }
 
 /* Steps [b, b+n) of a bandwidth-bound stream, whole. Step by step, the HBM
@@ -366,14 +377,22 @@ static void run_single_stream(struct pl_ctx *c, const struct opstate *os, int64_
  * block in and out), then the last block's compute and its write-back's
  * latency: o + l + n d + c + l. Here: o, one DMA per operand for all its
  * blocks (l + n d together, each its share of the HBM as the steps' DMAs
- * are) beside the steps' compute and overheads, then c + l. */
+ * are) beside the steps' compute and overheads, then c + l. R runs back to
+ * back (the call's repeat: a ring pass's reductions, one per step) are each
+ * their own pipeline, R (o + 2 l + c) + R n d: one stream of the R n blocks
+ * whose fill takes the R fills (o + l each) and whose drain the R drains
+ * (c + l each). */
 static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t n,
                        const struct pl_work *w)
 {
     const struct pl_exec *x = c->x;
     const struct pl_call *call = c->call;
-    double o = c->chip->step_overhead_s;
-    double mid = o * (double)(n - 1), post = w->mxu_s + w->vpu_s + c->chip->dma_issue_s;
+    int64_t R = repeats(call);
+    double o = c->chip->step_overhead_s, l = c->chip->dma_issue_s;
+    double pre = o + (double)(R - 1) * (o + l);
+    n *= R;
+    double mid = o * (double)(n - 1);
+    double post = (double)R * (w->mxu_s + w->vpu_s + l);
     if (x->ops->stream) {
         bool in[PL_MAX_OPERANDS];
         uint64_t bytes[PL_MAX_OPERANDS];
@@ -384,10 +403,10 @@ static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t 
             c->st->hbm_bytes += (double)bytes[i];
             c->st->useful_bytes += (double)(os[i].raw * (uint64_t)n);
         }
-        x->ops->stream(x->ex, call->noperands, in, bytes, opi, w, b, n, o, mid, post);
+        x->ops->stream(x->ex, call->noperands, in, bytes, opi, w, b, n, pre, mid, post);
     } else {
         void *h[PL_MAX_OPERANDS];
-        x->ops->delay(x->ex, o);
+        x->ops->delay(x->ex, pre);
         for (int i = 0; i < call->noperands; i++)
             h[i] = pl_start_dma(x, c->st, call->operands[i].dir == PL_IN, os[i].bytes * (uint64_t)n,
                                 os[i].raw * (uint64_t)n, i);
@@ -401,7 +420,7 @@ static void run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t 
     c->st->dmas += (int64_t)call->noperands * n;
     pl_account(c->st, w, (double)n, o);
     c->st->steps += n;
-    c->st->coalesced_runs++;
+    c->st->coalesced_runs += R;
 }
 
 bool pl_run_stream(struct pl_ctx *c, struct opstate *os, int64_t b, int64_t e)

@@ -105,9 +105,9 @@ static void z_wait(void *ex, int sem, int value)
     (void)ex, (void)sem, (void)value;
 }
 
-static void z_reduce(void *ex, uint64_t bytes, enum dtype dt)
+static void z_reduce(void *ex, uint64_t bytes, enum dtype dt, int times)
 {
-    (void)ex, (void)bytes, (void)dt;
+    (void)ex, (void)bytes, (void)dt, (void)times;
 }
 
 static void z_bytes(void *ex, uint64_t bytes)

@@ -312,6 +312,89 @@ static void test_pl_stream_runs_whole(void **state)
     assert_int_equal(sc.dmas, 3 * 8);
 }
 
+/* The delays an executor was given outside a stream op (test_pl_repeat_in_one_go). */
+static double delay_sum_s;
+
+static void sum_delay(void *ex, double s)
+{
+    (void)ex;
+    delay_sum_s += s;
+}
+
+/* A call's repeat (a coalesced ring pass's reductions, one per step) runs its R runs
+ * back to back, each its own pipeline. Fast fidelity prices them in one go with the
+ * statistics of R runs: a bandwidth-bound stream of 8 blocks run 3 times is one stream
+ * of the 24 blocks whose fill takes the 3 fills (o before the DMAs, whose issue
+ * latency l the executor adds, so 3 o + 2 l) and whose drain the 3 drains (3 (c + l));
+ * in isolation 3 (o + 2 l + c) + 24 d, the three runs' time. A one-step stream (1 MiB
+ * of f32, one block) run 3 times: 3 (o + 2 l) + 2 l of delays, 3 computes and one DMA
+ * of the 3 runs' bytes (its own l and bytes / B): 3 (o + 3 l + c + bytes / B). Exact
+ * (no coalescing) runs the pipeline 3 times over. */
+static void test_pl_repeat_in_one_go(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.hbm_efficiency = 1;
+    struct coll_reduce k;
+    struct pl_call c;
+    coll_reduce_call(&k, 8 << 20, DT_BF16, &c);
+    static const struct pl_exec_ops stream_ops = {rec_dma_start, rec_dma_wait, rec_compute,
+                                                  rec_delay, NULL, rec_stream};
+    struct rec r1 = {0}, r3 = {0};
+    struct pl_stats s1 = {0}, s3 = {0};
+    struct pl_exec x1 = {&stream_ops, &r1, true}, x3 = {&stream_ops, &r3, true};
+    pl_run(&c, &ch, 0, 8, &x1, &s1);
+    double one[3] = {stream_delay_s[0], stream_delay_s[1], stream_delay_s[2]};
+    c.repeat = 3;
+    pl_run(&c, &ch, 0, 8, &x3, &s3);
+    assert_string_equal(r3.log, "S3 F0 F1 W2 C0+ w1 w2 w3 ");
+    assert_int_equal(r3.computes, 24);
+    assert_int_equal(s3.steps, 3 * s1.steps);
+    assert_int_equal(s3.dmas, 3 * s1.dmas);
+    assert_int_equal(s3.coalesced_runs, 3 * s1.coalesced_runs);
+    assert_true(s3.hbm_bytes == 3 * s1.hbm_bytes && s3.useful_bytes == 3 * s1.useful_bytes);
+    assert_float_equal(s3.vpu_s, 3 * s1.vpu_s, 1e-15);
+    assert_float_equal(s3.overhead_s, 3 * s1.overhead_s, 1e-15);
+    double o = ch.step_overhead_s, l = ch.dma_issue_s, c_s = s1.vpu_s / 8;
+    assert_float_equal(one[0] + one[2], o + c_s + l, 1e-15);
+    assert_float_equal(stream_delay_s[0], 3 * o + 2 * l, 1e-15);
+    assert_float_equal(stream_delay_s[1], 23 * o, 1e-15);
+    assert_float_equal(stream_delay_s[2], 3 * (c_s + l), 1e-15);
+    /* a one-step stream */
+    coll_reduce_call(&k, 1 << 20, DT_F32, &c);
+    static const struct pl_exec_ops sync_ops = {rec_dma_start, rec_dma_wait, rec_compute,
+                                                sum_delay, rec_dma_sync, NULL};
+    struct rec q1 = {0}, q3 = {0};
+    struct pl_stats t1 = {0}, t3 = {0};
+    struct pl_exec y1 = {&sync_ops, &q1, true}, y3 = {&sync_ops, &q3, true};
+    delay_sum_s = 0;
+    pl_run(&c, &ch, 0, 1, &y1, &t1);
+    assert_float_equal(delay_sum_s, o + 2 * l, 1e-15);
+    c.repeat = 3;
+    delay_sum_s = 0;
+    pl_run(&c, &ch, 0, 1, &y3, &t3);
+    assert_string_equal(q3.log, "C0+ SF-1 w1 ");
+    assert_float_equal(delay_sum_s, 3 * (o + 2 * l) + 2 * l, 1e-15);
+    assert_int_equal(q3.in_bytes, 3 * q1.in_bytes);
+    assert_int_equal(t3.steps, 3 * t1.steps);
+    assert_int_equal(t3.dmas, 3 * t1.dmas);
+    assert_true(t3.hbm_bytes == 3 * t1.hbm_bytes && t3.useful_bytes == 3 * t1.useful_bytes);
+    assert_float_equal(t3.vpu_s, 3 * t1.vpu_s, 1e-15);
+    assert_float_equal(t3.overhead_s, 3 * t1.overhead_s, 1e-15);
+    /* exact: the pipeline three times */
+    struct rec e1 = {0}, e3 = {0};
+    struct pl_exec z1 = {&rec_ops, &e1, false}, z3 = {&rec_ops, &e3, false};
+    c.repeat = 1;
+    struct pl_stats u1 = {0};
+    pl_run(&c, &ch, 0, 1, &z1, &u1);
+    c.repeat = 3;
+    struct pl_stats u3 = {0};
+    pl_run(&c, &ch, 0, 1, &z3, &u3);
+    assert_string_equal(e1.log, "F0 w1 F1 w2 C0 W2 w3 ");
+    assert_string_equal(e3.log, "F0 w1 F1 w2 C0 W2 w3 F0 w4 F1 w5 C0 W2 w6 F0 w7 F1 w8 C0 W2 w9 ");
+    assert_int_equal(u3.dmas, 9);
+}
+
 static void test_pl_block_shape_rule(void **state)
 {
     (void)state;
@@ -470,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_pl_trivial_window_moves_once),
         cmocka_unit_test(test_pl_sync_dmas),
         cmocka_unit_test(test_pl_stream_runs_whole),
+        cmocka_unit_test(test_pl_repeat_in_one_go),
         cmocka_unit_test(test_pl_block_shape_rule),
         cmocka_unit_test(test_pl_megacore_split_contiguous),
         cmocka_unit_test(test_pl_parallel_must_be_prefix),
