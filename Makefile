@@ -122,6 +122,7 @@ e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
 	@sh tests/run_hlo.sh $(B)/tpusim
+	@sh tests/run_hlo_groups.sh $(B)/tpusim
 
 # JAX programs end to end (not part of `make test`): a venv with jax (CPU),
 # tools/hlo_dump.py's examples dumped afresh, simulated and checked (tests/run_hlo.sh)

@@ -585,6 +585,10 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
             check_dcn(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.nreplica)
+            cfg_check_replica_groups(w, cfg_get(sc->src[i].node, "replica_groups"),
+                                     sc->src[i].path, &sc->ops[i].u.coll, sc->topo.nchips);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;

@@ -120,6 +120,7 @@ struct hlo_report {
     int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
     int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
     int64_t trips_from_condition; /* while loops whose trip count the condition gave */
+    int64_t routed_collectives;   /* over replica groups that are no mesh axes: rings routed */
     /* hlo_memory(): per device */
     double parameter_bytes;           /* the entry's parameters */
     double temp_peak_bytes;           /* the most bytes live at once beyond them */

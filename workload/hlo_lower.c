@@ -595,7 +595,42 @@ static bool axis_factors(const struct topo *t, const struct dax *a, char *buf, s
     return len < n;
 }
 
-/* groups: {mesh: {...}, axes: [...]} of 'gr' on 'op'; false (and a message) if no mesh fits. */
+/* replica_groups: [[chip, ...], ...] of 'gr' (slice chips, each group a ring in its
+ * order, its hops routed over the torus); false (and a message) unless every chip is
+ * in one group once. */
+static bool replica_param(struct lw *w, const struct hlo_instr *in, const struct groups *gr,
+                          struct prog_params *ps)
+{
+    int64_t n = (int64_t)gr->ng * gr->gs;
+    char *seen = xcalloc((size_t)w->ndev, 1);
+    bool ok = n == w->ndev;
+    for (int64_t i = 0; ok && i < n; i++)
+        ok = !seen[gr->dev[i]]++;
+    free(seen);
+    if (!ok) {
+        lfail(w, in->line, in->col, "expected %s's replica groups to hold each of the "
+              "program's %lld devices once, got %d groups of %d", in->name, (long long)w->ndev,
+              gr->ng, gr->gs);
+        return false;
+    }
+    size_t cap = (size_t)n * 22 + (size_t)gr->ng * 4 + 4, len = 0;
+    char *buf = xcalloc(cap, 1);
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int g = 0; g < gr->ng; g++)
+        for (int i = 0; i < gr->gs; i++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld%s",
+                                    i ? ", " : g ? ", [" : "[",
+                                    (long long)gr->dev[(size_t)g * (size_t)gr->gs + (size_t)i],
+                                    i == gr->gs - 1 ? "]" : "");
+    snprintf(buf + len, cap - len, "]");
+    prog_raw(ps, "replica_groups", buf);
+    free(buf);
+    w->rep.routed_collectives++;
+    return true;
+}
+
+/* groups: {mesh: {...}, axes: [...]} of 'gr' on 'op' when its groups are the axes of
+ * a mesh laid on whole factors of the slice's axes; else replica_groups (replica_param). */
 static bool groups_param(struct lw *w, const struct hlo_instr *in, struct groups *gr,
                          struct prog_params *ps)
 {
@@ -615,12 +650,8 @@ static bool groups_param(struct lw *w, const struct hlo_instr *in, struct groups
     bool ok = n > 0 && groups_match(gr, all, n);
     for (int a = 0; ok && a < n; a++)
         ok = axis_factors(w->topo, &all[a], f[a], sizeof f[a]);
-    if (!ok) {
-        lfail(w, in->line, in->col, "expected %s's replica groups to be axes of a device mesh "
-              "on whole factors of the slice's axes (groups of every k-th device), got %d "
-              "groups of %d", in->name, gr->ng, gr->gs);
-        return false;
-    }
+    if (!ok)
+        return replica_param(w, in, gr, ps);
     struct prog_params *g = prog_map(ps, "groups");
     struct prog_params *mesh = prog_map(g, "mesh");
     char axes[MESH_MAX_AXES * 4] = "";

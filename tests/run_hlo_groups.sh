@@ -1,0 +1,74 @@
+#!/bin/sh
+# tests/run_hlo_groups.sh TPUSIM -- collectives over groups of chips that are
+# no mesh axes (replica_groups: in a workload; HLO replica groups that no mesh
+# fits) and program.device_order, against hand figures.
+bin=$1
+dir=tests/data/hlo
+fail=0; n=0
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+ok() { n=$((n + 1)); }
+bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL hlo groups: $1"; }
+# field OUT OP KEY: KEY of op OP in OUT/summary.json (total_time_s when OP is -)
+field() {
+    python3 -c 'import json,sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+if sys.argv[2] == "-": print(repr(s["total_time_s"])); sys.exit()
+if sys.argv[2] == "program": print(s["program"][sys.argv[3]]); sys.exit()
+for o in s["ops"]:
+    if o["name"] == sys.argv[2]: print(repr(o[sys.argv[3]]) if sys.argv[3] in o else "none"); sys.exit()
+print("none")' "$@"
+}
+run() { f=$1; o=$2; shift 2; "$bin" run "$f" -o "$t/$o" -q "$@" >/dev/null 2>"$t/$o.err" || { cat "$t/$o.err"; return 1; }; }
+near() { python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-9 * abs(b))' "$1" "$2"; }
+
+# An all-gather of 4 MiB shards on a v5e 4x4 torus (both axes wrapped) over the
+# diagonals {0,5,10,15}, {1,6,11,12}, {2,7,8,13}, {3,4,9,14}: no mesh axes, so
+# each group is a ring through its chips in that order, every hop 2 links
+# (+x then +y, the last one over both wrap links); the 16 transfers of a step
+# use 16 distinct +x and 16 distinct +y links, so nothing shares a link. The
+# default algorithm is bidirectional: 3 steps, each moving 2 MiB each way:
+#   collective_latency 5 us
+#   + the own shard copied into the output: 2 x 4 MiB / 819 GB/s + 0.1 us DMA latency
+#   + 3 x (step_latency 0.15 us + DMA issue 0.1 us + 2 hops x 0.2 us
+#          + 2 MiB / (45 GB/s x 0.95))
+#   = 164.461062 us; over a row (axis 0, every hop 1 link): 0.6 us less, 163.861062 us.
+# Fast and exact agree (the routed ring's steps are not coalesced), and the
+# scenario is not folded (the groups break the torus' symmetry).
+hand_diag=$(python3 -c 'print(5e-6 + 8388608 / 819e9 + 0.1e-6 + 3 * (0.15e-6 + 0.1e-6 + 2 * 0.2e-6 + 2097152 / (45e9 * 0.95)))')
+hand_row=$(python3 -c 'print(5e-6 + 8388608 / 819e9 + 0.1e-6 + 3 * (0.15e-6 + 0.1e-6 + 0.2e-6 + 2097152 / (45e9 * 0.95)))')
+cat >"$t/diag.yaml" <<'EOF'
+chip: v5e
+topology: {shape: [4, 4], wraparound: [true, true]}
+workload:
+  - {op: all_gather, name: diag, bytes: 4MiB,
+     replica_groups: [[0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]]}
+  - {op: all_gather, name: row, bytes: 4MiB, axes: [0], after: [diag]}
+EOF
+if run "$t/diag.yaml" diag && run "$t/diag.yaml" diag_exact --fidelity exact; then
+    near "$(field "$t/diag" diag time_s)" "$hand_diag" && ok || bad "diagonal ring: $(field "$t/diag" diag time_s) s, hand $hand_diag s"
+    near "$(field "$t/diag" row time_s)" "$hand_row" && ok || bad "row ring: $(field "$t/diag" row time_s) s, hand $hand_row s"
+    near "$(field "$t/diag_exact" diag time_s)" "$hand_diag" && ok || bad "diagonal ring, exact: $(field "$t/diag_exact" diag time_s) s, hand $hand_diag s"
+    # each chip receives 3 shards of 4 MiB, 16 chips
+    [ "$(field "$t/diag" diag ici_bytes)" = 201326592 ] && ok || bad "diagonal ring: ICI bytes $(field "$t/diag" diag ici_bytes), expected 201326592"
+    [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["simulated_chips"])' "$t/diag/summary.json")" = 16 ] \
+        && ok || bad "replica_groups: folded, not all 16 chips simulated"
+else bad "replica_groups: the runs failed"; fi
+
+# The same from HLO (diag.hlo.txt): the diagonals in explicit replica_groups,
+# the rows as the iota [4,4]<=[16], which is a mesh axis and stays one
+# (program.routed_collectives counts 1: the diagonal); the hand figures above.
+if run "$dir/diag.yaml" hdiag; then
+    near "$(field "$t/hdiag" diag time_s)" "$hand_diag" && ok || bad "HLO diagonal: $(field "$t/hdiag" diag time_s) s, hand $hand_diag s"
+    near "$(field "$t/hdiag" row time_s)" "$hand_row" && ok || bad "HLO row: $(field "$t/hdiag" row time_s) s, hand $hand_row s"
+    [ "$(field "$t/hdiag" program routed_collectives)" = 1 ] && ok || bad "HLO: routed_collectives $(field "$t/hdiag" program routed_collectives), expected 1"
+else bad "diag.yaml: the run failed"; fi
+
+# {0,3},{1,2} on a 4-chip line (once refused): an all-reduce of f32[1024]
+# (4096 B) over pairs sends 2·(2−1)/2 · 4096 B per chip, 4 chips: 16384.
+if run "$dir/groups_pairs.yaml" pairs; then
+    [ "$(field "$t/pairs" ar ici_bytes)" = 16384 ] && ok || bad "pairs: ICI bytes $(field "$t/pairs" ar ici_bytes), expected 16384"
+else bad "groups_pairs.yaml: the run failed"; fi
+
+echo "hlo groups: $((n - fail)) of $n checks passed"
+[ $fail -eq 0 ]
