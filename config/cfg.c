@@ -945,7 +945,7 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     }
     if (!walk_is_map(w, pn, "program"))
         return NULL;
-    static const char *const keys[] = {"hlo", NULL};
+    static const char *const keys[] = {"hlo", "device_order", NULL};
     walk_check_keys(w, pn, "program", keys);
     const struct cfg_node *hn = walk_field(w, pn, "program", "hlo", true);
     if (!hn || hn->type != CFG_SCALAR || !hn->value[0]) {
@@ -957,9 +957,14 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     struct hlo_module *m = hlo_parse_file(path, HLO_MAX_FILE_BYTES, w->d);
     struct cfg_node *wl = NULL;
     struct hlo_report rep;
-    struct program *p = m && hlo_fits(w, &loc, m, sc)
-                            ? hlo_program_report(m, &sc->topo, w->d, stderr, &rep)
-                            : NULL;
+    int *chip_of = NULL;
+    const struct cfg_node *order = walk_field(w, pn, "program", "device_order", false);
+    struct program *p =
+        m && hlo_fits(w, &loc, m, sc) &&
+                cfg_load_device_order(w, order, &sc->chip, &sc->topo, &chip_of) == 0
+            ? hlo_program_ordered(m, &sc->topo, chip_of, w->d, stderr, &rep)
+            : NULL;
+    free(chip_of);
     if (p && (!hlo_fits_memory(w, &loc, m, sc, &rep) || sync_program(w, &loc, p, sc) != 0)) {
         prog_free(p);
         p = NULL;

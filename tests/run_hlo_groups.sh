@@ -70,5 +70,35 @@ if run "$dir/groups_pairs.yaml" pairs; then
     [ "$(field "$t/pairs" ar ici_bytes)" = 16384 ] && ok || bad "pairs: ICI bytes $(field "$t/pairs" ar ici_bytes), expected 16384"
 else bad "groups_pairs.yaml: the run failed"; fi
 
+# program.device_order as a list: device d runs on chip list[d]. Putting the
+# diagonal groups of diag.hlo.txt on the rows (group g, member i on chip
+# 4g + i: devices 0, 5, 10, 15 on chips 0-3, 1, 6, 11, 12 on 4-7, ...) makes
+# them a mesh axis (x) and the device rows {0,1,2,3} ... chips {0,4,8,12},
+# ...: the columns, a mesh axis (y) too; both are rings of 1-link hops, each
+# the row figure above, 163.861062 us, and nothing is routed.
+printf 'chip: v5e\ntopology: {shape: [4, 4], wraparound: [true, true]}\nprogram: {hlo: %s/diag.hlo.txt,\n  device_order: [0, 4, 8, 12, 13, 1, 5, 9, 10, 14, 2, 6, 7, 11, 15, 3]}\n' "$(pwd)/$dir" >"$t/order.yaml"
+if run "$t/order.yaml" order; then
+    near "$(field "$t/order" diag time_s)" "$hand_row" && ok || bad "device_order: diagonal on rows $(field "$t/order" diag time_s) s, hand $hand_row s"
+    near "$(field "$t/order" row time_s)" "$hand_row" && ok || bad "device_order: rows on columns $(field "$t/order" row time_s) s, hand $hand_row s"
+    [ "$(field "$t/order" program routed_collectives)" = 0 ] && ok || bad "device_order: routed_collectives $(field "$t/order" program routed_collectives), expected 0"
+else bad "device_order list: the run failed"; fi
+
+# device_order: {create_device_mesh: [4, 2]} on a v5e of 8 chips is jax's tray
+# ring (0, 1, 2, 3, 7, 6, 5, 4) (any mesh shape of 8): the same program as that
+# list. The MLP's fsdp gathers (devices {0,2,4,6}) then run on chips {0,2,7,5},
+# (0,0), (0,1), (1,3), (1,2) of the 2x4: no mesh axis, 2 routed collectives;
+# its tensor all-reduce (devices {0,1}, ... on chips {0,1}, {2,3}, {7,6},
+# {5,4}: x pairs) stays a mesh axis. device_order: iota is the default: the
+# same step as mlp.yaml.
+for o in "{create_device_mesh: [4, 2]}" "[0, 1, 2, 3, 7, 6, 5, 4]" iota; do
+    printf 'chip: v5e\ntopology: {shape: [2, 4]}\nprogram: {hlo: %s/mlp.hlo.txt, device_order: %s}\n' "$(pwd)/$dir" "$o" >"$t/mlp_order.yaml"
+    run "$t/mlp_order.yaml" "mlp_$(echo "$o" | tr -dc 'a-z0-9')" || bad "device_order $o: the run failed"
+done
+if run "$dir/mlp.yaml" mlp && [ -f "$t/mlp_createdevicemesh42/summary.json" ] && [ -f "$t/mlp_01237654/summary.json" ] && [ -f "$t/mlp_iota/summary.json" ]; then
+    [ "$(field "$t/mlp_createdevicemesh42" -)" = "$(field "$t/mlp_01237654" -)" ] && ok || bad "create_device_mesh [4, 2]: $(field "$t/mlp_createdevicemesh42" -) s, the tray ring list $(field "$t/mlp_01237654" -) s"
+    [ "$(field "$t/mlp_createdevicemesh42" program routed_collectives)" = 2 ] && ok || bad "create_device_mesh [4, 2]: routed_collectives $(field "$t/mlp_createdevicemesh42" program routed_collectives), expected 2"
+    [ "$(field "$t/mlp_iota" -)" = "$(field "$t/mlp" -)" ] && [ "$(field "$t/mlp" program routed_collectives)" = 0 ] && ok || bad "device_order: iota is not the default"
+fi
+
 echo "hlo groups: $((n - fail)) of $n checks passed"
 [ $fail -eq 0 ]

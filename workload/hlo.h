@@ -136,6 +136,11 @@ void hlo_memory(const struct hlo_module *m, struct hlo_report *rep);
 /* As hlo_program, and what it decided into '*rep' (zeroed first). */
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
                                    struct diag *d, FILE *warn, struct hlo_report *rep);
+/* As hlo_program_report, device d running on slice chip chip_of[d] (NULL: chip d;
+ * program.device_order, workload/device_order.h). */
+struct program *hlo_program_ordered(const struct hlo_module *m, const struct topo *t,
+                                    const int *chip_of, struct diag *d, FILE *warn,
+                                    struct hlo_report *rep);
 /* The trip count of while 'w' (in computation 'caller'; its condition and
  * body computations 'cond' and 'body') from its code: the condition compares
  * element k of the loop's tuple against a constant, the body adds a constant

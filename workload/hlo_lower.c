@@ -34,6 +34,7 @@ struct lw {
     int nnames;
     size_t ncap;
     int64_t ndev;
+    const int *chip_of;     /* device -> slice chip (program.device_order); NULL: the same */
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
@@ -714,6 +715,12 @@ static void globalize(const struct lw *w, const struct hlo_instr *in, struct gro
     g->ng = (int)(g->ng * copies);
 }
 
+/* The slice chip that runs device 'dev'. */
+static int chip(const struct lw *w, int64_t dev)
+{
+    return w->chip_of ? w->chip_of[dev] : (int)dev;
+}
+
 /* The most common torus shift of the pairs, as "[dx, dy, ...]"; false if none. */
 static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, size_t n)
 {
@@ -736,8 +743,8 @@ static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, s
             break;
         }
         int cs[TOPO_MAX_DIMS], cd[TOPO_MAX_DIMS];
-        topo_coords(w->topo, (int)src, cs);
-        topo_coords(w->topo, (int)dst, cd);
+        topo_coords(w->topo, chip(w, src), cs);
+        topo_coords(w->topo, chip(w, dst), cd);
         int64_t k = 0;
         for (int d = w->topo->ndims - 1; d >= 0; d--)
             k = k * w->topo->shape[d] + (cd[d] - cs[d] + w->topo->shape[d]) % w->topo->shape[d];
@@ -799,6 +806,8 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     } else {
         globalize(w, kin, &g);
     }
+    for (int64_t i = 0; i < (int64_t)g.ng * g.gs; i++) /* device ids -> the chips running them */
+        g.dev[i] = chip(w, g.dev[i]);
     int op = -2;
     if (g.gs > 1 && bytes > 0) {
         op = prog_op(b, kind, op_name(w, in->name), flags);
@@ -1245,10 +1254,18 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
                                    struct diag *d, FILE *warn, struct hlo_report *rep)
 {
+    return hlo_program_ordered(m, t, NULL, d, warn, rep);
+}
+
+struct program *hlo_program_ordered(const struct hlo_module *m, const struct topo *t,
+                                    const int *chip_of, struct diag *d, FILE *warn,
+                                    struct hlo_report *rep)
+{
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
-                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m)};
+                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m),
+                   .chip_of = chip_of};
     w.active = xcalloc((size_t)m->ncomp, sizeof *w.active);
     struct val out = lower_comp(&w, m->entry, &w.p->top, NULL, 0, NULL);
     for (int i = 0; i < out.n; i++)
