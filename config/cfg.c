@@ -892,13 +892,15 @@ static char *hlo_path(const struct cfg_scenario *sc, const char *path)
 static bool hlo_fits(struct walk *w, const struct diag_loc *loc, const struct hlo_module *m,
                      const struct cfg_scenario *sc)
 {
-    if (sc->dcn.slices > 1) {
-        diag_error(w->d, loc, "program", "expected one slice for an HLO program, got "
-                   "topology.slices: %d (multislice programs are not supported yet)",
-                   sc->dcn.slices);
+    int64_t chips = (int64_t)sc->topo.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+    if (hlo_devices(m) != chips && sc->dcn.slices > 1) {
+        diag_error(w->d, loc, "program.hlo", "expected a program for the %lld chips of %d "
+                   "slices of %d, got %lld devices (num_partitions=%lld x replica_count=%lld)",
+                   (long long)chips, sc->dcn.slices, sc->topo.nchips, (long long)hlo_devices(m),
+                   (long long)m->num_partitions, (long long)m->replica_count);
         return false;
     }
-    if (hlo_devices(m) != sc->topo.nchips) {
+    if (hlo_devices(m) != chips) {
         diag_error(w->d, loc, "program.hlo", "expected a program for the slice's %d chips, got "
                    "%lld devices (num_partitions=%lld x replica_count=%lld)", sc->topo.nchips,
                    (long long)hlo_devices(m), (long long)m->num_partitions,
@@ -961,7 +963,7 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     const struct cfg_node *order = walk_field(w, pn, "program", "device_order", false);
     struct program *p =
         m && hlo_fits(w, &loc, m, sc) &&
-                cfg_load_device_order(w, order, &sc->chip, &sc->topo, &chip_of) == 0
+                cfg_load_device_order(w, order, &sc->chip, &sc->topo, sc->dcn.slices, &chip_of) == 0
             ? hlo_program_ordered(m, &sc->topo, chip_of, w->d, stderr, &rep)
             : NULL;
     free(chip_of);

@@ -14,12 +14,13 @@
 
 #define DO_PATH "program.device_order"
 
-static int order_list(struct walk *w, const struct cfg_node *n, int nchips, int *chip_of)
+static int order_list(struct walk *w, const struct cfg_node *n, int nchips, int slices,
+                      int *chip_of)
 {
     if (n->n != nchips) {
         char want[128];
-        snprintf(want, sizeof want, "a list of the slice's %d chips, one per device (it has %d "
-                 "entries)", nchips, n->n);
+        snprintf(want, sizeof want, "a list of the %s %d chips, one per device (it has %d "
+                 "entries)", slices > 1 ? "slices'" : "slice's", nchips, n->n);
         walk_type_error(w, n, DO_PATH, want);
         return -1;
     }
@@ -47,7 +48,7 @@ static int order_list(struct walk *w, const struct cfg_node *n, int nchips, int 
 }
 
 static int order_mesh(struct walk *w, const struct cfg_node *n, const struct chip_params *chip,
-                      const struct topo *t, int *chip_of)
+                      const struct topo *t, int slices, int *chip_of)
 {
     static const char *const keys[] = {"create_device_mesh", NULL};
     walk_check_keys(w, n, DO_PATH, keys);
@@ -57,6 +58,11 @@ static int order_mesh(struct walk *w, const struct cfg_node *n, const struct chi
         return -1;
     if (ms->type != CFG_SEQ || ms->n < 1 || ms->n > DEVICE_ORDER_MAX_AXES) {
         walk_type_error(w, ms, mp, "a mesh shape of 1 to 8 sizes, like [4, 2]");
+        return -1;
+    }
+    if (slices > 1) {
+        walk_type_error(w, ms, mp, "one slice (over several, jax's create_hybrid_device_mesh "
+                        "lays the mesh out, which tpusim does not model; give a list)");
         return -1;
     }
     if (chip->cores > 1 && !chip->megacore) {
@@ -80,17 +86,19 @@ static int order_mesh(struct walk *w, const struct cfg_node *n, const struct chi
 }
 
 int cfg_load_device_order(struct walk *w, const struct cfg_node *n,
-                          const struct chip_params *chip, const struct topo *t, int **chip_of)
+                          const struct chip_params *chip, const struct topo *t, int slices,
+                          int **chip_of)
 {
     *chip_of = NULL;
     if (!n || (n->type == CFG_SCALAR && strcmp(n->value, "iota") == 0))
         return 0;
-    int *order = xcalloc((size_t)t->nchips, sizeof *order);
+    int total = t->nchips * (slices > 1 ? slices : 1);
+    int *order = xcalloc((size_t)total, sizeof *order);
     int rc = -1;
     if (n->type == CFG_SEQ)
-        rc = order_list(w, n, t->nchips, order);
+        rc = order_list(w, n, total, slices, order);
     else if (n->type == CFG_MAP)
-        rc = order_mesh(w, n, chip, t, order);
+        rc = order_mesh(w, n, chip, t, slices, order);
     else
         walk_type_error(w, n, DO_PATH, "iota, a list of chips (one per device) or "
                         "{create_device_mesh: [sizes]}");

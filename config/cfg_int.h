@@ -19,12 +19,13 @@ int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struc
  * against the slice's 'nchips' (chips of it, each in one group once, all
  * covered; fills c->replica_pos). The check returns 0 or -1 after reporting. */
 struct op_collective;
-/* program.device_order at node 'n' (NULL: absent) for 'chip' and slice 't'
- * (config/cfg_device_order.c): '*chip_of' the chip of each device (new
- * array; NULL for the default, device d on chip d). Returns 0 or -1 after
- * reporting. */
+/* program.device_order at node 'n' (NULL: absent) for 'chip' and 'slices' of
+ * 't' (config/cfg_device_order.c): '*chip_of' the chip of each device (new
+ * array; chip s·N + c is chip c of slice s; NULL for the default, device d on
+ * chip d). Returns 0 or -1 after reporting. */
 int cfg_load_device_order(struct walk *w, const struct cfg_node *n,
-                          const struct chip_params *chip, const struct topo *t, int **chip_of);
+                          const struct chip_params *chip, const struct topo *t, int slices,
+                          int **chip_of);
 void cfg_load_replica_groups(struct walk *w, const struct cfg_node *g, const char *p,
                              struct op_collective *c);
 int cfg_check_replica_groups(struct walk *w, const struct cfg_node *g, const char *p,

@@ -100,5 +100,46 @@ if run "$dir/mlp.yaml" mlp && [ -f "$t/mlp_createdevicemesh42/summary.json" ] &&
     [ "$(field "$t/mlp_iota" -)" = "$(field "$t/mlp" -)" ] && [ "$(field "$t/mlp" program routed_collectives)" = 0 ] && ok || bad "device_order: iota is not the default"
 fi
 
+# collective-permute (permute.hlo.txt): devices d -> d+4 mod 8 on a v5e 2x4 (no
+# wraparound) is a remote_copy by [0, 2] from every chip; y = 0 -> 2 and 1 -> 3
+# both cross the +y link between y = 1 and 2 (and the way back both cross its -y
+# link), so each transfer gets half a link: 5 us + DMA issue 0.1 us + 2 hops x
+# 0.2 us + 2 x 4096 B / (45 GB/s x 0.95) = 5.691626 us; 8 chips x 4096 B.
+# (The pairs were never read before: the op was dropped.)
+if run "$dir/permute.yaml" permute; then
+    near "$(field "$t/permute" cp time_s)" "$(python3 -c 'print(5e-6 + 0.1e-6 + 2 * 0.2e-6 + 2 * 4096 / (45e9 * 0.95))')" \
+        && ok || bad "collective-permute: $(field "$t/permute" cp time_s) s"
+    [ "$(field "$t/permute" cp ici_bytes)" = 32768 ] && ok || bad "collective-permute: ICI bytes $(field "$t/permute" cp ici_bytes), expected 32768"
+else bad "permute.yaml: the run failed"; fi
+
+# Multislice: 16 devices on 2 slices of a v5e 2x4, device d on chip d % 8 of slice
+# d / 8. multislice.hlo.txt's all-reduce over {d, d+8} ([8,2]<=[2,8]T(1,0)) is
+# a mesh axis over the DCN, the all-reduce over every device one over the DCN
+# and both slice axes, the all-gather over x pairs one within each slice: the
+# same ops as all_reduce axes: [dcn], axes: [dcn, 0, 1] and all_gather axes: [0]
+# by hand (1 MiB, bf16 as the lowering gives a reduction), the same times.
+cat >"$t/ms_hand.yaml" <<'EOF'
+chip: v5e
+topology: {shape: [2, 4], slices: 2}
+workload:
+  - {op: all_reduce, name: dcn, bytes: 1MiB, axes: [dcn]}
+  - {op: all_reduce, name: all, bytes: 1MiB, axes: [dcn, 0, 1], after: [dcn]}
+  - {op: all_gather, name: pairs, bytes: 1MiB, axes: [0], after: [all]}
+EOF
+if run "$dir/multislice.yaml" ms && run "$t/ms_hand.yaml" ms_hand; then
+    for op in dcn all pairs; do
+        near "$(field "$t/ms" $op time_s)" "$(field "$t/ms_hand" $op time_s)" && ok || bad "multislice $op: $(field "$t/ms" $op time_s) s, by hand $(field "$t/ms_hand" $op time_s) s"
+    done
+    # the all-reduce over {d, d+8}: 2·(2−1)/2 · 1 MiB per chip over the DCN, 16 chips
+    [ "$(field "$t/ms" dcn dcn_bytes)" = 16777216 ] && ok || bad "multislice: DCN bytes $(field "$t/ms" dcn dcn_bytes), expected 16777216"
+else bad "multislice: the runs failed"; fi
+# Groups that are no mesh axes, the same in both slices ({0,3}, {1,2}, {4,7},
+# {5,6} and each + 8): routed rings within each slice, as replica_groups over
+# one slice by hand: the same time.
+printf 'chip: v5e\ntopology: {shape: [2, 4]}\nworkload:\n  - {op: all_reduce, name: ar, bytes: 4KiB, replica_groups: [[0, 3], [1, 2], [4, 7], [5, 6]]}\n' >"$t/msp_hand.yaml"
+if run "$dir/multislice_pairs.yaml" msp && run "$t/msp_hand.yaml" msp_hand; then
+    near "$(field "$t/msp" ar time_s)" "$(field "$t/msp_hand" ar time_s)" && ok || bad "multislice pairs: $(field "$t/msp" ar time_s) s, one slice by hand $(field "$t/msp_hand" ar time_s) s"
+else bad "multislice pairs: the runs failed"; fi
+
 echo "hlo groups: $((n - fail)) of $n checks passed"
 [ $fail -eq 0 ]
