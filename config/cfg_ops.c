@@ -620,9 +620,10 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
     char *ap = walk_join(p, "axes");
     c->naxes = 1;
     c->axes[0] = 0;
-    if ((ax != NULL) + (g != NULL) + (rg != NULL) > 1) {
-        walk_type_error(w, m, p, "one of axes: (physical axes), groups: (mesh axes) and "
-                        "replica_groups: (chips)");
+    if (ax && g) {
+        walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
+    } else if (rg && (ax || g)) {
+        walk_type_error(w, m, p, "either replica_groups: (chips) or axes:/groups:, not both");
     } else if (rg) {
         cfg_load_replica_groups(w, walk_field(w, m, p, "replica_groups", true), p, c);
     } else if (g) {
