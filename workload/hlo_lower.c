@@ -584,7 +584,7 @@ static bool axis_factors(const struct topo *t, int64_t ndev, const struct dax *a
     int64_t lo = a->stride, hi = a->stride * a->size, place = 1;
     *dcn = 1;
     if (hi > t->nchips) { /* over the DCN: all the slices, outside the slice's factors */
-        if (hi != ndev || lo > t->nchips || t->nchips % lo)
+        if (hi != ndev || ndev % t->nchips || lo > t->nchips || t->nchips % lo)
             return false;
         *dcn = ndev / t->nchips;
     }
@@ -801,8 +801,9 @@ static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, s
     int used;
     bool ok = true;
     while ((s = strchr(s, '{'))) {
-        if (sscanf(s, "{%lld,%lld}%n", &src, &dst, &used) != 2) { /* the list's own brace */
-            s++;
+        used = 0; /* set only when the pair's '}' matched */
+        if (sscanf(s, "{%lld,%lld}%n", &src, &dst, &used) != 2 || used == 0) {
+            s++; /* the list's own brace, or no pair */
             continue;
         }
         s += used;
