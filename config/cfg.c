@@ -932,8 +932,9 @@ static bool hlo_fits_memory(struct walk *w, const struct diag_loc *loc,
     return false;
 }
 
-/* program: {hlo: PATH} -> the workload the HLO module lowers to
- * (workload/hlo.h); device d is chip d of the slice. */
+/* program: {hlo: PATH, device_order: ...} -> the workload the HLO module
+ * lowers to (workload/hlo.h); device d runs on chip d of the slices, or on
+ * the chip device_order gives it (config/cfg_device_order.c). */
 static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *root,
                                        struct cfg_scenario *sc)
 {

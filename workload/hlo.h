@@ -9,8 +9,11 @@
  *    instruction reads and writes;
  *  - all-gather, reduce-scatter, all-reduce, all-to-all (sync, *-start /
  *    *-done, async-start around one): the collective over the device groups
- *    of its replica_groups (a mesh of its own whose axes are the groups'
- *    strides; device d is chip d of the slice); collective-permute: a
+ *    of its replica_groups, mapped to chips (device d is chip d, or
+ *    program.device_order's; on several slices chip d % N of slice d / N):
+ *    a mesh of its own whose axes are the groups' strides (its outer axis
+ *    over the DCN when the groups cross the slices), else replica_groups,
+ *    one ring per group routed over the torus; collective-permute: a
  *    remote_copy with the pairs' torus shift; the async forms run beside
  *    the compute;
  *  - while with a known trip count: a loop; call and conditional (its most
@@ -106,7 +109,8 @@ const char *hlo_opcode_name(int opcode);
 double hlo_shape_bytes(const struct hlo_shape *s);
 
 /* The module as a program for the slice 't' (device d is chip d, t's axis
- * 0 fastest), scheduled (workload/schedule.h). Warnings (custom calls, the
+ * 0 fastest; chip d % N of slice d / N when the module has more devices than
+ * t's N chips), scheduled (workload/schedule.h). Warnings (custom calls, the
  * branch a conditional takes) go to 'warn' when not NULL. Returns the
  * program, or NULL with the errors in 'd'. */
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
