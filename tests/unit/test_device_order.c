@@ -98,12 +98,59 @@ static void test_refused(void **state)
     assert_non_null(strstr(err, "multiply to the slice's 16 chips"));
 }
 
+/* TPUSIM_DEVICE_ORDER_CASES=FILE (make hlo-test writes it with jax,
+ * tools/jax_device_order.py): each line "CHIP X Y Z SIZES ORDER" (or ERR)
+ * must be what device_order_create_mesh gives. Without it, nothing. */
+static void test_jax_cases(void **state)
+{
+    (void)state;
+    const char *path = getenv("TPUSIM_DEVICE_ORDER_CASES");
+    if (!path)
+        return;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[8192], chip[16], sizes[64];
+    int ncases = 0, agree = 0;
+    int *c = calloc(4096, sizeof *c);
+    while (fgets(line, sizeof line, f)) {
+        int X, Y, Z, used = 0;
+        assert_int_equal(sscanf(line, "%15s %d %d %d %63s %n", chip, &X, &Y, &Z, sizes, &used), 5);
+        int64_t mesh[DEVICE_ORDER_MAX_AXES];
+        int nmesh = 0;
+        for (char *t = strtok(sizes, ","); t && nmesh < DEVICE_ORDER_MAX_AXES;
+             t = strtok(NULL, ","))
+            mesh[nmesh++] = atoll(t);
+        char err[256];
+        assert_true(X * Y * Z <= 4096);
+        int rc = order(device_family_of(chip), X, Y, Z, mesh, nmesh, c, err);
+        const char *want = line + used;
+        bool ok = strncmp(want, "ERR", 3) == 0 ? rc != 0 : rc == 0;
+        for (int d = 0; ok && rc == 0 && d < X * Y * Z; d++) {
+            char *end;
+            long v = strtol(want, &end, 10);
+            ok = end != want && v == c[d];
+            want = end;
+        }
+        if (!ok)
+            fprintf(stderr, "differs from jax: %s", line);
+        ncases++;
+        agree += ok;
+    }
+    fclose(f);
+    free(c);
+    fprintf(stderr, "device order: %d of %d slice and mesh shapes as jax lays them out\n", agree,
+            ncases);
+    assert_true(ncases > 0);
+    assert_int_equal(agree, ncases);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trays),
         cmocka_unit_test(test_general),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_jax_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
