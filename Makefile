@@ -122,16 +122,21 @@ e2e: $(B)/tpusim $(B)/tests/jsoncheck
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_e2e.sh $(B)/tpusim
 	@VALGRIND="$(VALGRIND)" SIMFLAGS="$(SIMFLAGS)" sh tests/run_trace.sh $(B)/tpusim
 	@sh tests/run_hlo.sh $(B)/tpusim
+	@sh tests/run_hlo_groups.sh $(B)/tpusim
 
 # JAX programs end to end (not part of `make test`): a venv with jax (CPU),
-# tools/hlo_dump.py's examples dumped afresh, simulated and checked (tests/run_hlo.sh)
+# tools/hlo_dump.py's examples dumped afresh, simulated and checked (tests/run_hlo.sh);
+# program.device_order's create_device_mesh against jax's (tools/jax_device_order.py)
 HLO_VENV ?= /tmp/tpusim-jaxvenv
-hlo-test: $(B)/tpusim
+hlo-test: $(B)/tpusim $(B)/tests/test_device_order
 	@[ -x $(HLO_VENV)/bin/python ] && $(HLO_VENV)/bin/python -c 'import jax' 2>/dev/null || \
 	    { python3 -m venv $(HLO_VENV) 2>/dev/null || { echo "hlo-test: python3 -m venv failed (make ci-deps installs python3-venv)"; exit 2; }; \
 	      $(HLO_VENV)/bin/pip install -q --disable-pip-version-check --progress-bar off jax; }
 	@d=$$(mktemp -d) && $(HLO_VENV)/bin/python tools/hlo_dump.py all $$d && \
 	    sh tests/run_hlo.sh $(B)/tpusim $$d; rc=$$?; rm -rf $$d; exit $$rc
+	@d=$$(mktemp -d) && $(HLO_VENV)/bin/python tools/jax_device_order.py $$d/cases && \
+	    TPUSIM_DEVICE_ORDER_CASES=$$d/cases $(B)/tests/test_device_order >$$d/log 2>&1; \
+	    rc=$$?; grep -e 'device order:' -e 'differs from jax' $$d/log; rm -rf $$d; exit $$rc
 
 # GNU parallel over the shards of a sweep, merged, against one run (docs/reference.md: "Sweeps on a cluster")
 parallel-test: $(B)/tpusim

@@ -585,6 +585,10 @@ static void check_semantics(struct walk *w, struct cfg_scenario *sc)
     for (int i = 0; i < sc->nops; i++)
         if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.dcn)
             check_dcn(w, sc, i);
+    for (int i = 0; i < sc->nops; i++)
+        if (op_row(sc->ops[i].kind)->reach == coll_reach && sc->ops[i].u.coll.nreplica)
+            cfg_check_replica_groups(w, cfg_get(sc->src[i].node, "replica_groups"),
+                                     sc->src[i].path, &sc->ops[i].u.coll, sc->topo.nchips);
     for (int i = 0; i < sc->nops; i++) {
         const struct op *op = &sc->ops[i];
         const struct cfg_node *m = sc->src[i].node;
@@ -962,13 +966,15 @@ static char *hlo_path(const struct cfg_scenario *sc, const char *path)
 static bool hlo_fits(struct walk *w, const struct diag_loc *loc, const struct hlo_module *m,
                      const struct cfg_scenario *sc)
 {
-    if (sc->dcn.slices > 1) {
-        diag_error(w->d, loc, "program", "expected one slice for an HLO program, got "
-                   "topology.slices: %d (multislice programs are not supported yet)",
-                   sc->dcn.slices);
+    int64_t chips = (int64_t)sc->topo.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+    if (hlo_devices(m) != chips && sc->dcn.slices > 1) {
+        diag_error(w->d, loc, "program.hlo", "expected a program for the %lld chips of %d "
+                   "slices of %d, got %lld devices (num_partitions=%lld x replica_count=%lld)",
+                   (long long)chips, sc->dcn.slices, sc->topo.nchips, (long long)hlo_devices(m),
+                   (long long)m->num_partitions, (long long)m->replica_count);
         return false;
     }
-    if (hlo_devices(m) != sc->topo.nchips) {
+    if (hlo_devices(m) != chips) {
         diag_error(w->d, loc, "program.hlo", "expected a program for the slice's %d chips, got "
                    "%lld devices (num_partitions=%lld x replica_count=%lld)", sc->topo.nchips,
                    (long long)hlo_devices(m), (long long)m->num_partitions,
@@ -1000,8 +1006,9 @@ static bool hlo_fits_memory(struct walk *w, const struct diag_loc *loc,
     return false;
 }
 
-/* program: {hlo: PATH} -> the workload the HLO module lowers to
- * (workload/hlo.h); device d is chip d of the slice. */
+/* program: {hlo: PATH, device_order: ...} -> the workload the HLO module
+ * lowers to (workload/hlo.h); device d runs on chip d of the slices, or on
+ * the chip device_order gives it (config/cfg_device_order.c). */
 static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *root,
                                        struct cfg_scenario *sc)
 {
@@ -1015,7 +1022,7 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     }
     if (!walk_is_map(w, pn, "program"))
         return NULL;
-    static const char *const keys[] = {"hlo", NULL};
+    static const char *const keys[] = {"hlo", "device_order", NULL};
     walk_check_keys(w, pn, "program", keys);
     const struct cfg_node *hn = walk_field(w, pn, "program", "hlo", true);
     if (!hn || hn->type != CFG_SCALAR || !hn->value[0]) {
@@ -1027,9 +1034,14 @@ static struct cfg_node *expand_program(struct walk *w, const struct cfg_node *ro
     struct hlo_module *m = hlo_parse_file(path, HLO_MAX_FILE_BYTES, w->d);
     struct cfg_node *wl = NULL;
     struct hlo_report rep;
-    struct program *p = m && hlo_fits(w, &loc, m, sc)
-                            ? hlo_program_report(m, &sc->topo, w->d, stderr, &rep)
-                            : NULL;
+    int *chip_of = NULL;
+    const struct cfg_node *order = walk_field(w, pn, "program", "device_order", false);
+    struct program *p =
+        m && hlo_fits(w, &loc, m, sc) &&
+                cfg_load_device_order(w, order, &sc->chip, &sc->topo, sc->dcn.slices, &chip_of) == 0
+            ? hlo_program_ordered(m, &sc->topo, chip_of, w->d, stderr, &rep)
+            : NULL;
+    free(chip_of);
     if (p && (!hlo_fits_memory(w, &loc, m, sc, &rep) || sync_program(w, &loc, p, sc) != 0)) {
         prog_free(p);
         p = NULL;

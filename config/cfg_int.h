@@ -14,6 +14,23 @@
  * (config/cfg_ops.c). Returns 0 or -1 after reporting. */
 int cfg_load_mesh(struct walk *w, const struct cfg_node *m, const char *p, struct mesh *mesh);
 
+/* A collective's replica_groups: [[chip, ...], ...] at node 'g' of op 'p'
+ * (config/cfg_groups.c): read into 'c' (groups of one size), then checked
+ * against the slice's 'nchips' (chips of it, each in one group once, all
+ * covered; fills c->replica_pos). The check returns 0 or -1 after reporting. */
+struct op_collective;
+/* program.device_order at node 'n' (NULL: absent) for 'chip' and 'slices' of
+ * 't' (config/cfg_device_order.c): '*chip_of' the chip of each device (new
+ * array; chip s·N + c is chip c of slice s; NULL for the default, device d on
+ * chip d). Returns 0 or -1 after reporting. */
+int cfg_load_device_order(struct walk *w, const struct cfg_node *n,
+                          const struct chip_params *chip, const struct topo *t, int slices,
+                          int **chip_of);
+void cfg_load_replica_groups(struct walk *w, const struct cfg_node *g, const char *p,
+                             struct op_collective *c);
+int cfg_check_replica_groups(struct walk *w, const struct cfg_node *g, const char *p,
+                             struct op_collective *c, int nchips);
+
 /* Reads a scenario's model: section (config/cfg_model.c). Returns 0 or -1 after reporting. */
 struct model;
 int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m);

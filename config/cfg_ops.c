@@ -654,11 +654,16 @@ void cfg_load_axes(struct walk *w, const struct cfg_node *m, const char *p, stru
 {
     struct op_collective *c = &op->u.coll;
     const struct cfg_node *ax = cfg_get(m, "axes"), *g = cfg_get(m, "groups");
+    const struct cfg_node *rg = cfg_get(m, "replica_groups");
     char *ap = walk_join(p, "axes");
     c->naxes = 1;
     c->axes[0] = 0;
     if (ax && g) {
         walk_type_error(w, m, p, "either axes: (physical axes) or groups: (mesh axes), not both");
+    } else if (rg && (ax || g)) {
+        walk_type_error(w, m, p, "either replica_groups: (chips) or axes:/groups:, not both");
+    } else if (rg) {
+        cfg_load_replica_groups(w, walk_field(w, m, p, "replica_groups", true), p, c);
     } else if (g) {
         load_groups(w, g, p, c);
     } else if (ax && (ax->type != CFG_SEQ || ax->n < 1 || ax->n > 4)) {

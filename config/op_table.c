@@ -119,7 +119,7 @@ static const struct walk_key collective_keys[] = {
     KEY("dtype", WALK_DTYPE, coll.dt, .dflt = DT_BF16),
     KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algo_names),
     {0}};
-static const char *const collective_extra[] = {"axes", "groups", NULL};
+static const char *const collective_extra[] = {"axes", "groups", "replica_groups", NULL};
 
 static const char *const coll_matmul_kinds[] = {"all_gather", "reduce_scatter", NULL};
 static const struct walk_key coll_matmul_keys[] = {
@@ -252,6 +252,10 @@ void op_fini(struct op *op)
     const struct kern_kind *k = rows[op->kind].kern;
     if (k && k->params_fini)
         k->params_fini(op);
+    if (rows[op->kind].reach == coll_reach) { /* replica_groups */
+        free(op->u.coll.replica);
+        free(op->u.coll.replica_pos);
+    }
     memset(op, 0, sizeof *op);
 }
 

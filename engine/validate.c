@@ -231,7 +231,7 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             bool dcn = ph->axis == COLL_AXIS_DCN;
             int X = dcn ? sc->dcn.slices : t->shape[ph->axis];
             bool wrap = !dcn && t->wrap[ph->axis];
-            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 &&
+            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && !op->u.coll.nreplica &&
                        (wrap || (plan.nparts == 1 && ph->kind != COLL_RS));
             w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;

@@ -31,6 +31,12 @@ const struct topo *coll_topo(const struct op *op, const struct topo *topo, int c
 {
     const struct op_collective *c = &op->u.coll;
     (void)chip;
+    if (c->nreplica) { /* one ring through the group's chips */
+        int shape[1] = {c->replica_size};
+        bool wrap[1] = {true};
+        topo_init(group, 1, shape, wrap);
+        return group;
+    }
     if (!c->grouped)
         return topo;
     mesh_group(&c->mesh, topo, c->group_axes, c->ngroup, group);
@@ -40,12 +46,16 @@ const struct topo *coll_topo(const struct op *op, const struct topo *topo, int c
 int coll_rank(const struct op *op, const struct topo *topo, int chip)
 {
     const struct op_collective *c = &op->u.coll;
+    if (c->nreplica)
+        return c->replica_pos[chip] % c->replica_size;
     return c->grouped ? mesh_group_rank(&c->mesh, topo, c->group_axes, c->ngroup, chip) : chip;
 }
 
 int coll_chip(const struct op *op, const struct topo *topo, int chip, int rank)
 {
     const struct op_collective *c = &op->u.coll;
+    if (c->nreplica)
+        return c->replica[c->replica_pos[chip] / c->replica_size * c->replica_size + rank];
     return c->grouped ? mesh_group_chip(&c->mesh, topo, c->group_axes, c->ngroup, chip, rank)
                       : rank;
 }
@@ -540,8 +550,11 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
          * either way. A line's reduce-scatter is not coalesced at all: its
          * chips reduce beside the transfers still coming in, which neither one
          * reduction of the sum (a 1 MiB one on a 4-chip v6e line 2.5 % short)
-         * nor one per step after the transfers (2.5 % long) stands for. */
-        r.coalesce = c->coalesce && r.X > 2 &&
+         * nor one per step after the transfers (2.5 % long) stands for. A ring
+         * through explicit replica_groups is not coalesced either: its hops are
+         * routes of several links, whose latencies the pass's fixed costs (one
+         * hop a step) would miss. */
+        r.coalesce = c->coalesce && r.X > 2 && !c->op->u.coll.nreplica &&
                      (r.wrap || (plan->nparts == 1 && ph->kind != COLL_RS));
         r.lump = lump;
         if (ph->kind == COLL_AG && q == 0 && c->op->kind == OP_ALL_GATHER)
@@ -769,6 +782,8 @@ static int axis_hops(const struct topo *t, int a, int off)
 int coll_reach(const struct op *op, const struct topo *topo, int *hops, int *period)
 {
     const struct op_collective *c = &op->u.coll;
+    if (c->nreplica) /* explicit groups: no translation maps them onto each other in general */
+        return -1;
     if (c->grouped) {
         mesh_reach(&c->mesh, topo, c->group_axes, c->ngroup, hops, period);
         if (op->kind == OP_ALL_TO_ALL) /* direct pushes to every member: never folded */

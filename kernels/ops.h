@@ -185,6 +185,11 @@ struct op_collective {
     char group_names[MESH_MAX_AXES][MESH_NAME_MAX];
     int group_axes[MESH_MAX_AXES]; /* indices into 'mesh', resolved after loading */
     struct mesh mesh;       /* the mesh the groups are taken from (copied from the scenario's) */
+    /* replica_groups: [[chips], ...] (XLA's name): explicit groups of slice chips, each run as
+     * one ring through its chips in the listed order, every hop routed over the torus */
+    int nreplica, replica_size; /* groups and chips per group (0: none) */
+    int *replica;               /* nreplica x replica_size slice chips (owned) */
+    int *replica_pos;           /* per slice chip: its index in 'replica' (owned, after check) */
 };
 
 struct op_collective_matmul {

@@ -38,6 +38,7 @@ quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-
 quote "faults: total 4.150 ms without them, +1.001 ms with (x1.241)"
 quote "faults: total 4.150 ms without them, +886.076 us with (x1.214)"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
+quote "10.030 us"
 quote "448.561 us"
 quote "64.258 us"
 quote "45.821 us"

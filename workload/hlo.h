@@ -9,8 +9,11 @@
  *    instruction reads and writes;
  *  - all-gather, reduce-scatter, all-reduce, all-to-all (sync, *-start /
  *    *-done, async-start around one): the collective over the device groups
- *    of its replica_groups (a mesh of its own whose axes are the groups'
- *    strides; device d is chip d of the slice); collective-permute: a
+ *    of its replica_groups, mapped to chips (device d is chip d, or
+ *    program.device_order's; on several slices chip d % N of slice d / N):
+ *    a mesh of its own whose axes are the groups' strides (its outer axis
+ *    over the DCN when the groups cross the slices), else replica_groups,
+ *    one ring per group routed over the torus; collective-permute: a
  *    remote_copy with the pairs' torus shift; the async forms run beside
  *    the compute;
  *  - while with a known trip count: a loop; call and conditional (its most
@@ -106,7 +109,8 @@ const char *hlo_opcode_name(int opcode);
 double hlo_shape_bytes(const struct hlo_shape *s);
 
 /* The module as a program for the slice 't' (device d is chip d, t's axis
- * 0 fastest), scheduled (workload/schedule.h). Warnings (custom calls, the
+ * 0 fastest; chip d % N of slice d / N when the module has more devices than
+ * t's N chips), scheduled (workload/schedule.h). Warnings (custom calls, the
  * branch a conditional takes) go to 'warn' when not NULL. Returns the
  * program, or NULL with the errors in 'd'. */
 struct program *hlo_program(const struct hlo_module *m, const struct topo *t, struct diag *d,
@@ -120,6 +124,7 @@ struct hlo_report {
     int64_t branches_skipped;     /* conditional branches not run (the costliest runs) */
     int64_t idle_collectives;     /* collectives over one-device groups: nothing moved */
     int64_t trips_from_condition; /* while loops whose trip count the condition gave */
+    int64_t routed_collectives;   /* over replica groups that are no mesh axes: rings routed */
     /* hlo_memory(): per device */
     double parameter_bytes;           /* the entry's parameters */
     double temp_peak_bytes;           /* the most bytes live at once beyond them */
@@ -135,6 +140,11 @@ void hlo_memory(const struct hlo_module *m, struct hlo_report *rep);
 /* As hlo_program, and what it decided into '*rep' (zeroed first). */
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
                                    struct diag *d, FILE *warn, struct hlo_report *rep);
+/* As hlo_program_report, device d running on slice chip chip_of[d] (NULL: chip d;
+ * program.device_order, workload/device_order.h). */
+struct program *hlo_program_ordered(const struct hlo_module *m, const struct topo *t,
+                                    const int *chip_of, struct diag *d, FILE *warn,
+                                    struct hlo_report *rep);
 /* The trip count of while 'w' (in computation 'caller'; its condition and
  * body computations 'cond' and 'body') from its code: the condition compares
  * element k of the loop's tuple against a constant, the body adds a constant

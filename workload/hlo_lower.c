@@ -34,6 +34,7 @@ struct lw {
     int nnames;
     size_t ncap;
     int64_t ndev;
+    const int *chip_of;     /* device -> slice chip (program.device_order); NULL: the same */
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
@@ -589,10 +590,20 @@ static bool groups_match(const struct groups *gr, const struct dax *all, int n)
 }
 
 /* Axis 'a' as physical factors "[[phys, extent], ...]" of the slice (chip
- * id = x + X (y + Y z)); false if it does not fall on whole factors. */
-static bool axis_factors(const struct topo *t, const struct dax *a, char *buf, size_t n)
+ * id = x + X (y + Y z); "[]" for none) and, on several slices (chip ids past
+ * the slice's, 'ndev' in all), the slices it spans as its outer factor
+ * ('*dcn', 1: none); false if it does not fall on whole factors (or spans
+ * only some of the slices). */
+static bool axis_factors(const struct topo *t, int64_t ndev, const struct dax *a, char *buf,
+                         size_t n, int64_t *dcn)
 {
     int64_t lo = a->stride, hi = a->stride * a->size, place = 1;
+    *dcn = 1;
+    if (hi > t->nchips) { /* over the DCN: all the slices, outside the slice's factors */
+        if (hi != ndev || ndev % t->nchips || lo > t->nchips || t->nchips % lo)
+            return false;
+        *dcn = ndev / t->nchips;
+    }
     size_t len = (size_t)snprintf(buf, n, "[");
     bool first = true;
     for (int p = 0; p < t->ndims; p++) {
@@ -611,7 +622,94 @@ static bool axis_factors(const struct topo *t, const struct dax *a, char *buf, s
     return len < n;
 }
 
-/* groups: {mesh: {...}, axes: [...]} of 'gr' on 'op'; false (and a message) if no mesh fits. */
+/* On several slices: the groups of 'gr' (global chip ids) in slice 0 into
+ * 'one' (its ids a new array), if every group lies within a slice and each
+ * slice holds slice 0's groups moved to it. */
+static bool slice_groups(const struct lw *w, const struct groups *gr, struct groups *one)
+{
+    int64_t N = w->topo->nchips;
+    int *pos = xcalloc((size_t)N, sizeof *pos); /* slice 0's chip -> its group + 1 */
+    int first = -1, n0 = 0;
+    for (int g = 0; g < gr->ng; g++)
+        if (gr->dev[(size_t)g * (size_t)gr->gs] < N) {
+            first = first < 0 ? g : first;
+            n0++;
+        }
+    bool ok = first >= 0 && (int64_t)n0 * gr->gs == N;
+    for (int g = 0; ok && g < gr->ng; g++)
+        for (int i = 0; ok && i < gr->gs; i++) {
+            int64_t d = gr->dev[(size_t)g * (size_t)gr->gs + (size_t)i];
+            ok = d / N == gr->dev[(size_t)g * (size_t)gr->gs] / N;
+            if (ok && d < N)
+                pos[d] = g + 1;
+        }
+    for (int g = 0; ok && g < gr->ng; g++) { /* member i of g is member i of its slice-0 group */
+        const int64_t *m = gr->dev + (size_t)g * (size_t)gr->gs;
+        int64_t base = m[0] / N * N;
+        int h = pos[m[0] - base] - 1;
+        for (int i = 0; ok && i < gr->gs; i++)
+            ok = h >= 0 && gr->dev[(size_t)h * (size_t)gr->gs + (size_t)i] == m[i] - base;
+    }
+    free(pos);
+    if (!ok)
+        return false;
+    int64_t *kept = xcalloc((size_t)N, sizeof *kept);
+    int k = 0;
+    for (int g = 0; g < gr->ng; g++)
+        if (gr->dev[(size_t)g * (size_t)gr->gs] < N)
+            memcpy(kept + (size_t)k++ * (size_t)gr->gs, gr->dev + (size_t)g * (size_t)gr->gs,
+                   sizeof *kept * (size_t)gr->gs);
+    *one = (struct groups){.dev = kept, .ng = n0, .gs = gr->gs};
+    return true;
+}
+
+/* replica_groups: [[chip, ...], ...] of 'gr' (slice chips, each group a ring in its
+ * order, its hops routed over the torus); false (and a message) unless every chip is
+ * in one group once. */
+static bool replica_param(struct lw *w, const struct hlo_instr *in, const struct groups *gr,
+                          struct prog_params *ps)
+{
+    int64_t n = (int64_t)gr->ng * gr->gs;
+    char *seen = xcalloc((size_t)w->ndev, 1);
+    bool ok = n == w->ndev;
+    for (int64_t i = 0; ok && i < n; i++)
+        ok = !seen[gr->dev[i]]++;
+    free(seen);
+    if (!ok) {
+        lfail(w, in->line, in->col, "expected %s's replica groups to hold each of the "
+              "program's %lld devices once, got %d groups of %d", in->name, (long long)w->ndev,
+              gr->ng, gr->gs);
+        return false;
+    }
+    struct groups one = *gr;
+    if (w->ndev > w->topo->nchips && !slice_groups(w, gr, &one)) {
+        lfail(w, in->line, in->col, "expected %s's replica groups, which are no mesh axes, to "
+              "lie within a slice each, the same in every slice (across the slices only mesh "
+              "axes run, over the DCN), got %d groups of %d", in->name, gr->ng, gr->gs);
+        return false;
+    }
+    int64_t *owned = one.dev != gr->dev ? one.dev : NULL;
+    gr = &one;
+    n = (int64_t)gr->ng * gr->gs;
+    size_t cap = (size_t)n * 22 + (size_t)gr->ng * 4 + 4, len = 0;
+    char *buf = xcalloc(cap, 1);
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int g = 0; g < gr->ng; g++)
+        for (int i = 0; i < gr->gs; i++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld%s",
+                                    i ? ", " : g ? ", [" : "[",
+                                    (long long)gr->dev[(size_t)g * (size_t)gr->gs + (size_t)i],
+                                    i == gr->gs - 1 ? "]" : "");
+    snprintf(buf + len, cap - len, "]");
+    prog_raw(ps, "replica_groups", buf);
+    free(buf);
+    free(owned);
+    w->rep.routed_collectives++;
+    return true;
+}
+
+/* groups: {mesh: {...}, axes: [...]} of 'gr' on 'op' when its groups are the axes of
+ * a mesh laid on whole factors of the slice's axes; else replica_groups (replica_param). */
 static bool groups_param(struct lw *w, const struct hlo_instr *in, struct groups *gr,
                          struct prog_params *ps)
 {
@@ -628,15 +726,12 @@ static bool groups_param(struct lw *w, const struct hlo_instr *in, struct groups
     free(g0);
     int n = ng >= 0 ? fill_axes(gax, ng, w->ndev, all, MESH_MAX_AXES) : -1;
     char f[MESH_MAX_AXES][96];
+    int64_t dcn[MESH_MAX_AXES];
     bool ok = n > 0 && groups_match(gr, all, n);
     for (int a = 0; ok && a < n; a++)
-        ok = axis_factors(w->topo, &all[a], f[a], sizeof f[a]);
-    if (!ok) {
-        lfail(w, in->line, in->col, "expected %s's replica groups to be axes of a device mesh "
-              "on whole factors of the slice's axes (groups of every k-th device), got %d "
-              "groups of %d", in->name, gr->ng, gr->gs);
-        return false;
-    }
+        ok = axis_factors(w->topo, w->ndev, &all[a], f[a], sizeof f[a], &dcn[a]);
+    if (!ok)
+        return replica_param(w, in, gr, ps);
     struct prog_params *g = prog_map(ps, "groups");
     struct prog_params *mesh = prog_map(g, "mesh");
     char axes[MESH_MAX_AXES * 4] = "";
@@ -645,7 +740,10 @@ static bool groups_param(struct lw *w, const struct hlo_instr *in, struct groups
         snprintf(name, sizeof name, "d%d", a);
         struct prog_params *ax = prog_map(mesh, name);
         prog_int(ax, "size", all[a].size);
-        prog_raw(ax, "on", f[a]);
+        if (strcmp(f[a], "[]") != 0)
+            prog_raw(ax, "on", f[a]);
+        if (dcn[a] > 1)
+            prog_int(ax, "dcn", dcn[a]);
         if (all[a].group)
             snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", axes[0] ? ", " : "",
                      name);
@@ -699,6 +797,12 @@ static void globalize(const struct lw *w, const struct hlo_instr *in, struct gro
     g->ng = (int)(g->ng * copies);
 }
 
+/* The slice chip that runs device 'dev'. */
+static int chip(const struct lw *w, int64_t dev)
+{
+    return w->chip_of ? w->chip_of[dev] : (int)dev;
+}
+
 /* The most common torus shift of the pairs, as "[dx, dy, ...]"; false if none. */
 static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, size_t n)
 {
@@ -712,7 +816,12 @@ static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, s
     long long src, dst;
     int used;
     bool ok = true;
-    while ((s = strchr(s, '{')) && sscanf(s, "{%lld,%lld}%n", &src, &dst, &used) == 2) {
+    while ((s = strchr(s, '{'))) {
+        used = 0; /* set only when the pair's '}' matched */
+        if (sscanf(s, "{%lld,%lld}%n", &src, &dst, &used) != 2 || used == 0) {
+            s++; /* the list's own brace, or no pair */
+            continue;
+        }
         s += used;
         if (src < 0 || dst < 0 || src >= w->ndev || dst >= w->ndev) {
             lfail(w, a->line, a->col, "expected device ids below the program's %lld devices in "
@@ -720,9 +829,16 @@ static bool permute_shift(struct lw *w, const struct hlo_instr *in, char *buf, s
             ok = false;
             break;
         }
-        int cs[TOPO_MAX_DIMS], cd[TOPO_MAX_DIMS];
-        topo_coords(w->topo, (int)src, cs);
-        topo_coords(w->topo, (int)dst, cd);
+        int cs[TOPO_MAX_DIMS], cd[TOPO_MAX_DIMS], N = w->topo->nchips;
+        if (chip(w, src) / N != chip(w, dst) / N) {
+            lfail(w, a->line, a->col, "expected source_target_pairs within a slice (a "
+                  "collective-permute across the slices is not supported), got {%lld,%lld}",
+                  src, dst);
+            ok = false;
+            break;
+        }
+        topo_coords(w->topo, chip(w, src) % N, cs);
+        topo_coords(w->topo, chip(w, dst) % N, cd);
         int64_t k = 0;
         for (int d = w->topo->ndims - 1; d >= 0; d--)
             k = k * w->topo->shape[d] + (cd[d] - cs[d] + w->topo->shape[d]) % w->topo->shape[d];
@@ -784,6 +900,8 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     } else {
         globalize(w, kin, &g);
     }
+    for (int64_t i = 0; i < (int64_t)g.ng * g.gs; i++) /* device ids -> the chips running them */
+        g.dev[i] = chip(w, g.dev[i]);
     int op = -2;
     if (g.gs > 1 && bytes > 0) {
         op = prog_op(b, kind, op_name(w, in->name), flags);
@@ -1230,10 +1348,18 @@ struct program *hlo_program(const struct hlo_module *m, const struct topo *t, st
 struct program *hlo_program_report(const struct hlo_module *m, const struct topo *t,
                                    struct diag *d, FILE *warn, struct hlo_report *rep)
 {
+    return hlo_program_ordered(m, t, NULL, d, warn, rep);
+}
+
+struct program *hlo_program_ordered(const struct hlo_module *m, const struct topo *t,
+                                    const int *chip_of, struct diag *d, FILE *warn,
+                                    struct hlo_report *rep)
+{
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
-                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m)};
+                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m),
+                   .chip_of = chip_of};
     w.active = xcalloc((size_t)m->ncomp, sizeof *w.active);
     struct val out = lower_comp(&w, m->entry, &w.p->top, NULL, 0, NULL);
     for (int i = 0; i < out.n; i++)

@@ -157,6 +157,7 @@ char *hlo_report_json(const struct hlo_module *m, const struct program *p,
             m->scheduled ? "true" : "false");
     write_module_counts(f, m, r);
     fprintf(f, ",\n    \"trip_counts_from_condition\": %lld", (long long)r->trips_from_condition);
+    fprintf(f, ",\n    \"routed_collectives\": %lld", (long long)r->routed_collectives);
     char b[3][32];
     fprintf(f, ",\n    \"peak_memory_bytes\": %s, \"parameter_bytes\": %s, "
                "\"peak_temporary_bytes\": %s, \"peak_at\": ",
