@@ -9,8 +9,10 @@ budget, pages of 128 tokens. Rows of one run (throughput, TTFT, TPOT of the same
 benchmark) share one simulation. tpusim predicts summary.json serving
 output_tokens_per_s, ttft_s.mean, tpot_s.mean and itl_s.mean.
 
-Rows this build cannot express (int8 weights or KV cache, a preset it lacks, a
-data-parallel batch, a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
+A batch sharded over the chips (data=N: JetStream's shard_on_batch) runs as N
+replicas behind the round-robin router, each with max_num_seqs / N slots.
+Rows this build cannot express (int8 weights or KV cache, a preset it lacks,
+a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
 the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
 Runnable alone:
@@ -36,8 +38,6 @@ def run_key(r):
 def why_not(r):
     if r["dtype"] != "bf16":
         return f"{r['dtype']} weights/KV cache: serving here runs bf16 only"
-    if "data=" in r["mesh"]:
-        return "a batch sharded over chips (shard_on_batch): serving runs one tensor-parallel engine"
     if not os.path.exists(os.path.join(PRESETS, r["preset"] + ".yaml")):
         return f"no preset {r['preset']}"
     return None
@@ -45,12 +45,17 @@ def why_not(r):
 
 def scenario(r):
     mesh = {a: int(n) for a, n in (p.split("=") for p in r["mesh"].split())}
+    # a batch sharded over chips (JetStream's shard_on_batch: every chip holds the model and
+    # its share of the batch slots) runs as data-parallel replicas, max_num_seqs / data each
+    seqs = int(r["max_num_seqs"]) // mesh.get("data", 1)
+    if "data" in mesh:
+        mesh.setdefault("tensor", 1)
     shape = [int(x) for x in r["topology"].split("x")]
     name = "serve-" + "-".join(run_key(r)).replace("=", "").replace(" ", "")
     return {"name": name, "chip": r["chip"],
             "topology": {"shape": shape},
             "serve": {"model": {"preset": r["preset"]}, "mesh": mesh,
-                      "engine": {"max_num_seqs": int(r["max_num_seqs"]), "page_size": 128,
+                      "engine": {"max_num_seqs": seqs, "page_size": 128,
                                  "max_model_len": int(r["max_model_len"])},
                       "requests": {"count": int(r["prompts"]),
                                    "concurrency": int(r["concurrency"]),
