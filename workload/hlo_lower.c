@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "topology/mesh.h"
 #include "workload/hlo.h"
+#include "workload/hlo_fuse.h"
 #include "workload/hlo_int.h"
 #include "workload/schedule.h"
 
@@ -37,6 +38,8 @@ struct lw {
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
+    bool unfused;          /* dumped before XLA's fusion: fuse as it would (hlo_fuse.c) */
+    struct hlo_fuse *fz;   /* the plan of the computation being lowered */
     struct hlo_report rep;
 };
 
@@ -768,7 +771,13 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     } else {
         globalize(w, kin, &g);
     }
-    int op = -2;
+    int op = -2, ds = -1;
+    if (w->unfused && kin == in && in->opcode == HLO_OP_ALL_REDUCE && (ds = hlo_fuse_scatter_slice(
+            c, (int)(in - c->ins))) >= 0 && hlo_shape_elems(&c->ins[ds].shape) * g.gs ==
+            hlo_shape_elems(&in->shape)) {
+        kind = "reduce_scatter"; /* XLA's ReduceScatterCreator: the slice is its result */
+        w->fz->free_slice[ds] = true;
+    }
     if (g.gs > 1 && bytes > 0) {
         op = prog_op(b, kind, op_name(w, in->name), flags);
         prog_bytes(&b->op[op].params, "bytes", bytes);
@@ -1075,6 +1084,9 @@ static void tag_source(struct lw *w, struct prog_block *b, int op, const struct 
 static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                      const struct hlo_instr *in)
 {
+    int i = (int)(in - c->ins);
+    if (w->unfused && hlo_class_of(in->opcode) == HLO_C_BYTES) /* its fused operands' reads */
+        return bytes_op(w, b, in, w->fz->in_bytes[i] + hlo_shape_bytes(&in->shape));
     switch (hlo_class_of(in->opcode)) {
     case HLO_C_DOT:
         return dot_op(w, b, c, in, in);
@@ -1088,8 +1100,8 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
                 return -1;
         return bytes_op(w, b, in, priced_bytes(c, in));
     }
-    case HLO_C_COLL:
-        return coll_op(w, b, c, in, in, 0);
+    case HLO_C_COLL: /* before XLA's scheduling (is_scheduled=false): async, as TPU runs it */
+        return coll_op(w, b, c, in, in, w->m->scheduled ? 0 : PROG_ASYNC);
     case HLO_C_START:
         return coll_op(w, b, c, in, in, PROG_ASYNC);
     case HLO_C_CUSTOM: {
@@ -1111,6 +1123,11 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
 {
     const struct hlo_instr *in = &c->ins[i];
     struct val v = {0};
+    if (w->fz && (w->fz->fused[i] || w->fz->free_slice[i])) { /* inside its reader: no op */
+        for (int k = 0; k < (w->fz->fused[i] ? in->nops : 1); k++)
+            val_cat(&v, &vals[in->operand[k]]);
+        return v;
+    }
     switch (hlo_class_of(in->opcode)) {
     case HLO_C_PARAM: {
         long k = strtol(in->raw ? in->raw : "", NULL, 10);
@@ -1192,8 +1209,13 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
     w->depth++;
     const struct hlo_comp *c = &w->m->comp[ci];
     struct val *vals = xcalloc((size_t)c->nins, sizeof *vals);
+    struct hlo_fuse plan, *outer = w->fz;
+    hlo_fuse_plan(c, w->unfused, &plan);
+    w->fz = &plan;
     for (int i = 0; i < c->nins && !w->failed; i++)
         vals[i] = lower_instr(w, c, i, b, vals, args, nargs);
+    w->fz = outer;
+    hlo_fuse_free(&plan);
     if (!w->failed)
         val_cat(&out, &vals[c->root]);
     for (int i = 0; i < c->nins; i++)
@@ -1217,7 +1239,8 @@ struct program *hlo_program_report(const struct hlo_module *m, const struct topo
     char comment[160];
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
-                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m)};
+                   .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m),
+                   .unfused = hlo_unfused(m)};
     w.active = xcalloc((size_t)m->ncomp, sizeof *w.active);
     struct val out = lower_comp(&w, m->entry, &w.p->top, NULL, 0, NULL);
     for (int i = 0; i < out.n; i++)

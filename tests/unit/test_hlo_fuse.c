@@ -1,0 +1,140 @@
+/* tests/unit/test_hlo_fuse.c -- a module dumped before XLA's fusion
+ * (workload/hlo_fuse.c): elementwise producers fused into their one reader,
+ * an all-reduce sliced by its one reader made a reduce-scatter, the
+ * collectives of an unscheduled module async; and an instruction of more
+ * operands than an op can wait for (workload/schedule.c). */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "workload/hlo.h"
+#include "workload/program.h"
+
+static const char *const ADD =
+    "%add (a: f32[], b: f32[]) -> f32[] {\n"
+    "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%a, %b)\n}\n";
+
+static char *lower(const char *text, int nchips)
+{
+    struct diag *d = diag_new();
+    struct hlo_module *m = hlo_parse(text, strlen(text), "f.hlo", d);
+    assert_non_null(m);
+    struct topo t;
+    assert_int_equal(topo_init(&t, 1, (int[]){nchips}, (bool[]){false}), 0);
+    struct program *p = hlo_program(m, &t, d, NULL);
+    if (!p)
+        diag_print(d, stderr);
+    assert_non_null(p);
+    char *y = prog_yaml(p);
+    prog_free(p);
+    hlo_free(m);
+    diag_free(d);
+    return y;
+}
+
+/* x f32[1024,256] (1 MiB): e = exp(x) and b = broadcast(1) are fused into
+ * a = e + b (their one reader): no ops of their own; a reads x (1048576 B)
+ * and the constant (4 B) and writes 1048576 B: a copy of 2097156 B, 262145
+ * f32 elements of read + write (2097156 / 8, rounded). The all-reduce of a
+ * over the 4 devices, read by one dynamic-slice of a quarter (f32[256,256]):
+ * a reduce-scatter of 1048576 B; the slice is its result (no op). The module
+ * is not scheduled: the reduce-scatter is async, the negate m after it
+ * (reading another input) waits for nothing. */
+static void test_fuse_and_scatter(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, "HloModule f, num_partitions=4\n%s%s", ADD,
+        "ENTRY %main (x: f32[1024,256], v: f32[64]) -> (f32[256,256], f32[64]) {\n"
+        "  %x = f32[1024,256]{1,0} parameter(0)\n"
+        "  %v = f32[64]{0} parameter(1)\n"
+        "  %e = f32[1024,256]{1,0} exponential(%x)\n"
+        "  %c = f32[] constant(1)\n"
+        "  %b = f32[1024,256]{1,0} broadcast(%c), dimensions={}\n"
+        "  %a = f32[1024,256]{1,0} add(%e, %b)\n"
+        "  %ar = f32[1024,256]{1,0} all-reduce(%a), channel_id=1, replica_groups=[1,4]<=[4], "
+        "use_global_device_ids=true, to_apply=%add\n"
+        "  %z = s32[] constant(0)\n"
+        "  %ds = f32[256,256]{1,0} dynamic-slice(%ar, %z, %z), dynamic_slice_sizes={256,256}\n"
+        "  %m = f32[64]{0} negate(%v)\n"
+        "  ROOT %t = (f32[256,256]{1,0}, f32[64]{0}) tuple(%ds, %m)\n"
+        "}\n");
+    char *y = lower(text, 4);
+    assert_null(strstr(y, "name: e,"));
+    assert_null(strstr(y, "name: b,"));
+    assert_null(strstr(y, "name: ds"));
+    assert_non_null(strstr(y, "{op: copy, name: a, shape: [262145], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: reduce_scatter, name: ar, bytes: 1048576,"));
+    assert_non_null(strstr(y, "{op: copy, name: m, shape: [64], dtype: f32, after: []}"));
+    free(y);
+}
+
+/* The same module holding one fusion (dumped after XLA's fusion): nothing
+ * fused by tpusim, the exp a copy of its 2 MiB, the all-reduce stays one. */
+static void test_fused_module_as_is(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, "HloModule f, num_partitions=4\n%s%s", ADD,
+        "%fc (p: f32[1024,256]) -> f32[1024,256] {\n"
+        "  %p = f32[1024,256]{1,0} parameter(0)\n"
+        "  ROOT %n = f32[1024,256]{1,0} negate(%p)\n}\n"
+        "ENTRY %main (x: f32[1024,256]) -> f32[256,256] {\n"
+        "  %x = f32[1024,256]{1,0} parameter(0)\n"
+        "  %f = f32[1024,256]{1,0} fusion(%x), kind=kLoop, calls=%fc\n"
+        "  %e = f32[1024,256]{1,0} exponential(%f)\n"
+        "  %ar = f32[1024,256]{1,0} all-reduce(%e), channel_id=1, replica_groups=[1,4]<=[4], "
+        "use_global_device_ids=true, to_apply=%add\n"
+        "  %z = s32[] constant(0)\n"
+        "  ROOT %ds = f32[256,256]{1,0} dynamic-slice(%ar, %z, %z), dynamic_slice_sizes={256,256}\n"
+        "}\n");
+    char *y = lower(text, 4);
+    assert_non_null(strstr(y, "{op: copy, name: e, shape: [262144], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 1048576,"));
+    free(y);
+}
+
+/* A concatenate of 40 negates (each also an output, so none is fused) waits
+ * for all 40: more than an op's 32 waits, but each negate runs after the one
+ * before (the stream), so waiting for the last implies the others; it used
+ * to be refused ("waits for more than 32 ops"). */
+static void test_many_operands(void **state)
+{
+    (void)state;
+    size_t cap = 1 << 16, len = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    len += (size_t)snprintf(t + len, cap - len, "HloModule c, is_scheduled=true\n"
+                            "ENTRY %%main (x: f32[64]) -> f32[] {\n  %%x = f32[64]{0} parameter(0)\n");
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(t + len, cap - len, "  %%n%d = f32[64]{0} negate(%%x)\n", i);
+    len += (size_t)snprintf(t + len, cap - len, "  %%cat = f32[2560]{0} concatenate(");
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(t + len, cap - len, "%s%%n%d", i ? ", " : "", i);
+    len += (size_t)snprintf(t + len, cap - len, "), dimensions={0}\n  ROOT %%t = (f32[2560]{0}");
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(t + len, cap - len, ", f32[64]{0}");
+    len += (size_t)snprintf(t + len, cap - len, ") tuple(%%cat");
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(t + len, cap - len, ", %%n%d", i);
+    snprintf(t + len, cap - len, ")\n}\n");
+    char *y = lower(t, 1);
+    assert_non_null(strstr(y, "{op: copy, name: cat,"));
+    assert_non_null(strstr(y, "{op: copy, name: n39,"));
+    free(y);
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuse_and_scatter),
+        cmocka_unit_test(test_fused_module_as_is),
+        cmocka_unit_test(test_many_operands),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
