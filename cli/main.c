@@ -51,6 +51,9 @@ static const char usage_text[] =
     "        what does not fit in HBM, simulate the rest as a sweep; DIR/report.html\n"
     "  compare A B [--labels NAME_A,NAME_B]           two summary.json files or sweep outputs\n"
     "                                                 side by side, with per-op deltas\n"
+    "  compare --profile TRACE.json RUN [--device N] [--module NAME] [--steps N] [--top N]\n"
+    "          [--csv FILE]  a measured XProf / jax.profiler trace beside a simulated run:\n"
+    "                        measured vs simulated time per HLO op and per category\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 runtime failure, 2 bad input\n";

@@ -197,5 +197,87 @@ if run "$dir/misc.yaml" misc; then
         && [ "$(field "$t/misc" tanh:1 instances)" = 1 ] && ok || bad "call/conditional: not inlined as expected"
 else bad "misc: the run failed"; fi
 
+# Replica groups in XLA's mesh-axes form (jax 0.10 prints them so):
+# mesh[2,2,2] {'axis_2'} groups devices that differ in the last axis only,
+# {0,1},{2,3},{4,5},{6,7} = [4,2]<=[8]; {'axis_0'} those that differ in the
+# first, {0,4},{1,5},{2,6},{3,7} = [4,2]<=[2,4]T(1,0). The same program with
+# the groups written in the iota form by hand runs the same collectives
+# (ICI bytes and times); each all-reduce moves 2·(2−1)/2 · 512 B per chip.
+if [ -f "$dir/mesh.yaml" ]; then
+    sed -e "s/replica_groups=mesh\['axis_0'=2,'axis_1'=2,'axis_2'=2\] {'axis_2'}/replica_groups=[4,2]<=[8]/" \
+        -e "s/replica_groups=mesh\['axis_0'=2,'axis_1'=2,'axis_2'=2\] {'axis_0'}/replica_groups=[4,2]<=[2,4]T(1,0)/" \
+        "$dir/mesh.hlo.txt" > "$t/mesh_iota.hlo.txt"
+    printf 'chip: v5p\ntopology: {shape: [2, 2, 2]}\nprogram: {hlo: mesh_iota.hlo.txt}\n' > "$t/mesh_iota.yaml"
+    if ! grep -q "replica_groups=mesh" "$t/mesh_iota.hlo.txt" && run "$dir/mesh.yaml" mesh && run "$t/mesh_iota.yaml" mesh_iota; then
+        for op in all-reduce all-reduce:1; do
+            [ "$(field "$t/mesh" $op ici_bytes)" = "$(field "$t/mesh_iota" $op ici_bytes)" ] \
+                && [ "$(field "$t/mesh" $op ici_bytes)" != none ] \
+                && same "$(field "$t/mesh" $op time_s)" "$(field "$t/mesh_iota" $op time_s)" \
+                && ok || bad "mesh groups: $op differs from the iota form's"
+        done
+        [ "$(field "$t/mesh" all-reduce ici_bytes)" = 4096 ] && ok || bad "mesh groups: ICI bytes $(field "$t/mesh" all-reduce ici_bytes), expected 8 chips x 512 B"
+    else bad "mesh: the runs failed"; fi
+fi
+
+# tpusim compare --profile (issue 27.7). A real jax.profiler trace of the
+# program in tests/data/profile/cpu.hlo.txt (tools/profile_example.py: three
+# executions on 4 CPU devices): each op's measured time per execution is the
+# sum of its events' durations on device_ordinal 0 over 3, computed here from
+# the trace itself; its simulated time is the run's.
+pd=tests/data/profile
+if [ -d "$pd" ] && run "$pd/cpu.yaml" prof; then
+    "$bin" compare --profile "$pd/cpu.trace.json" "$t/prof" --csv "$t/prof.csv" > "$t/prof.txt" 2>&1 \
+        && grep -q '3 executions' "$t/prof.txt" && ok || bad "profile: not 3 executions: $(head -1 "$t/prof.txt")"
+    python3 - "$pd/cpu.trace.json" "$t/prof.csv" "$t/prof/summary.json" <<'PY' && ok || bad "profile: per-op figures"
+import csv, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+want = {}
+for e in ev:
+    a = e.get("args", {})
+    if e.get("ph") == "X" and "hlo_op" in a and a.get("device_ordinal") == "0":
+        want[a["hlo_op"]] = want.get(a["hlo_op"], 0) + e["dur"] * 1e-6 / 3
+sim = {o["name"]: o["time_s"] for o in json.load(open(sys.argv[3]))["ops"]}
+rows = {r["op"]: r for r in csv.DictReader(open(sys.argv[2]))}
+assert set(rows) == set(want) | set(sim), (rows.keys(), want.keys(), sim.keys())
+for op, m in want.items():
+    assert abs(float(rows[op]["measured_s"]) - m) <= 1e-6 * m, (op, rows[op], m)
+    assert rows[op]["measured_count"] == "3", rows[op]
+for op, x in sim.items():
+    assert abs(float(rows[op]["simulated_s"]) - x) <= 1e-8 * x, (op, rows[op], x)
+PY
+    # The XProf layout, by hand (tpu.trace.json): /device:TPU:0's "XLA Ops"
+    # inside its two jit_f spans (100 and 120 us): all-reduce 50 + 70 -> 60 us
+    # per execution, ynn_fusion 10 + 30 -> 20 (its event in jit_other, TPU:1's
+    # and the host's left out), copy.1 (written %copy.1 once) 4 + 6 -> 5, not
+    # simulated; the step 110 us. --device 1: one execution, ynn_fusion 80;
+    # --steps 4: ynn_fusion 40 / 4 = 10.
+    "$bin" compare "$pd/tpu.trace.json" "$t/prof" > "$t/tpu.txt" 2>&1 \
+        && grep -q '/device:TPU:0, module cpu.hlo\|/device:TPU:0, module jit_f, 2 executions, 6 op events' "$t/tpu.txt" \
+        && grep -Eq '^all-reduce +collective +60\.000 ' "$t/tpu.txt" && grep -Eq '^ynn_fusion +matmul +20\.000 ' "$t/tpu.txt" \
+        && grep -Eq '^copy\.1 +\(not sim\.\) +5\.000 +- +-$' "$t/tpu.txt" \
+        && grep -Eq '^step \(module span / simulated step\) +110\.000 ' "$t/tpu.txt" \
+        && ok || bad "profile (XProf layout): $(cat "$t/tpu.txt")"
+    "$bin" compare --profile "$pd/tpu.trace.json" "$t/prof" --device 1 > "$t/tpu1.txt" 2>&1 \
+        && grep -q '/device:TPU:1, module jit_f, 1 execution,' "$t/tpu1.txt" && grep -Eq '^ynn_fusion +matmul +80\.000 ' "$t/tpu1.txt" \
+        && ok || bad "profile --device 1: $(cat "$t/tpu1.txt")"
+    "$bin" compare --profile "$pd/tpu.trace.json" "$t/prof" --steps 4 > "$t/tpu4.txt" 2>&1 \
+        && grep -Eq '^ynn_fusion +matmul +10\.000 ' "$t/tpu4.txt" && ok || bad "profile --steps 4: $(cat "$t/tpu4.txt")"
+    # Bad input: exit 2 and the reason.
+    gzip -c "$pd/tpu.trace.json" > "$t/tpu.json.gz"
+    "$bin" compare --profile "$t/tpu.json.gz" "$t/prof" > /dev/null 2> "$t/e1"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'got a gzip file: gunzip it first' "$t/e1" && ok || bad "profile gzip: exit $rc, $(cat "$t/e1")"
+    "$bin" compare --profile "$t/prof/summary.json" "$t/prof" > /dev/null 2> "$t/e2"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'expected a Chrome trace' "$t/e2" && ok || bad "profile of a summary: exit $rc, $(cat "$t/e2")"
+    "$bin" compare "$pd/tpu.trace.json" "$t/prof" --module nope > /dev/null 2> "$t/e3"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'in module nope (.*got none' "$t/e3" && ok || bad "profile --module nope: exit $rc, $(cat "$t/e3")"
+    "$bin" compare --profile "$pd/tpu.trace.json" "$t/prof" --steps 0 > /dev/null 2> "$t/e4"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'steps takes a whole number' "$t/e4" && ok || bad "profile --steps 0: exit $rc"
+    "$bin" compare "$t/prof" "$t/prof" --device 1 > /dev/null 2> "$t/e5"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'go with --profile' "$t/e5" && ok || bad "--device without --profile: exit $rc"
+    printf '{"traceEvents":[{"ph":"X","pid":1,"tid":1,"name":"a","dur":1,"args":{"hlo_op":"x"}},{"ph":"X"' > "$t/trunc.json"
+    "$bin" compare --profile "$t/trunc.json" "$t/prof" --module any > /dev/null 2> "$t/e6"; rc=$?
+    [ $rc -eq 2 ] && grep -q 'trunc.json:1:85: traceEvents: expected a complete JSON event' "$t/e6" && ok || bad "profile truncated: exit $rc, $(cat "$t/e6")"
+else [ -d "$pd" ] && bad "profile: the run failed"; fi
+
 echo "hlo: $((n - fail)) of $n checks passed"
 [ $fail -eq 0 ]

@@ -2,9 +2,11 @@
 # tools/fuzz.sh SECONDS [TARGET...] -- builds the libFuzzer harnesses
 # tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs),
 # tests/fuzz/fuzz_set.c (--set overrides and sweep keys), tests/fuzz/fuzz_hlo.c
-# (HLO text), tests/fuzz/fuzz_plan.c (plan specs) and tests/fuzz/fuzz_reqs.c (serving
-# request traces, CSV) with clang and runs a bounded campaign of SECONDS each (all six
-# targets unless some are named: cfg, sweep, set, hlo, plan, reqs), seeded with every YAML and HLO file in configs/, tests/data/ and
+# (HLO text), tests/fuzz/fuzz_plan.c (plan specs), tests/fuzz/fuzz_reqs.c (serving
+# request traces, CSV) and tests/fuzz/fuzz_xprof.c (measured Chrome traces for compare
+# --profile, seeded with tests/data/profile/) with clang and runs a bounded campaign of
+# SECONDS each (all seven targets unless some are named: cfg, sweep, set, hlo, plan, reqs,
+# xprof), seeded with every YAML and HLO file in configs/, tests/data/ and
 # tests/fuzz/seeds/ (the surfaces no shipped file combines: serve: with cost:, train: and
 # cost: keys together, affine pallas_call index maps, circular pipelines, the MoE dispatch)
 # (fuzz_set: with the --set lines of tests/data/bad/ and a few edits). New
@@ -23,7 +25,7 @@
 set -e
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-cfg sweep set hlo plan reqs}
+targets=${*:-cfg sweep set hlo plan reqs xprof}
 san=${FUZZ_SAN:-asan}
 case $san in
 asan) sanflags=address,undefined; sfx= ;;
@@ -31,8 +33,9 @@ ub) sanflags=undefined; sfx=-ub ;;
 *) echo "FUZZ_SAN is asan or ub, got $san"; exit 2 ;;
 esac
 B=build/fuzz
-mkdir -p $B/corpus $B/seed $B/seed-set $B/seed-reqs
+mkdir -p $B/corpus $B/seed $B/seed-set $B/seed-reqs $B/seed-xprof
 cp tests/fuzz/seeds/reqs/*.csv $B/seed-reqs/
+cp tests/data/profile/*.json $B/seed-xprof/
 find configs tests/data tests/fuzz/seeds \( -name '*.yaml' -o -name '*.hlo.txt' \) -exec cp {} $B/seed/ \;
 # fuzz_set seeds: an even first byte is a list of --set lines, an odd one a sweep key and values
 i=0
@@ -69,7 +72,7 @@ done
 rm -f $B/libfuzz$sfx.a
 ar rcs $B/libfuzz$sfx.a $objs
 for h in $targets; do
-    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo, plan, reqs)"; exit 2; }
+    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo, plan, reqs, xprof)"; exit 2; }
     clang $flags -fsanitize=fuzzer tests/fuzz/fuzz_$h.c $B/libfuzz$sfx.a -o $B/fuzz_$h$sfx \
         $(pkg-config --libs simgrid yaml-0.1) -lm
 done
@@ -80,7 +83,7 @@ jobs=
 [ "${FUZZ_JOBS:-1}" -gt 1 ] && jobs="-fork=$FUZZ_JOBS"
 for h in $targets; do
     mkdir -p corpus-$h
-    seed=seed; [ $h = set ] && seed=seed-set; [ $h = reqs ] && seed=seed-reqs
+    seed=seed; [ $h = set ] && seed=seed-set; [ $h = reqs ] && seed=seed-reqs; [ $h = xprof ] && seed=seed-xprof
     echo "== fuzz_$h$sfx"
     ./fuzz_$h$sfx $limit $jobs -max_len=4096 -rss_limit_mb=2048 -timeout=30 \
         -print_final_stats=1 corpus-$h $seed 2>&1 |

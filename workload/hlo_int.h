@@ -120,4 +120,15 @@ int hlo_names_put(struct hlo_names *t, const char *key, int val);
 void hlo_names_set(struct hlo_names *t, const char *key, int val);
 int hlo_names_get(const struct hlo_names *t, const char *key);
 
+/* Replica groups in XLA's mesh-axes form (mesh['a'=2,'b'=4] {'b'}, sub-axes
+ * 'a':(pre)size, an optional device_ids=(...)) as 'ng' groups of 'gs' device
+ * ids (dev: ng x gs, the caller frees it); false with a message in 'err'
+ * (workload/hlo_mesh.c). */
+struct hlo_mesh_groups {
+    int64_t *dev;
+    int ng, gs;
+};
+bool hlo_mesh_groups(const char *text, int64_t ndev, struct hlo_mesh_groups *g, char *err,
+                     size_t errn);
+
 #endif

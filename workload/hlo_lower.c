@@ -362,6 +362,20 @@ struct groups {
 static bool parse_iota_groups(struct lw *w, const struct hlo_attr *a, struct groups *g);
 static bool parse_list_groups(struct lw *w, const struct hlo_attr *a, struct groups *g);
 
+/* XLA's mesh-axes form (workload/hlo_mesh.c). */
+static bool parse_mesh_groups(struct lw *w, const struct hlo_attr *a, const char *v,
+                              struct groups *g)
+{
+    struct hlo_mesh_groups mg;
+    char err[160];
+    if (!hlo_mesh_groups(v, w->ndev, &mg, err, sizeof err)) {
+        lfail(w, a->line, a->col, "%s", err);
+        return false;
+    }
+    g->dev = mg.dev, g->ng = mg.ng, g->gs = mg.gs;
+    return true;
+}
+
 static bool read_groups(struct lw *w, const struct hlo_instr *in, struct groups *g)
 {
     const struct hlo_attr *a = hlo_attr(in, "replica_groups");
@@ -369,7 +383,9 @@ static bool read_groups(struct lw *w, const struct hlo_instr *in, struct groups 
     while (*v == ' ')
         v++;
     bool ok;
-    if (*v == '[')
+    if (strncmp(v, "mesh[", 5) == 0)
+        ok = parse_mesh_groups(w, a, v, g);
+    else if (*v == '[')
         ok = parse_iota_groups(w, a, g);
     else if (strcmp(v, "{}") == 0 || strcmp(v, "{{}}") == 0) {
         g->ng = 0;

@@ -12,6 +12,7 @@
 
 #include "base/diag.h"
 #include "workload/hlo.h"
+#include "workload/hlo_int.h"
 #include "workload/program.h"
 
 static const char *const MODULE =
@@ -272,6 +273,69 @@ static void test_trip_from_condition(void **state)
     }
 }
 
+/* Replica groups in XLA's mesh-axes form, expanded by hand from XLA's rule
+ * (reshape the mesh's devices to the axes, sub-axes split [pre, size, rest];
+ * the named axes last, in their order; consecutive runs are the groups). */
+static void expect_mesh(const char *text, int ng, int gs, const int64_t *want)
+{
+    struct hlo_mesh_groups g;
+    char err[160];
+    assert_true(hlo_mesh_groups(text, 8, &g, err, sizeof err));
+    assert_int_equal(g.ng, ng);
+    assert_int_equal(g.gs, gs);
+    for (int i = 0; i < ng * gs; i++)
+        assert_int_equal(g.dev[i], want[i]);
+    free(g.dev);
+}
+
+static void test_mesh_groups(void **state)
+{
+    (void)state;
+    /* [2,4] over b: the rows {0,1,2,3},{4,5,6,7}; over a: the columns */
+    expect_mesh("mesh['a'=2,'b'=4] {'b'}", 2, 4, (const int64_t[]){0, 1, 2, 3, 4, 5, 6, 7});
+    expect_mesh("mesh['a'=2,'b'=4] {'a'}", 4, 2, (const int64_t[]){0, 4, 1, 5, 2, 6, 3, 7});
+    /* both, b first: one group in (b, a) order, device a*4+b */
+    expect_mesh("mesh[a=2,b=4] {'b','a'}", 1, 8, (const int64_t[]){0, 4, 1, 5, 2, 6, 3, 7});
+    /* a:(2)2 of a=8: [2,2,2] = p*4+s*2+r, groups over s */
+    expect_mesh("mesh['a'=8] {'a':(2)2}", 4, 2, (const int64_t[]){0, 2, 1, 3, 4, 6, 5, 7});
+    /* a:(4)2 (stride 1) then a:(1)2 (stride 4): [2,2,2], the middle one
+     * ungrouped; a group runs the stride-1 bit, then the stride-4 one */
+    expect_mesh("mesh['a'=8] {'a':(4)2,'a':(1)2}", 2, 4, (const int64_t[]){0, 4, 1, 5, 2, 6, 3, 7});
+    /* no axis: one device per group */
+    expect_mesh("mesh['a'=8] {}", 8, 1, (const int64_t[]){0, 1, 2, 3, 4, 5, 6, 7});
+    /* listed device ids, and the same ids as an iota [2,4]T(1,0) */
+    expect_mesh("mesh['a'=2,'b'=4], device_ids=(0,2,4,6,1,3,5,7) {'b'}", 2, 4,
+                (const int64_t[]){0, 2, 4, 6, 1, 3, 5, 7});
+    expect_mesh("mesh['a'=2,'b'=4], device_ids=([4,2]T(1,0)) {'b'}", 2, 4,
+                (const int64_t[]){0, 2, 4, 6, 1, 3, 5, 7});
+    static const char *const bad[] = {
+        "mesh['a'=16] {'a'}",           /* more than the 8 devices */
+        "mesh['a'=2,'a'=4] {'a'}",      /* an axis twice */
+        "mesh['a'=8] {'c'}",            /* not an axis of the mesh */
+        "mesh['a'=8] {'a':(3)2}",       /* 3*2 does not divide 8 */
+        "mesh['a'=8] {'a':(1)8}",       /* a sub-axis as large as its axis */
+        "mesh['a'=8] {'a','a':(1)2}",   /* the whole axis and a part */
+        "mesh['a'=8] {'a':(1)4,'a':(2)2}", /* overlapping parts */
+        "mesh['a'=8], device_ids=(0,1,2,3,4,5,6,6) {'a'}",
+        "mesh['a'=8], device_ids=(0,1) {'a'}",
+        "mesh['a'=8] {'a'} trailing",
+        "mesh['a'=8 {'a'}",
+        "mesh['a'=0] {'a'}",
+        "mesh['a'=-1] {'a'}",
+        "mesh['a'=8] {'a':(0)2}",
+        "mesh['a'=8], device_ids=([2,2]T(1,0)) {'a'}",
+        "mesh['a'=99999999999999999999] {'a'}",
+        "mesh[",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct hlo_mesh_groups g;
+        char err[160] = "";
+        assert_false(hlo_mesh_groups(bad[i], 8, &g, err, sizeof err));
+        assert_non_null(strstr(err, "expected"));
+        assert_null(g.dev);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_prefixes),
         cmocka_unit_test(test_metadata_op_name),
         cmocka_unit_test(test_trip_from_condition),
+        cmocka_unit_test(test_mesh_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
