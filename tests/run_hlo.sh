@@ -152,6 +152,23 @@ else bad "--hlo: the run failed"; fi
 "$bin" check --hlo "$dir/mlp.hlo.txt" --topology 2x0 >/dev/null 2>"$t/cli.err"; rc=$?
 [ $rc -eq 2 ] && grep -q 'topology takes 1 to 3 sizes' "$t/cli.err" && ok || bad "--topology 2x0: exit $rc"
 
+# tools/hlo_dump.py's Llama example (dumped by make hlo-test only): the same
+# training step with its 2 layers in a lax.scan (llama) and unrolled
+# (llama_unrolled) on 8 devices, fsdp 4 x tensor 2: the scan is a while per
+# pass (forward, backward: 2 loops of 2 trips), the unrolled program has none;
+# XLA partitions both alike: the same matmul flops.
+if [ -f "$dir/llama.yaml" ] && [ -f "$dir/llama_unrolled.yaml" ]; then
+    if run "$dir/llama.yaml" llama && run "$dir/llama_unrolled.yaml" llama_u; then
+        loops() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+print(p["while_loops"], p["lowered"].get("loop", 0))' "$1"; }
+        mm() { python3 -c 'import json,sys; s = json.load(open(sys.argv[1] + "/summary.json"))
+print(sum(o["flops"] for o in s["ops"] if o["kind"] == "einsum"))' "$1"; }
+        [ "$(loops "$t/llama")" = "2 2" ] && [ "$(loops "$t/llama_u")" = "0 0" ] && ok \
+            || bad "llama: loops $(loops "$t/llama") / $(loops "$t/llama_u"), expected 2 2 / 0 0"
+        [ "$(mm "$t/llama")" = "$(mm "$t/llama_u")" ] && ok || bad "llama: matmul flops $(mm "$t/llama") scanned, $(mm "$t/llama_u") unrolled"
+    else bad "llama: the runs failed"; fi
+fi
+
 [ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
 
 # all-reduce-start ... dot ... all-reduce-done: the dot runs beside the

@@ -21,6 +21,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,7 @@ def dump(a, outdir):
     path = os.path.join(outdir, "llama.hlo.txt")
     with open(files[0]) as f, open(path, "w") as g:
         g.write(f.read())
-    for fn in glob.glob(os.path.join(dd, "*")):
-        os.remove(fn)
-    os.rmdir(dd)
+    shutil.rmtree(dd)
     return path, time.time() - t, dims
 
 
