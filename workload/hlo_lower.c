@@ -1121,6 +1121,12 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
     case HLO_C_START:
         return coll_op(w, b, c, in, in, PROG_ASYNC);
     case HLO_C_CUSTOM: {
+        const char *kernel = hlo_pallas_kind(c, in); /* a Pallas kernel tpusim has */
+        if (kernel) {
+            int op = prog_op(b, kernel, op_name(w, in->name), 0);
+            hlo_pallas_params(&b->op[op].params, c, in, kernel);
+            return op;
+        }
         struct hlo_cost e;
         if (hlo_cost_estimate(in, &e))
             return estimated_op(w, b, c, in, &e);
