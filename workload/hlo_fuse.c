@@ -8,12 +8,19 @@
  *    in-place update) runs inside that reader, as XLA's instruction fusion
  *    puts a producer into its consumer: it makes no op and its result never
  *    reaches HBM; the reader reads what it read (a broadcast or an iota: its
- *    small operand; a slice: its slice). A broadcast or iota read by several
- *    such readers is fused into each (XLA duplicates cheap producers).
+ *    small operand; a slice: its slice). A cheap producer (data movement,
+ *    elementwise arithmetic short of transcendentals and divisions) read by
+ *    several such readers is fused into each, as XLA duplicates them.
  *  - reduce-scatter: an all-reduce whose one reader is a dynamic-slice of
  *    1/N of it (N its group size) is a reduce-scatter of its operand, the
  *    slice its result (XLA's ReduceScatterCreator; the CPU pipeline has no
  *    such pass, TPU's has); decided where the all-reduce is lowered.
+ *  - collective pipelining: an all-gather in a while body whose operand is
+ *    sliced out of the loop's parameters (a layer's weights out of the
+ *    stacked ones: nothing the iteration computes) is issued one iteration
+ *    ahead, as XLA TPU's collective pipeliner moves it (the lowering makes
+ *    its result loop-carried: the schedule's prefetch, as model:'s weight
+ *    gathers run).
  * Modules that hold fusions already (after optimizations) are planned as
  * they are: nothing fused.
  * Uses workload/hlo.h. */
@@ -58,9 +65,39 @@ static bool consumer_kind(int op)
     return producer_kind(op) || op == HLO_OP_REDUCE || c == HLO_C_DOT || c == HLO_C_UPDATE;
 }
 
+/* Whether XLA duplicates 'op' into each of several readers rather than
+ * writing it out: data movement and elementwise arithmetic that is not
+ * expensive (XLA's instruction fusion duplicates all but transcendentals,
+ * divisions and the like). */
 static bool cheap(int op)
 {
-    return op == HLO_OP_BROADCAST || op == HLO_OP_IOTA;
+    switch (op) {
+    case HLO_OP_BROADCAST:
+    case HLO_OP_IOTA:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_TRANSPOSE:
+    case HLO_OP_CONVERT:
+    case HLO_OP_BITCAST_CONVERT:
+    case HLO_OP_COPY:
+    case HLO_OP_SLICE:
+    case HLO_OP_SELECT:
+    case HLO_OP_COMPARE:
+    case HLO_OP_CLAMP:
+    case HLO_OP_ADD:
+    case HLO_OP_SUBTRACT:
+    case HLO_OP_MULTIPLY:
+    case HLO_OP_MAXIMUM:
+    case HLO_OP_MINIMUM:
+    case HLO_OP_NEGATE:
+    case HLO_OP_ABS:
+    case HLO_OP_AND:
+    case HLO_OP_OR:
+    case HLO_OP_NOT:
+    case HLO_OP_XOR:
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* Whether the module was dumped before XLA's fusion: no fusion anywhere. */
@@ -141,4 +178,54 @@ int hlo_fuse_scatter_slice(const struct hlo_comp *c, int ar)
     if (ds < 0 || c->root == ar)
         return -1;
     return ds;
+}
+
+/* Whether instruction 'i' of 'c' is computed from the computation's
+ * parameters and constants through indexing and plumbing only (at most
+ * 'depth' deep): a weight sliced out of a loop's stacked parameters. */
+static bool plumbing(const struct hlo_comp *c, int i, int depth)
+{
+    const struct hlo_instr *in = &c->ins[i];
+    switch (in->opcode) {
+    case HLO_OP_PARAMETER:
+    case HLO_OP_CONSTANT:
+    case HLO_OP_PARTITION_ID:
+    case HLO_OP_REPLICA_ID:
+    case HLO_OP_IOTA:
+        return true;
+    case HLO_OP_GET_TUPLE_ELEMENT:
+    case HLO_OP_BITCAST:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_COPY:
+    case HLO_OP_CONVERT:
+    case HLO_OP_TRANSPOSE:
+    case HLO_OP_BROADCAST:
+    case HLO_OP_SLICE:
+    case HLO_OP_DYNAMIC_SLICE:
+    case HLO_OP_ADD:
+    case HLO_OP_SUBTRACT:
+    case HLO_OP_MULTIPLY:
+    case HLO_OP_COMPARE:
+    case HLO_OP_SELECT:
+        break;
+    default:
+        return false;
+    }
+    if (depth == 0)
+        return false;
+    for (int k = 0; k < in->nops; k++)
+        if (in->operand[k] < 0 || in->operand[k] >= i || !plumbing(c, in->operand[k], depth - 1))
+            return false;
+    return true;
+}
+
+bool hlo_fuse_pipelined(const struct hlo_comp *c, int ag)
+{
+    const struct hlo_instr *in = &c->ins[ag];
+    if (in->opcode != HLO_OP_ALL_GATHER || in->nops < 1)
+        return false;
+    for (int k = 0; k < in->nops; k++)
+        if (in->operand[k] < 0 || in->operand[k] >= ag || !plumbing(c, in->operand[k], 16))
+            return false;
+    return true;
 }

@@ -23,4 +23,9 @@ void hlo_fuse_free(struct hlo_fuse *f);
  * slicing its operand 0, or -1. */
 int hlo_fuse_scatter_slice(const struct hlo_comp *c, int ar);
 
+/* Whether all-gather 'ag' of a while body 'c' gathers what is sliced out of
+ * the loop's parameters only (XLA's collective pipeliner issues it one
+ * iteration ahead). */
+bool hlo_fuse_pipelined(const struct hlo_comp *c, int ag);
+
 #endif

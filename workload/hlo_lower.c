@@ -40,6 +40,7 @@ struct lw {
     int depth;
     bool unfused;          /* dumped before XLA's fusion: fuse as it would (hlo_fuse.c) */
     struct hlo_fuse *fz;   /* the plan of the computation being lowered */
+    const struct prog_block *body; /* the while body being lowered (pipelined gathers) */
     struct hlo_report rep;
 };
 
@@ -895,7 +896,10 @@ static struct val lower_while(struct lw *w, struct prog_block *b, const struct h
         prog_carry(body, t, init->t[i]);
         val_push(&param, t);
     }
+    const struct prog_block *outer = w->body;
+    w->body = body;
     out = lower_comp(w, bi, body, &param, 1, in);
+    w->body = outer;
     for (int i = 0; !w->failed && i < param.n && i < out.n; i++)
         if (w->p->t[out.t[i]].by == body)
             prog_carry_next(body, param.t[i], out.t[i]);
@@ -1202,7 +1206,15 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
         break;
     }
     int op = priced_op(w, b, c, in);
-    if (op >= 0) {
+    if (op >= 0 && w->unfused && b == w->body && (b->op[op].flags & PROG_ASYNC) &&
+        hlo_fuse_pipelined(c, i)) { /* gathered one iteration ahead: its result carried */
+        tag_source(w, b, op, in);
+        reads(b, op, vals, in);
+        int cur = prog_tensor(w->p, "carry");
+        prog_carry(b, cur, -1);
+        prog_carry_next(b, cur, written(w, b, op, in->name));
+        val_push(&v, cur);
+    } else if (op >= 0) {
         tag_source(w, b, op, in);
         reads(b, op, vals, in);
         val_push(&v, written(w, b, op, in->name));

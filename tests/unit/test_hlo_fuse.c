@@ -129,12 +129,57 @@ static void test_many_operands(void **state)
     free(t);
 }
 
+/* A scanned layer (unscheduled, before fusion): the body slices layer i's
+ * weights out of the stacked f32[4,64,32] (a dynamic-slice of a loop
+ * parameter), all-gathers them over the 4 devices and multiplies. The
+ * gather depends on nothing the iteration computes: it is issued one
+ * iteration ahead (XLA's collective pipeliner): it waits for its own
+ * previous instance and the previous iteration's last stream op, and the
+ * dot reads its result from the iteration before (a carried tensor). */
+static void test_pipelined_gather(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule p, num_partitions=4\n"
+        "%cond (c: (s32[], f32[4,32,128], f32[8,128])) -> pred[] {\n"
+        "  %c = (s32[], f32[4,32,128], f32[8,128]) parameter(0)\n"
+        "  %ci = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(4)\n"
+        "  ROOT %lt = pred[] compare(%ci, %n), direction=LT\n}\n"
+        "%body (b: (s32[], f32[4,32,128], f32[8,128])) -> (s32[], f32[4,32,128], f32[8,128]) {\n"
+        "  %b = (s32[], f32[4,32,128], f32[8,128]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%b), index=0\n"
+        "  %w = f32[4,32,128] get-tuple-element(%b), index=1\n"
+        "  %h = f32[8,128] get-tuple-element(%b), index=2\n"
+        "  %z = s32[] constant(0)\n"
+        "  %ds = f32[1,32,128] dynamic-slice(%w, %i, %z, %z), dynamic_slice_sizes={1,32,128}\n"
+        "  %wl = f32[32,128] reshape(%ds)\n"
+        "  %ag = f32[128,128] all-gather(%wl), channel_id=1, replica_groups=[1,4]<=[4], "
+        "dimensions={0}, use_global_device_ids=true\n"
+        "  %d = f32[8,128] dot(%h, %ag), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  %one = s32[] constant(1)\n"
+        "  %i2 = s32[] add(%i, %one)\n"
+        "  ROOT %t = (s32[], f32[4,32,128], f32[8,128]) tuple(%i2, %w, %d)\n}\n"
+        "ENTRY %main (w: f32[4,32,128], h: f32[8,128]) -> f32[8,128] {\n"
+        "  %w = f32[4,32,128] parameter(0)\n"
+        "  %h = f32[8,128] parameter(1)\n"
+        "  %z = s32[] constant(0)\n"
+        "  %init = (s32[], f32[4,32,128], f32[8,128]) tuple(%z, %w, %h)\n"
+        "  %loop = (s32[], f32[4,32,128], f32[8,128]) while(%init), condition=%cond, body=%body\n"
+        "  ROOT %out = f32[8,128] get-tuple-element(%loop), index=2\n}\n";
+    char *y = lower(text, 4);
+    assert_non_null(strstr(y, "{op: all_gather, name: ag, bytes: 16384,"));
+    assert_non_null(strstr(y, "after: [prev.ag"));
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fuse_and_scatter),
         cmocka_unit_test(test_fused_module_as_is),
         cmocka_unit_test(test_many_operands),
+        cmocka_unit_test(test_pipelined_gather),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
