@@ -182,7 +182,9 @@ int hlo_fuse_scatter_slice(const struct hlo_comp *c, int ar)
 
 /* Whether instruction 'i' of 'c' is computed from the computation's
  * parameters and constants through indexing and plumbing only (at most
- * 'depth' deep): a weight sliced out of a loop's stacked parameters. */
+ * 'depth' deep): a weight sliced out of a loop's stacked parameters (an
+ * element of a tuple, through jax.checkpoint's opt-barrier, is followed
+ * alone). */
 static bool plumbing(const struct hlo_comp *c, int i, int depth)
 {
     const struct hlo_instr *in = &c->ins[i];
@@ -213,6 +215,16 @@ static bool plumbing(const struct hlo_comp *c, int i, int depth)
     }
     if (depth == 0)
         return false;
+    if (in->opcode == HLO_OP_GET_TUPLE_ELEMENT && in->nops == 1) { /* element k only */
+        int t = in->operand[0];
+        while (t >= 0 && t < i && c->ins[t].opcode == HLO_OP_OPT_BARRIER && c->ins[t].nops == 1)
+            t = c->ins[t].operand[0]; /* jax.checkpoint's barrier passes its tuple on */
+        const struct hlo_attr *a = hlo_attr(in, "index");
+        long k = a ? strtol(a->value, NULL, 10) : -1;
+        if (t >= 0 && t < i && c->ins[t].opcode == HLO_OP_TUPLE)
+            return k >= 0 && k < c->ins[t].nops && c->ins[t].operand[k] < t &&
+                   plumbing(c, c->ins[t].operand[k], depth - 1);
+    }
     for (int k = 0; k < in->nops; k++)
         if (in->operand[k] < 0 || in->operand[k] >= i || !plumbing(c, in->operand[k], depth - 1))
             return false;

@@ -171,6 +171,22 @@ static void test_pipelined_gather(void **state)
     assert_non_null(strstr(y, "{op: all_gather, name: ag, bytes: 16384,"));
     assert_non_null(strstr(y, "after: [prev.ag"));
     free(y);
+    /* the weights through jax.checkpoint's opt-barrier, beside a value the
+     * iteration computes (hn): the gather follows its own element only */
+    char t2[4096];
+    const char *cut = strstr(text, "  %w = f32[4,32,128] get-tuple-element(%b), index=1\n");
+    assert_non_null(cut);
+    snprintf(t2, sizeof t2, "%.*s%s%s", (int)(cut - text), text,
+             "  %wb = f32[4,32,128] get-tuple-element(%b), index=1\n"
+             "  %h0 = f32[8,128] get-tuple-element(%b), index=2\n"
+             "  %hn = f32[8,128] negate(%h0)\n"
+             "  %tp = (f32[4,32,128], f32[8,128]) tuple(%wb, %hn)\n"
+             "  %ob = (f32[4,32,128], f32[8,128]) opt-barrier(%tp)\n"
+             "  %w = f32[4,32,128] get-tuple-element(%ob), index=0\n",
+             cut + strlen("  %w = f32[4,32,128] get-tuple-element(%b), index=1\n"));
+    y = lower(t2, 4);
+    assert_non_null(strstr(y, "after: [prev.ag"));
+    free(y);
 }
 
 int main(void)
