@@ -20,7 +20,10 @@
  *    stacked ones: nothing the iteration computes) is issued one iteration
  *    ahead, as XLA TPU's collective pipeliner moves it (the lowering makes
  *    its result loop-carried: the schedule's prefetch, as model:'s weight
- *    gathers run).
+ *    gathers run); and a dynamic-update-slice of a while body that stores
+ *    what a collective returns (a layer's reduce-scattered gradient into
+ *    the stacked ones) runs beside the stream, as the pipeliner sinks it
+ *    with its reduce-scatter into the next iteration.
  * Modules that hold fusions already (after optimizations) are planned as
  * they are: nothing fused.
  * Uses workload/hlo.h. */

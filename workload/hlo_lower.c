@@ -1142,6 +1142,17 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
     }
 }
 
+/* Whether a tensor of 'v' is written by an async op (a collective). */
+static bool from_async(const struct lw *w, const struct val *v)
+{
+    for (int i = 0; i < v->n; i++) {
+        const struct prog_tensor *t = &w->p->t[v->t[i]];
+        if (t->by && (t->by->op[t->op].flags & PROG_ASYNC))
+            return true;
+    }
+    return false;
+}
+
 /* What instruction 'i' of 'c' holds, lowering it into 'b'. */
 static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
                               struct prog_block *b, struct val *vals, const struct val *args,
@@ -1217,6 +1228,9 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
     } else if (op >= 0) {
         tag_source(w, b, op, in);
         reads(b, op, vals, in);
+        if (w->unfused && b == w->body && in->opcode == HLO_OP_DYNAMIC_UPDATE_SLICE &&
+            in->nops > 1 && from_async(w, &vals[in->operand[1]]))
+            b->op[op].flags |= PROG_ASYNC; /* sunk with its collective (XLA's pipeliner) */
         val_push(&v, written(w, b, op, in->name));
     } else if (op == -2) { /* moves nothing: holds its operands */
         for (int k = 0; k < in->nops; k++)

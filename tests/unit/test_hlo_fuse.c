@@ -189,6 +189,56 @@ static void test_pipelined_gather(void **state)
     free(y);
 }
 
+/* The backward's gradient: the body's dot, its all-reduce over the 4
+ * devices sliced to a quarter (a reduce-scatter), stored into the stacked
+ * gradients (a dynamic-update-slice of a carried tensor). The store runs
+ * beside the stream with its reduce-scatter: the stream goes on without
+ * waiting for it. */
+static void test_sunk_update(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule s, num_partitions=4\n"
+        "%add (a: f32[], b: f32[]) -> f32[] {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%a, %b)\n}\n"
+        "%cond (c: (s32[], f32[8,128], f32[4,2,128])) -> pred[] {\n"
+        "  %c = (s32[], f32[8,128], f32[4,2,128]) parameter(0)\n"
+        "  %ci = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(4)\n"
+        "  ROOT %lt = pred[] compare(%ci, %n), direction=LT\n}\n"
+        "%body (b: (s32[], f32[8,128], f32[4,2,128])) -> (s32[], f32[8,128], f32[4,2,128]) {\n"
+        "  %b = (s32[], f32[8,128], f32[4,2,128]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%b), index=0\n"
+        "  %h = f32[8,128] get-tuple-element(%b), index=1\n"
+        "  %g = f32[4,2,128] get-tuple-element(%b), index=2\n"
+        "  %d = f32[8,128] dot(%h, %h), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+        "  %ar = f32[8,128] all-reduce(%d), channel_id=1, replica_groups=[1,4]<=[4], "
+        "use_global_device_ids=true, to_apply=%add\n"
+        "  %z = s32[] constant(0)\n"
+        "  %ds = f32[2,128] dynamic-slice(%ar, %z, %z), dynamic_slice_sizes={2,128}\n"
+        "  %r = f32[1,2,128] reshape(%ds)\n"
+        "  %dus = f32[4,2,128] dynamic-update-slice(%g, %r, %i, %z, %z)\n"
+        "  %one = s32[] constant(1)\n"
+        "  %i2 = s32[] add(%i, %one)\n"
+        "  ROOT %t = (s32[], f32[8,128], f32[4,2,128]) tuple(%i2, %h, %dus)\n}\n"
+        "ENTRY %main (h: f32[8,128], g: f32[4,2,128]) -> f32[4,2,128] {\n"
+        "  %h = f32[8,128] parameter(0)\n"
+        "  %g = f32[4,2,128] parameter(1)\n"
+        "  %z = s32[] constant(0)\n"
+        "  %init = (s32[], f32[8,128], f32[4,2,128]) tuple(%z, %h, %g)\n"
+        "  %loop = (s32[], f32[8,128], f32[4,2,128]) while(%init), condition=%cond, body=%body\n"
+        "  ROOT %out = f32[4,2,128] get-tuple-element(%loop), index=2\n}\n";
+    char *y = lower(text, 4);
+    assert_non_null(strstr(y, "{op: reduce_scatter, name: ar, bytes: 4096,"));
+    assert_non_null(strstr(y, "{op: einsum, name: d,"));
+    /* the store waits for its reduce-scatter; the counter's add after it,
+     * the stream's last op, does not wait for the store */
+    assert_non_null(strstr(y, "{op: copy, name: dus, shape: [256], dtype: f32, after: [prev.dus, ar]}"));
+    assert_non_null(strstr(y, "{op: copy, name: i2, shape: [2], dtype: f32, after: [prev.i2]}"));
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_fused_module_as_is),
         cmocka_unit_test(test_many_operands),
         cmocka_unit_test(test_pipelined_gather),
+        cmocka_unit_test(test_sunk_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
