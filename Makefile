@@ -138,6 +138,14 @@ hlo-test: $(B)/tpusim $(B)/tests/test_device_order
 	    TPUSIM_DEVICE_ORDER_CASES=$$d/cases $(B)/tests/test_device_order >$$d/log 2>&1; \
 	    rc=$$?; grep -e 'device order:' -e 'differs from jax' $$d/log; rm -rf $$d; exit $$rc
 
+# the model: path against XLA's own partitioning of the same Llama-3-8B step
+# (tools/hlo_agree.py; the table in docs/reference.md, "Agreement with model:");
+# a few minutes: the HLO program simulates every chip
+hlo-agree: $(B)/tpusim
+	@[ -x $(HLO_VENV)/bin/python ] && $(HLO_VENV)/bin/python -c 'import jax' 2>/dev/null || \
+	    { echo "hlo-agree: no jax in $(HLO_VENV) (make hlo-test makes it)"; exit 2; }
+	@d=$$(mktemp -d) && $(HLO_VENV)/bin/python tools/hlo_agree.py $(B)/tpusim $$d; rc=$$?; rm -rf $$d; exit $$rc
+
 # GNU parallel over the shards of a sweep, merged, against one run (docs/reference.md: "Sweeps on a cluster")
 parallel-test: $(B)/tpusim
 	@sh tests/run_parallel.sh $(B)/tpusim
@@ -255,4 +263,4 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
-.PHONY: hlo-test valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e props extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE
+.PHONY: hlo-test hlo-agree valgrind-unit valgrind-e2e all deps ci-deps run unit bad-input e2e props extreme parallel-test cluster-test browser-test docs-test checks test asan valgrind bench fuzz fidelity fast-exact check-layers format clean FORCE

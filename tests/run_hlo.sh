@@ -152,6 +152,41 @@ else bad "--hlo: the run failed"; fi
 "$bin" check --hlo "$dir/mlp.hlo.txt" --topology 2x0 >/dev/null 2>"$t/cli.err"; rc=$?
 [ $rc -eq 2 ] && grep -q 'topology takes 1 to 3 sizes' "$t/cli.err" && ok || bad "--topology 2x0: exit $rc"
 
+# Pallas kernels recognised by their kernel_name (pallas_named.hlo.txt, by
+# hand): "_flash_attention_kernel" over q, k, v bf16[2,8,1024,128] runs as
+# tpusim's flash_attention forward (batch 2, heads 8, 1024 x 1024, head_dim
+# 128, not causal): 4·2·8·1024²·128 = 8589934592 flops, the time of that op
+# written by hand; "matmul_kernel" over bf16[1024,2048] x bf16[2048,512] as
+# matmul m 1024, k 2048, n 512: 2·1024·2048·512 = 2147483648 flops, the hand
+# matmul's time (not the cost estimates' pricing).
+if [ -f "$dir/pallas_named.yaml" ]; then
+    if run "$dir/pallas_named.yaml" pn \
+        && hand pn_fa 1 "{op: flash_attention, name: f, batch: 2, heads: 8, q_seq_len: 1024, kv_seq_len: 1024, head_dim: 128, dtype: bf16, causal: false, mode: fwd}" \
+        && hand pn_mm 1 "{op: matmul, name: m, m: 1024, k: 2048, n: 512, dtype: bf16, block: auto}"; then
+        [ "$(field "$t/pn" fa flops)" = 8589934592 ] && same "$(field "$t/pn" fa time_s)" "$(field "$t/pn_fa" f time_s)" \
+            && ok || bad "pallas flash: $(field "$t/pn" fa flops) flops, $(field "$t/pn" fa time_s) s; by hand $(field "$t/pn_fa" f time_s) s"
+        [ "$(field "$t/pn" mm flops)" = 2147483648 ] && same "$(field "$t/pn" mm time_s)" "$(field "$t/pn_mm" m time_s)" \
+            && ok || bad "pallas matmul: $(field "$t/pn" mm flops) flops, $(field "$t/pn" mm time_s) s; by hand $(field "$t/pn_mm" m time_s) s"
+    else bad "pallas_named: the runs failed"; fi
+fi
+
+# tools/hlo_dump.py's Llama example (dumped by make hlo-test only): the same
+# training step with its 2 layers in a lax.scan (llama) and unrolled
+# (llama_unrolled) on 8 devices, fsdp 4 x tensor 2: the scan is a while per
+# pass (forward, backward: 2 loops of 2 trips), the unrolled program has none;
+# XLA partitions both alike: the same matmul flops.
+if [ -f "$dir/llama.yaml" ] && [ -f "$dir/llama_unrolled.yaml" ]; then
+    if run "$dir/llama.yaml" llama && run "$dir/llama_unrolled.yaml" llama_u; then
+        loops() { python3 -c 'import json,sys; p = json.load(open(sys.argv[1] + "/summary.json"))["program"]
+print(p["while_loops"], p["lowered"].get("loop", 0))' "$1"; }
+        mm() { python3 -c 'import json,sys; s = json.load(open(sys.argv[1] + "/summary.json"))
+print(sum(o["flops"] for o in s["ops"] if o["kind"] == "einsum"))' "$1"; }
+        [ "$(loops "$t/llama")" = "2 2" ] && [ "$(loops "$t/llama_u")" = "0 0" ] && ok \
+            || bad "llama: loops $(loops "$t/llama") / $(loops "$t/llama_u"), expected 2 2 / 0 0"
+        [ "$(mm "$t/llama")" = "$(mm "$t/llama_u")" ] && ok || bad "llama: matmul flops $(mm "$t/llama") scanned, $(mm "$t/llama_u") unrolled"
+    else bad "llama: the runs failed"; fi
+fi
+
 [ -f "$dir/async.yaml" ] || { echo "hlo: $((n - fail)) of $n checks passed"; [ $fail -eq 0 ]; exit; }
 
 # all-reduce-start ... dot ... all-reduce-done: the dot runs beside the

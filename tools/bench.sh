@@ -214,4 +214,24 @@ for f in "$out/keys.yaml" "$out/ops.yaml" tests/data/bad/splash_maskinfo_smem_fl
     rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f", $1 / 1024 }')
     printf 'check %s: %.3f s, %s MB peak\n' "$(basename "$f")" "$w" "$rss"
 done
+
+# HLO programs (issue 27): parsing a 50 MB HLO module (tools/hlo_big.py writes
+# it here: fused computations of elementwise instructions; check reads,
+# lowers and checks it; target 5 s); and, when HLO_VENV holds jax, the
+# Llama-3-8B training step (32 scanned layers, seq 2048, 8 sequences per chip)
+# after SPMD partitioning on v5e 16x16, fsdp 256, as tools/hlo_agree.py dumps
+# it (target 10 s and 2 GiB).
+python3 tools/hlo_big.py "$out/big.hlo.txt"
+s=$(now)
+$tm "$bin" check --hlo "$out/big.hlo.txt" --topology 1 >/dev/null || echo "FAIL check big.hlo.txt"
+w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+rss=-; [ -f "$out/rss" ] && rss=$(tail -n 1 "$out/rss" | awk -F: '{ printf "%.0f MB peak, %.2f s CPU", $1 / 1024, $2 + $3 }')
+printf 'check of a %s-byte HLO module: %.3f s, %s\n' "$(wc -c < "$out/big.hlo.txt")" "$w" "$rss"
+py=${HLO_VENV:-/tmp/tpusim-jaxvenv}/bin/python
+if [ -x "$py" ] && "$py" -c 'import jax' 2>/dev/null; then
+    "$py" tools/hlo_agree.py "$bin" "$out/agree" --dump-only >/dev/null || echo "FAIL hlo_agree.py dump"
+    bench_one hlo-llama3-8b-v5e-256 "$out/agree/hlo.yaml" fast 1 --trace none
+else
+    echo "hlo-llama3-8b-v5e-256           skipped (no jax in HLO_VENV; make hlo-test makes one)"
+fi
 rm -rf "$out"

@@ -52,16 +52,39 @@ def examples():
         "allreduce": dict(fn=allreduce, mesh=(4, 1), shard_map=True,
                           args=[((4096, 256), jnp.float32, P("fsdp", None))],
                           out=P(None, None)),
+        # tools/hlo_llama.py's training step at small dims (2 layers, d 256), 8 sequences
+        # of 128 tokens, fsdp 4 x tensor 2: layers in a lax.scan, and unrolled
+        "llama": dict(build=lambda mesh: llama_build(mesh, True), mesh=(4, 2), slice=[2, 4]),
+        "llama_unrolled": dict(build=lambda mesh: llama_build(mesh, False), mesh=(4, 2),
+                               slice=[2, 4]),
     }}
+
+
+def llama_build(mesh, scan):
+    """The Llama example: its step, abstract arguments and output shardings."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hlo_llama import llama_args, llama_dims
+    return llama_args(llama_dims("small"), 8, 128, mesh, scan)
 
 
 def dump(name, outdir, chip, shape):
     import jax
     import numpy as np
-    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import Mesh
     ex = examples()[name]
     n = ex["mesh"][0] * ex["mesh"][1]
     mesh = Mesh(np.array(jax.devices()[:n]).reshape(ex["mesh"]), ("fsdp", "tensor"))
+    if "build" in ex:
+        fn, args, outs = ex["build"](mesh)
+        text = jax.jit(fn, out_shardings=outs).lower(*args).compile().as_text()
+    else:
+        text = lower_example(ex, mesh)
+    write(name, ex, text, outdir, chip, shape, n)
+
+
+def lower_example(ex, mesh):
+    import jax
+    from jax.sharding import NamedSharding
     args = [jax.ShapeDtypeStruct(s, dt, sharding=NamedSharding(mesh, spec))
             for s, dt, spec in ex["args"]]
     fn = ex["fn"]
@@ -69,7 +92,10 @@ def dump(name, outdir, chip, shape):
         from jax import shard_map
         fn = shard_map(fn, mesh=mesh, in_specs=tuple(a[2] for a in ex["args"]),
                        out_specs=ex["out"], check_vma=False)
-    text = jax.jit(fn, out_shardings=NamedSharding(mesh, ex["out"])).lower(*args).compile().as_text()
+    return jax.jit(fn, out_shardings=NamedSharding(mesh, ex["out"])).lower(*args).compile().as_text()
+
+
+def write(name, ex, text, outdir, chip, shape, n):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/"
     text = text.replace(root, "")  # the source paths jax records, relative to the repository
     os.makedirs(outdir, exist_ok=True)
@@ -77,14 +103,15 @@ def dump(name, outdir, chip, shape):
         f.write(text)
     shape = shape or ex.get("slice") or [n]
     with open(os.path.join(outdir, name + ".yaml"), "w") as f:
-        f.write("# %s (tools/hlo_dump.py): %s\n" % (name, (ex["fn"].__doc__ or "").strip()))
+        doc = ex["fn"].__doc__ if "fn" in ex else "tools/hlo_llama.py's training step, small dims"
+        f.write("# %s (tools/hlo_dump.py): %s\n" % (name, (doc or "").strip()))
         f.write("chip: %s\ntopology: {shape: [%s]}\nprogram: {hlo: %s.hlo.txt}\n"
                 % (chip, ", ".join(str(s) for s in shape), name))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("example", help="mlp, dot, loop, allreduce, or all")
+    ap.add_argument("example", help="mlp, dot, loop, allreduce, llama, llama_unrolled, or all")
     ap.add_argument("outdir")
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--chip", default="v5e")

@@ -167,6 +167,13 @@ struct hlo_cost {
  * jax's Pallas TPU kernels write it; false if it has none. */
 bool hlo_cost_estimate(const struct hlo_instr *in, struct hlo_cost *c);
 
+/* A Pallas TPU custom call recognised by its kernel's name (workload/hlo_pallas.c):
+ * the tpusim op kind it runs as ("flash_attention", "matmul"), or NULL; and
+ * that op's keys from its operands' shapes. */
+const char *hlo_pallas_kind(const struct hlo_comp *c, const struct hlo_instr *in);
+void hlo_pallas_params(struct prog_params *ps, const struct hlo_comp *c,
+                       const struct hlo_instr *in, const char *kind);
+
 /* The program: block as JSON (an object; new string, NULL when out of
  * memory): the source file and module, its instructions by opcode (fusions'
  * bodies apart), the program's ops by kind ('p', lowered from 'm'), what was

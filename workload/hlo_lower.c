@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "topology/mesh.h"
 #include "workload/hlo.h"
+#include "workload/hlo_fuse.h"
 #include "workload/hlo_int.h"
 #include "workload/schedule.h"
 
@@ -38,6 +39,9 @@ struct lw {
     bool failed;
     bool *active; /* per computation: being lowered (a cycle) */
     int depth;
+    bool unfused;          /* dumped before XLA's fusion: fuse as it would (hlo_fuse.c) */
+    struct hlo_fuse *fz;   /* the plan of the computation being lowered */
+    const struct prog_block *body; /* the while body being lowered (pipelined gathers) */
     struct hlo_report rep;
 };
 
@@ -902,7 +906,13 @@ static int coll_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
     }
     for (int64_t i = 0; i < (int64_t)g.ng * g.gs; i++) /* device ids -> the chips running them */
         g.dev[i] = chip(w, g.dev[i]);
-    int op = -2;
+    int op = -2, ds = -1;
+    if (w->unfused && kin == in && in->opcode == HLO_OP_ALL_REDUCE && (ds = hlo_fuse_scatter_slice(
+            c, (int)(in - c->ins))) >= 0 && hlo_shape_elems(&c->ins[ds].shape) * g.gs ==
+            hlo_shape_elems(&in->shape)) {
+        kind = "reduce_scatter"; /* XLA's ReduceScatterCreator: the slice is its result */
+        w->fz->free_slice[ds] = true;
+    }
     if (g.gs > 1 && bytes > 0) {
         op = prog_op(b, kind, op_name(w, in->name), flags);
         prog_bytes(&b->op[op].params, "bytes", bytes);
@@ -1004,7 +1014,10 @@ static struct val lower_while(struct lw *w, struct prog_block *b, const struct h
         prog_carry(body, t, init->t[i]);
         val_push(&param, t);
     }
+    const struct prog_block *outer = w->body;
+    w->body = body;
     out = lower_comp(w, bi, body, &param, 1, in);
+    w->body = outer;
     for (int i = 0; !w->failed && i < param.n && i < out.n; i++)
         if (w->p->t[out.t[i]].by == body)
             prog_carry_next(body, param.t[i], out.t[i]);
@@ -1209,6 +1222,9 @@ static void tag_source(struct lw *w, struct prog_block *b, int op, const struct 
 static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                      const struct hlo_instr *in)
 {
+    int i = (int)(in - c->ins);
+    if (w->unfused && hlo_class_of(in->opcode) == HLO_C_BYTES) /* its fused operands' reads */
+        return bytes_op(w, b, in, w->fz->in_bytes[i] + hlo_shape_bytes(&in->shape));
     switch (hlo_class_of(in->opcode)) {
     case HLO_C_DOT:
         return dot_op(w, b, c, in, in);
@@ -1222,11 +1238,17 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
                 return -1;
         return bytes_op(w, b, in, priced_bytes(c, in));
     }
-    case HLO_C_COLL:
-        return coll_op(w, b, c, in, in, 0);
+    case HLO_C_COLL: /* before XLA's scheduling (is_scheduled=false): async, as TPU runs it */
+        return coll_op(w, b, c, in, in, w->m->scheduled ? 0 : PROG_ASYNC);
     case HLO_C_START:
         return coll_op(w, b, c, in, in, PROG_ASYNC);
     case HLO_C_CUSTOM: {
+        const char *kernel = hlo_pallas_kind(c, in); /* a Pallas kernel tpusim has */
+        if (kernel) {
+            int op = prog_op(b, kernel, op_name(w, in->name), 0);
+            hlo_pallas_params(&b->op[op].params, c, in, kernel);
+            return op;
+        }
         struct hlo_cost e;
         if (hlo_cost_estimate(in, &e))
             return estimated_op(w, b, c, in, &e);
@@ -1238,6 +1260,17 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
     }
 }
 
+/* Whether a tensor of 'v' is written by an async op (a collective). */
+static bool from_async(const struct lw *w, const struct val *v)
+{
+    for (int i = 0; i < v->n; i++) {
+        const struct prog_tensor *t = &w->p->t[v->t[i]];
+        if (t->by && (t->by->op[t->op].flags & PROG_ASYNC))
+            return true;
+    }
+    return false;
+}
+
 /* What instruction 'i' of 'c' holds, lowering it into 'b'. */
 static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
                               struct prog_block *b, struct val *vals, const struct val *args,
@@ -1245,6 +1278,11 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
 {
     const struct hlo_instr *in = &c->ins[i];
     struct val v = {0};
+    if (w->fz && (w->fz->fused[i] || w->fz->free_slice[i])) { /* inside its reader: no op */
+        for (int k = 0; k < (w->fz->fused[i] ? in->nops : 1); k++)
+            val_cat(&v, &vals[in->operand[k]]);
+        return v;
+    }
     switch (hlo_class_of(in->opcode)) {
     case HLO_C_PARAM: {
         long k = strtol(in->raw ? in->raw : "", NULL, 10);
@@ -1297,9 +1335,20 @@ static struct val lower_instr(struct lw *w, const struct hlo_comp *c, int i,
         break;
     }
     int op = priced_op(w, b, c, in);
-    if (op >= 0) {
+    if (op >= 0 && w->unfused && b == w->body && (b->op[op].flags & PROG_ASYNC) &&
+        hlo_fuse_pipelined(c, i)) { /* gathered one iteration ahead: its result carried */
         tag_source(w, b, op, in);
         reads(b, op, vals, in);
+        int cur = prog_tensor(w->p, "carry");
+        prog_carry(b, cur, -1);
+        prog_carry_next(b, cur, written(w, b, op, in->name));
+        val_push(&v, cur);
+    } else if (op >= 0) {
+        tag_source(w, b, op, in);
+        reads(b, op, vals, in);
+        if (w->unfused && b == w->body && in->opcode == HLO_OP_DYNAMIC_UPDATE_SLICE &&
+            in->nops > 1 && from_async(w, &vals[in->operand[1]]))
+            b->op[op].flags |= PROG_ASYNC; /* sunk with its collective (XLA's pipeliner) */
         val_push(&v, written(w, b, op, in->name));
     } else if (op == -2) { /* moves nothing: holds its operands */
         for (int k = 0; k < in->nops; k++)
@@ -1326,8 +1375,13 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
     w->depth++;
     const struct hlo_comp *c = &w->m->comp[ci];
     struct val *vals = xcalloc((size_t)c->nins, sizeof *vals);
+    struct hlo_fuse plan, *outer = w->fz;
+    hlo_fuse_plan(c, w->unfused, &plan);
+    w->fz = &plan;
     for (int i = 0; i < c->nins && !w->failed; i++)
         vals[i] = lower_instr(w, c, i, b, vals, args, nargs);
+    w->fz = outer;
+    hlo_fuse_free(&plan);
     if (!w->failed)
         val_cat(&out, &vals[c->root]);
     for (int i = 0; i < c->nins; i++)
@@ -1359,7 +1413,7 @@ struct program *hlo_program_ordered(const struct hlo_module *m, const struct top
     snprintf(comment, sizeof comment, "HLO module %.100s, per device", m->name);
     struct lw w = {.m = m, .topo = t, .p = prog_new(comment), .d = d, .warn = warn,
                    .used = hlo_names_new(), .next = hlo_names_new(), .ndev = hlo_devices(m),
-                   .chip_of = chip_of};
+                   .chip_of = chip_of, .unfused = hlo_unfused(m)};
     w.active = xcalloc((size_t)m->ncomp, sizeof *w.active);
     struct val out = lower_comp(&w, m->entry, &w.p->top, NULL, 0, NULL);
     for (int i = 0; i < out.n; i++)

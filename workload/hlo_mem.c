@@ -13,6 +13,7 @@
 
 #include "base/xalloc.h"
 #include "workload/hlo.h"
+#include "workload/hlo_fuse.h"
 #include "workload/hlo_int.h"
 
 #define MEM_MAX_DEPTH 64
@@ -22,6 +23,7 @@ struct memx {
     double *peak; /* per computation: its peak beyond its parameters; < 0: not known yet */
     bool *active;
     int depth;
+    bool unfused; /* dumped before XLA's fusion: fused instructions make no buffer */
 };
 
 static bool aliases(const struct hlo_instr *in)
@@ -113,8 +115,10 @@ static double comp_peak(struct memx *x, int ci, int *at)
     }
     if (n)
         last[c->root] = n; /* the result lives to the end */
+    struct hlo_fuse fz;
+    hlo_fuse_plan(c, x->unfused, &fz);
     for (int i = n - 1; i >= 0; i--) /* reading an alias reads what it aliases */
-        if (aliases(&c->ins[i]))
+        if (aliases(&c->ins[i]) || fz.fused[i])
             for (int k = 0; k < c->ins[i].nops; k++)
                 if (c->ins[i].operand[k] < i && last[c->ins[i].operand[k]] < last[i])
                     last[c->ins[i].operand[k]] = last[i];
@@ -123,7 +127,7 @@ static double comp_peak(struct memx *x, int ci, int *at)
     double live = 0, peak = 0;
     int where = n ? c->root : 0;
     for (int i = 0; i < n; i++) {
-        double made = made_bytes(&c->ins[i]);
+        double made = fz.fused[i] ? 0 : made_bytes(&c->ins[i]);
         double during = live + made + nested_peak(x, &c->ins[i]);
         if (during > peak)
             peak = during, where = i;
@@ -135,6 +139,7 @@ static double comp_peak(struct memx *x, int ci, int *at)
     x->active[ci] = false;
     free(last);
     free(free_at);
+    hlo_fuse_free(&fz);
     x->peak[ci] = peak;
     if (at)
         *at = where;
@@ -144,7 +149,8 @@ static double comp_peak(struct memx *x, int ci, int *at)
 void hlo_memory(const struct hlo_module *m, struct hlo_report *rep)
 {
     struct memx x = {.m = m, .peak = xcalloc((size_t)m->ncomp + 1, sizeof *x.peak),
-                     .active = xcalloc((size_t)m->ncomp + 1, sizeof *x.active)};
+                     .active = xcalloc((size_t)m->ncomp + 1, sizeof *x.active),
+                     .unfused = hlo_unfused(m)};
     for (int i = 0; i < m->ncomp; i++)
         x.peak[i] = -1;
     const struct hlo_comp *e = &m->comp[m->entry];

@@ -21,7 +21,11 @@ struct ctx {
     char *err;
     size_t n;
     int rc;
+    const struct prog_block *cur; /* the block of the op whose waits are gathered */
+    const char *waiter;           /* that op's name */
 };
+
+static void compact(struct refs *rs, const struct prog_block *b);
 
 /* Records the first error; takes 'msg'. */
 static void fail(struct ctx *c, char *msg)
@@ -57,8 +61,11 @@ static bool ref_eq(const struct prog_ref *a, const struct prog_ref *b)
 static void add(struct ctx *c, struct refs *rs, const struct prog_op *op,
                 const struct prog_block *in, bool prev)
 {
+    if (rs->n == MAXREF && c->cur)
+        compact(rs, c->cur);
     if (rs->n == MAXREF) {
-        fail(c, xasprintf("op '%s' waits for more than %d ops", op->name, MAXREF));
+        fail(c, xasprintf("op '%s' waits for more than %d ops", c->waiter ? c->waiter : op->name,
+                          MAXREF));
         return;
     }
     rs->r[rs->n++] = (struct prog_ref){.op = op, .in = in, .prev = prev};
@@ -152,6 +159,52 @@ static void reduce(struct refs *rs, const struct prog_block *b)
         if (keep)
             out.r[out.n++] = rs->r[i];
     }
+    *rs = out;
+}
+
+/* As reaches_from, and an op that waits for the op before (no after:) implies
+ * what that op implies: the stream's order. */
+static bool chain_from(const struct prog_ref *s, const struct prog_ref *r,
+                       const struct prog_block *b, bool *seen)
+{
+    struct prog_ref cur = *s;
+    for (;;) {
+        if (ref_eq(&cur, r))
+            return true;
+        int at = cur.in == b ? index_of(b, cur.op) : -1;
+        if (cur.prev || at < 0 || seen[at])
+            return false;
+        seen[at] = true;
+        for (int i = 0; i < cur.op->nwait; i++)
+            if (chain_from(&cur.op->wait[i], r, b, seen))
+                return true;
+        if (cur.op->has_wait || at == 0 || b->op[at - 1].loop)
+            return false;
+        cur = (struct prog_ref){.op = &b->op[at - 1], .in = b, .prev = false};
+    }
+}
+
+/* An op reading more tensors than it can wait for (an instruction of
+ * hundreds of operands): the refs another implies through the stream's
+ * order dropped. */
+static void compact(struct refs *rs, const struct prog_block *b)
+{
+    struct refs out = {.n = 0};
+    bool *seen = xcalloc((size_t)b->nops + 1, sizeof *seen);
+    for (int i = 0; i < rs->n; i++) {
+        bool keep = true;
+        for (int j = 0; j < rs->n && keep; j++) {
+            if (j == i || ref_eq(&rs->r[i], &rs->r[j])) {
+                keep = j <= i; /* the last of equal refs stays */
+                continue;
+            }
+            memset(seen, 0, sizeof *seen * ((size_t)b->nops + 1));
+            keep = !chain_from(&rs->r[j], &rs->r[i], b, seen);
+        }
+        if (keep)
+            out.r[out.n++] = rs->r[i];
+    }
+    free(seen);
     *rs = out;
 }
 
@@ -327,7 +380,9 @@ static bool default_ok(struct ctx *c, const struct prog_block *b, int k, const s
 static void sched_op(struct ctx *c, struct prog_block *b, int k)
 {
     struct refs rs = {.n = 0};
+    c->cur = b, c->waiter = b->op[k].name;
     candidates(c, b, k, &rs);
+    c->cur = NULL, c->waiter = NULL;
     reduce(&rs, b);
     struct prog_op *o = &b->op[k];
     free(o->wait);

@@ -1,0 +1,246 @@
+/* workload/hlo_fuse.c -- what XLA's TPU pipeline would still do to a module
+ * dumped before its fusion passes (the HLO right after SPMD partitioning, as
+ * tools/hlo_dump.py --stage spmd writes it), planned per computation for the
+ * lowering (workload/hlo_lower.c):
+ *  - fusion: an elementwise instruction (or a broadcast, a convert, a
+ *    reshape, a transpose, a slice, ...) read by exactly one instruction
+ *    that can take it (another such instruction, a reduce, a dot, an
+ *    in-place update) runs inside that reader, as XLA's instruction fusion
+ *    puts a producer into its consumer: it makes no op and its result never
+ *    reaches HBM; the reader reads what it read (a broadcast or an iota: its
+ *    small operand; a slice: its slice). A cheap producer (data movement,
+ *    elementwise arithmetic short of transcendentals and divisions) read by
+ *    several such readers is fused into each, as XLA duplicates them.
+ *  - reduce-scatter: an all-reduce whose one reader is a dynamic-slice of
+ *    1/N of it (N its group size) is a reduce-scatter of its operand, the
+ *    slice its result (XLA's ReduceScatterCreator; the CPU pipeline has no
+ *    such pass, TPU's has); decided where the all-reduce is lowered.
+ *  - collective pipelining: an all-gather in a while body whose operand is
+ *    sliced out of the loop's parameters (a layer's weights out of the
+ *    stacked ones: nothing the iteration computes) is issued one iteration
+ *    ahead, as XLA TPU's collective pipeliner moves it (the lowering makes
+ *    its result loop-carried: the schedule's prefetch, as model:'s weight
+ *    gathers run); and a dynamic-update-slice of a while body that stores
+ *    what a collective returns (a layer's reduce-scattered gradient into
+ *    the stacked ones) runs beside the stream, as the pipeliner sinks it
+ *    with its reduce-scatter into the next iteration.
+ * Modules that hold fusions already (after optimizations) are planned as
+ * they are: nothing fused.
+ * Uses workload/hlo.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "workload/hlo_fuse.h"
+#include "workload/hlo_int.h"
+
+/* Whether 'op' is an XLA-fusible producer: elementwise or pure data movement. */
+static bool producer_kind(int op)
+{
+    switch (op) {
+    case HLO_OP_REDUCE: /* a reduce ends a fusion (its output is another shape) */
+    case HLO_OP_REDUCE_WINDOW:
+    case HLO_OP_SORT:
+    case HLO_OP_TOPK:
+    case HLO_OP_FFT:
+    case HLO_OP_CHOLESKY:
+    case HLO_OP_TRIANGULAR_SOLVE:
+    case HLO_OP_BATCH_NORM_GRAD:
+    case HLO_OP_BATCH_NORM_INFERENCE:
+    case HLO_OP_BATCH_NORM_TRAINING:
+    case HLO_OP_SELECT_AND_SCATTER:
+    case HLO_OP_MAP:
+    case HLO_OP_RNG:
+    case HLO_OP_RNG_BIT_GENERATOR:
+    case HLO_OP_COPY_START:
+        return false;
+    default:
+        break;
+    }
+    enum hlo_class c = hlo_class_of(op);
+    return c == HLO_C_BYTES || op == HLO_OP_SLICE || op == HLO_OP_DYNAMIC_SLICE;
+}
+
+/* Whether 'op' can take a producer into its fusion. */
+static bool consumer_kind(int op)
+{
+    enum hlo_class c = hlo_class_of(op);
+    return producer_kind(op) || op == HLO_OP_REDUCE || c == HLO_C_DOT || c == HLO_C_UPDATE;
+}
+
+/* Whether XLA duplicates 'op' into each of several readers rather than
+ * writing it out: data movement and elementwise arithmetic that is not
+ * expensive (XLA's instruction fusion duplicates all but transcendentals,
+ * divisions and the like). */
+static bool cheap(int op)
+{
+    switch (op) {
+    case HLO_OP_BROADCAST:
+    case HLO_OP_IOTA:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_TRANSPOSE:
+    case HLO_OP_CONVERT:
+    case HLO_OP_BITCAST_CONVERT:
+    case HLO_OP_COPY:
+    case HLO_OP_SLICE:
+    case HLO_OP_SELECT:
+    case HLO_OP_COMPARE:
+    case HLO_OP_CLAMP:
+    case HLO_OP_ADD:
+    case HLO_OP_SUBTRACT:
+    case HLO_OP_MULTIPLY:
+    case HLO_OP_MAXIMUM:
+    case HLO_OP_MINIMUM:
+    case HLO_OP_NEGATE:
+    case HLO_OP_ABS:
+    case HLO_OP_AND:
+    case HLO_OP_OR:
+    case HLO_OP_NOT:
+    case HLO_OP_XOR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether the module was dumped before XLA's fusion: no fusion anywhere. */
+bool hlo_unfused(const struct hlo_module *m)
+{
+    for (int c = 0; c < m->ncomp; c++)
+        for (int i = 0; i < m->comp[c].nins; i++)
+            if (m->comp[c].ins[i].opcode == HLO_OP_FUSION)
+                return false;
+    return true;
+}
+
+void hlo_fuse_plan(const struct hlo_comp *c, bool fuse, struct hlo_fuse *f)
+{
+    int n = c->nins;
+    f->fused = xcalloc((size_t)n + 1, sizeof *f->fused);
+    f->free_slice = xcalloc((size_t)n + 1, sizeof *f->free_slice);
+    f->in_bytes = xcalloc((size_t)n + 1, sizeof *f->in_bytes);
+    int *users = xcalloc((size_t)n + 1, sizeof *users);
+    bool *all_consumers = xcalloc((size_t)n + 1, sizeof *all_consumers);
+    for (int i = 0; i < n; i++)
+        all_consumers[i] = true;
+    if (n)
+        users[c->root]++, all_consumers[c->root] = false; /* the result leaves */
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < c->ins[i].nops; k++) {
+            int o = c->ins[i].operand[k];
+            if (o < 0 || o >= n)
+                continue;
+            users[o]++;
+            if (!consumer_kind(c->ins[i].opcode))
+                all_consumers[o] = false;
+        }
+    for (int i = 0; fuse && i < n; i++) {
+        const struct hlo_instr *in = &c->ins[i];
+        if (!producer_kind(in->opcode) || in->shape.type == HLO_TUPLE || users[i] == 0)
+            continue;
+        f->fused[i] = all_consumers[i] && (users[i] == 1 || cheap(in->opcode));
+    }
+    /* what each instruction reads from HBM: a fused operand's own reads */
+    for (int i = 0; i < n; i++) {
+        const struct hlo_instr *in = &c->ins[i];
+        double b = 0;
+        if (f->fused[i] && (in->opcode == HLO_OP_SLICE || in->opcode == HLO_OP_DYNAMIC_SLICE)) {
+            f->in_bytes[i] = hlo_shape_bytes(&in->shape);
+            continue;
+        }
+        for (int k = 0; k < in->nops; k++) {
+            int o = in->operand[k];
+            if (o < 0 || o >= n)
+                continue;
+            b += f->fused[o] && o < i ? f->in_bytes[o] : hlo_shape_bytes(&c->ins[o].shape);
+        }
+        f->in_bytes[i] = b;
+    }
+    free(users);
+    free(all_consumers);
+}
+
+void hlo_fuse_free(struct hlo_fuse *f)
+{
+    free(f->fused);
+    free(f->free_slice);
+    free(f->in_bytes);
+    memset(f, 0, sizeof *f);
+}
+
+int hlo_fuse_scatter_slice(const struct hlo_comp *c, int ar)
+{
+    int ds = -1;
+    for (int i = ar + 1; i < c->nins; i++)
+        for (int k = 0; k < c->ins[i].nops; k++)
+            if (c->ins[i].operand[k] == ar) {
+                if (ds >= 0 || c->ins[i].opcode != HLO_OP_DYNAMIC_SLICE || k != 0)
+                    return -1;
+                ds = i;
+            }
+    if (ds < 0 || c->root == ar)
+        return -1;
+    return ds;
+}
+
+/* Whether instruction 'i' of 'c' is computed from the computation's
+ * parameters and constants through indexing and plumbing only (at most
+ * 'depth' deep): a weight sliced out of a loop's stacked parameters (an
+ * element of a tuple, through jax.checkpoint's opt-barrier, is followed
+ * alone). */
+static bool plumbing(const struct hlo_comp *c, int i, int depth)
+{
+    const struct hlo_instr *in = &c->ins[i];
+    switch (in->opcode) {
+    case HLO_OP_PARAMETER:
+    case HLO_OP_CONSTANT:
+    case HLO_OP_PARTITION_ID:
+    case HLO_OP_REPLICA_ID:
+    case HLO_OP_IOTA:
+        return true;
+    case HLO_OP_GET_TUPLE_ELEMENT:
+    case HLO_OP_BITCAST:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_COPY:
+    case HLO_OP_CONVERT:
+    case HLO_OP_TRANSPOSE:
+    case HLO_OP_BROADCAST:
+    case HLO_OP_SLICE:
+    case HLO_OP_DYNAMIC_SLICE:
+    case HLO_OP_ADD:
+    case HLO_OP_SUBTRACT:
+    case HLO_OP_MULTIPLY:
+    case HLO_OP_COMPARE:
+    case HLO_OP_SELECT:
+        break;
+    default:
+        return false;
+    }
+    if (depth == 0)
+        return false;
+    if (in->opcode == HLO_OP_GET_TUPLE_ELEMENT && in->nops == 1) { /* element k only */
+        int t = in->operand[0];
+        while (t >= 0 && t < i && c->ins[t].opcode == HLO_OP_OPT_BARRIER && c->ins[t].nops == 1)
+            t = c->ins[t].operand[0]; /* jax.checkpoint's barrier passes its tuple on */
+        const struct hlo_attr *a = hlo_attr(in, "index");
+        long k = a ? strtol(a->value, NULL, 10) : -1;
+        if (t >= 0 && t < i && c->ins[t].opcode == HLO_OP_TUPLE)
+            return k >= 0 && k < c->ins[t].nops && c->ins[t].operand[k] < t &&
+                   plumbing(c, c->ins[t].operand[k], depth - 1);
+    }
+    for (int k = 0; k < in->nops; k++)
+        if (in->operand[k] < 0 || in->operand[k] >= i || !plumbing(c, in->operand[k], depth - 1))
+            return false;
+    return true;
+}
+
+bool hlo_fuse_pipelined(const struct hlo_comp *c, int ag)
+{
+    const struct hlo_instr *in = &c->ins[ag];
+    if (in->opcode != HLO_OP_ALL_GATHER || in->nops < 1)
+        return false;
+    for (int k = 0; k < in->nops; k++)
+        if (in->operand[k] < 0 || in->operand[k] >= ag || !plumbing(c, in->operand[k], 16))
+            return false;
+    return true;
+}

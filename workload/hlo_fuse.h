@@ -1,0 +1,31 @@
+/* workload/hlo_fuse.h -- XLA's fusion and reduce-scatter creation, planned
+ * for a module dumped before them (workload/hlo_fuse.c). Uses workload/hlo.h. */
+#ifndef TPUSIM_WORKLOAD_HLO_FUSE_H
+#define TPUSIM_WORKLOAD_HLO_FUSE_H
+
+#include <stdbool.h>
+
+#include "workload/hlo.h"
+
+/* Per instruction of one computation. */
+struct hlo_fuse {
+    bool *fused;      /* runs inside its reader(s): no op, no HBM result */
+    bool *free_slice; /* the dynamic-slice of an all-reduce made a reduce-scatter */
+    double *in_bytes; /* what it reads from HBM (fused operands: their own reads) */
+};
+
+/* Whether 'm' holds no fusion (dumped before XLA's fusion passes). */
+bool hlo_unfused(const struct hlo_module *m);
+/* The plan of 'c' into 'f' (fusing only when 'fuse'); free with hlo_fuse_free. */
+void hlo_fuse_plan(const struct hlo_comp *c, bool fuse, struct hlo_fuse *f);
+void hlo_fuse_free(struct hlo_fuse *f);
+/* The dynamic-slice (index in 'c') that is all-reduce 'ar''s one reader,
+ * slicing its operand 0, or -1. */
+int hlo_fuse_scatter_slice(const struct hlo_comp *c, int ar);
+
+/* Whether all-gather 'ag' of a while body 'c' gathers what is sliced out of
+ * the loop's parameters only (XLA's collective pipeliner issues it one
+ * iteration ahead). */
+bool hlo_fuse_pipelined(const struct hlo_comp *c, int ag);
+
+#endif
