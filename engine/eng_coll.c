@@ -342,16 +342,6 @@ struct part_actor {
     int part;
 };
 
-/* Fast fidelity coalesces a ring pass (collective.c) unless a link is down or
- * degraded: the one-step pass stands for steps that load the same links
- * alike, and a detour (or a slow link) makes one pair's steps load links
- * other steps use (an open 4x4 gather beside a down link was 5.8 % short:
- * tests/unit/test_coll.c). */
-static bool coalesce(const struct eng_run *r)
-{
-    return r->sc->fidelity == CFG_FIDELITY_FAST && !eng_fault_links(r);
-}
-
 static void run_part(struct eng_task *task, int part)
 {
     struct coll_actor a = {.task = task};
@@ -366,7 +356,7 @@ static void run_part(struct eng_task *task, int part)
                          part,
                          &coll_ops,
                          &a,
-                         coalesce(task->core->run),
+                         sc->fidelity == CFG_FIDELITY_FAST,
                          slice,
                          nslices,
                          sc->dcn.lat_s};

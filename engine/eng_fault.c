@@ -155,15 +155,6 @@ static bool any_down(const struct eng_run *r)
     return false;
 }
 
-bool eng_fault_links(const struct eng_run *r)
-{
-    const struct cfg_faults *fs = &r->sc->faults;
-    for (int i = 0; i < fs->n; i++)
-        if (fs->f[i].kind == CFG_FAULT_LINK)
-            return true;
-    return false;
-}
-
 bool eng_fault_detours(const struct eng_run *r, int src, int dst)
 {
     int n = r->sc->plan.sim.nchips;

@@ -290,8 +290,6 @@ eng_run_fn *eng_runner(enum op_kind kind);
 void eng_fault_init(struct eng_run *r);
 /* True if engine chip 'src''s transfer to 'dst' (same slice) must detour around a down link. */
 bool eng_fault_detours(const struct eng_run *r, int src, int dst);
-/* True when the scenario has a link fault (down or degraded), at any time. */
-bool eng_fault_links(const struct eng_run *r);
 /* Puts 'msg' of 'bytes' into 'mb' (whose receiver is on engine chip 'dst')
  * from engine chip 'src', whose host the caller runs on: on SimGrid's route,
  * or on the detour around the down links (legs at once, the last one after

@@ -214,15 +214,11 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
  * fidelity coalesces a ring pass into one step (collective.c's rule: a
  * wrapped axis longer than 2, or a line that runs alone and does not
  * reduce-scatter; a reducing pass only while nothing else runs on the chip,
- * counted as its X - 1 steps when the program has other ops; none with a
- * link fault: eng_coll.c), exact runs its
+ * counted as its X - 1 steps when the program has other ops), exact runs its
  * X - 1 steps; a reduction is a streamed replay per step (fast) or a step per
  * (512, 1024) block (exact). */
 static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
 {
-    bool link_fault = false;
-    for (int i = 0; i < sc->faults.n; i++)
-        link_fault |= sc->faults.f[i].kind == CFG_FAULT_LINK;
     struct topo group;
     const struct topo *t = coll_topo(op, &sc->topo, 0, &group);
     struct coll_plan plan;
@@ -235,7 +231,7 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             int X = dcn ? sc->dcn.slices : t->shape[ph->axis];
             bool wrap = !dcn && t->wrap[ph->axis];
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;
-            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && !link_fault &&
+            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 &&
                        (wrap || (plan.nparts == 1 && ph->kind != COLL_RS)) &&
                        !(ph->kind == COLL_RS && sc->nops > 1);
             w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
