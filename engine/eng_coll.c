@@ -321,6 +321,12 @@ static void cx_delay(void *ex, double s)
         a->wake = start_time(a) + s;
 }
 
+static bool cx_shared(void *ex)
+{
+    struct coll_actor *a = ex;
+    return eng_memo_chip_shared(a->task);
+}
+
 static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
                                               .wait_send = cx_wait_send,
                                               .wait_recv = cx_wait_recv,
@@ -329,7 +335,8 @@ static const struct coll_exec_ops coll_ops = {.rdma = cx_rdma,
                                               .reduce = cx_reduce,
                                               .local_copy = cx_local_copy,
                                               .delay = cx_delay,
-                                              .rdma_dcn = cx_rdma_dcn};
+                                              .rdma_dcn = cx_rdma_dcn,
+                                              .shared = cx_shared};
 
 /* One actor per part: its own DMA mailbox and statistics. */
 struct part_actor {

@@ -202,6 +202,11 @@ void eng_memo_task_end(struct eng_task *task)
         overlap_drop(ms, task);
 }
 
+bool eng_memo_chip_shared(const struct eng_task *task)
+{
+    return task->core->run->memo->chip_tasks[task->core->chip] > 1;
+}
+
 /* The chip's overlap now, as offsets, into '*o'; false if no memo may be
  * used: the chip runs something besides this kernel (on each of its cores:
  * a megacore pair meets at a barrier before each call; a core with no grid

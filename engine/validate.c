@@ -213,7 +213,8 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
 /* One collective's ring steps and reduction steps on one chip: fast
  * fidelity coalesces a ring pass into one step (collective.c's rule: a
  * wrapped axis longer than 2, or a line that runs alone and does not
- * reduce-scatter), exact runs its
+ * reduce-scatter; a reducing pass only while nothing else runs on the chip,
+ * counted as its X - 1 steps when the program has other ops), exact runs its
  * X - 1 steps; a reduction is a streamed replay per step (fast; one for a
  * coalesced pass's when the parts are alike) or a step per (512, 1024) block
  * (exact). */
@@ -231,10 +232,11 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             bool dcn = ph->axis == COLL_AXIS_DCN;
             int X = dcn ? sc->dcn.slices : t->shape[ph->axis];
             bool wrap = !dcn && t->wrap[ph->axis];
-            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && !op->u.coll.nreplica &&
-                       (wrap || (plan.nparts == 1 && ph->kind != COLL_RS));
-            w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;
+            bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && !op->u.coll.nreplica &&
+                       (wrap || (plan.nparts == 1 && ph->kind != COLL_RS)) &&
+                       !(ph->kind == COLL_RS && sc->nops > 1);
+            w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;
             if (reduce && sc->fidelity == CFG_FIDELITY_FAST)
                 w += (ph->kind == COLL_PSUM ? X : X < 2 || (one && alike) ? 1.0 : X - 1.0) *
                      W_RING_STEP; /* a streamed replay a step, or one a pass */

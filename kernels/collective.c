@@ -392,24 +392,24 @@ static void step_sizes(const struct ring *r, int s, uint64_t chunk, uint64_t out
     }
 }
 
-/* Fidelity fast: the X-1 steps of a phase as one step moving the sum of
- * their bytes each way, plus the fixed costs of the steps it stands for
- * (handshake, DMA issue and hop latency of the X-2 others). In the
+/* Fidelity fast: steps s0..X-1 of a phase (all X-1 from s0 = 1) as one step
+ * moving the sum of their bytes each way, plus the fixed costs of the steps
+ * it stands for (handshake, DMA issue and hop latency of the others). In the
  * bandwidth-bound limit this is the ring's time: every step of a symmetric
  * ring moves the same bytes over the same links, and a line's busiest link
  * carries X-1 chunks either way. */
-static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
+static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce, int s0)
 {
     const struct coll_ctx *c = r->c;
     uint64_t out[2] = {0, 0}, in[2] = {0, 0}, o[2], i[2];
-    for (int s = 1; s < r->X; s++) {
+    for (int s = s0; s < r->X; s++) {
         step_sizes(r, s, chunk, o, i);
         for (int d = 0; d < 2; d++)
             out[d] += o[d], in[d] += i[d];
     }
     double hop = r->dcn ? c->dcn_lat_s : c->chip->ici_hop_lat_s;
     double fixed = ici_ring_step_fixed_s(c->chip, hop);
-    c->ops->delay(c->ex, fixed * (r->X - 2));
+    c->ops->delay(c->ex, fixed * (r->X - 1 - s0));
     step(r, out, in, false);
     /* a reduction per step, of what that step received, as exact runs them:
      * each step's chunk is reduced before it is passed on, so each has its
@@ -421,7 +421,7 @@ static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
      * 16x16x16 all-reduce 5x slower to run). */
     uint64_t got = 0;
     int times = 0;
-    for (int s = 1; reduce && s < r->X; s++) {
+    for (int s = s0; reduce && s < r->X; s++) {
         step_sizes(r, s, chunk, o, i);
         if (!(i[0] + i[1]))
             continue;
@@ -435,15 +435,27 @@ static void coalesced_pass(const struct ring *r, uint64_t chunk, bool reduce)
         c->ops->reduce(c->ex, got, c->op->u.coll.dt, times);
 }
 
+/* A reducing pass is coalesced only from the step on which nothing else runs
+ * on the device: each step's reduction reads two blocks and writes one for
+ * every byte received (3 HBM bytes a byte), between that step's transfers
+ * and the next's. The one-step pass moves all the transfers first and
+ * reduces at the end, so the HBM traffic of the reductions lands after the
+ * kernel beside the pass instead of spread under it: the kernel ran as if
+ * alone and the collective ended early (the Llama-3-8B v5e 16x16 step's
+ * gradient reduce-scatter beside its backward: 1.3 % short; a 4-chip ring
+ * beside an HBM-bound add, 7.6 %: tests/unit/test_coll.c). Alone, the two
+ * take the same time (the bandwidth-bound argument above). A gathering pass
+ * moves data only, which the links bound: it stays one step. */
 static void ring_pass(const struct ring *r, bool reduce)
 {
     const struct coll_phase *ph = r->ph;
+    const struct coll_ctx *c = r->c;
     uint64_t chunk = ph->kind == COLL_RS ? ph->bytes / (uint64_t)r->X : ph->bytes;
-    if (r->coalesce) {
-        coalesced_pass(r, chunk, reduce);
-        return;
-    }
     for (int s = 1; s < r->X; s++) {
+        if (r->coalesce && !(reduce && c->ops->shared && c->ops->shared(c->ex))) {
+            coalesced_pass(r, chunk, reduce, s);
+            return;
+        }
         uint64_t out[2], in[2];
         step_sizes(r, s, chunk, out, in);
         step(r, out, in, reduce);

@@ -77,6 +77,10 @@ struct coll_exec_ops {
     /* Remote DMA over the DCN to the device at this one's place in slice
      * 'dst_slice'; waited on with wait_send, counted on its 'sem' as rdma's. */
     void *(*rdma_dcn)(void *ex, int dst_slice, uint64_t bytes, int sem);
+    /* True while the device runs another op beside this collective (a kernel,
+     * another collective): fast fidelity then keeps a ring reduce-scatter's
+     * steps (see collective.c). NULL: never. */
+    bool (*shared)(void *ex);
 };
 
 struct coll_ctx {

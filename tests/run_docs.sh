@@ -45,8 +45,8 @@ quote "45.821 us"
 quote "63.125 us"
 quote "65.809 us"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
-quote "cost: \$0.04749 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01132 per million tokens"
-quote "time to train: 51.21 days (3576279 steps of 1.237 s; 299 evaluations of 2 forward steps, 665.387 ms each; an evaluation block (11921 steps and its evaluation) 4.10 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$169897, 62.47 MWh"
+quote "cost: \$0.04774 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01138 per million tokens"
+quote "time to train: 51.47 days (3576279 steps of 1.243 s; 299 evaluations of 2 forward steps, 665.387 ms each; an evaluation block (11921 steps and its evaluation) 4.12 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$170770, 62.79 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
 quote "model train step: 0.172 s"
@@ -56,7 +56,7 @@ quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.237 s ± 145.947 ms (11.8%, 68% band, the model-step floor'
+quote 'total 1.243 s ± 146.697 ms (11.8%, 68% band, the model-step floor'
 quote "collective_exposed 12.905 ms"
 quote "collective_exposed 56.469 ms (4.4%)"
 quote '"p99": 0.0172022839'
