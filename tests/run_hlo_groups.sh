@@ -58,6 +58,9 @@ else bad "replica_groups: the runs failed"; fi
 # The same from HLO (diag.hlo.txt): the diagonals in explicit replica_groups,
 # the rows as the iota [4,4]<=[16], which is a mesh axis and stays one
 # (program.routed_collectives counts 1: the diagonal); the hand figures above.
+# The module is scheduled (is_scheduled=true): the two run one after the
+# other, as in the workload above (an unscheduled module's collectives run
+# async, as XLA's latency-hiding scheduler would place them, and share links).
 if run "$dir/diag.yaml" hdiag; then
     near "$(field "$t/hdiag" diag time_s)" "$hand_diag" && ok || bad "HLO diagonal: $(field "$t/hdiag" diag time_s) s, hand $hand_diag s"
     near "$(field "$t/hdiag" row time_s)" "$hand_row" && ok || bad "HLO row: $(field "$t/hdiag" row time_s) s, hand $hand_row s"
