@@ -92,7 +92,7 @@ def main():
         if not why_not(r):
             runs.setdefault(run_key(r), r)
     print("Serving (tests/fidelity/serving.csv): closed loops at the stated concurrency, "
-          "fixed lengths, bf16")
+          "fixed lengths, bf16 or int8 (weight-only int8 weights, an int8 KV cache)")
     print(f"{'id':6} {'chip':4} {'n':>2} {'preset':10} {'mesh':9} {'conc':>4} {'prompts':>7} "
           f"{'in/out':9} {'metric':17} {'measured':>9} {'predicted':>9} {'error':>7}")
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.j) as ex:
