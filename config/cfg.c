@@ -730,8 +730,8 @@ static void serve_put_int(struct cfg_node *t, const struct cfg_node *at, const c
 
 /* The model of serve.model as a decode step of engine.max_num_seqs sequences
  * (the base scenario every engine step is built from). */
-static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *mn,
-                                         const struct serve_cfg *c)
+static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *sv,
+                                         const struct cfg_node *mn, const struct serve_cfg *c)
 {
     static const char *const engine_keys[] = {"mode", "batch", "seq_len", "kv_len", "page_size",
                                               NULL};
@@ -742,13 +742,27 @@ static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *
                             "no step shape (the engine forms each step's batch)");
             free(p);
         }
-    if (cfg_get(mn, "attention_kernel"))
-        walk_type_error(w, cfg_get(mn, "attention_kernel"), "serve.model.attention_kernel",
-                        "no attention_kernel (serve.engine.attention_kernel chooses it)");
+    static const char *const by_engine[] = {"attention_kernel", "kv_cache_dtype", NULL};
+    for (int i = 0; by_engine[i]; i++)
+        if (cfg_get(mn, by_engine[i])) {
+            char *p = xasprintf("serve.model.%s", by_engine[i]), *want = xasprintf(
+                "no %s (serve.engine.%s chooses it)", by_engine[i], by_engine[i]);
+            walk_type_error(w, cfg_get(mn, by_engine[i]), p, want);
+            free(p);
+            free(want);
+        }
     struct cfg_node *t = cfg_copy(mn);
+    const struct cfg_node *e = c->kv_int8 ? cfg_get(sv, "engine") : NULL;
+    const struct cfg_node *at = e && cfg_get(e, "kv_cache_dtype") ? cfg_get(e, "kv_cache_dtype")
+                                                                   : mn;
     struct cfg_node *ak = cfg_node_new(CFG_SCALAR, mn->file, mn->line, mn->col);
     ak->value = xstrdup(c->rpa_v3 ? "rpa_v3" : "rpa_v2");
     cfg_put(t, "attention_kernel", ak);
+    if (c->kv_int8) { /* errors point at serve.engine.kv_cache_dtype */
+        struct cfg_node *kd = cfg_node_new(CFG_SCALAR, at->file, at->line, at->col);
+        kd->value = xstrdup("int8");
+        cfg_put(t, "kv_cache_dtype", kd);
+    }
     char buf[32];
     static const char *const keys[] = {"mode", "batch", "kv_len", "page_size"};
     int64_t vals[] = {0, c->max_num_seqs, c->page_size, c->page_size};
@@ -769,7 +783,7 @@ static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg
     const struct model_step *ms = sc->model;
     const struct model *m = &ms->m;
     c->kv_bytes_per_token = 2.0 * (double)m->layers * (double)ms->shard.kv_heads *
-                            (double)m->head_dim * (double)dtype_bytes(m->dtype) *
+                            (double)m->head_dim * (double)dtype_bytes(model_kv_dtype(m)) *
                             ms->shard.dev_per_chip;
     double free_b = ms->mem.capacity * c->hbm_fraction - ms->mem.params;
     double pages = free_b > 0 ? floor(free_b / (c->kv_bytes_per_token * (double)c->page_size)) : 0;
@@ -897,7 +911,7 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         serve_disagg_check(w, sv, sc);
     if (diag_count(w->d))
         return NULL;
-    struct cfg_node *mt = serve_model_tree(w, mn, sc->serve);
+    struct cfg_node *mt = serve_model_tree(w, sv, mn, sc->serve);
     if (sc->serve->replicas > 1) /* each data group (a replica) steps a whole batch */
         serve_put_int(mt, mn, "batch", sc->serve->max_num_seqs * sc->serve->replicas);
     struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);

@@ -23,7 +23,7 @@ static const char *const model_keys[] = {
     "num_queries_per_block", "d_block_sizes", "m_block_sizes", "attention_block", "vocab_tiling",
     "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
     "num_pipeline_repeats", "pipeline_schedule",
-    "xla_flags", "quantization", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
+    "xla_flags", "quantization", "kv_cache_dtype", "use_qk_norm", "use_parallel_block", "causal", "sa_block_q", "sa_block_kv",
     "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
     "sa_block_q_dq", "sa_block_kv_dq", NULL};
 
@@ -229,19 +229,41 @@ static void read_quantization(struct walk *w, const struct cfg_node *t, struct m
     int v = 0;
     if (!q || walk_enum(w, t, "model", "quantization", model_quant_names(), &v) != 0)
         return;
+    const struct chip_params *c = w->chip;
+    if (m->mode == MODEL_DECODE) { /* weight-only, the matmuls in dtype: any chip */
+        m->weight_int8 = model_quant_dtype(v) == DT_INT8;
+        if (!m->weight_int8)
+            walk_type_error(w, q, "model.quantization", "int8 in a decode step (weight-only "
+                            "int8 as JetStream serves it; fp8 quantizes training and prefill)");
+        return;
+    }
     m->quantized = true;
     m->quant_dtype = model_quant_dtype(v);
-    const struct chip_params *c = w->chip;
-    if (m->mode == MODEL_DECODE) {
-        walk_type_error(w, q, "model.quantization", "no quantization in a decode step (the "
-                        "expansion quantizes training and prefill steps' dense layers)");
-    } else if (c && !c->hypothetical && c->mxu_dtype[DT_BF16] && !c->mxu_dtype[m->quant_dtype]) {
+    if (c && !c->hypothetical && c->mxu_dtype[DT_BF16] && !c->mxu_dtype[m->quant_dtype]) {
         char want[256];
         snprintf(want, sizeof want, "a quantization the %s MXU takes (%s has no %s rate; "
                  "chip: {base: %s, hypothetical: true} allows it)", c->name, c->name,
                  q->value, c->name);
         walk_type_error(w, q, "model.quantization", want);
     }
+}
+
+/* kv_cache_dtype: auto | int8 (vLLM's --kv-cache-dtype; auto: the model's dtype), the
+ * KV cache pages of a decode step; RPA v3 takes no int8 pages (upstream refuses them). */
+static void read_kv_dtype(struct walk *w, const struct cfg_node *t, struct model *m)
+{
+    static const char *const names[] = {"auto", "int8", NULL};
+    const struct cfg_node *k = cfg_get(t, "kv_cache_dtype");
+    int v = 0;
+    if (!k || walk_enum(w, t, "model", "kv_cache_dtype", names, &v) != 0)
+        return;
+    m->kv_int8 = v == 1;
+    if (m->kv_int8 && m->mode != MODEL_DECODE)
+        walk_type_error(w, k, "model.kv_cache_dtype", "auto outside a decode step (int8 is a "
+                        "decode step's paged KV cache)");
+    else if (m->kv_int8 && m->rpa_v3)
+        walk_type_error(w, k, "model.kv_cache_dtype", "auto with attention_kernel: rpa_v3 (RPA "
+                        "v3 takes no int8 KV pages; rpa_v2 does)");
 }
 
 /* MaxText's layer options: use_qk_norm, causal, the splash block sizes sa_block_*. */
@@ -292,6 +314,7 @@ int cfg_load_model(struct walk *w, const struct cfg_node *node, struct model *m)
     m->xla = model_xla_defaults();
     read_xla_flags(w, t, m);
     read_quantization(w, t, m);
+    read_kv_dtype(w, t, m);
     read_layer(w, t, m);
     if (m->mode == MODEL_DECODE && !cfg_get(t, "seq_len"))
         m->seq_len = 1; /* one new token per sequence and step */

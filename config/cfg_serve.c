@@ -26,7 +26,7 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     static const char *const keys[] = {"max_num_seqs",    "max_num_batched_tokens", "page_size",
                                        "max_model_len",   "kv_cache",  "chunked_prefill",
                                        "scheduler",       "step_overhead", "step_memo",
-                                       "attention_kernel", NULL};
+                                       "attention_kernel", "kv_cache_dtype", NULL};
     walk_check_keys(w, e, p, keys);
     walk_int(w, e, p, "max_num_seqs", false, 1, SERVE_MAX_SEQS, &c->max_num_seqs);
     walk_int(w, e, p, "max_num_batched_tokens", false, 1, 1 << 20, &c->max_num_batched_tokens);
@@ -37,7 +37,11 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     int v = 0;
     walk_enum(w, e, p, "scheduler", sched, &v);
     walk_qty(w, e, p, "step_overhead", false, UNITS_TIME, true, &c->step_overhead_s);
-    v = c->rpa_v3;
+    static const char *const kvd[] = {"auto", "int8", NULL};
+    v = 0;
+    walk_enum(w, e, p, "kv_cache_dtype", kvd, &v);
+    c->kv_int8 = v == 1;
+    v = c->rpa_v3 && !c->kv_int8; /* int8 pages: RPA v2 (v3 refuses them) unless chosen */
     walk_enum(w, e, p, "attention_kernel", model_attention_kernel_names(), &v);
     c->rpa_v3 = v == 1;
     const struct cfg_node *kv = cfg_get(e, "kv_cache");

@@ -65,6 +65,7 @@ struct serve_cfg {
     double hbm_fraction;   /* kv_cache.hbm_fraction: of the usable HBM, weights included */
     bool chunked_prefill;
     bool rpa_v3;           /* attention_kernel: rpa_v3 (vLLM TPU's RPA v3) or rpa_v2 */
+    bool kv_int8;          /* kv_cache_dtype: int8 (vLLM's --kv-cache-dtype); RPA v2 then */
     double step_overhead_s;
     int buckets_per_octave; /* step_memo.buckets_per_octave: 0 prices every step exactly */
     int64_t memo_verify_every; /* step_memo.verify_every: every Nth step priced exactly too (0: none) */

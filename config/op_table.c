@@ -46,6 +46,7 @@ static const struct walk_key matmul_block_keys[] = {
     KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("dtype", WALK_MXU_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
+    KEY("rhs_dtype", WALK_DTYPE, matmul.rhs_dt, .dflt = DT_COUNT),                                     \
     {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys}
 
 static const struct walk_key matmul_keys[] = {MATMUL_KEYS, {0}};

@@ -4,7 +4,11 @@
  * at (i, j); an f32 (bm, bn) VMEM accumulator zeroed at k == 0 and stored
  * (cast) at the last k. int8 inputs give an int32 output. A batched matmul
  * (einsum 'bmk,bkn->bmn', 'batch' > 0) adds a leading parallel grid dim b
- * and a leading squeezed block dim to x, y and o, each indexed by b. */
+ * and a leading squeezed block dim to x, y and o, each indexed by b.
+ * rhs_dtype: int8 is weight-only int8 (JetStream's WeightOnlyPerChannelQuantizedLinear):
+ * y comes from HBM as int8, each y block is loaded and cast to dtype (one VPU op per
+ * element, issued beside the systolic pass that takes it: pl_mxu_feed), and the result is multiplied by the per-column scales at the
+ * last k (one op per output element, folded into the cast-and-store). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +65,12 @@ static void body_data(struct pl_ctx *ctx, const struct op_matmul *p, bool first,
         memcpy(o, acc, sizeof(float) * (size_t)(p->bm * p->bn));
 }
 
+/* Whether y is weight-only int8 beside x in dt. */
+static bool rhs_int8(const struct op_matmul *p)
+{
+    return p->rhs_dt == DT_INT8 && p->dt != DT_INT8;
+}
+
 static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
 {
     const struct mm *mm = user;
@@ -69,10 +79,12 @@ static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
     bool first = kk == 0, last = kk == p->k / p->bk - 1;
     if (first) /* acc[...] = 0 */
         pl_vpu(ctx, p->bm, p->bn, 0, 0, 1, 0, 0);
+    if (rhs_int8(p)) /* y.astype(dt): loaded, cast and pushed in the MXU's bundles */
+        pl_mxu_feed(ctx, p->bk, p->bn, 1, 1);
     pl_matmul(ctx, p->bm, p->bk, p->bn, p->dt);
     pl_vpu(ctx, p->bm, p->bn, 1, 1, 1, 0, 0); /* acc += dot */
-    if (last)                                  /* o = acc.astype(o.dtype) */
-        pl_vpu(ctx, p->bm, p->bn, 1, 1, 1, 0, 0);
+    if (last) /* o = (acc [* scales]).astype(o.dtype) */
+        pl_vpu(ctx, p->bm, p->bn, rhs_int8(p) ? 2 : 1, 1, 1, 0, 0);
     if (pl_functional(ctx))
         body_data(ctx, p, first, last);
 }
@@ -121,7 +133,7 @@ static int mm_init(struct kern *k, char *err, size_t n)
     c->sem[0] = c->sem[l] = c->sem[l + 1] = PL_PARALLEL, c->sem[l + 2] = PL_ARBITRARY;
     c->noperands = 3;
     operand(&c->operands[X], "x", PL_IN, p->dt, p->batch, p->m, p->k, p->bm, p->bk, x_index);
-    operand(&c->operands[Y], "y", PL_IN, p->dt, p->batch, p->k, p->n, p->bk, p->bn, y_index);
+    operand(&c->operands[Y], "y", PL_IN, rhs_int8(p) ? DT_INT8 : p->dt, p->batch, p->k, p->n, p->bk, p->bn, y_index);
     operand(&c->operands[O], "o", PL_OUT, odt, p->batch, p->m, p->n, p->bm, p->bn, o_index);
     c->nscratch = 1;
     c->scratch[0] = (struct pl_scratch){.name = "acc", .space = PL_VMEM, .dt = DT_F32, .rank = 2,

@@ -68,6 +68,9 @@ struct op_matmul {
     int64_t batch; /* einsum: a leading parallel grid dim; 0 for matmul (no batch dim) */
     int64_t m, k, n;
     enum dtype dt;
+    /* rhs_dtype: the weight operand y in int8 with per-channel scales (weight-only
+     * int8): read from HBM as int8, dequantized to dt in VMEM; anything else: dt */
+    enum dtype rhs_dt;
     int64_t bm, bk, bn;
 };
 

@@ -1090,6 +1090,37 @@ printf 'base: %s/tests/data/plans/small_base.yaml\nplan:\n  budget_usd_per_hour:
 # data 4 on 2x2) does not fit: 4 pruned
 "$bin" plan tests/data/plans/small.yaml --budget-usd-per-hour 4.9 --dry-run -o "$t/bud" >"$t/bud.out" 2>&1
 grep -q '^plan plan_small: 8 candidates on v5e: 0 illegal, 4 do not fit in HBM (pruned), 4 to simulate' "$t/bud.out" && ok || bad "plan budget: $(head -3 "$t/bud.out")"
+# int8 weights and KV cache in serving (issue 28 item 6). A decode step of the tiny model
+# (d_model 1024, 8 heads, 2 KV heads of 128, vocab 8192, 8 sequences) with quantization: int8
+# reads each dense weight as int8: the qkv matmul's weights [1024, (8 + 2 x 2) x 128 = 1536]
+# are 1024 x 1536 x 2 B = 3145728 B in bf16 and half of it in int8, so its HBM bytes fall by
+# exactly 1572864 (x and the output unchanged); the logits' [1024, 8192] by 8388608; and the
+# memory-bound logits matmul takes less time
+printf 'chip: v6e\ntopology: {shape: [1, 1]}\nmesh: {tensor: 1}\nmodel: {arch: llama, layers: 1, d_model: 1024, heads: 8, kv_heads: 2, head_dim: 128, ffn: 2048, vocab: 8192, mode: decode, batch: 8, kv_len: 128, attention_kernel: rpa_v2}\n' >"$t/i8d.yaml"
+i8mm() { # hbm_bytes time_s of the op named $2 in run $1
+    python3 -c 'import json, sys
+o = [o for o in json.load(open(sys.argv[1]))["ops"] if o["name"] == sys.argv[2]][0]
+print(o["hbm_bytes"], o["time_s"])' "$1/summary.json" "$2"
+}
+"$bin" run "$t/i8d.yaml" -o "$t/i8a" -q --trace none \
+    && "$bin" run "$t/i8d.yaml" -o "$t/i8b" -q --trace none --set model.quantization=int8 \
+    && echo "$(i8mm "$t/i8a" layer.qkv) $(i8mm "$t/i8b" layer.qkv) $(i8mm "$t/i8a" logits) $(i8mm "$t/i8b" logits)" \
+       | awk '{ exit !($1 - $3 == 1572864 && $5 - $7 == 8388608 && $8 < $6) }' \
+    && ok || bad "int8 weights in a decode step: qkv $(i8mm "$t/i8a" layer.qkv) -> $(i8mm "$t/i8b" layer.qkv), logits $(i8mm "$t/i8a" logits) -> $(i8mm "$t/i8b" logits)"
+# ... serving: the tiny model's KV cache (2 layers x 2 KV heads x 128 x (K, V)) is 2048 B a token
+# in bf16, 1024 B in int8, so kv_cache_dtype: int8 holds twice the pages of 16 tokens in the same
+# HBM (2p or 2p + 1 after the floor); quantization: int8 frees half the weights' bytes for
+# pages: 34608128 params (2 x 8192 x 1024 embedding and head, 2 layers of 2621440 attention,
+# 6291456 MLP and 2048 norm weights, 1024 final norm) x 1 B / 32768 B a bf16 page = 1056.2 pages
+i8pages() { grep -o '"kv_cache": {"pages": [0-9]*' "$1/summary.json" | grep -o '[0-9]*$'; }
+"$bin" run tests/data/serve/tiny.yaml -o "$t/i8s0" -q --trace none \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/i8s1" -q --trace none \
+           --set serve.engine.kv_cache_dtype=int8 \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/i8s2" -q --trace none \
+           --set serve.model.quantization=int8 \
+    && echo "$(i8pages "$t/i8s0") $(i8pages "$t/i8s1") $(i8pages "$t/i8s2")" \
+       | awk '{ d = $3 - $1; exit !(($2 == 2 * $1 || $2 == 2 * $1 + 1) && (d == 1056 || d == 1057)) }' \
+    && ok || bad "int8 KV cache / weights: KV pages $(i8pages "$t/i8s0") -> $(i8pages "$t/i8s1") (int8 KV), $(i8pages "$t/i8s2") (int8 weights)"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

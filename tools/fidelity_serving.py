@@ -11,7 +11,9 @@ output_tokens_per_s, ttft_s.mean, tpot_s.mean and itl_s.mean.
 
 A batch sharded over the chips (data=N: JetStream's shard_on_batch) runs as N
 replicas behind the round-robin router, each with max_num_seqs / N slots.
-Rows this build cannot express (int8 weights or KV cache, a preset it lacks,
+Rows measured with int8 (JetStream's int8: weight-only int8 weights with
+per-channel scales and an int8 KV cache) run with serve.model.quantization: int8
+and serve.engine.kv_cache_dtype: int8. Rows this build cannot express (a preset it lacks,
 a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
 the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
@@ -36,8 +38,8 @@ def run_key(r):
 
 
 def why_not(r):
-    if r["dtype"] != "bf16":
-        return f"{r['dtype']} weights/KV cache: serving here runs bf16 only"
+    if r["dtype"] not in ("bf16", "int8"):
+        return f"{r['dtype']} weights/KV cache: serving here runs bf16 or int8"
     if not os.path.exists(os.path.join(PRESETS, r["preset"] + ".yaml")):
         return f"no preset {r['preset']}"
     return None
@@ -52,10 +54,13 @@ def scenario(r):
         mesh.setdefault("tensor", 1)
     shape = [int(x) for x in r["topology"].split("x")]
     name = "serve-" + "-".join(run_key(r)).replace("=", "").replace(" ", "")
+    model, engine = {"preset": r["preset"]}, {}
+    if r["dtype"] == "int8":  # JetStream's int8: weight-only int8 weights, an int8 KV cache
+        model["quantization"], engine["kv_cache_dtype"] = "int8", "int8"
     return {"name": name, "chip": r["chip"],
             "topology": {"shape": shape},
-            "serve": {"model": {"preset": r["preset"]}, "mesh": mesh,
-                      "engine": {"max_num_seqs": seqs, "page_size": 128,
+            "serve": {"model": model, "mesh": mesh,
+                      "engine": {**engine, "max_num_seqs": seqs, "page_size": 128,
                                  "max_model_len": int(r["max_model_len"])},
                       "requests": {"count": int(r["prompts"]),
                                    "concurrency": int(r["concurrency"]),
@@ -87,7 +92,7 @@ def main():
         if not why_not(r):
             runs.setdefault(run_key(r), r)
     print("Serving (tests/fidelity/serving.csv): closed loops at the stated concurrency, "
-          "fixed lengths, bf16")
+          "fixed lengths, bf16 or int8 (weight-only int8 weights, an int8 KV cache)")
     print(f"{'id':6} {'chip':4} {'n':>2} {'preset':10} {'mesh':9} {'conc':>4} {'prompts':>7} "
           f"{'in/out':9} {'metric':17} {'measured':>9} {'predicted':>9} {'error':>7}")
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.j) as ex:

@@ -374,7 +374,7 @@ void model_memory(const struct model *m, const struct model_shard *s,
     memset(mem, 0, sizeof *mem);
     double dpc = s->dev_per_chip, p_chip = chip_params(m, s);
     bool train = m->mode == MODEL_TRAIN;
-    mem->params = p_chip * bytes(train ? m->weight_dtype : m->dtype);
+    mem->params = p_chip * bytes(train ? m->weight_dtype : m->weight_int8 ? DT_INT8 : m->dtype);
     if (train) {
         mem->grads = p_chip * bytes(m->weight_dtype);
         mem->optimizer = p_chip * (bytes(m->mu_dtype) + bytes(m->weight_dtype));
@@ -393,7 +393,7 @@ void model_memory(const struct model *m, const struct model_shard *s,
                       (double)(m->vocab_tiling > 0 ? m->vocab_tiling : 1);
     if (m->mode == MODEL_DECODE)
         mem->kv_cache = dpc * 2.0 * (double)m->layers * (double)s->kv_heads *
-                        (double)m->head_dim * bytes(m->dtype) * cached_tokens(m, s);
+                        (double)m->head_dim * bytes(model_kv_dtype(m)) * cached_tokens(m, s);
     /* the gathered layers and the logits peak at different moments: the
      * layers' loops hold two gathered layers; the loss holds the logits, the
      * gathered unembedding and the backward's first layer, prefetched */
@@ -551,6 +551,8 @@ static int matmul(struct out *o, const char *name, int64_t m, int64_t k, int64_t
     prog_int(ps, "k", round_up(k, 128));
     prog_int(ps, "n", round_up(n, 128));
     prog_word(ps, "dtype", dt(o->mm_dt));
+    if (o->m->weight_int8) /* a decode step's weights: every matmul's rhs */
+        prog_word(ps, "rhs_dtype", "int8");
     prog_word(ps, "block", "auto");
     return i;
 }
@@ -1554,6 +1556,8 @@ static struct val ragged_attention(struct out *o, struct val in)
     prog_int(ps, "kv_heads", s->kv_heads);
     prog_int(ps, "head_dim", m->head_dim);
     prog_word(ps, "dtype", dt(m->dtype));
+    if (m->kv_int8)
+        prog_word(ps, "kv_dtype", "int8");
     prog_int(ps, "page_size", m->page_size);
     prog_int(ps, "max_model_len", m->kv_len + m->seq_len);
     rpa_blocks(ps, m);

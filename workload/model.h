@@ -108,6 +108,10 @@ struct model {
     bool non_causal;       /* causal: false -- every token attends to every other */
     bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
     enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */
+    /* decode (serving): quantization: int8 is weight-only int8 with per-channel scales
+     * (JetStream's int8): the dense weights held and read as int8, the matmuls in dtype */
+    bool weight_int8;
+    bool kv_int8;          /* decode: kv_cache_dtype: int8 (the KV cache pages in int8) */
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain
@@ -222,6 +226,8 @@ enum dtype model_quant_dtype(int name);
 enum dtype model_dense_dtype(const struct model *m);
 /* Whether the backward's dense matmuls are quantized too (int8; AQT's fp8: forward only). */
 bool model_quant_backward(const struct model *m);
+/* The KV cache's dtype: int8 (kv_cache_dtype: int8), else the model's. */
+enum dtype model_kv_dtype(const struct model *m);
 
 /* ---- workload/model_cmm.c: XLA's windowed einsums ---- */
 enum model_cmm { MODEL_CMM_AG, MODEL_CMM_RS };

@@ -35,3 +35,8 @@ bool model_quant_backward(const struct model *m)
 {
     return m->quantized && m->quant_dtype == DT_INT8;
 }
+
+enum dtype model_kv_dtype(const struct model *m)
+{
+    return m->kv_int8 ? DT_INT8 : m->dtype;
+}
