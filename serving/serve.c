@@ -295,7 +295,8 @@ void serve_result_close(const struct serve_cfg *c, struct serve_result *r)
     r->overloaded = overloaded(c, r);
 }
 
-void serve_result_merge_preempts(struct serve_result *r, struct serve_result *parts, int n)
+/* Moves the engines' preemption logs into 'r''s, in engine order. */
+static void merge_preempts(struct serve_result *r, struct serve_result *parts, int n)
 {
     int64_t total = 0, at = 0;
     for (int k = 0; k < n; k++)
@@ -310,6 +311,29 @@ void serve_result_merge_preempts(struct serve_result *r, struct serve_result *pa
         free(parts[k].preempt);
         parts[k].preempt = NULL;
     }
+}
+
+void serve_result_gather(struct serve_result *r, struct serve_result *parts,
+                         const int64_t *steps, int n)
+{
+    r->per_replica = xcalloc((size_t)n, sizeof *r->per_replica);
+    for (int k = 0; k < n; k++) {
+        const struct serve_result *rk = &parts[k];
+        r->preemptions += rk->preemptions;
+        r->batch_seqs_sum += rk->batch_seqs_sum;
+        r->batch_tokens_sum += rk->batch_tokens_sum;
+        r->device_s += rk->device_s;
+        r->itl_sum += rk->itl_sum;
+        r->itl_n += rk->itl_n;
+        for (int b = 0; b < SERVE_ITL_BINS; b++)
+            r->itl_bins[b] += rk->itl_bins[b];
+        if (rk->kv_peak_pages > r->kv_peak_pages)
+            r->kv_peak_pages = rk->kv_peak_pages;
+        r->per_replica[k] = (struct serve_replica){.steps = steps[k],
+                                                   .batch_seqs_sum = rk->batch_seqs_sum,
+                                                   .kv_peak_pages = rk->kv_peak_pages};
+    }
+    merge_preempts(r, parts, n);
 }
 
 void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,

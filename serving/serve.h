@@ -118,10 +118,12 @@ struct serve_eng {
 
 /* An engine of 'c' over the requests r->req; 'released' is the closed loop's
  * count of requests released (shared by engines that share the requests). */
-/* Moves the preemption logs of the engines' results 'parts[0..n)' (in that
- * order) into 'r''s log (serve_fleet.c, serve_disagg.c: each engine logs in its
- * own result; a request's preemptions are on its engines in time order). */
-void serve_result_merge_preempts(struct serve_result *r, struct serve_result *parts, int n);
+/* The totals of a run of several engines (serve_fleet.c, serve_disagg.c) from
+ * their results 'parts[0..n)', each engine's share in r->per_replica (its
+ * 'steps[k]'), and their preemption logs moved into 'r''s in engine order (a
+ * request's preemptions are on its engines in time order). Not 'completed'. */
+void serve_result_gather(struct serve_result *r, struct serve_result *parts,
+                         const int64_t *steps, int n);
 void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,
                     int64_t *released);
 void serve_eng_fini(struct serve_eng *e);

@@ -215,23 +215,7 @@ static void end(struct disagg *g, int k)
 static void gather(struct disagg *g)
 {
     struct serve_result *r = g->r;
-    r->per_replica = xcalloc((size_t)g->n, sizeof *r->per_replica);
-    for (int k = 0; k < g->n; k++) {
-        const struct serve_result *rk = &g->rr[k];
-        r->preemptions += rk->preemptions;
-        r->batch_seqs_sum += rk->batch_seqs_sum;
-        r->batch_tokens_sum += rk->batch_tokens_sum;
-        r->device_s += rk->device_s;
-        r->itl_sum += rk->itl_sum;
-        r->itl_n += rk->itl_n;
-        for (int b = 0; b < SERVE_ITL_BINS; b++)
-            r->itl_bins[b] += rk->itl_bins[b];
-        if (rk->kv_peak_pages > r->kv_peak_pages)
-            r->kv_peak_pages = rk->kv_peak_pages;
-        r->per_replica[k] = (struct serve_replica){.steps = g->steps[k],
-                                                   .batch_seqs_sum = rk->batch_seqs_sum,
-                                                   .kv_peak_pages = rk->kv_peak_pages};
-    }
+    serve_result_gather(r, g->rr, g->steps, g->n);
     r->completed = g->completed;
     for (int64_t i = 0; i < g->issued; i++) { /* each request on its two engines */
         if (g->preq[i].replica >= 0 && g->preq[i].replica < g->np)
@@ -299,7 +283,6 @@ int serve_disagg_simulate(const struct serve_cfg *c, serve_price_fn price, void 
     }
     int rc = run(&g, price, ctx);
     gather(&g);
-    serve_result_merge_preempts(r, g.rr, g.n);
     serve_result_close(c, r);
     for (int k = 0; k < n; k++) {
         serve_eng_fini(&g.e[k]);

@@ -159,24 +159,9 @@ static void end(struct fleet *f, int k)
 static void gather(struct fleet *f)
 {
     struct serve_result *r = f->r;
-    r->per_replica = xcalloc((size_t)f->n, sizeof *r->per_replica);
-    for (int k = 0; k < f->n; k++) {
-        const struct serve_result *rk = &f->rr[k];
-        r->completed += rk->completed;
-        r->preemptions += rk->preemptions;
-        r->batch_seqs_sum += rk->batch_seqs_sum;
-        r->batch_tokens_sum += rk->batch_tokens_sum;
-        r->device_s += rk->device_s;
-        r->itl_sum += rk->itl_sum;
-        r->itl_n += rk->itl_n;
-        for (int b = 0; b < SERVE_ITL_BINS; b++)
-            r->itl_bins[b] += rk->itl_bins[b];
-        if (rk->kv_peak_pages > r->kv_peak_pages)
-            r->kv_peak_pages = rk->kv_peak_pages;
-        r->per_replica[k] = (struct serve_replica){.steps = f->steps[k],
-                                                   .batch_seqs_sum = rk->batch_seqs_sum,
-                                                   .kv_peak_pages = rk->kv_peak_pages};
-    }
+    serve_result_gather(r, f->rr, f->steps, f->n);
+    for (int k = 0; k < f->n; k++)
+        r->completed += f->rr[k].completed;
     for (int64_t i = 0; i < r->count; i++)
         if (r->req[i].replica >= 0 && r->req[i].replica < f->n)
             r->per_replica[r->req[i].replica].requests++;
@@ -234,7 +219,6 @@ int serve_fleet_simulate(const struct serve_cfg *c, serve_price_fn price, void *
     }
     int rc = run(&f, price, ctx);
     gather(&f);
-    serve_result_merge_preempts(r, f.rr, f.n);
     serve_result_close(c, r);
     for (int k = 0; k < n; k++) {
         serve_eng_fini(&f.e[k]);
