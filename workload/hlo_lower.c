@@ -411,8 +411,21 @@ static bool parse_iota_groups(struct lw *w, const struct hlo_attr *a, struct gro
     char *e;
     int64_t gs[2], dims[HLO_MAX_RANK], perm[HLO_MAX_RANK];
     int nd = 0;
-    if (sscanf(s, "[%lld,%lld]", (long long *)&gs[0], (long long *)&gs[1]) != 2)
+    /* [G,S] with strtoll (saturating), not sscanf (out of range there is undefined) */
+    if (*s++ != '[')
         return iota_fail(w, a);
+    for (int k = 0; k < 2; k++) {
+        gs[k] = strtoll(s, &e, 10);
+        if (e == s || *e != (k ? ']' : ','))
+            return iota_fail(w, a);
+        s = e + 1;
+    }
+    s = a->value;
+    if (gs[0] < 1 || gs[1] < 1 || gs[0] > w->ndev || gs[1] > w->ndev) { /* before gs[0] * gs[1] */
+        lfail(w, a->line, a->col, "expected replica_groups over at most the program's %lld "
+              "devices, got '%.40s'", (long long)w->ndev, a->value);
+        return false;
+    }
     s = strstr(s, "<=[");
     if (!s)
         return iota_fail(w, a);
@@ -430,10 +443,12 @@ static bool parse_iota_groups(struct lw *w, const struct hlo_attr *a, struct gro
         perm[i] = i;
     if (*s == 'T') {
         s += 2;
-        for (int i = 0; i < nd; i++) {
+        bool used[HLO_MAX_RANK] = {false};
+        for (int i = 0; i < nd; i++) { /* a permutation of 0..nd-1: each once */
             perm[i] = strtoll(s, &e, 10);
-            if (e == s || perm[i] < 0 || perm[i] >= nd)
+            if (e == s || perm[i] < 0 || perm[i] >= nd || used[perm[i]])
                 return iota_fail(w, a);
+            used[perm[i]] = true;
             s = *e == ',' ? e + 1 : e;
         }
     }
