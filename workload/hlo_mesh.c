@@ -63,8 +63,9 @@ static bool read_name(struct mesh_text *t, char *out)
         out[n++] = *t->s++;
     }
     out[n] = '\0';
-    if (q && *t->s++ != q)
+    if (q && *t->s != q) /* at the end of the text: never step past it */
         return mesh_fail(t, "a closing quote");
+    t->s += q != 0;
     return n > 0 || mesh_fail(t, "an axis name");
 }
 
