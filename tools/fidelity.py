@@ -192,6 +192,13 @@ def rpa_report(tpusim, path, stride, tmp, jobs, tuner=True):
           f"{n} of {len(table['rows'])} rows, every {stride}th; {what}):")
     print(f"  tuned pair within {100*(RPA_TOL-1):.0f}% of tpusim's best: {ok}/{n} rows = "
           f"{100*frac:.1f}% (target {100*RPA_TARGET:.0f}%)")
+    by_page = {}
+    for ratio, row, _, _ in worst:
+        n_ok = by_page.setdefault(row[5], [0, 0])
+        n_ok[0] += ratio <= RPA_TOL
+        n_ok[1] += 1
+    print("  by page size: " + ", ".join(f"{ps} tokens {a}/{b}" for ps, (a, b) in
+                                         sorted(by_page.items())))
     top = sorted(picks.items(), key=lambda kv: -kv[1])[:5]
     print("  tpusim's best (kv pages, queries): " +
           ", ".join(f"{c[0]}x{c[1]}: {m}" for c, m in top))
