@@ -731,13 +731,14 @@ static void serve_put_int(struct cfg_node *t, const struct cfg_node *at, const c
 /* The model of serve.model as a decode step of engine.max_num_seqs sequences
  * (the base scenario every engine step is built from). */
 static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *sv,
-                                         const struct cfg_node *mn, const struct serve_cfg *c)
+                                         const struct cfg_node *mn, const struct serve_cfg *c,
+                                         const char *path)
 {
     static const char *const engine_keys[] = {"mode", "batch", "seq_len", "kv_len", "page_size",
                                               NULL};
     for (int i = 0; engine_keys[i]; i++)
         if (cfg_get(mn, engine_keys[i])) {
-            char *p = xasprintf("serve.model.%s", engine_keys[i]);
+            char *p = xasprintf("%s.%s", path, engine_keys[i]);
             walk_type_error(w, cfg_get(mn, engine_keys[i]), p,
                             "no step shape (the engine forms each step's batch)");
             free(p);
@@ -745,7 +746,7 @@ static struct cfg_node *serve_model_tree(struct walk *w, const struct cfg_node *
     static const char *const by_engine[] = {"attention_kernel", "kv_cache_dtype", NULL};
     for (int i = 0; by_engine[i]; i++)
         if (cfg_get(mn, by_engine[i])) {
-            char *p = xasprintf("serve.model.%s", by_engine[i]), *want = xasprintf(
+            char *p = xasprintf("%s.%s", path, by_engine[i]), *want = xasprintf(
                 "no %s (serve.engine.%s chooses it)", by_engine[i], by_engine[i]);
             walk_type_error(w, cfg_get(mn, by_engine[i]), p, want);
             free(p);
@@ -786,6 +787,21 @@ static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg
                             (double)m->head_dim * (double)dtype_bytes(model_kv_dtype(m)) *
                             ms->shard.dev_per_chip;
     double free_b = ms->mem.capacity * c->hbm_fraction - ms->mem.params;
+    if (c->draft) { /* its weights beside the target's, its KV cache beside each sequence's */
+        struct model_shard dsh;
+        struct model_memory dmem;
+        char err[256];
+        if (model_shard(c->draft, &sc->mesh, &sc->topo, &sc->chip, &dsh, err, sizeof err) != 0) {
+            walk_type_error(w, cfg_get(cfg_get(cfg_get(sv, "engine"), "speculative_config"),
+                                       "model"), "serve.engine.speculative_config.model", err);
+            return;
+        }
+        model_memory(c->draft, &dsh, &sc->chip, &dmem);
+        free_b -= dmem.params;
+        c->kv_bytes_per_token += 2.0 * (double)c->draft->layers * (double)dsh.kv_heads *
+                                 (double)c->draft->head_dim *
+                                 (double)dtype_bytes(model_kv_dtype(c->draft)) * dsh.dev_per_chip;
+    }
     double pages = free_b > 0 ? floor(free_b / (c->kv_bytes_per_token * (double)c->page_size)) : 0;
     c->kv_pages = pages > 1e12 ? (int64_t)1e12 : (int64_t)pages;
     int64_t need = (c->input_len + c->output_len + c->page_size - 1) / c->page_size;
@@ -801,6 +817,27 @@ static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg
                  (long long)c->kv_pages);
         walk_type_error(w, kv ? kv : e ? e : sv, kv ? "serve.engine.kv_cache" : "serve.engine",
                         want);
+    }
+}
+
+/* serve.engine.speculative_config.model: the draft, read as serve.model is;
+ * it shares the target's tokenizer (the same vocabulary, as vLLM requires). */
+static void serve_draft(struct walk *w, const struct cfg_node *sv, struct cfg_scenario *sc)
+{
+    struct serve_cfg *c = sc->serve;
+    const char *path = "serve.engine.speculative_config.model";
+    const struct cfg_node *dn = cfg_get(cfg_get(cfg_get(sv, "engine"), "speculative_config"),
+                                        "model");
+    struct cfg_node *t = serve_model_tree(w, sv, dn, c, path);
+    c->draft = xcalloc(1, sizeof *c->draft);
+    int rc = diag_count(w->d) ? -1 : cfg_load_model(w, t, c->draft);
+    cfg_copy_reads(dn, t);
+    cfg_node_free(t);
+    if (rc == 0 && c->draft->vocab != sc->model->m.vocab) {
+        char want[160];
+        snprintf(want, sizeof want, "a draft model with the target's vocabulary (%lld tokens; "
+                 "this one has %lld)", (long long)sc->model->m.vocab, (long long)c->draft->vocab);
+        walk_type_error(w, dn, path, want);
     }
 }
 
@@ -911,7 +948,7 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
         serve_disagg_check(w, sv, sc);
     if (diag_count(w->d))
         return NULL;
-    struct cfg_node *mt = serve_model_tree(w, sv, mn, sc->serve);
+    struct cfg_node *mt = serve_model_tree(w, sv, mn, sc->serve, "serve.model");
     if (sc->serve->replicas > 1) /* each data group (a replica) steps a whole batch */
         serve_put_int(mt, mn, "batch", sc->serve->max_num_seqs * sc->serve->replicas);
     struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);
@@ -924,6 +961,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
                  sc->model->shard.dev_per_chip);
         walk_type_error(w, cfg_get(root, "chip"), "chip", want);
     }
+    if (wl && diag_count(w->d) == 0 && sc->serve->spec_tokens)
+        serve_draft(w, sv, sc);
     if (wl && diag_count(w->d) == 0)
         serve_kv_pages(w, sv, sc);
     if (wl && diag_count(w->d) == 0 && sc->serve->prefill_engines)

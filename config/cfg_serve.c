@@ -20,13 +20,34 @@
 #include "config/cfg_tree.h"
 #include "workload/model.h"
 
+/* speculative_config: {model: {...}, num_speculative_tokens: K, acceptance_rate: A}
+ * (vLLM's --speculative-config keys; the draft model itself is read by
+ * config/cfg.c, as serve.model is). */
+static void read_spec(struct walk *w, const struct cfg_node *n, struct serve_cfg *c)
+{
+    const char *p = "serve.engine.speculative_config";
+    static const char *const keys[] = {"model", "num_speculative_tokens", "acceptance_rate",
+                                       NULL};
+    walk_check_keys(w, n, p, keys);
+    const struct cfg_node *m = walk_field(w, n, p, "model", true);
+    if (m && m->type != CFG_MAP)
+        walk_type_error(w, m, "serve.engine.speculative_config.model",
+                        "a draft model, as serve.model ({preset: NAME} or its keys)");
+    int64_t k = 1;
+    walk_int(w, n, p, "num_speculative_tokens", true, 1, SERVE_MAX_SPEC_TOKENS, &k);
+    c->spec_tokens = (int)k;
+    walk_real(w, n, p, "acceptance_rate", true, 0, 1, "a probability from 0 to 1",
+              &c->spec_acceptance);
+}
+
 static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_cfg *c)
 {
     const char *p = "serve.engine";
     static const char *const keys[] = {"max_num_seqs",    "max_num_batched_tokens", "page_size",
                                        "max_model_len",   "kv_cache",  "chunked_prefill",
                                        "scheduler",       "step_overhead", "step_memo",
-                                       "attention_kernel", "kv_cache_dtype", NULL};
+                                       "attention_kernel", "kv_cache_dtype",
+                                       "speculative_config", NULL};
     walk_check_keys(w, e, p, keys);
     walk_int(w, e, p, "max_num_seqs", false, 1, SERVE_MAX_SEQS, &c->max_num_seqs);
     walk_int(w, e, p, "max_num_batched_tokens", false, 1, 1 << 20, &c->max_num_batched_tokens);
@@ -51,6 +72,9 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
         walk_real(w, kv, "serve.engine.kv_cache", "hbm_fraction", false, 0.01, 1.0,
                   "a fraction in [0.01, 1]", &c->hbm_fraction);
     }
+    const struct cfg_node *sp = cfg_get(e, "speculative_config");
+    if (sp && walk_is_map(w, sp, "serve.engine.speculative_config"))
+        read_spec(w, sp, c);
     const struct cfg_node *sm = cfg_get(e, "step_memo");
     if (sm && walk_is_map(w, sm, "serve.engine.step_memo")) {
         static const char *const mk[] = {"buckets_per_octave", "verify_every", NULL};

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct model;
+
 #define SERVE_MAX_SEQS 1024            /* engine.max_num_seqs at most */
 #define SERVE_MAX_REQUESTS 1000000     /* requests.count at most (the resource guard) */
 #define SERVE_MAX_RATE_PER_S 1e6       /* requests.arrival.rate at most */
@@ -18,6 +20,9 @@
  * less in SGLang (Srivatsa et al., "Can Scheduling Overhead Dominate LLM
  * Inference Performance?", mlsys.wuklab.io/posts/scheduling_overhead, 2024). */
 #define SERVE_DEFAULT_STEP_OVERHEAD_S 2e-3
+
+/* engine.speculative_config.num_speculative_tokens at most (vLLM runs 1-8 in practice) */
+#define SERVE_MAX_SPEC_TOKENS 16
 
 #define SERVE_TRACE_MAX_BYTES ((size_t)64 << 20) /* requests.trace: a CSV of at most 64 MiB */
 #define SERVE_MIN_CV 0.05                /* arrival.cv (gamma arrivals): in [0.05, 10] */
@@ -67,6 +72,13 @@ struct serve_cfg {
     bool rpa_v3;           /* attention_kernel: rpa_v3 (vLLM TPU's RPA v3) or rpa_v2 */
     bool kv_int8;          /* kv_cache_dtype: int8 (vLLM's --kv-cache-dtype); RPA v2 then */
     double step_overhead_s;
+    /* speculative_config (vLLM's --speculative-config): a draft model proposes
+     * spec_tokens tokens a sequence and step, the target verifies them in the
+     * same step, each accepted with probability spec_acceptance until the first
+     * rejection (serving/serve_spec.h); spec_tokens 0: none */
+    int spec_tokens;
+    double spec_acceptance;
+    struct model *draft;   /* the draft model (owned; config/cfg.c loads it), or NULL */
     int buckets_per_octave; /* step_memo.buckets_per_octave: 0 prices every step exactly */
     int64_t memo_verify_every; /* step_memo.verify_every: every Nth step priced exactly too (0: none) */
     /* requests: */

@@ -199,4 +199,6 @@ void cfg_serve_fini(struct serve_cfg *c)
     free(c->trace.in);
     free(c->trace.out);
     c->trace = (struct serve_trace){0};
+    free(c->draft);
+    c->draft = NULL;
 }

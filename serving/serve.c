@@ -96,7 +96,35 @@ static void preempt_last(struct serve_eng *e)
     wait_push_front(e, i);
 }
 
-static void add_to_batch(struct serve_eng *e, int64_t i, int64_t n)
+/* splitmix64's finalizer: a well-mixed 64-bit hash of 'x'. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* A uniform draw in [0, 1) for draft token 'j' of the step of request 'req'
+ * at 'generated' tokens. */
+static double draw_u01(uint64_t seed, int64_t req, int64_t generated, int64_t j)
+{
+    uint64_t h = mix64(seed ^ mix64((uint64_t)req ^ mix64((uint64_t)generated * 64 +
+                                                           (uint64_t)j)));
+    return (double)(h >> 11) * 0x1.0p-53;
+}
+
+int64_t serve_spec_accepted(const struct serve_cfg *c, int64_t req, int64_t generated,
+                            int64_t drafts)
+{
+    int64_t a = 0;
+    while (a < drafts && draw_u01(c->seed, req, generated, a) < c->spec_acceptance)
+        a++;
+    return a;
+}
+
+/* 'n' tokens of request 'i', of which 'draft' are draft tokens to verify. */
+static void add_to_batch(struct serve_eng *e, int64_t i, int64_t n, int64_t draft)
 {
     struct serve_req *q = &e->r->req[i];
     int64_t need = cdiv(q->computed + n, e->c->page_size) - q->pages;
@@ -104,8 +132,21 @@ static void add_to_batch(struct serve_eng *e, int64_t i, int64_t n)
     q->pages += need;
     e->b.q[e->b.n] = n;
     e->b.kv[e->b.n] = q->computed + n;
+    e->b.draft[e->b.n] = draft;
     e->sched[e->b.n++] = i;
     e->b.tokens += n;
+}
+
+/* Speculative decoding: the draft tokens a decode of request 'q' verifies
+ * within a 'budget' of tokens: num_speculative_tokens, fewer when its output
+ * ends sooner (the step's own token comes on top of them). */
+static int64_t drafts(const struct serve_cfg *c, const struct serve_req *q, int64_t budget)
+{
+    if (!c->spec_tokens || q->computed < q->in || q->in + q->generated - q->computed != 1)
+        return 0; /* no drafts, or not a decode (a prefill chunk, a recompute) */
+    int64_t d = q->out - q->generated - 1;
+    d = d < c->spec_tokens ? d : c->spec_tokens;
+    return d < budget - 1 ? d : budget - 1;
 }
 
 /* The running requests' tokens: a decode each, or their prompt's next chunk.
@@ -118,6 +159,8 @@ static bool schedule_running(struct serve_eng *e, int64_t *budget)
         struct serve_req *q = &e->r->req[i];
         int64_t n = q->in + q->generated - q->computed;
         n = n < *budget ? n : *budget;
+        int64_t d = drafts(e->c, q, *budget);
+        n += d;
         int64_t need = cdiv(q->computed + n, e->c->page_size) - q->pages;
         while (need > e->free_pages && e->nrun > k) {
             preempt_last(e);
@@ -125,7 +168,7 @@ static bool schedule_running(struct serve_eng *e, int64_t *budget)
         }
         if (e->nrun <= k) /* it preempted itself */
             break;
-        add_to_batch(e, i, n);
+        add_to_batch(e, i, n, d);
         *budget -= n;
     }
     return preempted;
@@ -151,7 +194,7 @@ static void schedule_waiting(struct serve_eng *e, int64_t *budget)
         if (q->preempt_open >= 0)
             e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
         e->run[e->nrun++] = i;
-        add_to_batch(e, i, n);
+        add_to_batch(e, i, n, 0);
         *budget -= n;
     }
 }
@@ -164,14 +207,17 @@ static void record_itl(struct serve_result *r, double itl_s)
     r->itl_bins[bin < 0 ? 0 : bin >= SERVE_ITL_BINS ? SERVE_ITL_BINS - 1 : bin]++;
 }
 
-/* A token of request 'i' at 'now'; a finished request frees its pages. */
-static void emit_token(struct serve_eng *e, int64_t i)
+/* A token of request 'i' at 'now'; a finished request frees its pages. A
+ * step's further tokens ('burst': accepted drafts) reach the client with its
+ * first (one streamed chunk, one inter-token latency, as benchmark clients
+ * measure it). */
+static void emit_token(struct serve_eng *e, int64_t i, bool burst)
 {
     struct serve_req *q = &e->r->req[i];
     q->generated++;
     if (q->generated == 1)
         q->first_s = e->now;
-    else
+    else if (!burst)
         record_itl(e->r, e->now - q->last_tok_s);
     q->last_tok_s = e->now;
     if (q->generated < q->out)
@@ -190,9 +236,18 @@ static void apply_step(struct serve_eng *e)
     for (int k = 0; k < e->b.n; k++) {
         struct serve_req *q = &e->r->req[e->sched[k]];
         int64_t before = left(q);
-        q->computed += e->b.q[k];
-        if (q->computed == q->in + q->generated)
-            emit_token(e, e->sched[k]);
+        int64_t d = e->b.draft[k], acc = d ? serve_spec_accepted(e->c, e->sched[k],
+                                                                  q->generated, d) : 0;
+        q->computed += e->b.q[k] - (d - acc); /* the rejected drafts' KV is dropped */
+        if (d) {
+            int64_t keep = cdiv(q->computed, e->c->page_size);
+            e->free_pages += q->pages - keep;
+            q->pages = keep;
+            e->r->spec_verifies++, e->r->spec_drafts += d, e->r->spec_accepted += acc;
+        }
+        /* a step's own token, then each accepted draft */
+        for (int64_t t = 0; q->computed >= q->in + q->generated && q->finish_s < 0; t++)
+            emit_token(e, e->sched[k], t > 0);
         e->outstanding += left(q) - before;
     }
     int64_t m = 0;
@@ -213,7 +268,7 @@ static void record_step(struct serve_eng *e, double dev_s)
                              .waiting = (int32_t)e->nwait,
                              .kv_pages_used = r->kv_pages - e->free_pages};
     for (int k = 0; k < e->b.n; k++)
-        s->decodes += e->b.q[k] == 1;
+        s->decodes += e->b.q[k] == 1 || e->b.draft[k] > 0;
 }
 
 int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
@@ -320,6 +375,8 @@ void serve_result_gather(struct serve_result *r, struct serve_result *parts,
     for (int k = 0; k < n; k++) {
         const struct serve_result *rk = &parts[k];
         r->preemptions += rk->preemptions;
+        r->spec_verifies += rk->spec_verifies, r->spec_drafts += rk->spec_drafts;
+        r->spec_accepted += rk->spec_accepted;
         r->batch_seqs_sum += rk->batch_seqs_sum;
         r->batch_tokens_sum += rk->batch_tokens_sum;
         r->device_s += rk->device_s;
@@ -347,6 +404,7 @@ void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve
     e->sched = xcalloc(ms, sizeof *e->sched);
     e->b.q = xcalloc(ms, sizeof *e->b.q);
     e->b.kv = xcalloc(ms, sizeof *e->b.kv);
+    e->b.draft = xcalloc(ms, sizeof *e->b.draft);
 }
 
 void serve_eng_fini(struct serve_eng *e)
@@ -356,6 +414,7 @@ void serve_eng_fini(struct serve_eng *e)
     free(e->sched);
     free(e->b.q);
     free(e->b.kv);
+    free(e->b.draft);
 }
 
 int serve_simulate(const struct serve_cfg *c, serve_price_fn price, void *ctx,

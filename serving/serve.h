@@ -21,6 +21,8 @@
 struct serve_batch {
     int n;
     int64_t *q, *kv; /* [n] */
+    int64_t *draft;  /* [n] speculative decoding: of q[i], the draft tokens verified (q[i] - 1)
+                      * or 0 (a prefill chunk, a plain decode) */
     int64_t tokens;  /* the sum of q */
 };
 
@@ -83,6 +85,10 @@ struct serve_result {
     double itl_sum;
     int64_t itl_n;
     int64_t itl_bins[SERVE_ITL_BINS];
+    /* speculative decoding: sequence steps that verified drafts, the draft
+     * tokens they verified, of which accepted */
+    int64_t spec_verifies, spec_drafts, spec_accepted;
+    double spec_draft_s; /* of device_s, the draft model's passes (serving/serve_run.c) */
     int replicas;                      /* engines behind the router: 1, or serve.mesh data */
     int prefill_engines;               /* disaggregated: engines [0, this) run the prefills */
     struct serve_replica *per_replica; /* [replicas] when more than 1, owned */
@@ -141,6 +147,14 @@ void serve_eng_end(struct serve_eng *e);
 void serve_init_requests(const struct serve_cfg *c, struct serve_result *r);
 /* r->duration_s and r->overloaded from the requests. */
 void serve_result_close(const struct serve_cfg *c, struct serve_result *r);
+
+/* Speculative decoding (serving/serve_spec.h): of 'drafts' draft tokens
+ * request 'req' verifies when it has 'generated' tokens, how many are
+ * accepted: each with probability c->spec_acceptance until the first
+ * rejection, drawn from c->seed, the request and the position (the same in
+ * every replica and run). */
+int64_t serve_spec_accepted(const struct serve_cfg *c, int64_t req, int64_t generated,
+                            int64_t drafts);
 
 /* Summary statistics of 'n' values (sorted in place). */
 struct serve_dist {

@@ -18,6 +18,8 @@
 #include "serving/serve_disagg.h"
 #include "serving/serve_fleet.h"
 #include "serving/serve_price.h"
+#include "serving/serve_spec.h"
+#include "workload/model.h"
 #include "serving/serve_trace.h"
 
 /* The distributions a serving run reports, in seconds. */
@@ -164,6 +166,23 @@ static void write_disagg(FILE *f, const struct cfg_scenario *sc, const struct se
     free(x);
 }
 
+/* Speculative decoding: vLLM's spec_decode metrics (drafts, draft and accepted
+ * tokens, the mean acceptance length: tokens a verifying step emits) and the
+ * draft model's share of the device time. */
+static void write_spec(FILE *f, const struct serve_cfg *c, const struct serve_result *r)
+{
+    fprintf(f, ",\n    \"speculative\": {\"num_speculative_tokens\": %d, \"acceptance_rate\": "
+               "%.9g, \"num_drafts\": %lld, \"num_draft_tokens\": %lld, "
+               "\"num_accepted_tokens\": %lld, \"draft_acceptance_rate\": %.9g, "
+               "\"mean_acceptance_length\": %.9g, \"draft_device_s\": %.9g, "
+               "\"draft_device_fraction\": %.6g}",
+            c->spec_tokens, c->spec_acceptance, (long long)r->spec_verifies,
+            (long long)r->spec_drafts, (long long)r->spec_accepted,
+            per_s((double)r->spec_accepted, (double)r->spec_drafts),
+            1 + per_s((double)r->spec_accepted, (double)r->spec_verifies), r->spec_draft_s,
+            per_s(r->spec_draft_s, r->device_s));
+}
+
 static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct serve_result *r,
                           const struct serve_dists *ds, const struct serve_price_stats *ps,
                           const struct trace_stats *ts, const struct serve_trace_opts *to)
@@ -216,6 +235,8 @@ static void write_summary(FILE *f, const struct cfg_scenario *sc, const struct s
         write_replicas(f, c, r);
     if (r->prefill_engines)
         write_disagg(f, sc, r);
+    if (c->spec_tokens)
+        write_spec(f, c, r);
     fputs("\n  }", f);
     write_cost(f, sc, r, ds);
     write_trace(f, ts, to);
@@ -383,6 +404,12 @@ static void print_headline(const struct cfg_scenario *sc, const struct serve_res
                "transfer\n", r->prefill_engines, r->replicas - r->prefill_engines,
                serve_kv_transfer_names[c->kv_transfer], 1e3 * per_s(x, (double)n));
     }
+    if (c->spec_tokens)
+        printf("  speculative decoding: %d draft tokens a step, %.0f%% accepted, mean acceptance "
+               "length %.2f; the draft's passes %.1f%% of the device time\n",
+               c->spec_tokens, 100 * per_s((double)r->spec_accepted, (double)r->spec_drafts),
+               1 + per_s((double)r->spec_accepted, (double)r->spec_verifies),
+               100 * per_s(r->spec_draft_s, r->device_s));
     if (r->overloaded)
         printf("  overloaded: %g requests/s arrive, %.3f/s are served; TTFT grows without bound\n",
                c->rate_per_s, per_s((double)r->completed, r->duration_s));
@@ -486,12 +513,30 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     struct sigaction old_sigint;
     interrupt_catch(&old_sigint);
     struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
+    /* speculative decoding: the draft's steps priced as the target's, its model in
+     * a copy of the scenario (the pricer reads the model from there) */
+    struct model_step draft_ms = {0};
+    struct cfg_scenario draft_sc = *sc;
+    struct serve_pricer *pd = NULL;
+    struct serve_spec_pricer sp = {0};
+    serve_price_fn fn = serve_price;
+    void *ctx = p;
+    if (sc->serve->spec_tokens) {
+        draft_ms.m = *sc->serve->draft;
+        draft_sc.model = &draft_ms;
+        pd = serve_pricer_new(&draft_sc, o->sg_argc, o->sg_argv, d);
+        serve_spec_pricer_init(&sp, serve_price, p, serve_price, pd, sc->serve->max_num_seqs);
+        fn = serve_spec_price, ctx = &sp;
+    }
     struct serve_result r;
-    int rc = sc->serve->prefill_engines ? serve_disagg_simulate(sc->serve, serve_price, p, &r)
-             : sc->serve->replicas > 1  ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
-                                         : serve_simulate(sc->serve, serve_price, p, &r);
+    int rc = sc->serve->prefill_engines ? serve_disagg_simulate(sc->serve, fn, ctx, &r)
+             : sc->serve->replicas > 1  ? serve_fleet_simulate(sc->serve, fn, ctx, &r)
+                                         : serve_simulate(sc->serve, fn, ctx, &r);
+    r.spec_draft_s = sp.draft_s;
     if (rc == 1 && serve_pricer_rc(p))
         rc = serve_pricer_rc(p);
+    else if (rc == 1 && pd && serve_pricer_rc(pd))
+        rc = serve_pricer_rc(pd);
     else if (rc == 1)
         diag_error(d, NULL, "serve", "the scheduler could not form a step");
     struct serve_price_stats ps;
@@ -505,6 +550,9 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
         rc = write_outputs(sc, &r, &ps, o, t0, d);
     serve_result_fini(&r);
     serve_pricer_free(p);
+    serve_pricer_free(pd);
+    if (pd)
+        serve_spec_pricer_fini(&sp);
     interrupt_restore(&old_sigint);
     return rc;
 }

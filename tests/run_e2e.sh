@@ -503,6 +503,27 @@ for pv in qwen3-8b:732 gemma-2b:10231; do
         && grep -q "\"kv_cache\": {\"pages\": ${pv#*:}," "$t/svp/summary.json" \
         && ok || bad "serve: preset ${pv%:*}'s KV cache is not ${pv#*:} pages"
 done
+# ... speculative decoding (serve.engine.speculative_config): every draft accepted, 3 a step,
+# 9 output tokens: the prefill (token 1), then two steps verifying 3 drafts each and emitting
+# 4 tokens each (1 + 3): 3 steps, 2 drafts of 3 tokens, all accepted, mean acceptance length 4
+sv_draft="{model: {arch: llama, layers: 1, d_model: 512, heads: 4, kv_heads: 2, head_dim: 128, ffn: 1024, vocab: 8192}, num_speculative_tokens: 3, acceptance_rate: 1}"
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svsd" -q --set serve.requests.output_len=9 \
+       --set "serve.engine.speculative_config=$sv_draft" \
+    && [ "$(wc -l <"$t/svsd/steps.csv")" = 4 ] \
+    && grep -q '"speculative": {"num_speculative_tokens": 3, "acceptance_rate": 1, "num_drafts": 2, "num_draft_tokens": 6, "num_accepted_tokens": 6, "draft_acceptance_rate": 1, "mean_acceptance_length": 4, "draft_device_s": [0-9.e-]*, ' "$t/svsd/summary.json" \
+    && [ "$(col "$t/svsd/steps.csv" 2 7)" = 4 ] \
+    && ok || bad "serve: speculative decoding's steps or its counts"
+# ... and its draft's memory: Llama-3-8B with Llama-3.2-1B as the draft on one v6e chip, pages
+# of 128. Target 8,030,261,248 parameters (16,060,522,496 bytes bf16: 2 x 128256 x 4096 + 32 x
+# (4096 x 10240 + 3 x 4096 x 14336 + 2 x 4096) + 4096); draft 1,498,482,688 (2,996,965,376
+# bytes: 2 x 128256 x 2048 + 16 x (2048 x 5120 + 3 x 2048 x 8192 + 2 x 2048) + 2048); KV a token
+# 2 x 32 x 8 x 128 x 2 + 2 x 16 x 8 x 64 x 2 = 163,840 bytes; (30,198,988,800 - 16,060,522,496 -
+# 2,996,965,376) / (163,840 x 128) = 531.3: 531 pages (842 without the draft)
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svsm" -q --set "serve.model={preset: llama3-8b}" \
+       --set serve.engine.page_size=128 \
+       --set "serve.engine.speculative_config={model: {preset: llama3.2-1b}, num_speculative_tokens: 2, acceptance_rate: 0.5}" \
+    && grep -q '"kv_cache": {"pages": 531,' "$t/svsm/summary.json" \
+    && ok || bad "serve: a draft model's weights and KV cache are not taken from the KV pages"
 # ... SIGINT stops a serving run: exit 130, nothing written (the directory it made is gone).
 # (every step priced exactly, verify_every 1, keeps the run going well past the signal: the
 # step memo alone ends 20000 requests within a second)
