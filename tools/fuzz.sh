@@ -3,10 +3,11 @@
 # tests/fuzz/fuzz_cfg.c (scenarios), tests/fuzz/fuzz_sweep.c (sweep specs),
 # tests/fuzz/fuzz_set.c (--set overrides and sweep keys), tests/fuzz/fuzz_hlo.c
 # (HLO text), tests/fuzz/fuzz_plan.c (plan specs), tests/fuzz/fuzz_reqs.c (serving
-# request traces, CSV) and tests/fuzz/fuzz_xprof.c (measured Chrome traces for compare
-# --profile, seeded with tests/data/profile/) with clang and runs a bounded campaign of
-# SECONDS each (all seven targets unless some are named: cfg, sweep, set, hlo, plan, reqs,
-# xprof), seeded with every YAML and HLO file in configs/, tests/data/ and
+# request traces, CSV), tests/fuzz/fuzz_xprof.c (measured Chrome traces for compare
+# --profile, seeded with tests/data/profile/) and tests/fuzz/fuzz_serve.c (serving
+# scenarios whose engine loop then runs with a price by hand) with clang and runs a bounded
+# campaign of SECONDS each (all eight targets unless some are named: cfg, sweep, set, hlo,
+# plan, reqs, xprof, serve), seeded with every YAML and HLO file in configs/, tests/data/ and
 # tests/fuzz/seeds/ (the surfaces no shipped file combines: serve: with cost:, train: and
 # cost: keys together, affine pallas_call index maps, circular pipelines, the MoE dispatch)
 # (fuzz_set: with the --set lines of tests/data/bad/ and a few edits). New
@@ -25,7 +26,7 @@
 set -e
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-cfg sweep set hlo plan reqs xprof}
+targets=${*:-cfg sweep set hlo plan reqs xprof serve}
 san=${FUZZ_SAN:-asan}
 case $san in
 asan) sanflags=address,undefined; sfx= ;;
@@ -72,7 +73,7 @@ done
 rm -f $B/libfuzz$sfx.a
 ar rcs $B/libfuzz$sfx.a $objs
 for h in $targets; do
-    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo, plan, reqs, xprof)"; exit 2; }
+    [ -f tests/fuzz/fuzz_$h.c ] || { echo "no target $h (cfg, sweep, set, hlo, plan, reqs, xprof, serve)"; exit 2; }
     clang $flags -fsanitize=fuzzer tests/fuzz/fuzz_$h.c $B/libfuzz$sfx.a -o $B/fuzz_$h$sfx \
         $(pkg-config --libs simgrid yaml-0.1) -lm
 done
