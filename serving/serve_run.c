@@ -488,7 +488,8 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     struct serve_pricer *p = serve_pricer_new(sc, o->sg_argc, o->sg_argv, d);
     struct serve_result r;
     int rc = sc->serve->prefill_engines ? serve_disagg_simulate(sc->serve, serve_price, p, &r)
-             : sc->serve->replicas > 1  ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
+             : sc->serve->replicas > 1 && !sc->serve->jetstream
+                 ? serve_fleet_simulate(sc->serve, serve_price, p, &r)
                                          : serve_simulate(sc->serve, serve_price, p, &r);
     if (rc == 1 && serve_pricer_rc(p))
         rc = serve_pricer_rc(p);
