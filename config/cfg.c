@@ -805,6 +805,23 @@ static void serve_kv_pages(struct walk *w, const struct cfg_node *sv, struct cfg
     double pages = free_b > 0 ? floor(free_b / (c->kv_bytes_per_token * (double)c->page_size)) : 0;
     c->kv_pages = pages > 1e12 ? (int64_t)1e12 : (int64_t)pages;
     int64_t need = (c->input_len + c->output_len + c->page_size - 1) / c->page_size;
+    if (c->jetstream) { /* a dense cache: every slot of a data group holds max_model_len */
+        int64_t slot = (c->max_model_len + c->page_size - 1) / c->page_size;
+        if (c->kv_pages >= slot * (c->max_num_seqs / c->replicas)) {
+            c->kv_pages = slot * c->max_num_seqs; /* the engine's, over the groups */
+            return;
+        }
+        const struct cfg_node *e = cfg_get(sv, "engine");
+        char want[256];
+        snprintf(want, sizeof want, "a dense KV cache of %lld slots x %lld tokens that fits (%.3g "
+                 "GiB a chip with scheduler: jetstream; %.3g GiB of HBM after the weights)",
+                 (long long)(c->max_num_seqs / c->replicas), (long long)c->max_model_len,
+                 c->kv_bytes_per_token * (double)(c->max_num_seqs / c->replicas) *
+                     (double)c->max_model_len / 1073741824.0,
+                 free_b / 1073741824.0);
+        walk_type_error(w, e ? e : sv, "serve.engine", want);
+        return;
+    }
     if (c->kv_pages < need) {
         const struct cfg_node *e = cfg_get(sv, "engine");
         const struct cfg_node *kv = e ? cfg_get(e, "kv_cache") : NULL;
@@ -949,8 +966,15 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
     if (diag_count(w->d))
         return NULL;
     struct cfg_node *mt = serve_model_tree(w, sv, mn, sc->serve, "serve.model");
-    if (sc->serve->replicas > 1) /* each data group (a replica) steps a whole batch */
+    if (sc->serve->replicas > 1 && !sc->serve->jetstream) /* each data group steps a batch */
         serve_put_int(mt, mn, "batch", sc->serve->max_num_seqs * sc->serve->replicas);
+    if (sc->serve->jetstream && sc->serve->max_num_seqs % sc->serve->replicas) {
+        char want[128]; /* shard_on_batch: the slots split evenly over the data groups */
+        snprintf(want, sizeof want, "a multiple of serve.mesh data = %d with scheduler: "
+                 "jetstream (its slots are sharded on the batch)", sc->serve->replicas);
+        walk_type_error(w, cfg_get(cfg_get(sv, "engine"), "max_num_seqs"),
+                        "serve.engine.max_num_seqs", want);
+    }
     struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);
     cfg_copy_reads(mn, mt);
     cfg_node_free(mt);

@@ -54,17 +54,30 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     walk_int(w, e, p, "page_size", false, 1, 1 << 12, &c->page_size);
     walk_int(w, e, p, "max_model_len", false, 1, 1 << 24, &c->max_model_len);
     walk_bool(w, e, p, "chunked_prefill", &c->chunked_prefill);
-    static const char *const sched[] = {"fcfs", NULL};
+    static const char *const sched[] = {"fcfs", "jetstream", NULL};
     int v = 0;
     walk_enum(w, e, p, "scheduler", sched, &v);
+    c->jetstream = v == 1;
     walk_qty(w, e, p, "step_overhead", false, UNITS_TIME, true, &c->step_overhead_s);
     static const char *const kvd[] = {"auto", "int8", NULL};
     v = 0;
     walk_enum(w, e, p, "kv_cache_dtype", kvd, &v);
     c->kv_int8 = v == 1;
-    v = c->rpa_v3 && !c->kv_int8; /* int8 pages: RPA v2 (v3 refuses them) unless chosen */
-    walk_enum(w, e, p, "attention_kernel", model_attention_kernel_names(), &v);
+    /* int8 pages: RPA v2 (v3 refuses them) unless chosen; JetStream: its dense cache */
+    static const char *const kernels[] = {"rpa_v2", "rpa_v3", "dense", NULL};
+    v = c->jetstream ? 2 : c->rpa_v3 && !c->kv_int8;
+    walk_enum(w, e, p, "attention_kernel", kernels, &v);
     c->rpa_v3 = v == 1;
+    c->dense_kv = v == 2;
+    if (c->jetstream && c->chunked_prefill && cfg_get(e, "chunked_prefill"))
+        walk_type_error(w, cfg_get(e, "chunked_prefill"), "serve.engine.chunked_prefill",
+                        "false with scheduler: jetstream (JetStream prefills each prompt whole, "
+                        "max_num_batched_tokens its max_prefill_length)");
+    c->chunked_prefill = c->chunked_prefill && !c->jetstream;
+    if (c->dense_kv && !c->jetstream)
+        walk_type_error(w, cfg_get(e, "attention_kernel"), "serve.engine.attention_kernel",
+                        "rpa_v2 or rpa_v3 (dense is JetStream's cache of max_num_seqs slots: "
+                        "with scheduler: jetstream)");
     const struct cfg_node *kv = cfg_get(e, "kv_cache");
     if (kv && walk_is_map(w, kv, "serve.engine.kv_cache")) {
         static const char *const kk[] = {"hbm_fraction", NULL};
@@ -75,6 +88,10 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     const struct cfg_node *sp = cfg_get(e, "speculative_config");
     if (sp && walk_is_map(w, sp, "serve.engine.speculative_config"))
         read_spec(w, sp, c);
+    if (sp && c->jetstream)
+        walk_type_error(w, sp, "serve.engine.speculative_config",
+                        "none with scheduler: jetstream (its generate steps decode one token a "
+                        "slot)");
     const struct cfg_node *sm = cfg_get(e, "step_memo");
     if (sm && walk_is_map(w, sm, "serve.engine.step_memo")) {
         static const char *const mk[] = {"buckets_per_octave", "verify_every", NULL};
@@ -348,6 +365,10 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
     const struct cfg_node *dg = cfg_get(node, "disaggregation");
     if (dg && walk_is_map(w, dg, "serve.disaggregation"))
         read_disagg(w, dg, c);
+    if (c->jetstream && c->prefill_engines)
+        walk_type_error(w, dg, "serve.disaggregation",
+                        "none with scheduler: jetstream (its engine interleaves prefills and "
+                        "generate steps)");
     if (diag_count(w->d) == before)
         check_serve(w, node, c);
     return diag_count(w->d) > before ? -1 : 0;

@@ -71,6 +71,15 @@ struct serve_cfg {
     bool chunked_prefill;
     bool rpa_v3;           /* attention_kernel: rpa_v3 (vLLM TPU's RPA v3) or rpa_v2 */
     bool kv_int8;          /* kv_cache_dtype: int8 (vLLM's --kv-cache-dtype); RPA v2 then */
+    /* scheduler: jetstream -- JetStream's orchestrator (serving/serve.h): each prefill
+     * one request alone, before the next generate step; a generate step runs every
+     * one of max_num_seqs slots (its decode state has fixed shapes); the KV cache
+     * is dense, every slot holding max_model_len tokens. Over serve.mesh data D the
+     * one engine's slots are sharded on the batch (JetStream's shard_on_batch):
+     * a group steps max_num_seqs / D slots and every group runs each prefill. */
+    bool jetstream;
+    bool dense_kv;         /* attention_kernel: dense (JetStream-PyTorch's XLA attention
+                              over the dense cache, its default without ragged_mha) */
     double step_overhead_s;
     /* speculative_config (vLLM's --speculative-config): a draft model proposes
      * spec_tokens tokens a sequence and step, the target verifies them in the

@@ -271,12 +271,34 @@ static void record_step(struct serve_eng *e, double dev_s)
         s->decodes += e->b.q[k] == 1 || e->b.draft[k] > 0;
 }
 
+/* JetStream's orchestrator (interleaved mode): while a request waits and a
+ * slot is free, the generate thread waits for its prefill and insert, so a
+ * step is one request's whole prompt alone; else a generate step over the
+ * running slots. Its dense cache holds every slot's max_model_len: no
+ * preemption (config/cfg.c sized the pages so). */
+static void schedule_jetstream(struct serve_eng *e)
+{
+    int64_t budget = INT64_MAX;
+    if (e->nwait > 0 && e->nrun < e->c->max_num_seqs) {
+        int64_t i = e->wait[e->w0];
+        const struct serve_req *q = &e->r->req[i];
+        budget = q->in + q->generated - q->computed; /* this one alone */
+        schedule_waiting(e, &budget);
+        return;
+    }
+    schedule_running(e, &budget);
+}
+
 int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
 {
     int64_t budget = e->c->max_num_batched_tokens;
     e->b.n = 0, e->b.tokens = 0;
-    bool preempted = schedule_running(e, &budget);
-    if (!preempted)
+    bool preempted = false;
+    if (e->c->jetstream)
+        schedule_jetstream(e);
+    else
+        preempted = schedule_running(e, &budget);
+    if (!preempted && !e->c->jetstream)
         schedule_waiting(e, &budget);
     if (e->b.n == 0)
         return 1;

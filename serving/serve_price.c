@@ -23,7 +23,7 @@
 
 /* A memo key: what was priced (enum part), the padded tokens and rows, a
  * sequence's q and kv. */
-enum part { PART_DENSE, PART_COPIES, PART_SEQ };
+enum part { PART_DENSE, PART_COPIES, PART_SEQ, PART_JETSTREAM };
 /* Positions of a sequence in a step priced apart: first, second, the rest. */
 #define SEQ_POS 3
 enum { KEY_PART, KEY_TOKENS, KEY_ROWS, KEY_Q, KEY_KV, KEY_N };
@@ -119,6 +119,7 @@ static double simulate_layers(struct serve_pricer *p, int n, const int64_t *q, c
     m.tokens = tokens, m.rows = rows;
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
     m.rpa_v3 = c->rpa_v3;
+    m.dense_kv = c->dense_kv;
     m.batch *= c->replicas; /* every replica (data group) steps this batch: one replica's time */
     double t0 = progress_now_s();
     struct cfg_scenario sc;
@@ -398,11 +399,43 @@ static void verify(struct serve_pricer *p, const struct serve_batch *b, double t
     p->st.error_max = e > p->st.error_max ? e : p->st.error_max;
 }
 
+/* A step of JetStream's engine (scheduler: jetstream), simulated once per
+ * shape: a prefill is one request's prompt padded to a power of two (its
+ * prefill buckets) with the logits of every position (JetStream-PyTorch's
+ * prefill returns them all); a generate step runs the decode state's fixed
+ * shapes: a data group's every slot (max_num_seqs / data), with the dense
+ * cache (attention_kernel: dense) each over max_model_len, else (ragged
+ * attention) at their real lengths. */
+static double jetstream_price(struct serve_pricer *p, const struct serve_batch *b)
+{
+    const struct serve_cfg *c = p->c;
+    bool prefill = b->n == 1 && b->q[0] > 1;
+    int64_t slots = c->max_num_seqs / c->replicas;
+    int64_t tokens = prefill ? pad_pow2(b->tokens, 16, c->max_num_batched_tokens) : slots;
+    if (!prefill && !c->dense_kv) /* ragged: the slots' own lengths, not memoized */
+        return simulate_padded(p, b->n, b->q, b->kv, tokens, tokens, &(double){0});
+    int64_t k[KEY_N] = {PART_JETSTREAM, tokens, prefill};
+    double t;
+    if (memo_find(p, k, &t))
+        return t;
+    int n = prefill ? 1 : (int)slots;
+    int64_t *q = xcalloc((size_t)n, sizeof *q), *kv = xcalloc((size_t)n, sizeof *kv);
+    for (int i = 0; i < n; i++)
+        q[i] = prefill ? tokens : 1, kv[i] = prefill ? tokens : c->max_model_len;
+    double attn;
+    t = simulate_padded(p, n, q, kv, tokens, tokens, &attn);
+    free(q);
+    free(kv);
+    return t < 0 ? -1 : memo_put(p, k, t);
+}
+
 double serve_price(void *ctx, const struct serve_batch *b)
 {
     struct serve_pricer *p = ctx;
     const struct serve_cfg *c = p->c;
     p->st.lookups++;
+    if (c->jetstream)
+        return jetstream_price(p, b);
     if (c->buckets_per_octave == 0)
         return simulate(p, b->n, b->q, b->kv, b->tokens);
     double t = memo_price(p, b);

@@ -530,8 +530,9 @@ int serve_run(const struct cfg_scenario *sc, const struct serve_run_opts *o, str
     }
     struct serve_result r;
     int rc = sc->serve->prefill_engines ? serve_disagg_simulate(sc->serve, fn, ctx, &r)
-             : sc->serve->replicas > 1  ? serve_fleet_simulate(sc->serve, fn, ctx, &r)
-                                         : serve_simulate(sc->serve, fn, ctx, &r);
+             : sc->serve->replicas > 1 && !sc->serve->jetstream
+                 ? serve_fleet_simulate(sc->serve, fn, ctx, &r)
+                 : serve_simulate(sc->serve, fn, ctx, &r);
     r.spec_draft_s = sp.draft_s;
     if (rc == 1 && serve_pricer_rc(p))
         rc = serve_pricer_rc(p);

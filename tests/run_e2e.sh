@@ -572,6 +572,29 @@ assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
     && grep -q '<p id="serving-knee">knee: point' "$t/svsw/report.html" \
     && grep -q '<title>Latency against throughput</title>' "$t/svsw/report.html" \
     && ok || bad "serve: a rate sweep's latency-throughput curve: $(head -c 300 "$t/svsw.out")"
+# scheduler: jetstream (JetStream's engine): 3 requests at once on 2 slots, 4 outputs each.
+# Steps: prefill r0, prefill r1 (each one request alone, 300 tokens padded to 512), 3 generate
+# steps of 2 slots, prefill r2, 3 generate steps of r2 alone: 9. Every generate step runs the
+# decode state's fixed shapes -- both slots over the whole 2048-token dense cache -- so all
+# six take the same device time, r2's alone as the pairs; both prefills the same too. The
+# same with serve.mesh data 2 (shard_on_batch): one engine, a group steps 1 slot, every group
+# runs each prefill: the same 9 steps, one engine (no replica column), each prefill's device
+# time the one-chip run's (a prefill is not split), a generate step's below it (one slot a chip)
+svjs="--set serve.engine.scheduler=jetstream --set serve.engine.max_num_seqs=2 --set serve.engine.chunked_prefill=false"
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svj" -q $svjs \
+       --set 'serve.requests={count: 3, concurrency: 3, input_len: 300, output_len: 4}' \
+    && awk -F, 'NR > 1 { s = s $5 "/" $6 " " } END { exit s != "1/0 1/0 2/2 2/2 2/2 1/0 1/1 1/1 1/1 " }' \
+           "$t/svj/steps.csv" \
+    && [ "$(awk -F, 'NR > 1 && $6 > 0 { print $3 }' "$t/svj/steps.csv" | sort -u | wc -l)" = 1 ] \
+    && [ "$(awk -F, 'NR > 1 && $6 == 0 { print $3 }' "$t/svj/steps.csv" | sort -u | wc -l)" = 1 ] \
+    && grep -q '"signatures": 2,' "$t/svj/summary.json" \
+    && "$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svjd" -q $svjs \
+           --set 'serve.requests={count: 3, concurrency: 3, input_len: 300, output_len: 4}' \
+    && [ "$(wc -l <"$t/svjd/steps.csv")" = 10 ] && head -1 "$t/svjd/steps.csv" | grep -q ',tokens$' \
+    && [ "$(col "$t/svjd/steps.csv" 1 3)" = "$(col "$t/svj/steps.csv" 1 3)" ] \
+    && awk -v a="$(col "$t/svjd/steps.csv" 3 3)" -v b="$(col "$t/svj/steps.csv" 3 3)" \
+           'BEGIN { exit !(a < b) }' \
+    && ok || bad "serve: scheduler jetstream's steps (prefills alone, generate steps of fixed shape)"
 # issue 28.5: data-parallel replicas behind a router (serve.mesh data: 2, one chip each). A
 # closed loop at concurrency 2: round robin gives request 0 to replica 0 and request 1 to
 # replica 1, each alone on its engine: both TTFTs are the single request's of sv1 (its prefill

@@ -9,8 +9,14 @@ budget, pages of 128 tokens. Rows of one run (throughput, TTFT, TPOT of the same
 benchmark) share one simulation. tpusim predicts summary.json serving
 output_tokens_per_s, ttft_s.mean, tpot_s.mean and itl_s.mean.
 
-A batch sharded over the chips (data=N: JetStream's shard_on_batch) runs as N
-replicas behind the round-robin router, each with max_num_seqs / N slots.
+Rows measured on JetStream (the source is a JetStream repository) run its engine,
+serve.engine.scheduler: jetstream: each prefill one request alone, padded to a power
+of two, before the next generate step; a generate step over every slot of the batch
+(max_num_seqs) against a dense cache of max_model_len tokens each, attention as XLA
+einsums over it (attention_kernel: dense: JetStream-PyTorch's default, ragged_mha
+off, as its benchmarks ran), max_num_batched_tokens its max_prefill_length (the
+input length). A batch sharded over the chips (data=N: JetStream's shard_on_batch) is
+that one engine's slots split over N groups, every group running each prefill.
 Rows measured with int8 (JetStream's int8: weight-only int8 weights with
 per-channel scales and an int8 KV cache) run with serve.model.quantization: int8
 and serve.engine.kv_cache_dtype: int8. Rows this build cannot express (a preset it lacks,
@@ -49,7 +55,8 @@ def scenario(r):
     mesh = {a: int(n) for a, n in (p.split("=") for p in r["mesh"].split())}
     # a batch sharded over chips (JetStream's shard_on_batch: every chip holds the model and
     # its share of the batch slots) runs as data-parallel replicas, max_num_seqs / data each
-    seqs = int(r["max_num_seqs"]) // mesh.get("data", 1)
+    jetstream = "jetstream" in r["source_url"].lower()
+    seqs = int(r["max_num_seqs"]) // (1 if jetstream else mesh.get("data", 1))
     if "data" in mesh:
         mesh.setdefault("tensor", 1)
     shape = [int(x) for x in r["topology"].split("x")]
@@ -57,6 +64,9 @@ def scenario(r):
     model, engine = {"preset": r["preset"]}, {}
     if r["dtype"] == "int8":  # JetStream's int8: weight-only int8 weights, an int8 KV cache
         model["quantization"], engine["kv_cache_dtype"] = "int8", "int8"
+    if jetstream:
+        engine.update(scheduler="jetstream",
+                      max_num_batched_tokens=max(16, int(r["input_len"])))
     return {"name": name, "chip": r["chip"],
             "topology": {"shape": shape},
             "serve": {"model": model, "mesh": mesh,

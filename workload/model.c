@@ -1583,6 +1583,38 @@ static struct val ragged_attention(struct out *o, struct val in)
     return wrv(o, k);
 }
 
+/* A batched matmul [batch: m, k] x [k, n] whose rhs is the KV cache (in the
+ * cache's dtype: int8 is cast on the VPU as the MXU takes it, kernels/matmul.c). */
+static struct val cache_einsum(struct out *o, const char *name, int64_t batch, int64_t m,
+                               int64_t k, int64_t n, struct val in)
+{
+    int i = einsum(o, name, batch, m, k, n, in);
+    if (o->m->kv_int8)
+        prog_word(params(o, i), "rhs_dtype", "int8");
+    return wrv(o, i);
+}
+
+/* JetStream-PyTorch's attention without ragged_mha (jetstream_pt/layers.py
+ * AttentionKernel, Int8KVAttentionKernel): XLA einsums over the dense cache
+ * [slots, kv heads, cache length, head_dim] of every slot of the decode state.
+ * A decode step's query (one token, broadcast to two rows for the matmul's
+ * shape) of the H/K heads of a KV head against all cache_length (kv_lens[0])
+ * keys, the masked softmax (int8: times the per-token scales), the context
+ * against all values; a prefill (one request, the step's padded tokens) the
+ * same within its prompt, causal by mask: the whole q x q. */
+static struct val dense_attention(struct out *o, struct val in)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    bool decode = m->q_lens[0] == 1;
+    int64_t g = s->heads / s->kv_heads, Dh = m->head_dim;
+    int64_t slots = decode ? m->nseqs : 1, q = decode ? 2 : s->tokens;
+    int64_t S = decode ? m->kv_lens[0] : s->tokens;
+    struct val sc = cache_einsum(o, "attn_scores", slots * s->kv_heads, g * q, Dh, S, in);
+    struct val p = wrv(o, fusion(o, "softmax", "attn_softmax", slots * s->heads * q, S, sc));
+    return cache_einsum(o, "attn_context", slots * s->kv_heads, g * q, S, Dh, val2(p, in));
+}
+
 /* A decode layer: with tensor parallelism the attention output and the MLP
  * output are all-reduced (activations replicated, as vLLM TPU runs). */
 static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
@@ -1594,7 +1626,7 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
     struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
     v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
     v = wrv(o, rope(o, "rope", T, v));
-    v = ragged_attention(o, v);
+    v = m->dense_kv ? dense_attention(o, v) : ragged_attention(o, v);
     v = wrv(o, matmul(o, "out", T, s->heads * Dh, D, val2(v, val1(l->w))));
     v = collective(o, "all_reduce", "tp_ar1", "tensor", s->tensor, ar, 0, v);
     l->r1 = wrv(o, elementwise(o, "res1", T, D, "add", 1, val2(v, x)));

@@ -112,6 +112,9 @@ struct model {
      * (JetStream's int8): the dense weights held and read as int8, the matmuls in dtype */
     bool weight_int8;
     bool kv_int8;          /* decode: kv_cache_dtype: int8 (the KV cache pages in int8) */
+    /* serving (nseqs > 0): JetStream-PyTorch's dense-cache attention (XLA einsums over
+     * each slot's whole cache, serve.engine.attention_kernel: dense) instead of RPA */
+    bool dense_kv;
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain

@@ -177,6 +177,46 @@ static void test_serving_step(void **state)
     assert_float_equal(mem.kv_cache, 2.0 * 2 * 1 * 32 * 2 * 150, 1e-9);
 }
 
+/* JetStream-PyTorch's attention over its dense cache (dense_kv): 3 slots at
+ * 2048 tokens (the cache length), heads 32 and kv heads 16 on tensor 8: 4 query
+ * and 2 KV heads a chip, 2 query heads per KV head, head_dim 128. Per layer the
+ * scores einsum is 3 slots x 2 KV heads = 6 batches of [2 heads x 2 rows (the
+ * one token broadcast to two) = 4 -> 8 (XLA's rows), 128] x [128, 2048], the
+ * softmax 3 x 4 heads x 2 rows = 24 rows of 2048, the context 6 batches of
+ * [8, 2048] x [2048, 128]. int8 KV: both read the cache (their rhs) as int8:
+ * 6 x 128 x 2048 x 1 B = 1.5 MiB each, K then V. A prefill (one request, 256
+ * padded tokens) attends within its prompt: 2 batches of [2 x 256, 128] x
+ * [128, 256], softmax 4 x 256 rows of 256. */
+static void test_serving_dense_cache_attention(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    static const int64_t q[] = {1, 1, 1}, kv[] = {2048, 2048, 2048};
+    m.heads = 32, m.kv_heads = 16, m.head_dim = 128;
+    m.mode = MODEL_DECODE, m.batch = 3, m.seq_len = 1, m.kv_len = 2047;
+    m.nseqs = 3, m.q_lens = q, m.kv_lens = kv, m.tokens = 3, m.rows = 3;
+    m.dense_kv = true, m.kv_int8 = true;
+    struct fixture f;
+    setup_shard(&f, &m, 1, 8);
+    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_null(strstr(yaml, "ragged_paged_attention"));
+    assert_non_null(strstr(yaml, "{op: einsum, name: attn_scores, batch: 6, m: 8, k: 128, "
+                                 "n: 2048, dtype: bf16, block: auto, rhs_dtype: int8"));
+    assert_non_null(strstr(yaml, "{op: softmax, name: attn_softmax, shape: [24, 2048]"));
+    assert_non_null(strstr(yaml, "{op: einsum, name: attn_context, batch: 6, m: 8, k: 2048, "
+                                 "n: 128, dtype: bf16, block: auto, rhs_dtype: int8"));
+    free(yaml);
+    static const int64_t pq[] = {256}, pkv[] = {256};
+    m.nseqs = 1, m.q_lens = pq, m.kv_lens = pkv, m.tokens = 256, m.rows = 256, m.batch = 1;
+    m.kv_int8 = false;
+    setup_shard(&f, &m, 1, 8);
+    yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_non_null(strstr(yaml, "{op: einsum, name: attn_scores, batch: 2, m: 512, k: 128, "
+                                 "n: 256, dtype: bf16, block: auto}"));
+    assert_non_null(strstr(yaml, "{op: softmax, name: attn_softmax, shape: [1024, 256]"));
+    free(yaml);
+}
+
 static void test_oom_message(void **state)
 {
     (void)state;
@@ -608,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_serving_step),
+        cmocka_unit_test(test_serving_dense_cache_attention),
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),

@@ -147,6 +147,36 @@ static void test_serve_recompute_above_budget(void **state)
     serve_result_fini(&r);
 }
 
+/* scheduler: jetstream (JetStream's orchestrator): each prefill one request
+ * alone, before any generate step while a request waits and a slot is free;
+ * a generate step over the running slots. 2 slots, 3 requests of 100 tokens
+ * and 3 outputs at once: prefill r0 (2 + 1.1 = 3.1 ms), prefill r1 (6.2 ms),
+ * r2 waits for a slot: two generate steps of 2 tokens (3.002 ms each: 9.202,
+ * 12.204, r0 and r1 done), prefill r2 (15.304), two generate steps of 1 token
+ * (18.305, 21.306). The default scheduler would prefill r0 and r1 in one step. */
+static void test_serve_jetstream_prefill_alone(void **state)
+{
+    (void)state;
+    struct serve_cfg c = cfg();
+    c.jetstream = true, c.chunked_prefill = false;
+    c.max_num_seqs = 2, c.count = 3, c.concurrency = 3, c.output_len = 3;
+    struct serve_result r;
+    int calls = 0;
+    assert_int_equal(serve_simulate(&c, price_by_hand, &calls, &r), 0);
+    assert_int_equal(r.steps, 7);
+    static const int32_t decodes[7] = {0, 0, 2, 2, 0, 1, 1};
+    for (int k = 0; k < 7; k++) {
+        assert_int_equal(r.step[k].decodes, decodes[k]);
+        assert_int_equal(r.step[k].seqs, decodes[k] ? decodes[k] : 1);
+    }
+    assert_float_equal(r.req[0].first_s, 3.1e-3, 1e-12);
+    assert_float_equal(r.req[1].first_s, 6.2e-3, 1e-12);
+    assert_float_equal(r.req[1].finish_s, 12.204e-3, 1e-12);
+    assert_float_equal(r.req[2].first_s, 15.304e-3, 1e-12);
+    assert_float_equal(r.duration_s, 21.306e-3, 1e-12);
+    serve_result_fini(&r);
+}
+
 static void test_serve_overload(void **state)
 {
     (void)state;
@@ -266,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_serve_preemption),
         cmocka_unit_test(test_serve_recompute_above_budget),
         cmocka_unit_test(test_serve_overload),
+        cmocka_unit_test(test_serve_jetstream_prefill_alone),
         cmocka_unit_test(test_serve_dist),
         cmocka_unit_test(test_serve_traffic_draws),
         cmocka_unit_test(test_serve_gamma_arrivals),
