@@ -1217,7 +1217,7 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
  * xla/service/while_loop_all_reduce_code_motion.h). */
 static bool grads_summed_after(const struct out *o)
 {
-    return o->sh->pipeline > 1 || !o->m->xla.dp_all_reduce_opt;
+    return o->sh->pipeline > 1 || o->m->xla.dp_sums_after_backward;
 }
 
 /* The layer's gradients reduce-scattered over fsdp as the layer's backward

@@ -20,7 +20,7 @@ static const char *const flag_names[] = {"xla_tpu_enable_windowed_einsum_for_all
 struct model_xla_flags model_xla_defaults(void)
 {
     return (struct model_xla_flags){.windowed_ag = true, .windowed_rs = true,
-                                     .windowed_threshold_mib = 256, .dp_all_reduce_opt = true};
+                                     .windowed_threshold_mib = 256};
 }
 
 const char *const *model_xla_flag_names(void)
