@@ -42,12 +42,8 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
     double factors[CFG_MAX_FAULTS];
     plat_params(sc, &p);
     plat_pstates(sc, &p, factors);
-    if (sc->dcn.slices > 1) { /* the simulated slices, with their share of the fabric */
-        struct dcn d = sc->dcn;
-        d.slices = cfg_sim_slices(sc);
-        d.bisection_Bps *= (double)d.slices / sc->dcn.slices;
-        return dcn_write_xml(f, &d, &sc->topo, &sc->plan.sim, &p);
-    }
+    if (sc->dcn.slices > 1)
+        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, cfg_sim_slices(sc), &p);
     return plat_write_xml(f, &sc->plan.sim, &p);
 }
 
