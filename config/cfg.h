@@ -85,6 +85,8 @@ struct cfg_op_src {
 struct cfg_plan {
     struct topo sim;           /* the chips simulated: the slice, or its SPMD fold */
     int sim_mult;              /* chips of the slice each simulated chip stands for */
+    int sim_slices;            /* the slices simulated (a divisor of topology.slices; 0: all):
+                                  each stands for slices / sim_slices (engine/spmd.h) */
     struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);
                                   NULL until the search ran */
     double eval_step_s;        /* train: the forward-only evaluation step's time
@@ -128,11 +130,18 @@ struct cfg_scenario {
     struct cfg_plan plan;
 };
 
-/* Chips the engine simulates: every slice's simulated chips (sim.nchips each);
- * engine chip e is chip e % sim.nchips of slice e / sim.nchips. */
+/* The slices the engine simulates (1 without a DCN). */
+static inline int cfg_sim_slices(const struct cfg_scenario *sc)
+{
+    if (sc->plan.sim_slices > 0)
+        return sc->plan.sim_slices;
+    return sc->dcn.slices > 1 ? sc->dcn.slices : 1;
+}
+/* Chips the engine simulates: every simulated slice's simulated chips (sim.nchips
+ * each); engine chip e is chip e % sim.nchips of slice e / sim.nchips. */
 static inline int cfg_engine_chips(const struct cfg_scenario *sc)
 {
-    return sc->plan.sim.nchips * (sc->dcn.slices > 1 ? sc->dcn.slices : 1);
+    return sc->plan.sim.nchips * cfg_sim_slices(sc);
 }
 /* Chips of all slices. */
 static inline int cfg_total_chips(const struct cfg_scenario *sc)

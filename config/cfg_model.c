@@ -220,6 +220,8 @@ static void read_xla_flags(struct walk *w, const struct cfg_node *t, struct mode
         m->xla.windowed_rs = x->windowed_rs;
     if (x->set_windowed_threshold)
         m->xla.windowed_threshold_mib = x->windowed_threshold_mib;
+    if (x->set_dp_all_reduce_opt)
+        m->xla.dp_sums_after_backward = !x->dp_all_reduce_opt;
 }
 
 /* quantization: int8 | fp8 (MaxText's AQT), in a dtype the chip's MXU takes. */

@@ -10,7 +10,7 @@
 #include "config/cfg_tree.h"
 #include "config/cfg_xla_flags.h"
 
-enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB, XF_WINDOWED_AG, XF_WINDOWED_RS, XF_MIB };
+enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB, XF_WINDOWED_AG, XF_WINDOWED_RS, XF_MIB, XF_DP_AR };
 
 static const char *const all_colls[] = {"all_gather", "reduce_scatter", "all_reduce",
                                         "all_to_all", "ppermute",       "remote_copy", NULL};
@@ -43,6 +43,7 @@ static const struct xla_flag flags[] = {
     {"xla_tpu_enable_windowed_einsum_for_all_gather", XF_WINDOWED_AG, NULL},
     {"xla_tpu_enable_windowed_einsum_for_reduce_scatter", XF_WINDOWED_RS, NULL},
     {"xla_jf_spmd_threshold_for_windowed_einsum_mib", XF_MIB, NULL},
+    {"xla_tpu_enable_data_parallel_all_reduce_opt", XF_DP_AR, NULL},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -141,6 +142,12 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip
         }
         if (f->type == XF_WINDOWED_AG || f->type == XF_WINDOWED_RS || f->type == XF_MIB) {
             windowed(w, m, f, x);
+            continue;
+        }
+        if (f->type == XF_DP_AR) { /* a model's gradient sums (workload/model.c) */
+            x->dp_all_reduce_opt = true;
+            x->set_dp_all_reduce_opt =
+                walk_bool(w, m, "xla_flags", f->name, &x->dp_all_reduce_opt) == 0;
             continue;
         }
         if (f->type != XF_KIB) {

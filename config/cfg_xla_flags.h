@@ -22,6 +22,7 @@ struct cfg_xla_flags {
     bool set_windowed_rs, windowed_rs; /* xla_tpu_enable_windowed_einsum_for_reduce_scatter */
     bool set_windowed_threshold;
     int64_t windowed_threshold_mib;    /* xla_jf_spmd_threshold_for_windowed_einsum_mib */
+    bool set_dp_all_reduce_opt, dp_all_reduce_opt; /* xla_tpu_enable_data_parallel_all_reduce_opt */
 };
 
 #endif

@@ -199,14 +199,17 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     return slot;
 }
 
-/* A remote DMA over the DCN to this device's place in slice 'dst_slice'. */
+/* A remote DMA over the DCN to this device's place in slice 'dst_slice'
+ * (of the simulated slices: a ring step of the whole ring lands modulo them,
+ * engine/spmd.h). */
 static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
 {
     struct coll_actor *a = ex;
     struct eng_task *task = a->task;
     struct eng_run *r = task->core->run;
     int n = r->sc->plan.sim.nchips;
-    dst_slice = eng_fault_real_slice(r, eng_slice_of(r, task->core->chip), dst_slice);
+    dst_slice = eng_fault_real_slice(r, eng_slice_of(r, task->core->chip), dst_slice) %
+                cfg_sim_slices(r->sc);
     int dst = dst_slice * n + task->core->chip % n;
     if (a->npend == 64)
         flush(a);

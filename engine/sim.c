@@ -464,7 +464,9 @@ static void collect(struct eng_run *r, struct summary *s)
     memcpy(s->sim_shape, sc->plan.sim.shape, sizeof s->sim_shape);
     for (int i = 0; i < sc->nops; i++) {
         struct summary_op *o = &s->ops[i];
-        summary_op_scale(o, sc->plan.sim_mult); /* each simulated chip stands for sim_mult chips */
+        /* each simulated chip stands for sim_mult chips of each of slices / sim_slices slices */
+        summary_op_scale(o, sc->plan.sim_mult * (sc->dcn.slices > 1 ? sc->dcn.slices : 1) /
+                                cfg_sim_slices(sc));
         o->category = op_row(sc->ops[i].kind)->category;
         o->instances = sc->graph.node[i].instances;
         o->time_s = instance_time(r, i);

@@ -15,6 +15,14 @@ static int fold_period(int len, int hops, int period)
     return len;
 }
 
+int spmd_fold_slices(int slices)
+{
+    for (int d = 2; d < slices; d++)
+        if (slices % d == 0)
+            return d;
+    return slices > 1 ? slices : 1;
+}
+
 void spmd_fold(struct cfg_scenario *sc, bool all)
 {
     const struct topo *t = &sc->topo;
@@ -36,4 +44,6 @@ void spmd_fold(struct cfg_scenario *sc, bool all)
     if (topo_fold(t, period, &sc->plan.sim) != 0)
         sc->plan.sim = *t;
     sc->plan.sim_mult = t->nchips / sc->plan.sim.nchips;
+    sc->plan.sim_slices = symmetric && sc->faults.slices_lost == 0
+                              ? spmd_fold_slices(sc->dcn.slices) : 0;
 }

@@ -18,7 +18,14 @@
 
 /* Sets sc->plan.sim (the chips simulated) and sc->plan.sim_mult (the chips each
  * stands for): the fold of sc->topo, or the whole slice when 'all' is set or
- * the workload is not symmetric. */
+ * the workload is not symmetric; and sc->plan.sim_slices (spmd_fold_slices of
+ * the slices, or 0: all of them, when the slices are not alike). */
 void spmd_fold(struct cfg_scenario *sc, bool all);
+/* The slices simulated of 'slices' (the slices run the same program, and a
+ * DCN collective is a ring over all of them, which is alike at every place:
+ * the smallest ring that keeps each slice's sends and receives on different
+ * slices is the smallest divisor of 'slices' above 1, whose ring steps to the
+ * right are the whole ring's taken modulo it). */
+int spmd_fold_slices(int slices);
 
 #endif

@@ -29,7 +29,7 @@ void trace_auto_pick(const struct cfg_scenario *sc, bool chips_given, double max
 {
     double ev[4];
     validate_trace_events(sc, ev);
-    int chips = cfg_engine_chips(sc), slices = sc->dcn.slices > 1 ? sc->dcn.slices : 1;
+    int chips = cfg_engine_chips(sc), slices = cfg_sim_slices(sc);
     double one = (double)slices / chips; /* chip 0 of each slice, of every chip */
     struct {
         enum trace_level level;

@@ -77,14 +77,15 @@ static bool folded(const struct topo *slice, const struct topo *sim)
 }
 
 void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *sim,
-              struct dcn_plat *p)
+              int sim_slices, struct dcn_plat *p)
 {
-    double share = (double)sim->nchips / slice->nchips; /* of every slice's chips */
+    /* of every slice's chips */
+    double share = (double)sim->nchips / slice->nchips * sim_slices / d->slices;
     if (folded(slice, sim)) {
-        p->nics = d->slices * sim->nchips;
+        p->nics = sim_slices * sim->nchips;
         p->nic_Bps = d->nic_Bps / d->chips_per_host;
     } else {
-        p->nics = d->slices * d->hosts_per_slice;
+        p->nics = sim_slices * d->hosts_per_slice;
         p->nic_Bps = d->nic_Bps;
     }
     p->backbone_Bps = 2 * d->bisection_Bps * share;
@@ -111,21 +112,25 @@ char *dcn_nic_name(int k, char *buf, size_t n)
 }
 
 int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
-                  const struct topo *sim, const struct plat_params *p)
+                  const struct topo *sim, int sim_slices, const struct plat_params *p)
 {
     struct dcn_plat dp;
-    dcn_plat(d, slice, sim, &dp);
+    dcn_plat(d, slice, sim, sim_slices, &dp);
+    char folded_slices[48] = "";
+    if (sim_slices != d->slices)
+        snprintf(folded_slices, sizeof folded_slices, " (%d simulated)", sim_slices);
     fprintf(out, "<?xml version='1.0'?>\n"
                  "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                  "<platform version=\"4.1\">\n");
-    fprintf(out, "  <!-- %d slices of %d chips (%d simulated each), %d hosts of %d chips a "
+    fprintf(out, "  <!-- %d slices%s of %d chips (%d simulated each), %d hosts of %d chips a "
                  "slice; the DCN: %d NICs\n"
                  "       of %.17g B/s each way into a fabric of bisection %.17g B/s "
                  "(backbone %.17g B/s here) -->\n",
-            d->slices, slice->nchips, sim->nchips, d->hosts_per_slice, d->chips_per_host,
+            d->slices, folded_slices, slice->nchips, sim->nchips, d->hosts_per_slice,
+            d->chips_per_host,
             dp.nics, dp.nic_Bps, d->bisection_Bps, dp.backbone_Bps);
     fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
-    for (int s = 0; s < d->slices; s++) {
+    for (int s = 0; s < sim_slices; s++) {
         char id[32], prefix[32];
         snprintf(id, sizeof id, "slice%d", s);
         snprintf(prefix, sizeof prefix, "s%d-chip", s);
@@ -138,7 +143,7 @@ int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
             "           bb_bw=\"%.17gBps\" bb_lat=\"0s\" bb_sharing_policy=\"SHARED\"/>\n",
             dp.nics - 1, dp.nic_Bps, d->lat_s / 2, dp.backbone_Bps);
     if (p->pcie_Bps > 0) /* every simulated chip of every slice, in the engine's order */
-        plat_write_pcie_zone(out, d->slices * sim->nchips, p->pcie_Bps);
+        plat_write_pcie_zone(out, sim_slices * sim->nchips, p->pcie_Bps);
     fprintf(out, "  </zone>\n</platform>\n");
     return ferror(out) ? -1 : 0;
 }

@@ -46,15 +46,17 @@ int dcn_init(struct dcn *d, const struct topo *slice, int slices, const int *hos
 /* The host (0 .. hosts_per_slice - 1) of chip 'rank' of 'slice'. */
 int dcn_host(const struct dcn *d, const struct topo *slice, int rank);
 
-/* The simulated platform: 'slices' copies of the torus 'sim' (the simulated
- * chips of a slice: the slice or its fold of 'slice') and the DCN. */
+/* The simulated platform: 'sim_slices' of the d->slices slices (all, or their
+ * fold: engine/spmd.h), each the torus 'sim' (the simulated chips of a slice:
+ * the slice or its fold of 'slice'), and the DCN, whose fabric they get their
+ * share of. */
 struct dcn_plat {
     int nics;            /* NIC hosts: one per host, or one per simulated chip (folded) */
     double nic_Bps;      /* each NIC link, one direction */
     double backbone_Bps; /* the fabric */
 };
 void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *sim,
-              struct dcn_plat *p);
+              int sim_slices, struct dcn_plat *p);
 /* The NIC host of simulated chip 'sim_rank' of slice 's'. */
 int dcn_nic(const struct dcn *d, const struct topo *slice, const struct topo *sim, int s,
             int sim_rank);
@@ -65,6 +67,6 @@ char *dcn_nic_name(int k, char *buf, size_t n);
  * (as plat_write_xml's) and the DCN cluster (NIC links and the backbone).
  * Returns 0, or -1 on a write error. */
 int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
-                  const struct topo *sim, const struct plat_params *p);
+                  const struct topo *sim, int sim_slices, const struct plat_params *p);
 
 #endif

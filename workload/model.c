@@ -1208,6 +1208,18 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     return tp(o, "reduce_scatter", "g_tp_rs1", PROG_ASYNC, gx);
 }
 
+/* True when the layers' data-parallel gradient sums run once, after the
+ * backward: with a pipeline (summed over the microbatches first), or when
+ * xla_tpu_enable_data_parallel_all_reduce_opt is false (XLA's while-loop
+ * all-reduce code motion sinks an all-reduce whose result is only
+ * dynamic-update-sliced into the loop's output -- the scanned backward's
+ * stacked weight gradients -- out of the loop: openxla/xla
+ * xla/service/while_loop_all_reduce_code_motion.h). */
+static bool grads_summed_after(const struct out *o)
+{
+    return o->sh->pipeline > 1 || o->m->xla.dp_sums_after_backward;
+}
+
 /* The layer's gradients reduce-scattered over fsdp as the layer's backward
  * ends, then summed over data as soon as they are reduced: beside the
  * backward of the layers below (over the DCN when data spans the slices). */
@@ -1216,7 +1228,7 @@ static struct val reduce_grads(struct out *o, struct layer_grads lg)
     const struct model_shard *s = o->sh;
     struct val g = collective(o, "reduce_scatter", "grad_rs", "fsdp", s->fsdp,
                               layer_grad_bytes(o), PROG_ASYNC, val2(lg.norms, lg.mm));
-    if (s->pipeline > 1) /* summed over the microbatches, all-reduced once (optimizer) */
+    if (grads_summed_after(o)) /* all-reduced once (optimizer) */
         return g;
     return collective(o, "all_reduce", "grad_ar", "data", s->data, layer_grad_bytes(o) / s->fsdp,
                       PROG_ASYNC, g);
@@ -1473,10 +1485,10 @@ static void optimizer(struct out *o)
     const struct model_shard *s = o->sh;
     double local = chip_params(m, s);
     double rest = local * bytes(m->weight_dtype); /* with a pipeline: every gradient */
-    if (s->pipeline <= 1)
+    if (!grads_summed_after(o))
         rest -= (double)m->layers * layer_grad_bytes(o) / s->fsdp;
     struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
-                              o->rest);
+                              grads_summed_after(o) ? val2(o->rest, o->layer_grads) : o->rest);
     if (s->data > 1 && rest < 1) /* no other gradients to wait for */
         r = none_val;
     int k = op(o, "optimizer", "adamw", PROG_DATA_WAIT, val2(o->layer_grads, r));

@@ -65,6 +65,10 @@ struct model_xla_flags {
     bool windowed_ag;            /* xla_tpu_enable_windowed_einsum_for_all_gather */
     bool windowed_rs;            /* xla_tpu_enable_windowed_einsum_for_reduce_scatter */
     int64_t windowed_threshold_mib; /* xla_jf_spmd_threshold_for_windowed_einsum_mib */
+    /* xla_tpu_enable_data_parallel_all_reduce_opt false (0, the default: true): one
+     * data-parallel sum of every layer's gradient after the backward (XLA's while-loop
+     * all-reduce code motion) instead of each layer's beside the backward below it */
+    bool dp_sums_after_backward;
 };
 /* The pipeline schedules (workload/model_pipeline_int.h). */
 enum model_pipe_schedule { PIPE_GPIPE, PIPE_1F1B, PIPE_CIRCULAR };

@@ -14,7 +14,8 @@
 
 static const char *const flag_names[] = {"xla_tpu_enable_windowed_einsum_for_all_gather",
                                          "xla_tpu_enable_windowed_einsum_for_reduce_scatter",
-                                         "xla_jf_spmd_threshold_for_windowed_einsum_mib", NULL};
+                                         "xla_jf_spmd_threshold_for_windowed_einsum_mib",
+                                         "xla_tpu_enable_data_parallel_all_reduce_opt", NULL};
 
 struct model_xla_flags model_xla_defaults(void)
 {

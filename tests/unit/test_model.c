@@ -639,6 +639,12 @@ static void test_expansion_data_over_dcn(void **state)
     struct tally t = expand(&m, &f);
     assert_float_equal(t.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
     assert_non_null(strstr(t.names, "grad_rs grad_ar "));
+    /* xla_tpu_enable_data_parallel_all_reduce_opt false: no sum in the backward's body,
+     * the same bytes summed once after it (grad_ar_rest) */
+    m.xla.dp_sums_after_backward = true;
+    struct tally u = expand(&m, &f);
+    assert_null(strstr(u.names, "grad_ar"));
+    assert_float_equal(u.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
 }
 
 int main(void)

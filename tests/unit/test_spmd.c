@@ -58,7 +58,8 @@ static void assert_same(const struct result *a, const struct result *b)
     for (int i = 0; i < a->nops; i++) {
         if (fabs(a->time[i] - b->time[i]) > 1e-9 * b->time[i] ||
             fabs(a->end[i] - b->end[i]) > 1e-9 * b->end[i] || a->flops[i] != b->flops[i] ||
-            a->hbm[i] != b->hbm[i] || a->ici[i] != b->ici[i] || a->steps[i] != b->steps[i]) {
+            a->hbm[i] != b->hbm[i] || a->ici[i] != b->ici[i] || a->steps[i] != b->steps[i] ||
+            a->dcn[i] != b->dcn[i]) {
             print_error("op %d: time %.12g vs %.12g, end %.12g vs %.12g, ici %g vs %g\n", i,
                         a->time[i], b->time[i], a->end[i], b->end[i], a->ici[i], b->ici[i]);
             fail();
@@ -90,11 +91,69 @@ static void test_fold_equals_every_chip(void **state)
                    "  - {op: reduce_scatter, name: rs, bytes: 16MiB, axes: [1]}\n");
 }
 
+static void slices_of(const char *yaml, int want)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    assert_int_equal(cfg_load_scenario_text(yaml, strlen(yaml), "s.yaml", NULL, 0, &sc, d), 0);
+    spmd_fold(&sc, sc.all_chips);
+    assert_int_equal(sc.plan.sim_slices, want);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+}
+
+#define SLICES(n) "chip: v5e\ntopology: {shape: [4, 4], slices: " #n "}\n"
+#define DCN_AR "workload:\n  - {op: all_reduce, bytes: 8MiB, axes: [dcn, 0, 1]}\n"
+
+/* The slices fold to the smallest divisor of their count above 1 (a ring
+ * over them is alike at every place); not when a slice is lost or every
+ * chip is asked for. */
+static void test_fold_slices(void **state)
+{
+    (void)state;
+    assert_int_equal(spmd_fold_slices(1), 1);
+    assert_int_equal(spmd_fold_slices(2), 2);
+    assert_int_equal(spmd_fold_slices(12), 2);
+    assert_int_equal(spmd_fold_slices(9), 3);
+    assert_int_equal(spmd_fold_slices(7), 7);
+    slices_of(SLICES(12) DCN_AR, 2);
+    slices_of(SLICES(12) "options: {all_chips: true}\n" DCN_AR, 0);
+    slices_of(SLICES(4) "faults: [{slice_lost: 1}]\n" DCN_AR, 0);
+}
+
+/* Folded slices and every slice (and chip): the same times, the same sums,
+ * the DCN's bytes included; a DCN all-reduce beside a matmul, a ring of 6
+ * and of 9 slices (folded to 2 and 3), and a model step whose data axis
+ * spans 4 slices, both fidelities; and a fabric that binds. */
+static void test_fold_slices_equals_every_slice(void **state)
+{
+    (void)state;
+    same_both_ways(SLICES(6) "workload:\n"
+                   "  - {op: all_reduce, name: ar, bytes: 8MiB, axes: [dcn, 0, 1]}\n"
+                   "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024, overlap: true}\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, axes: [dcn]}\n"
+                   "  - {op: reduce_scatter, name: rs, bytes: 4MiB, axes: [dcn, 1]}\n");
+    same_both_ways(SLICES(9) DCN_AR);
+    /* a fabric that binds (a tenth of the NICs'): the simulated slices get their share */
+    same_both_ways("chip: v5e\ntopology: {shape: [4, 4], slices: 6, dcn: {bisection: 7.5GBps}}\n"
+                   DCN_AR);
+    const char *model = SLICES(4) "mesh: {data: 4, fsdp: 16}\n"
+                        "model: {arch: llama, layers: 2, d_model: 1024, heads: 8, kv_heads: 8,\n"
+                        "        head_dim: 128, ffn: 4096, vocab: 32000, batch: 64, seq_len: 512,\n"
+                        "        mode: train}\n";
+    same_both_ways(model);
+    const char *exact[2] = {"options.fidelity=exact", "options.all_chips=true"};
+    struct result fold = run(model, exact, 1), full = run(model, exact, 2);
+    assert_same(&fold, &full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_periods),
         cmocka_unit_test(test_fold_equals_every_chip),
+        cmocka_unit_test(test_fold_slices),
+        cmocka_unit_test(test_fold_slices_equals_every_slice),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
