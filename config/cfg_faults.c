@@ -28,6 +28,14 @@ bool cfg_faults_asymmetric(const struct cfg_faults *f)
     return false;
 }
 
+bool cfg_faults_links(const struct cfg_faults *f)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->f[i].kind == CFG_FAULT_LINK)
+            return true;
+    return false;
+}
+
 bool cfg_slice_lost(const struct cfg_faults *f, int s)
 {
     for (int i = 0; i < f->n; i++)

@@ -44,6 +44,8 @@ struct cfg_faults {
 
 /* True when some link or chip fault breaks the chips' SPMD symmetry. */
 bool cfg_faults_asymmetric(const struct cfg_faults *f);
+/* True when some ICI link is down or degraded (from the start or later). */
+bool cfg_faults_links(const struct cfg_faults *f);
 /* True when slice 's' is lost. */
 bool cfg_slice_lost(const struct cfg_faults *f, int s);
 

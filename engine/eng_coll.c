@@ -364,7 +364,8 @@ static void run_part(struct eng_task *task, int part)
                          sc->fidelity == CFG_FIDELITY_FAST,
                          slice,
                          nslices,
-                         sc->dcn.lat_s};
+                         sc->dcn.lat_s,
+                         cfg_faults_links(&sc->faults)};
     coll_run_part(&c, &task->coll->plan);
     settle(&a);
 }

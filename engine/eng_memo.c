@@ -24,6 +24,7 @@ struct eng_memo_state {
     struct eng_memo **memos;     /* per op, per call x core (as eng_program.scripts), or NULL
                                     when off */
     int *chip_tasks;             /* per chip: op instances running on it */
+    int *chip_colls;             /* per chip: async collectives running on its cores */
     int xchip_tasks;             /* op instances running that move data between chips */
     struct eng_overlap *overlap; /* per chip: the async collectives running on it */
     int *coll_running;           /* per op: its async collective instances running, all chips */
@@ -89,6 +90,7 @@ void eng_memo_init(struct eng_run *r, bool on)
     const struct cfg_scenario *sc = r->sc;
     r->memo = xcalloc(1, sizeof *r->memo);
     r->memo->chip_tasks = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->memo->chip_tasks);
+    r->memo->chip_colls = xcalloc((size_t)cfg_engine_chips(sc), sizeof *r->memo->chip_colls);
     /* fast fidelity, no step-level trace (its flow arrows and HBM counter
      * need the replay's own activities). The cores of a chip run each kernel
      * together: a megacore pair splits it, and the two devices of a v7 chip
@@ -123,6 +125,7 @@ void eng_memo_fini(struct eng_run *r)
         return;
     memos_free(r);
     free(ms->chip_tasks);
+    free(ms->chip_colls);
     free(ms->overlap), free(ms->coll_running);
     int ncores = ms->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
@@ -180,6 +183,8 @@ void eng_memo_task_start(struct eng_task *task)
     ms->chip_tasks[task->core->chip]++;
     if (op_row(task->op->kind)->reach)
         ms->xchip_tasks++;
+    if (overlaps(task))
+        ms->chip_colls[task->core->chip]++;
     if (ms->overlap && overlaps(task))
         overlap_add(ms, task);
     if (plain_kernel(task))
@@ -198,6 +203,8 @@ void eng_memo_task_end(struct eng_task *task)
     ms->chip_tasks[task->core->chip]--;
     if (op_row(task->op->kind)->reach)
         ms->xchip_tasks--;
+    if (overlaps(task))
+        ms->chip_colls[task->core->chip]--;
     if (ms->overlap && overlaps(task))
         overlap_drop(ms, task);
 }
@@ -205,6 +212,11 @@ void eng_memo_task_end(struct eng_task *task)
 bool eng_memo_chip_shared(const struct eng_task *task)
 {
     return task->core->run->memo->chip_tasks[task->core->chip] > 1;
+}
+
+bool eng_memo_chip_colls(const struct eng_task *task)
+{
+    return task->core->run->memo->chip_colls[task->core->chip] > 0;
 }
 
 /* The chip's overlap now, as offsets, into '*o'; false if no memo may be

@@ -257,6 +257,8 @@ void eng_memo_task_end(struct eng_task *task);
 /* True while another op instance than 'task' runs on its chip (a kernel on
  * any core, another collective). */
 bool eng_memo_chip_shared(const struct eng_task *task);
+/* True when an async collective runs on the chip of 'task' (beside it; memos on or off). */
+bool eng_memo_chip_colls(const struct eng_task *task);
 /* Runs 'script' for 'task' from its memo 'slot' for the chip's overlap if measured (or
  * being measured from this instant on another chip: it waits for the end);
  * true when done (stats added), false when the caller must replay. */

@@ -213,7 +213,7 @@ static void kernel_work(const struct cfg_scenario *sc, int i, const struct kcost
 /* One collective's ring steps and reduction steps on one chip: fast
  * fidelity coalesces a ring pass into one step (collective.c's rule: a
  * wrapped axis longer than 2, or a line that runs alone and does not
- * reduce-scatter; a reducing pass only while nothing else runs on the chip,
+ * reduce-scatter, an ICI one only with no link fault; a reducing pass only while nothing else runs on the chip,
  * counted as its X - 1 steps when the program has other ops), exact runs its
  * X - 1 steps; a reduction is a streamed replay per step (fast; one for a
  * coalesced pass's when the parts are alike) or a step per (512, 1024) block
@@ -234,6 +234,7 @@ static int64_t coll_steps(const struct cfg_scenario *sc, const struct op *op)
             bool wrap = !dcn && t->wrap[ph->axis];
             bool reduce = ph->kind == COLL_RS || ph->kind == COLL_PSUM;
             bool one = sc->fidelity == CFG_FIDELITY_FAST && X > 2 && !op->u.coll.nreplica &&
+                       (dcn || !cfg_faults_links(&sc->faults)) &&
                        (wrap || (plan.nparts == 1 && ph->kind != COLL_RS)) &&
                        !(ph->kind == COLL_RS && sc->nops > 1);
             w += (one || X < 2 ? 1.0 : X - 1.0) * W_RING_STEP;

@@ -565,8 +565,16 @@ void coll_run_part(const struct coll_ctx *c, const struct coll_plan *plan)
          * nor one per step after the transfers (2.5 % long) stands for. A ring
          * through explicit replica_groups is not coalesced either: its hops are
          * routes of several links, whose latencies the pass's fixed costs (one
-         * hop a step) would miss. */
+         * hop a step) would miss. Nor is an ICI pass while a link of the slice is
+         * down or degraded (faults:): the steps then no longer load the links
+         * alike (a detour shares another row's links at the steps that row's
+         * pass uses them, a slow link holds up the steps that cross it and the
+         * chain behind them), and the sum of their times is not the time of
+         * the one step carrying their sum (a v5e 4x4 line all-gather with a
+         * link down: 1.49 against 1.69 ms; a 16x16 ring, 4.1 against 9.5 ms:
+         * tests/unit/test_coll.c). */
         r.coalesce = c->coalesce && r.X > 2 && !c->op->u.coll.nreplica &&
+                     (r.dcn || !c->ici_faults) &&
                      (r.wrap || (plan->nparts == 1 && ph->kind != COLL_RS));
         r.lump = lump;
         if (ph->kind == COLL_AG && q == 0 && c->op->kind == OP_ALL_GATHER)

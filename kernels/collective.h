@@ -94,6 +94,7 @@ struct coll_ctx {
     bool coalesce; /* fidelity fast: a phase's ring steps become one step (see collective.c) */
     int slice, nslices; /* multislice: this device's slice, and how many (1: none) */
     double dcn_lat_s;   /* one DCN transfer's latency (the fixed cost of a DCN step) */
+    bool ici_faults;    /* an ICI link is down or degraded (faults:): no ICI pass coalesced */
 };
 
 /* The torus a collective runs on: the slice 'topo' itself, or for a

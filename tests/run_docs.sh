@@ -35,8 +35,8 @@ quote "allreduce: ici 85% of its time, then hbm 31%; algbw 38.8 GB/s, busbw 72.7
 quote "model decode step: 0.001 s, 52523 tokens/s (6565.3 per chip), MFU 2.0% (0.0 TFLOP per device)"
 quote "layer.attn: hbm 96% of its time, then mxu 31%; HBM moved 9135 MB for 2152 MB of data (76% tile padding and discarded fetches)"
 quote "warning: trace.json is incomplete: 49393 events dropped past --trace-max-events 500; the run has 49893 events at this level; for all of them: --trace-max-events 100000, or 108 runs with --trace-window 0:102.4us, --trace-window 102.4us:201.728us, --trace-window 201.728us:303.104us, ... (all 108 in summary.json's trace.windows), or --trace units"
-quote "faults: total 4.150 ms without them, +1.001 ms with (x1.241)"
-quote "faults: total 4.150 ms without them, +886.076 us with (x1.214)"
+quote "faults: total 4.150 ms without them, +1.197 ms with (x1.288)"
+quote "faults: total 4.150 ms without them, +983.989 us with (x1.237)"
 quote "64 points: 48 feasible, 16 infeasible; default point 17"
 quote "10.030 us"
 quote "448.561 us"
@@ -45,8 +45,8 @@ quote "45.821 us"
 quote "63.125 us"
 quote "65.809 us"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
-quote "cost: \$0.04774 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01138 per million tokens"
-quote "time to train: 51.47 days (3576279 steps of 1.243 s; 299 evaluations of 2 forward steps, 665.387 ms each; an evaluation block (11921 steps and its evaluation) 4.12 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$170770, 62.79 MWh"
+quote "cost: \$0.04778 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01139 per million tokens"
+quote "time to train: 51.52 days (3576279 steps of 1.244 s; 299 evaluations of 2 forward steps, 667.650 ms each; an evaluation block (11921 steps and its evaluation) 4.12 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$170932, 62.85 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
 quote "model train step: 0.172 s"
@@ -56,7 +56,7 @@ quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.243 s ± 146.697 ms (11.8%, 68% band, the model-step floor'
+quote 'total 1.244 s ± 146.837 ms (11.8%, 68% band, the model-step floor'
 quote "collective_exposed 12.905 ms"
 quote "collective_exposed 56.469 ms (4.4%)"
 quote '"p99": 0.0172022839'
