@@ -561,6 +561,7 @@ static void free_stats(struct eng_run_stats *st)
 static void free_run(struct eng_run *r)
 {
     eng_memo_fini(r); /* first: it counts its slots by the kernels' calls */
+    eng_standin_free(r->standin);
     free_program(r->sc, &r->prog);
     free_machine(r->sc, &r->hw);
     free_stats(&r->stats);
@@ -694,9 +695,17 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct fault_ref ref = {0}; /* faults: the same run without them, before SimGrid starts */
     if (sc->faults.n)
         fault_ref_run(sc, o, &ref);
-    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
+    struct eng_standin_state *standin = NULL; /* before SimGrid starts: children fork */
+    int src = eng_standin_measure(sc, o, &standin, d);
+    if (src != 0) {
+        fault_ref_fini(&ref);
+        eng_standin_free(standin);
+        return src;
+    }
+    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d), .standin = standin};
     if (!r.trace) {
         fault_ref_fini(&ref);
+        eng_standin_free(standin);
         return 2;
     }
     struct sigaction old_sigint;
@@ -707,6 +716,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     char *plat = opened == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
         fault_ref_fini(&ref);
+        eng_standin_free(standin);
         free(plat);
         outputs_dir_close(&od);
         trace_free(r.trace);
@@ -724,6 +734,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         memset(s, 0, sizeof *s);
     } else {
         rc = finish(&r, o, &od, &ref, s, d);
+        eng_standin_report(&r, stderr);
     }
     outputs_dir_close(&od);
     free_run(&r);

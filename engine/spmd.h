@@ -7,8 +7,13 @@
  * only the chips of the fold are simulated. Each stands for the chips of its
  * class: their sums (FLOPs, bytes, steps) count that many times. Axes without
  * wraparound are kept whole (their ends differ), and a workload with absolute
- * targets (a remote_copy to a device id) is not folded. Uses topology/ and
- * the op table. */
+ * targets (a remote_copy to a device id) is not folded.
+ * An all-to-all reaches every chip of its axes, which no shorter ring
+ * gives it: on a slice whose chips a translation maps onto each other (one
+ * slice, every axis wrapped, no faults) it is left out of the fold when the
+ * program has other ops, and runs as a stand-in (engine/eng_standin.c): its
+ * lone run on every chip, measured before the run, in a forked child. Uses
+ * topology/ and the op table. */
 #ifndef TPUSIM_ENGINE_SPMD_H
 #define TPUSIM_ENGINE_SPMD_H
 
@@ -20,5 +25,9 @@
  * stands for): the fold of sc->topo, or the whole slice when 'all' is set or
  * the workload is not symmetric. */
 void spmd_fold(struct cfg_scenario *sc, bool all);
+
+/* True if op 'i' of 'sc' as folded runs as a stand-in: an all-to-all left out
+ * of the fold, which cut an axis it crosses. */
+bool spmd_standin(const struct cfg_scenario *sc, int i);
 
 #endif
