@@ -1121,6 +1121,14 @@ i8pages() { grep -o '"kv_cache": {"pages": [0-9]*' "$1/summary.json" | grep -o '
     && echo "$(i8pages "$t/i8s0") $(i8pages "$t/i8s1") $(i8pages "$t/i8s2")" \
        | awk '{ d = $3 - $1; exit !(($2 == 2 * $1 || $2 == 2 * $1 + 1) && (d == 1056 || d == 1057)) }' \
     && ok || bad "int8 KV cache / weights: KV pages $(i8pages "$t/i8s0") -> $(i8pages "$t/i8s1") (int8 KV), $(i8pages "$t/i8s2") (int8 weights)"
+# all-to-alls as stand-ins (engine/spmd.h): on a wrapped v5p 4x4x4 beside an all-gather over
+# axis 0 (1 hop: a fold of 4 chips) the all-to-all runs its lone run's time; a matmul started
+# beside it (overlap: true) shares nothing with the stand-in, and the run says so
+printf 'chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0]}\n  - {op: all_to_all, name: a2a, bytes: 8MiB, axes: [0, 1]}\n  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024, overlap: true}\n' >"$t/sti.yaml"
+"$bin" run "$t/sti.yaml" -o "$t/sti" -q --trace none 2>"$t/sti.err" \
+    && grep -q '"simulated_chips": 4,' "$t/sti/summary.json" \
+    && grep -q "^warning: op 'a2a' ran as a stand-in .* while other ops ran" "$t/sti.err" \
+    && ok || bad "a stand-in beside a matmul: $(cat "$t/sti.err")"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

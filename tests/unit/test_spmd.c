@@ -44,6 +44,16 @@ static void test_fold_periods(void **state)
     fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
             "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n",
             2, (int[]){8, 4});
+    /* beside other ops on a wrapped slice, an all-to-all runs as a stand-in: the
+     * fold leaves it out (the all-gather's 1 hop on axis 0 needs 4 chips) */
+    fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0]}\n"
+                  "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
+            3, (int[]){4, 1, 1});
+    /* ... not where an axis has no wraparound (its chips differ) */
+    fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
+            "  - {op: all_gather, bytes: 1MiB, axes: [1]}\n"
+            "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
+            2, (int[]){1, 16});
     /* asked for every chip */
     fold_of("chip: {base: v5p}\ntopology: {shape: [8, 8, 8]}\noptions: {all_chips: true}\n"
             "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
@@ -88,6 +98,12 @@ static void test_fold_equals_every_chip(void **state)
     same_both_ways("chip: v5e\ntopology: {shape: [2, 16]}\nworkload:\n"
                    "  - {op: collective_matmul, name: cm, m: 256, k: 1024, n: 1024, axis: 1}\n"
                    "  - {op: reduce_scatter, name: rs, bytes: 16MiB, axes: [1]}\n");
+    /* all-to-alls as stand-ins (their lone runs on all 64 chips) between other ops */
+    same_both_ways("chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0]}\n"
+                   "  - {op: all_to_all, name: a2a, bytes: 8MiB, axes: [0, 1]}\n"
+                   "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024}\n"
+                   "  - {op: all_to_all, name: a2b, bytes: 8MiB, axes: [2]}\n");
 }
 
 int main(void)
