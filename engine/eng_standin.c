@@ -236,6 +236,24 @@ void eng_standin_report(const struct eng_run *r, FILE *to)
                     r->sc->ops[i].name);
 }
 
+bool eng_standin_alone(const struct cfg_scenario *sc, const struct eng_standin_state *ss)
+{
+    struct spmd_hb *hb = spmd_hb_new(sc);
+    bool alone = hb != NULL;
+    for (int i = 0; alone && ss && i < ss->nops; i++)
+        alone = !ss->op[i].on || spmd_hb_alone(hb, i);
+    spmd_hb_free(hb);
+    return alone;
+}
+
+int eng_standin_disturbed(const struct eng_run *r)
+{
+    int n = 0;
+    for (int i = 0; r->standin && i < r->standin->nops; i++)
+        n += r->standin->op[i].disturbed;
+    return n;
+}
+
 int eng_standin_count(const struct eng_run *r)
 {
     int n = 0;

@@ -288,6 +288,11 @@ bool eng_standin_run(struct eng_task *task);
 void eng_standin_report(const struct eng_run *r, FILE *to);
 /* Ops that run as stand-ins. */
 int eng_standin_count(const struct eng_run *r);
+/* Stand-ins that ran beside other ops. */
+int eng_standin_disturbed(const struct eng_run *r);
+/* True if the program's order alone keeps everything else off every stand-in
+ * of 'ss' (spmd_hb_alone). */
+bool eng_standin_alone(const struct cfg_scenario *sc, const struct eng_standin_state *ss);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;

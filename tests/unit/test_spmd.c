@@ -60,6 +60,47 @@ static void test_fold_periods(void **state)
             3, (int[]){8, 8, 8});
 }
 
+/* spmd_hb_alone of op 'op' in 'yaml': whether the program's order keeps every
+ * other op instance off it. */
+static bool alone(const char *yaml, int op)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    if (cfg_load_scenario_text(yaml, strlen(yaml), "s.yaml", NULL, 0, &sc, d) != 0) {
+        print_error("%s\n", diag_count(d) ? diag_message(d, 0) : "?");
+        fail();
+    }
+    struct spmd_hb *hb = spmd_hb_new(&sc);
+    bool a = spmd_hb_alone(hb, op);
+    spmd_hb_free(hb);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return a;
+}
+
+#define A2A "  - {op: all_to_all, name: x, bytes: 1MiB, axes: [1]}\n"
+#define MM(n, more) "  - {op: matmul, name: " n ", m: 256, k: 256, n: 256" more "}\n"
+#define AG(n, more) "  - {op: all_gather, name: " n ", bytes: 1MiB, axes: [0]" more "}\n"
+
+static void test_standin_alone(void **state)
+{
+    (void)state;
+    /* one after the other: alone */
+    assert_true(alone(TORUS AG("g", "") A2A MM("m", ""), 1));
+    /* a matmul started beside it (it waits for what the all-to-all waited for) */
+    assert_false(alone(TORUS AG("g", "") A2A MM("m", ", overlap: true"), 1));
+    /* a matmul waiting for the all-gather only: free to run beside it */
+    assert_false(alone(TORUS AG("g", "") A2A MM("m", ", after: [g]"), 1));
+    /* ... but on the compute stream after one that waits for the all-to-all: after it */
+    assert_true(alone(TORUS AG("g", "") A2A MM("m", ", after: [x]") MM("k", ", after: [g]"), 1));
+    /* a matmul before it on the compute stream, which it does not wait for: beside it */
+    assert_false(alone(TORUS MM("m", "") "  - {op: all_to_all, bytes: 1MiB, axes: [1], after: []}\n",
+                       1));
+    /* in a repeat block, between matmuls: each instance alone */
+    assert_true(alone(TORUS "  - repeat: {count: 3, ops: [{op: all_to_all, name: x, bytes: 1MiB, "
+                            "axes: [1]}, {op: matmul, name: m, m: 256, k: 256, n: 256}]}\n", 0));
+}
+
 static void assert_same(const struct result *a, const struct result *b)
 {
     assert_int_equal(a->rc, 0);
@@ -111,6 +152,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_periods),
         cmocka_unit_test(test_fold_equals_every_chip),
+        cmocka_unit_test(test_standin_alone),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
