@@ -460,7 +460,7 @@ void eng_run_collective(struct eng_task *task)
     struct eng_core *c = task->core;
     struct eng_run *r = c->run;
     const struct cfg_scenario *sc = r->sc;
-    if (c->core != 0)
+    if (c->core != 0 || eng_standin_run(task))
         return;
     struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
     dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);

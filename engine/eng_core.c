@@ -137,9 +137,11 @@ void eng_task_run(struct eng_task *task)
 {
     double t0 = eng_now();
     const struct op_row *row = op_row(task->op->kind);
+    eng_standin_task_start(task);
     eng_memo_task_start(task);
     eng_runner(task->op->kind)(task);
     eng_memo_task_end(task);
+    eng_standin_task_end(task);
     double t1 = eng_now();
     struct eng_core *c = task->core;
     char args[128 + 2 * OP_MAX_OP_NAME], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "),

@@ -31,6 +31,7 @@
 #include "kernels/kernel.h"
 #include "kernels/pallas.h"
 #include "config/cfg.h"
+#include "engine/sim_opts.h"
 #include "base/interrupt.h"
 #include "config/op_table.h"
 #include "outputs/progress.h"
@@ -161,6 +162,7 @@ struct eng_run {
     struct eng_program prog;     /* sim.c builds it */
     struct eng_run_stats stats;  /* the runners fill it, sim.c reads it */
     struct eng_memo_state *memo; /* eng_memo.c's alone (declared with its functions below) */
+    struct eng_standin_state *standin; /* eng_standin.c's alone; NULL: no stand-ins */
 };
 
 /* One local DMA (HBM<->VMEM) or remote DMA in flight. */
@@ -266,6 +268,33 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 /* Around a replay the caller runs: measures it into the memo of its overlap. */
 void eng_memo_begin(struct eng_task *task, int slot);
 void eng_memo_end(struct eng_task *task);
+
+/* --- eng_standin.c: all-to-alls stood in by their lone runs (engine/spmd.h) ---
+ * A stand-in op meets the other chips at its device barrier, then takes the
+ * time of its lone run on every chip of the slice and adds that run's work
+ * per chip, without issuing its transfers (none on the trace). */
+struct eng_standin_state;
+/* Before SimGrid starts: runs each stand-in op of 'sc' (spmd_standin; a
+ * distinct one once) alone on every chip in a forked child. '*out' gets
+ * their state, NULL when there are none. Returns 0, or the child's code with
+ * a message in 'd'. */
+int eng_standin_measure(const struct cfg_scenario *sc, const struct sim_opts *o,
+                        struct eng_standin_state **out, struct diag *d);
+void eng_standin_free(struct eng_standin_state *ss);
+/* Around every op instance's run (eng_task_run): what runs beside a stand-in. */
+void eng_standin_task_start(struct eng_task *task);
+void eng_standin_task_end(struct eng_task *task);
+/* Runs 'task' (core 0 of a collective) as its stand-in; false if it is not one. */
+bool eng_standin_run(struct eng_task *task);
+/* Stand-ins that ran beside other ops: a warning each on 'to'. */
+void eng_standin_report(const struct eng_run *r, FILE *to);
+/* Ops that run as stand-ins. */
+int eng_standin_count(const struct eng_run *r);
+/* Stand-ins that ran beside other ops. */
+int eng_standin_disturbed(const struct eng_run *r);
+/* True if the program's order alone keeps everything else off every stand-in
+ * of 'ss' (spmd_hb_alone). */
+bool eng_standin_alone(const struct cfg_scenario *sc, const struct eng_standin_state *ss);
 
 /* --- eng_pallas.c: the Pallas executor on SimGrid (its 'ex' is a struct eng_task) --- */
 extern const struct pl_exec_ops eng_pallas_ops;

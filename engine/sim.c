@@ -563,6 +563,7 @@ static void free_stats(struct eng_run_stats *st)
 static void free_run(struct eng_run *r)
 {
     eng_memo_fini(r); /* first: it counts its slots by the kernels' calls */
+    eng_standin_free(r->standin);
     free_program(r->sc, &r->prog);
     free_machine(r->sc, &r->hw);
     free_stats(&r->stats);
@@ -685,20 +686,17 @@ static int fault_ref_run(const struct cfg_scenario *sc, const struct sim_opts *o
     return rc;
 }
 
-int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
-            struct diag *d)
+/* The run on SimGrid of 'sc', with stand-ins 'standin' (owned; NULL: none);
+ * '*disturbed' gets the stand-ins that ran beside other ops (warnings on
+ * 'warn', if not NULL). */
+static int run_engine(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
+                      struct diag *d, struct fault_ref *ref, struct eng_standin_state *standin,
+                      int *disturbed, FILE *warn)
 {
-    struct validate_estimate est = {0};
-    struct validate_limits lim = {o->max_steps, o->max_memory_bytes, &est};
-    if (validate_scenario(sc, &lim, d) != 0)
-        return 2;
-    announce(o, &est);
-    struct fault_ref ref = {0}; /* faults: the same run without them, before SimGrid starts */
-    if (sc->faults.n)
-        fault_ref_run(sc, o, &ref);
-    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d)};
+    *disturbed = 0;
+    struct eng_run r = {.sc = sc, .trace = outputs_trace_new(sc, o, d), .standin = standin};
     if (!r.trace) {
-        fault_ref_fini(&ref);
+        eng_standin_free(standin);
         return 2;
     }
     struct sigaction old_sigint;
@@ -708,7 +706,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
                                : outputs_dir_open(&od, o->out_dir, d);
     char *plat = opened == 0 ? platform_path(sc, &od, d) : NULL;
     if (!plat || outputs_trace_open(r.trace, &od, d) != 0) {
-        fault_ref_fini(&ref);
+        eng_standin_free(standin);
         free(plat);
         outputs_dir_close(&od);
         trace_free(r.trace);
@@ -725,10 +723,81 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         diag_error(d, NULL, NULL, "interrupted: platform.xml, trace.json and summary.json not written");
         memset(s, 0, sizeof *s);
     } else {
-        rc = finish(&r, o, &od, &ref, s, d);
+        rc = finish(&r, o, &od, ref, s, d);
+        *disturbed = eng_standin_disturbed(&r);
+        eng_standin_report(&r, warn);
     }
     outputs_dir_close(&od);
     free_run(&r);
+    return rc;
+}
+
+/* ---- stand-ins: the folded run first, when the program's order leaves
+ * other ops free to run beside them (engine/spmd.h) ---- */
+
+struct probe_args {
+    const struct cfg_scenario *sc;
+    const struct sim_opts *o;
+    struct eng_standin_state *standin;
+};
+
+/* In the child: the folded run without outputs; out = {rc, stand-ins disturbed}. */
+static void probe_body(void *arg, void *out)
+{
+    const struct probe_args *a = arg;
+    int *res = out;
+    struct sim_opts so = {.sg_argc = a->o->sg_argc, .sg_argv = a->o->sg_argv,
+                          .trace_set = true, .trace = TRACE_NONE, .max_steps = a->o->max_steps,
+                          .max_memory_bytes = a->o->max_memory_bytes, .max_trace_events = 1};
+    struct diag *d = diag_new();
+    struct summary s = {0};
+    struct fault_ref ref = {0};
+    res[0] = run_engine(a->sc, &so, &s, d, &ref, a->standin, &res[1], NULL);
+}
+
+/* True if the stand-ins of 'standin' stand for their ops exactly: nothing
+ * can run beside them (the program's order), or nothing did in the folded
+ * run, in a child. */
+static bool standins_exact(const struct cfg_scenario *sc, const struct sim_opts *o,
+                           struct eng_standin_state *standin)
+{
+    if (eng_standin_alone(sc, standin))
+        return true;
+    struct probe_args a = {sc, o, standin};
+    int res[2] = {0, 0};
+    char err[256];
+    return sim_child_run(probe_body, &a, res, sizeof res, "folded run", err, sizeof err) == 0 &&
+           res[0] == 0 && res[1] == 0;
+}
+
+int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summary *s,
+            struct diag *d)
+{
+    struct validate_estimate est = {0};
+    struct validate_limits lim = {o->max_steps, o->max_memory_bytes, &est};
+    if (validate_scenario(sc, &lim, d) != 0)
+        return 2;
+    announce(o, &est);
+    struct fault_ref ref = {0}; /* faults: the same run without them, before SimGrid starts */
+    if (sc->faults.n)
+        fault_ref_run(sc, o, &ref);
+    struct eng_standin_state *standin = NULL; /* before SimGrid starts: children fork */
+    int rc = eng_standin_measure(sc, o, &standin, d);
+    struct cfg_scenario full;
+    if (rc == 0 && standin && !standins_exact(sc, o, standin)) {
+        /* something ran beside a stand-in: every chip, its all-to-alls for real */
+        eng_standin_free(standin);
+        standin = NULL;
+        full = *sc;
+        full.plan.sim = full.topo, full.plan.sim_mult = 1;
+        sc = &full;
+        rc = validate_scenario(sc, &lim, d) != 0 ? 2 : 0;
+    }
+    int disturbed;
+    if (rc == 0)
+        rc = run_engine(sc, o, s, d, &ref, standin, &disturbed, stderr);
+    else
+        eng_standin_free(standin);
     fault_ref_fini(&ref);
     return rc;
 }

@@ -23,14 +23,63 @@ int spmd_fold_slices(int slices)
     return slices > 1 ? slices : 1;
 }
 
+/* A slice whose chips a translation maps onto each other: one slice, every
+ * axis longer than 1 wrapped, no faults. */
+static bool translation_symmetric(const struct cfg_scenario *sc)
+{
+    if (sc->dcn.slices > 1 || cfg_faults_asymmetric(&sc->faults))
+        return false;
+    for (int a = 0; a < sc->topo.ndims; a++)
+        if (sc->topo.shape[a] > 1 && !sc->topo.wrap[a])
+            return false;
+    return true;
+}
+
+/* An all-to-all over mesh axes or torus axes of such a slice: what a
+ * stand-in may replace (its reach, which is every chip of its axes, is left
+ * out of the fold). */
+static bool standin_kind(const struct cfg_scenario *sc, const struct op *op)
+{
+    int hops[TOPO_MAX_DIMS] = {0, 0, 0}, roles[TOPO_MAX_DIMS] = {1, 1, 1};
+    op_reach_fn *reach = op_row(op->kind)->reach;
+    return op->kind == OP_ALL_TO_ALL && reach && reach(op, &sc->topo, hops, roles) == 0 &&
+           translation_symmetric(sc);
+}
+
+/* True if some op is not such an all-to-all (a program of all-to-alls alone
+ * gains nothing from stand-ins: their lone runs are the whole run). */
+static bool standins_pay(const struct cfg_scenario *sc)
+{
+    for (int i = 0; i < sc->nops; i++)
+        if (!standin_kind(sc, &sc->ops[i]))
+            return true;
+    return false;
+}
+
+bool spmd_standin(const struct cfg_scenario *sc, int i)
+{
+    const struct op *op = &sc->ops[i];
+    if (sc->plan.sim.nchips >= sc->topo.nchips || !standin_kind(sc, op))
+        return false;
+    int hops[TOPO_MAX_DIMS] = {0, 0, 0}, roles[TOPO_MAX_DIMS] = {1, 1, 1};
+    op_row(op->kind)->reach(op, &sc->topo, hops, roles);
+    for (int a = 0; a < sc->topo.ndims; a++)
+        if (hops[a] > 0 && sc->plan.sim.shape[a] < sc->topo.shape[a])
+            return true; /* the fold cut an axis it crosses */
+    return false;
+}
+
 void spmd_fold(struct cfg_scenario *sc, bool all)
 {
     const struct topo *t = &sc->topo;
     int hops[TOPO_MAX_DIMS] = {0, 0, 0}, roles[TOPO_MAX_DIMS] = {1, 1, 1}, period[TOPO_MAX_DIMS];
     /* a faulted link or chip breaks the symmetry of what it touches: every chip is simulated */
     bool symmetric = !all && !cfg_faults_asymmetric(&sc->faults);
+    bool standins = symmetric && standins_pay(sc);
     for (int i = 0; symmetric && i < sc->nops; i++) {
         op_reach_fn *reach = op_row(sc->ops[i].kind)->reach;
+        if (standins && standin_kind(sc, &sc->ops[i]))
+            continue;
         if (reach && reach(&sc->ops[i], t, hops, roles) != 0)
             symmetric = false;
     }

@@ -7,8 +7,15 @@
  * only the chips of the fold are simulated. Each stands for the chips of its
  * class: their sums (FLOPs, bytes, steps) count that many times. Axes without
  * wraparound are kept whole (their ends differ), and a workload with absolute
- * targets (a remote_copy to a device id) is not folded. Uses topology/ and
- * the op table. */
+ * targets (a remote_copy to a device id) is not folded.
+ * An all-to-all reaches every chip of its axes, which no shorter ring
+ * gives it: on a slice whose chips a translation maps onto each other (one
+ * slice, every axis wrapped, no faults), in a program with other ops, it is
+ * left out of the fold and runs as a stand-in (engine/eng_standin.c): its
+ * lone run on every chip, measured before the run in a forked child. Its
+ * time is exact when nothing else runs meanwhile: the run checks it first
+ * (spmd_hb_alone, else a folded run in a child) and simulates every chip
+ * when something does. Uses topology/, workload/graph.h and the op table. */
 #ifndef TPUSIM_ENGINE_SPMD_H
 #define TPUSIM_ENGINE_SPMD_H
 
@@ -27,5 +34,22 @@ void spmd_fold(struct cfg_scenario *sc, bool all);
  * slices is the smallest divisor of 'slices' above 1, whose ring steps to the
  * right are the whole ring's taken modulo it). */
 int spmd_fold_slices(int slices);
+
+/* True if op 'i' of 'sc' as folded runs as a stand-in: an all-to-all left out
+ * of the fold, which cut an axis it crosses. */
+bool spmd_standin(const struct cfg_scenario *sc, int i);
+
+/* The order the engine guarantees between the op instances of a program
+ * (engine/spmd_quiet.c): an instance starts after those it waits for end,
+ * a core's compute stream runs one op at a time in program order, an async
+ * op's instances one after the other. NULL for a program above 10^6
+ * instances (not searched). */
+struct spmd_hb;
+struct spmd_hb *spmd_hb_new(const struct cfg_scenario *sc);
+void spmd_hb_free(struct spmd_hb *hb); /* NULL is a no-op */
+/* True if every instance of op 'op' runs alone: each other instance of the
+ * program ends before it starts or starts after it ends (false for a NULL
+ * 'hb'). */
+bool spmd_hb_alone(const struct spmd_hb *hb, int op);
 
 #endif

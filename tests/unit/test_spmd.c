@@ -44,10 +44,61 @@ static void test_fold_periods(void **state)
     fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
             "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n",
             2, (int[]){8, 4});
+    /* beside other ops on a wrapped slice, an all-to-all runs as a stand-in: the
+     * fold leaves it out (the all-gather's 1 hop on axis 0 needs 4 chips) */
+    fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0]}\n"
+                  "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
+            3, (int[]){4, 1, 1});
+    /* ... not where an axis has no wraparound (its chips differ) */
+    fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
+            "  - {op: all_gather, bytes: 1MiB, axes: [1]}\n"
+            "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
+            2, (int[]){1, 16});
     /* asked for every chip */
     fold_of("chip: {base: v5p}\ntopology: {shape: [8, 8, 8]}\noptions: {all_chips: true}\n"
             "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
             3, (int[]){8, 8, 8});
+}
+
+/* spmd_hb_alone of op 'op' in 'yaml': whether the program's order keeps every
+ * other op instance off it. */
+static bool alone(const char *yaml, int op)
+{
+    struct diag *d = diag_new();
+    struct cfg_scenario sc;
+    if (cfg_load_scenario_text(yaml, strlen(yaml), "s.yaml", NULL, 0, &sc, d) != 0) {
+        print_error("%s\n", diag_count(d) ? diag_message(d, 0) : "?");
+        fail();
+    }
+    struct spmd_hb *hb = spmd_hb_new(&sc);
+    bool a = spmd_hb_alone(hb, op);
+    spmd_hb_free(hb);
+    cfg_scenario_fini(&sc);
+    diag_free(d);
+    return a;
+}
+
+#define A2A "  - {op: all_to_all, name: x, bytes: 1MiB, axes: [1]}\n"
+#define MM(n, more) "  - {op: matmul, name: " n ", m: 256, k: 256, n: 256" more "}\n"
+#define AG(n, more) "  - {op: all_gather, name: " n ", bytes: 1MiB, axes: [0]" more "}\n"
+
+static void test_standin_alone(void **state)
+{
+    (void)state;
+    /* one after the other: alone */
+    assert_true(alone(TORUS AG("g", "") A2A MM("m", ""), 1));
+    /* a matmul started beside it (it waits for what the all-to-all waited for) */
+    assert_false(alone(TORUS AG("g", "") A2A MM("m", ", overlap: true"), 1));
+    /* a matmul waiting for the all-gather only: free to run beside it */
+    assert_false(alone(TORUS AG("g", "") A2A MM("m", ", after: [g]"), 1));
+    /* ... but on the compute stream after one that waits for the all-to-all: after it */
+    assert_true(alone(TORUS AG("g", "") A2A MM("m", ", after: [x]") MM("k", ", after: [g]"), 1));
+    /* a matmul before it on the compute stream, which it does not wait for: beside it */
+    assert_false(alone(TORUS MM("m", "") "  - {op: all_to_all, bytes: 1MiB, axes: [1], after: []}\n",
+                       1));
+    /* in a repeat block, between matmuls: each instance alone */
+    assert_true(alone(TORUS "  - repeat: {count: 3, ops: [{op: all_to_all, name: x, bytes: 1MiB, "
+                            "axes: [1]}, {op: matmul, name: m, m: 256, k: 256, n: 256}]}\n", 0));
 }
 
 static void assert_same(const struct result *a, const struct result *b)
@@ -89,6 +140,12 @@ static void test_fold_equals_every_chip(void **state)
     same_both_ways("chip: v5e\ntopology: {shape: [2, 16]}\nworkload:\n"
                    "  - {op: collective_matmul, name: cm, m: 256, k: 1024, n: 1024, axis: 1}\n"
                    "  - {op: reduce_scatter, name: rs, bytes: 16MiB, axes: [1]}\n");
+    /* all-to-alls as stand-ins (their lone runs on all 64 chips) between other ops */
+    same_both_ways("chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0]}\n"
+                   "  - {op: all_to_all, name: a2a, bytes: 8MiB, axes: [0, 1]}\n"
+                   "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024}\n"
+                   "  - {op: all_to_all, name: a2b, bytes: 8MiB, axes: [2]}\n");
 }
 
 static void slices_of(const char *yaml, int want)
@@ -154,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_fold_equals_every_chip),
         cmocka_unit_test(test_fold_slices),
         cmocka_unit_test(test_fold_slices_equals_every_slice),
+        cmocka_unit_test(test_standin_alone),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
