@@ -738,9 +738,11 @@ int coll_check_remote_copy(const struct op *op, const struct chip_params *chip,
     return 0;
 }
 
+/* The largest multiple of 'quantum' up to 'max' that divides 'dim' (every multiple, not
+ * only max's halvings: k = 1280 takes 640, not 256), or 'dim' when none does. */
 static int64_t pick_block(int64_t dim, int64_t max, int64_t quantum)
 {
-    for (int64_t b = max; b >= quantum; b /= 2)
+    for (int64_t b = max - max % quantum; b >= quantum; b -= quantum)
         if (dim % b == 0)
             return b;
     return dim;
