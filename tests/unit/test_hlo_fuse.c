@@ -38,12 +38,15 @@ static char *lower(const char *text, int nchips)
 
 /* x f32[1024,256] (1 MiB): e = exp(x) and b = broadcast(1) are fused into
  * a = e + b (their one reader): no ops of their own; a reads x (1048576 B)
- * and the constant (4 B) and writes 1048576 B: a copy of 2097156 B, 262145
- * f32 elements of read + write (2097156 / 8, rounded). The all-reduce of a
+ * and the constant (4 B) and writes 1048576 B: a loop of 2097156 B, 262145
+ * f32 elements of read + write (2097156 / 8, rounded), a fusion doing exp's
+ * and add's work (workload/hlo_work.c): 2 x 262144 ALU ops and 262144
+ * transcendentals, 1.99999 and 0.999996 per element. The all-reduce of a
  * over the 4 devices, read by one dynamic-slice of a quarter (f32[256,256]):
  * a reduce-scatter of 1048576 B; the slice is its result (no op). The module
  * is not scheduled: the reduce-scatter is async, the negate m after it
- * (reading another input) waits for nothing. */
+ * (reading another input) waits for nothing: 64 ALU ops over 64 f32 read
+ * and written, 1 per element. */
 static void test_fuse_and_scatter(void **state)
 {
     (void)state;
@@ -67,14 +70,18 @@ static void test_fuse_and_scatter(void **state)
     assert_null(strstr(y, "name: e,"));
     assert_null(strstr(y, "name: b,"));
     assert_null(strstr(y, "name: ds"));
-    assert_non_null(strstr(y, "{op: copy, name: a, shape: [262145], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: fusion, name: a, inputs: [{shape: [262145], dtype: f32}], "
+                              "outputs: [{shape: [262145], dtype: f32}], vpu_ops: 1.99999, "
+                              "transcendentals: 0.999996}"));
     assert_non_null(strstr(y, "{op: reduce_scatter, name: ar, bytes: 1048576,"));
-    assert_non_null(strstr(y, "{op: copy, name: m, shape: [64], dtype: f32, after: []}"));
+    assert_non_null(strstr(y, "{op: fusion, name: m, inputs: [{shape: [64], dtype: f32}], "
+                              "outputs: [{shape: [64], dtype: f32}], vpu_ops: 1, after: []}"));
     free(y);
 }
 
 /* The same module holding one fusion (dumped after XLA's fusion): nothing
- * fused by tpusim, the exp a copy of its 2 MiB, the all-reduce stays one. */
+ * fused by tpusim, the exp a loop of its 2 MiB (262144 f32 each way) with 1
+ * ALU op and 1 transcendental per element, the all-reduce stays one. */
 static void test_fused_module_as_is(void **state)
 {
     (void)state;
@@ -93,7 +100,9 @@ static void test_fused_module_as_is(void **state)
         "  ROOT %ds = f32[256,256]{1,0} dynamic-slice(%ar, %z, %z), dynamic_slice_sizes={256,256}\n"
         "}\n");
     char *y = lower(text, 4);
-    assert_non_null(strstr(y, "{op: copy, name: e, shape: [262144], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: fusion, name: e, inputs: [{shape: [262144], dtype: f32}], "
+                              "outputs: [{shape: [262144], dtype: f32}], vpu_ops: 1, "
+                              "transcendentals: 1}"));
     assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 1048576,"));
     free(y);
 }
@@ -124,7 +133,7 @@ static void test_many_operands(void **state)
     snprintf(t + len, cap - len, ")\n}\n");
     char *y = lower(t, 1);
     assert_non_null(strstr(y, "{op: copy, name: cat,"));
-    assert_non_null(strstr(y, "{op: copy, name: n39,"));
+    assert_non_null(strstr(y, "{op: fusion, name: n39,")); /* a negate: 1 ALU per element */
     free(y);
     free(t);
 }
