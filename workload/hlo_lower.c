@@ -43,6 +43,8 @@ struct lw {
     bool unfused;          /* dumped before XLA's fusion: fuse as it would (hlo_fuse.c) */
     struct hlo_fuse *fz;   /* the plan of the computation being lowered */
     int *mark, *stack;     /* its scratch for hlo_work_fused */
+    double *sink;          /* the next body's sunk tuple elements (hlo_fuse_sink), or NULL */
+    int nsink;
     const struct prog_block *body; /* the while body being lowered (pipelined gathers) */
     struct hlo_report rep;
 };
@@ -1036,6 +1038,22 @@ static int64_t trip_count(struct lw *w, const struct hlo_comp *c, const struct h
     return v;
 }
 
+/* Which elements of while 'in''s tuple XLA would sink into its body 'bi'
+ * (loop-invariant fusible values; workload/hlo_fuse.h) into w->sink. */
+static void sink_plan(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in, int bi)
+{
+    w->sink = NULL;
+    const struct hlo_instr *t = in->nops == 1 && in->operand[0] >= 0 && in->operand[0] < c->nins
+                                    ? &c->ins[in->operand[0]] : NULL;
+    if (!w->unfused || !t || t->opcode != HLO_OP_TUPLE || t->nops < 1)
+        return;
+    w->nsink = t->nops;
+    w->sink = xcalloc((size_t)t->nops, sizeof *w->sink);
+    for (int k = 0; k < t->nops; k++)
+        w->sink[k] = hlo_fuse_invariant(&w->m->comp[bi], k) ? hlo_fuse_sinkable(c, t->operand[k])
+                                                            : -1;
+}
+
 /* while: a loop whose body's parameter elements are carried. */
 static struct val lower_while(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                               const struct val *vals, const struct hlo_instr *in)
@@ -1062,7 +1080,10 @@ static struct val lower_while(struct lw *w, struct prog_block *b, const struct h
     }
     const struct prog_block *outer = w->body;
     w->body = body;
+    sink_plan(w, c, in, bi);
     out = lower_comp(w, bi, body, &param, 1, in);
+    free(w->sink);
+    w->sink = NULL;
     w->body = outer;
     for (int i = 0; !w->failed && i < param.n && i < out.n; i++)
         if (w->p->t[out.t[i]].by == body)
@@ -1429,6 +1450,11 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
     struct hlo_fuse plan, *outer = w->fz;
     int *mark = w->mark, *stack = w->stack;
     hlo_fuse_plan(c, w->unfused, &plan);
+    if (w->sink && caller && caller->opcode == HLO_OP_WHILE) { /* the body of that while */
+        hlo_fuse_sink(c, w->sink, w->nsink, &plan);
+        free(w->sink);
+        w->sink = NULL;
+    }
     w->fz = &plan;
     w->mark = xcalloc((size_t)c->nins + 1, sizeof *w->mark);
     w->stack = xcalloc((size_t)c->nins + 1, sizeof *w->stack);
