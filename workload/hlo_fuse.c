@@ -15,6 +15,12 @@
  *    1/N of it (N its group size) is a reduce-scatter of its operand, the
  *    slice its result (XLA's ReduceScatterCreator; the CPU pipeline has no
  *    such pass, TPU's has); decided where the all-reduce is lowered.
+ *  - multi-output fusion: a reduce whose data operand is (through the unary
+ *    producers fused into it: a convert) the result of a loop that is
+ *    written anyway for other readers, of as many elements, is computed in
+ *    that loop as its second output (XLA's producer-consumer multi-output
+ *    fusion, xla/service/multi_output_fusion.h: a softmax's exp and its
+ *    sum in one pass): the reduce reads nothing of it from HBM.
  *  - fusible sinking: a loop-invariant element of a while's tuple that is a
  *    broadcast (of a small operand), an iota, a constant or elementwise ops
  *    over such -- a causal mask or a fill value jax hoisted out of a scan --
@@ -119,6 +125,26 @@ bool hlo_unfused(const struct hlo_module *m)
     return true;
 }
 
+/* The loop whose result reduce 'r' reads (its data operand, through unary
+ * fused producers) that runs the reduce as its second output, or -1: an
+ * elementwise loop of as many elements, written for another reader too. */
+static int mof_producer(const struct hlo_comp *c, const struct hlo_fuse *f, int r)
+{
+    const struct hlo_instr *in = &c->ins[r];
+    if (in->opcode != HLO_OP_REDUCE || f->fused[r] || in->nops != 2 || in->operand[0] < 0 ||
+        in->operand[0] >= r)
+        return -1;
+    int64_t elems = hlo_shape_elems(&c->ins[in->operand[0]].shape);
+    int p = in->operand[0];
+    for (int d = 0; d < 16 && p >= 0 && f->fused[p]; d++)
+        p = c->ins[p].nops == 1 ? c->ins[p].operand[0] : -1;
+    if (p < 0 || p >= r || f->fused[p] || f->sunk[p] || !producer_kind(c->ins[p].opcode) ||
+        hlo_class_of(c->ins[p].opcode) != HLO_C_BYTES || c->ins[p].shape.type == HLO_TUPLE ||
+        hlo_shape_elems(&c->ins[p].shape) != elems)
+        return -1;
+    return f->users[p] >= 2 ? p : -1;
+}
+
 /* What each instruction reads from HBM: a fused (or sunk) operand's own reads. */
 static void read_bytes(const struct hlo_comp *c, struct hlo_fuse *f)
 {
@@ -140,6 +166,11 @@ static void read_bytes(const struct hlo_comp *c, struct hlo_fuse *f)
                                                       : hlo_shape_bytes(&c->ins[o].shape);
         }
         f->in_bytes[i] = b;
+    }
+    for (int i = 0; f->fusing && i < n; i++) {
+        int p = mof_producer(c, f, i);
+        if (p >= 0)
+            f->in_bytes[i] -= hlo_shape_bytes(&c->ins[p].shape);
     }
 }
 
@@ -171,8 +202,9 @@ void hlo_fuse_plan(const struct hlo_comp *c, bool fuse, struct hlo_fuse *f)
             continue;
         f->fused[i] = all_consumers[i] && (users[i] == 1 || cheap(in->opcode));
     }
+    f->fusing = fuse;
+    f->users = users;
     read_bytes(c, f);
-    free(users);
     free(all_consumers);
 }
 
@@ -182,6 +214,7 @@ void hlo_fuse_free(struct hlo_fuse *f)
     free(f->free_slice);
     free(f->in_bytes);
     free(f->sunk);
+    free(f->users);
     memset(f, 0, sizeof *f);
 }
 

@@ -14,6 +14,8 @@ struct hlo_fuse {
     double *in_bytes; /* what it reads from HBM (fused operands: their own reads) */
     bool *sunk;       /* a loop-invariant fusible value sunk into this while body
                        * (hlo_fuse_sink): its readers read in_bytes[i] for it */
+    bool fusing;      /* planned with fusion (a module before XLA's) */
+    int *users;       /* its readers (the computation's result counts one) */
 };
 
 /* Whether 'm' holds no fusion (dumped before XLA's fusion passes). */

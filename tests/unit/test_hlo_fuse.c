@@ -295,6 +295,37 @@ static void test_sunk_invariant(void **state)
     free(y);
 }
 
+/* A softmax's sum (before XLA's fusion): e = exp(x) is written for the
+ * module's result and read by the reduce through a convert (fused into the
+ * reduce). The reduce runs in e's loop as its second output (XLA's
+ * multi-output fusion): it reads nothing of e from HBM, only the constant
+ * (4 B), and writes f32[64] (256 B): 260 B, 33 f32 each way (32.5
+ * rounded); its work the convert and the add, 2 x 65536 ALU: 3971.88 per
+ * element. e itself: bf16[64,1024] read and written, 65536 bf16 each way,
+ * 1 ALU and 1 transcendental per element. */
+static void test_multi_output_reduce(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, "HloModule s\n%s%s", ADD,
+        "ENTRY %main (x: bf16[64,1024]) -> (bf16[64,1024], f32[64]) {\n"
+        "  %x = bf16[64,1024]{1,0} parameter(0)\n"
+        "  %e = bf16[64,1024]{1,0} exponential(%x)\n"
+        "  %cv = f32[64,1024]{1,0} convert(%e)\n"
+        "  %z = f32[] constant(0)\n"
+        "  %s = f32[64]{0} reduce(%cv, %z), dimensions={1}, to_apply=%add\n"
+        "  ROOT %t = (bf16[64,1024]{1,0}, f32[64]{0}) tuple(%e, %s)\n"
+        "}\n");
+    char *y = lower(text, 1);
+    assert_null(strstr(y, "name: cv,"));
+    assert_non_null(strstr(y, "{op: fusion, name: e, inputs: [{shape: [65536], dtype: bf16}], "
+                              "outputs: [{shape: [65536], dtype: bf16}], vpu_ops: 1, "
+                              "transcendentals: 1}"));
+    assert_non_null(strstr(y, "{op: fusion, name: s, inputs: [{shape: [33], dtype: f32}], "
+                              "outputs: [{shape: [33], dtype: f32}], vpu_ops: 3971.88}"));
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_gather),
         cmocka_unit_test(test_sunk_update),
         cmocka_unit_test(test_sunk_invariant),
+        cmocka_unit_test(test_multi_output_reduce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
