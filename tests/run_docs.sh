@@ -67,7 +67,7 @@ quote "73.75"
 quote "15 points: 15 feasible, 0 infeasible"
 quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
-quote "lowered to 7 copy, 2 all_gather, 2 einsum, 1 all_reduce"
+quote "lowered to 7 fusion, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'
 quote "413.7 output tokens/s"
 quote "827.3 output tokens/s"

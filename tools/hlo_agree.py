@@ -3,8 +3,9 @@
 same Llama training step written in plain JAX (tools/hlo_llama.py), lowered
 and SPMD-partitioned by XLA on forced CPU devices, simulated as an HLO
 program, beside the model: scenario of the same dims, batch, mesh, remat and
-attention; prints the agreement table (docs/reference.md, "HLO programs:
-agreement with model:").
+attention; prints the agreement table and the step time by category --
+matmul, attention, elementwise, exposed collectives (docs/reference.md,
+"Agreement with model:").
 
     python3 tools/hlo_agree.py TPUSIM OUTDIR [--preset llama3-8b] [--seq 2048]
         [--batch 2048] [--shape 16,16] [--fsdp 256] [--tensor 1] [--chip v5e]
@@ -21,6 +22,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,6 +105,61 @@ def figures(s, chips):
     return f
 
 
+def hlo_shapes(path):
+    """{instruction name: (dims, [operand names])} of an HLO text module."""
+    inst = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=\s*\w+\[([\d,]*)\][^ ]*\s+[\w\-]+\(([^)]*)\)")
+    out = {}
+    with open(path) as f:
+        for line in f:
+            m = inst.match(line)
+            if m:
+                dims = [int(d) for d in m.group(2).split(",") if d]
+                ops = re.findall(r"%([\w.\-]+)", m.group(3))
+                out[m.group(1)] = (dims, ops)
+    return out
+
+
+def attention_hlo(op, shapes, seq):
+    """Whether an HLO op computes attention: an einsum over the scores
+    (bqkgd,bskd->bkgqs and back) or an op reading or writing [.., S, S]."""
+    if "bkgqs" in op.get("op_name", ""):
+        return True
+    name = op["name"].split(".")[-1].replace(":", ".")
+    dims, ops = shapes.get(name, ([], []))
+    cands = [dims] + [shapes.get(o, ([], []))[0] for o in ops]
+    return any(len(d) >= 2 and d[-1] == seq and d[-2] == seq for d in cands)
+
+
+def breakdown(s, attention):
+    """The step's time by category: matmul (not attention), attention
+    (its einsums and softmax), elementwise (every other compute op: norms,
+    RoPE, residuals, converts, the loss, the optimizer, copies), exposed
+    collectives, and what is left (idle)."""
+    b = {"matmul": 0.0, "attention": 0.0, "elementwise": 0.0}
+    for o in s["ops"]:
+        if o.get("category") not in ("matmul", "fusion", "attention", "compute_other"):
+            continue
+        if attention(o):
+            b["attention"] += o["time_s"]
+        elif o["kind"] in MATMUL:
+            b["matmul"] += o["time_s"]
+        else:
+            b["elementwise"] += o["time_s"]
+    b["collectives (exposed)"] = s["time_by_category_s"].get("collective_exposed", 0.0)
+    b["other"] = s["total_time_s"] - sum(b.values())
+    return b
+
+
+def breakdown_table(m, h):
+    out = ["| step time by category (s) | model: | HLO program | HLO − model |",
+           "|---|---:|---:|---:|"]
+    for k in m:
+        out.append("| %s | %.3f | %.3f | %+.3f |" % (k, m[k], h[k], h[k] - m[k]))
+    out.append("| step | %.3f | %.3f | %+.3f |" % (sum(m.values()), sum(h.values()),
+                                                    sum(h.values()) - sum(m.values())))
+    return "\n".join(out)
+
+
 def pct(h, m):
     return "%+.1f %%" % (100.0 * (h - m) / m) if m else ("0" if h == 0 else "new")
 
@@ -149,6 +206,10 @@ def main():
     print("(dump %.0f s, %.1f MB; model: run %.1f s, HLO run %.1f s)\n"
           % (dump_s, os.path.getsize(hlo) / 1e6, mt, ht))
     print(table(figures(ms, chips), figures(hs, chips)))
+    shapes = hlo_shapes(hlo)
+    print()
+    print(breakdown_table(breakdown(ms, lambda o: "attn" in o["name"]),
+                          breakdown(hs, lambda o: attention_hlo(o, shapes, a.seq))))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
  *  - dot, and a fusion whose fused computation holds a dot: an einsum
  *    (batch, m, k, n from the dot's dimension numbers), block: auto;
  *  - the other fusions and array ops: a copy moving the bytes the
- *    instruction reads and writes;
+ *    instruction reads and writes, a fusion of those bytes doing the
+ *    vector work of its instructions when they have any (workload/hlo_work.h);
  *  - all-gather, reduce-scatter, all-reduce, all-to-all (sync, *-start /
  *    *-done, async-start around one): the collective over the device groups
  *    of its replica_groups, mapped to chips (device d is chip d, or

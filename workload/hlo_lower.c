@@ -13,6 +13,7 @@
 #include "workload/hlo.h"
 #include "workload/hlo_fuse.h"
 #include "workload/hlo_int.h"
+#include "workload/hlo_work.h"
 #include "workload/schedule.h"
 
 #define HLO_MAX_DEPTH 64 /* computations calling each other */
@@ -41,6 +42,9 @@ struct lw {
     int depth;
     bool unfused;          /* dumped before XLA's fusion: fuse as it would (hlo_fuse.c) */
     struct hlo_fuse *fz;   /* the plan of the computation being lowered */
+    int *mark, *stack;     /* its scratch for hlo_work_fused */
+    double *sink;          /* the next body's sunk tuple elements (hlo_fuse_sink), or NULL */
+    int nsink;
     const struct prog_block *body; /* the while body being lowered (pipelined gathers) */
     struct hlo_report rep;
 };
@@ -147,7 +151,7 @@ static double operand_bytes(const struct hlo_comp *c, const struct hlo_instr *in
     return b;
 }
 
-/* ---------------- priced by bytes: a copy ---------------- */
+/* ---------------- priced by bytes (a copy) and vector work (a fusion) ---------------- */
 
 static const char *copy_dtype(int type)
 {
@@ -155,8 +159,35 @@ static const char *copy_dtype(int type)
     return b >= 4 ? "f32" : b == 2 ? "bf16" : "int8";
 }
 
-/* A copy moving 'bytes' (read + written) in elements of the output's type. */
-static int bytes_op(struct lw *w, struct prog_block *b, const struct hlo_instr *in, double bytes)
+#define WORK_MAX_PER_ELEM 1e6 /* the fusion op's bound on vpu_ops, transcendentals */
+
+/* A fusion reading [elems] and writing [elems] of 'dt' with the vector work
+ * 'wk' spread evenly over its elements (a copy's bytes, a loop's work). */
+static int work_op(struct lw *w, struct prog_block *b, const struct hlo_instr *in, int64_t elems,
+                   const char *dt, const struct hlo_work *wk)
+{
+    int op = prog_op(b, "fusion", op_name(w, in->name), 0);
+    struct prog_params *ps = &b->op[op].params;
+    char buf[96];
+    snprintf(buf, sizeof buf, "[{shape: [%lld], dtype: %s}]", (long long)elems, dt);
+    prog_raw(ps, "inputs", buf);
+    prog_raw(ps, "outputs", buf);
+    double alu = fmin(wk->alu / (double)elems, WORK_MAX_PER_ELEM);
+    double eup = fmin(wk->eup / (double)elems, WORK_MAX_PER_ELEM);
+    snprintf(buf, sizeof buf, "%.6g", alu);
+    prog_raw(ps, "vpu_ops", buf);
+    if (eup > 0) {
+        snprintf(buf, sizeof buf, "%.6g", eup);
+        prog_raw(ps, "transcendentals", buf);
+    }
+    return op;
+}
+
+/* A loop moving 'bytes' (read + written) over a flat array of the output's
+ * element type, half read and half written: a copy, or with vector work
+ * 'wk' (totals) a fusion doing it spread evenly over those elements. */
+static int bytes_op(struct lw *w, struct prog_block *b, const struct hlo_instr *in, double bytes,
+                    const struct hlo_work *wk)
 {
     int type = in->shape.type == HLO_TUPLE && in->shape.nelem ? in->shape.elem[0].type
                                                                 : in->shape.type;
@@ -164,6 +195,8 @@ static int bytes_op(struct lw *w, struct prog_block *b, const struct hlo_instr *
     int esize = strcmp(dt, "f32") == 0 ? 4 : strcmp(dt, "bf16") == 0 ? 2 : 1;
     double n = bytes / 2 / esize;
     int64_t elems = n < 1 ? 1 : (int64_t)(n + 0.5);
+    if (wk && (wk->alu > 0 || wk->eup > 0))
+        return work_op(w, b, in, elems, dt, wk);
     int op = prog_op(b, "copy", op_name(w, in->name), 0);
     struct prog_params *ps = &b->op[op].params;
     struct prog_param *q = NULL;
@@ -1005,6 +1038,22 @@ static int64_t trip_count(struct lw *w, const struct hlo_comp *c, const struct h
     return v;
 }
 
+/* Which elements of while 'in''s tuple XLA would sink into its body 'bi'
+ * (loop-invariant fusible values; workload/hlo_fuse.h) into w->sink. */
+static void sink_plan(struct lw *w, const struct hlo_comp *c, const struct hlo_instr *in, int bi)
+{
+    w->sink = NULL;
+    const struct hlo_instr *t = in->nops == 1 && in->operand[0] >= 0 && in->operand[0] < c->nins
+                                    ? &c->ins[in->operand[0]] : NULL;
+    if (!w->unfused || !t || t->opcode != HLO_OP_TUPLE || t->nops < 1)
+        return;
+    w->nsink = t->nops;
+    w->sink = xcalloc((size_t)t->nops, sizeof *w->sink);
+    for (int k = 0; k < t->nops; k++)
+        w->sink[k] = hlo_fuse_invariant(&w->m->comp[bi], k) ? hlo_fuse_sinkable(c, t->operand[k])
+                                                            : -1;
+}
+
 /* while: a loop whose body's parameter elements are carried. */
 static struct val lower_while(struct lw *w, struct prog_block *b, const struct hlo_comp *c,
                               const struct val *vals, const struct hlo_instr *in)
@@ -1031,7 +1080,10 @@ static struct val lower_while(struct lw *w, struct prog_block *b, const struct h
     }
     const struct prog_block *outer = w->body;
     w->body = body;
+    sink_plan(w, c, in, bi);
     out = lower_comp(w, bi, body, &param, 1, in);
+    free(w->sink);
+    w->sink = NULL;
     w->body = outer;
     for (int i = 0; !w->failed && i < param.n && i < out.n; i++)
         if (w->p->t[out.t[i]].by == body)
@@ -1238,8 +1290,13 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
                      const struct hlo_instr *in)
 {
     int i = (int)(in - c->ins);
+    struct hlo_work wk = {0, 0};
+    if (w->unfused) /* it and the producers fused into it */
+        hlo_work_fused(w->m, c, i, w->fz->fused, w->mark, w->stack, &wk);
+    else
+        hlo_work_instr(w->m, c, in, &wk);
     if (w->unfused && hlo_class_of(in->opcode) == HLO_C_BYTES) /* its fused operands' reads */
-        return bytes_op(w, b, in, w->fz->in_bytes[i] + hlo_shape_bytes(&in->shape));
+        return bytes_op(w, b, in, w->fz->in_bytes[i] + hlo_shape_bytes(&in->shape), &wk);
     switch (hlo_class_of(in->opcode)) {
     case HLO_C_DOT:
         return dot_op(w, b, c, in, in);
@@ -1251,7 +1308,7 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
         if (!hlo_attr(in, "calls") || !fc)
             if (called(w, in, "calls") < 0)
                 return -1;
-        return bytes_op(w, b, in, priced_bytes(c, in));
+        return bytes_op(w, b, in, priced_bytes(c, in), &wk);
     }
     case HLO_C_COLL: /* before XLA's scheduling (is_scheduled=false): async, as TPU runs it */
         return coll_op(w, b, c, in, in, w->m->scheduled ? 0 : PROG_ASYNC);
@@ -1268,10 +1325,10 @@ static int priced_op(struct lw *w, struct prog_block *b, const struct hlo_comp *
         if (hlo_cost_estimate(in, &e))
             return estimated_op(w, b, c, in, &e);
         warn_custom(w, in);
-        return bytes_op(w, b, in, priced_bytes(c, in));
+        return bytes_op(w, b, in, priced_bytes(c, in), NULL);
     }
     default:
-        return bytes_op(w, b, in, priced_bytes(c, in));
+        return bytes_op(w, b, in, priced_bytes(c, in), &wk);
     }
 }
 
@@ -1391,11 +1448,22 @@ static struct val lower_comp(struct lw *w, int ci, struct prog_block *b, const s
     const struct hlo_comp *c = &w->m->comp[ci];
     struct val *vals = xcalloc((size_t)c->nins, sizeof *vals);
     struct hlo_fuse plan, *outer = w->fz;
+    int *mark = w->mark, *stack = w->stack;
     hlo_fuse_plan(c, w->unfused, &plan);
+    if (w->sink && caller && caller->opcode == HLO_OP_WHILE) { /* the body of that while */
+        hlo_fuse_sink(c, w->sink, w->nsink, &plan);
+        free(w->sink);
+        w->sink = NULL;
+    }
     w->fz = &plan;
+    w->mark = xcalloc((size_t)c->nins + 1, sizeof *w->mark);
+    w->stack = xcalloc((size_t)c->nins + 1, sizeof *w->stack);
     for (int i = 0; i < c->nins && !w->failed; i++)
         vals[i] = lower_instr(w, c, i, b, vals, args, nargs);
+    free(w->mark);
+    free(w->stack);
     w->fz = outer;
+    w->mark = mark, w->stack = stack;
     hlo_fuse_free(&plan);
     if (!w->failed)
         val_cat(&out, &vals[c->root]);

@@ -38,12 +38,15 @@ static char *lower(const char *text, int nchips)
 
 /* x f32[1024,256] (1 MiB): e = exp(x) and b = broadcast(1) are fused into
  * a = e + b (their one reader): no ops of their own; a reads x (1048576 B)
- * and the constant (4 B) and writes 1048576 B: a copy of 2097156 B, 262145
- * f32 elements of read + write (2097156 / 8, rounded). The all-reduce of a
+ * and the constant (4 B) and writes 1048576 B: a loop of 2097156 B, 262145
+ * f32 elements of read + write (2097156 / 8, rounded), a fusion doing exp's
+ * and add's work (workload/hlo_work.c): 2 x 262144 ALU ops and 262144
+ * transcendentals, 1.99999 and 0.999996 per element. The all-reduce of a
  * over the 4 devices, read by one dynamic-slice of a quarter (f32[256,256]):
  * a reduce-scatter of 1048576 B; the slice is its result (no op). The module
  * is not scheduled: the reduce-scatter is async, the negate m after it
- * (reading another input) waits for nothing. */
+ * (reading another input) waits for nothing: 64 ALU ops over 64 f32 read
+ * and written, 1 per element. */
 static void test_fuse_and_scatter(void **state)
 {
     (void)state;
@@ -67,14 +70,18 @@ static void test_fuse_and_scatter(void **state)
     assert_null(strstr(y, "name: e,"));
     assert_null(strstr(y, "name: b,"));
     assert_null(strstr(y, "name: ds"));
-    assert_non_null(strstr(y, "{op: copy, name: a, shape: [262145], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: fusion, name: a, inputs: [{shape: [262145], dtype: f32}], "
+                              "outputs: [{shape: [262145], dtype: f32}], vpu_ops: 1.99999, "
+                              "transcendentals: 0.999996}"));
     assert_non_null(strstr(y, "{op: reduce_scatter, name: ar, bytes: 1048576,"));
-    assert_non_null(strstr(y, "{op: copy, name: m, shape: [64], dtype: f32, after: []}"));
+    assert_non_null(strstr(y, "{op: fusion, name: m, inputs: [{shape: [64], dtype: f32}], "
+                              "outputs: [{shape: [64], dtype: f32}], vpu_ops: 1, after: []}"));
     free(y);
 }
 
 /* The same module holding one fusion (dumped after XLA's fusion): nothing
- * fused by tpusim, the exp a copy of its 2 MiB, the all-reduce stays one. */
+ * fused by tpusim, the exp a loop of its 2 MiB (262144 f32 each way) with 1
+ * ALU op and 1 transcendental per element, the all-reduce stays one. */
 static void test_fused_module_as_is(void **state)
 {
     (void)state;
@@ -93,7 +100,9 @@ static void test_fused_module_as_is(void **state)
         "  ROOT %ds = f32[256,256]{1,0} dynamic-slice(%ar, %z, %z), dynamic_slice_sizes={256,256}\n"
         "}\n");
     char *y = lower(text, 4);
-    assert_non_null(strstr(y, "{op: copy, name: e, shape: [262144], dtype: f32}"));
+    assert_non_null(strstr(y, "{op: fusion, name: e, inputs: [{shape: [262144], dtype: f32}], "
+                              "outputs: [{shape: [262144], dtype: f32}], vpu_ops: 1, "
+                              "transcendentals: 1}"));
     assert_non_null(strstr(y, "{op: all_reduce, name: ar, bytes: 1048576,"));
     free(y);
 }
@@ -124,7 +133,7 @@ static void test_many_operands(void **state)
     snprintf(t + len, cap - len, ")\n}\n");
     char *y = lower(t, 1);
     assert_non_null(strstr(y, "{op: copy, name: cat,"));
-    assert_non_null(strstr(y, "{op: copy, name: n39,"));
+    assert_non_null(strstr(y, "{op: fusion, name: n39,")); /* a negate: 1 ALU per element */
     free(y);
     free(t);
 }
@@ -239,6 +248,84 @@ static void test_sunk_update(void **state)
     free(y);
 }
 
+/* A scan's loop-invariant fill value (jax hoists it out of the loop: a
+ * broadcast of a constant carried through the while's tuple, element 2,
+ * passed back unchanged) is sunk into the body and fused into its reader,
+ * as XLA's WhileLoopFusibleSinking does: a = x + m is fused into
+ * a2 = a + y (its one reader), which reads x (262144 B) and y (262144 B,
+ * also invariant but an input, not sinkable) but not m, and writes 262144
+ * B: 786432 B, 98304 f32 each way (without sinking m's 262144 B more:
+ * 131072); its work is the two adds, 2 x 65536 ALU, 1.33333 per element. */
+static void test_sunk_invariant(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "HloModule k\n"
+        "%cond (c: (s32[], f32[64,1024], f32[64,1024], f32[64,1024])) -> pred[] {\n"
+        "  %c = (s32[], f32[64,1024], f32[64,1024], f32[64,1024]) parameter(0)\n"
+        "  %ci = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(4)\n"
+        "  ROOT %lt = pred[] compare(%ci, %n), direction=LT\n}\n"
+        "%body (b: (s32[], f32[64,1024], f32[64,1024], f32[64,1024])) -> (s32[], f32[64,1024], "
+        "f32[64,1024], f32[64,1024]) {\n"
+        "  %b = (s32[], f32[64,1024], f32[64,1024], f32[64,1024]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%b), index=0\n"
+        "  %x = f32[64,1024] get-tuple-element(%b), index=1\n"
+        "  %m = f32[64,1024] get-tuple-element(%b), index=2\n"
+        "  %y = f32[64,1024] get-tuple-element(%b), index=3\n"
+        "  %a = f32[64,1024] add(%x, %m)\n"
+        "  %a2 = f32[64,1024] add(%a, %y)\n"
+        "  %one = s32[] constant(1)\n"
+        "  %i2 = s32[] add(%i, %one)\n"
+        "  ROOT %t = (s32[], f32[64,1024], f32[64,1024], f32[64,1024]) tuple(%i2, %a2, %m, %y)\n}\n"
+        "ENTRY %main (x: f32[64,1024], y: f32[64,1024]) -> f32[64,1024] {\n"
+        "  %x = f32[64,1024] parameter(0)\n"
+        "  %y = f32[64,1024] parameter(1)\n"
+        "  %z = s32[] constant(0)\n"
+        "  %f = f32[] constant(-1e9)\n"
+        "  %m = f32[64,1024] broadcast(%f), dimensions={}\n"
+        "  %init = (s32[], f32[64,1024], f32[64,1024], f32[64,1024]) tuple(%z, %x, %m, %y)\n"
+        "  %loop = (s32[], f32[64,1024], f32[64,1024], f32[64,1024]) while(%init), "
+        "condition=%cond, body=%body\n"
+        "  ROOT %out = f32[64,1024] get-tuple-element(%loop), index=1\n}\n";
+    char *y = lower(text, 1);
+    assert_null(strstr(y, "name: a,"));
+    assert_non_null(strstr(y, "{op: fusion, name: a2, inputs: [{shape: [98304], dtype: f32}], "
+                              "outputs: [{shape: [98304], dtype: f32}], vpu_ops: 1.33333"));
+    free(y);
+}
+
+/* A softmax's sum (before XLA's fusion): e = exp(x) is written for the
+ * module's result and read by the reduce through a convert (fused into the
+ * reduce). The reduce runs in e's loop as its second output (XLA's
+ * multi-output fusion): it reads nothing of e from HBM, only the constant
+ * (4 B), and writes f32[64] (256 B): 260 B, 33 f32 each way (32.5
+ * rounded); its work the convert and the add, 2 x 65536 ALU: 3971.88 per
+ * element. e itself: bf16[64,1024] read and written, 65536 bf16 each way,
+ * 1 ALU and 1 transcendental per element. */
+static void test_multi_output_reduce(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, "HloModule s\n%s%s", ADD,
+        "ENTRY %main (x: bf16[64,1024]) -> (bf16[64,1024], f32[64]) {\n"
+        "  %x = bf16[64,1024]{1,0} parameter(0)\n"
+        "  %e = bf16[64,1024]{1,0} exponential(%x)\n"
+        "  %cv = f32[64,1024]{1,0} convert(%e)\n"
+        "  %z = f32[] constant(0)\n"
+        "  %s = f32[64]{0} reduce(%cv, %z), dimensions={1}, to_apply=%add\n"
+        "  ROOT %t = (bf16[64,1024]{1,0}, f32[64]{0}) tuple(%e, %s)\n"
+        "}\n");
+    char *y = lower(text, 1);
+    assert_null(strstr(y, "name: cv,"));
+    assert_non_null(strstr(y, "{op: fusion, name: e, inputs: [{shape: [65536], dtype: bf16}], "
+                              "outputs: [{shape: [65536], dtype: bf16}], vpu_ops: 1, "
+                              "transcendentals: 1}"));
+    assert_non_null(strstr(y, "{op: fusion, name: s, inputs: [{shape: [33], dtype: f32}], "
+                              "outputs: [{shape: [33], dtype: f32}], vpu_ops: 3971.88}"));
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +334,8 @@ int main(void)
         cmocka_unit_test(test_many_operands),
         cmocka_unit_test(test_pipelined_gather),
         cmocka_unit_test(test_sunk_update),
+        cmocka_unit_test(test_sunk_invariant),
+        cmocka_unit_test(test_multi_output_reduce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
