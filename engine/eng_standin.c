@@ -88,9 +88,13 @@ static void lone_body(void *arg, void *out)
             res->compute_steps = o->compute_steps, res->dmas = o->dmas;
             res->coalesced_runs = o->coalesced_runs, res->vmem_bytes = o->vmem_peak_bytes;
         }
+        summary_fini(&s);
+        graph_fini(&lone.graph);
     }
+    graph_draft_fini(&dr);
     if (diag_count(d))
         snprintf(res->err, sizeof res->err, "%s", diag_message(d, 0));
+    diag_free(d); /* the child frees what it made: valgrind checks the child's leaks too */
 }
 
 /* The figures of a lone run turned into one chip's work: the summary's sums
