@@ -985,6 +985,8 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
                  sc->model->shard.dev_per_chip);
         walk_type_error(w, cfg_get(root, "chip"), "chip", want);
     }
+    if (wl && sc->serve->jetstream) /* JetStream-PyTorch shards a tied table on its hidden axis */
+        sc->model->m.logits_hidden_sharded = sc->model->m.tied_embeddings;
     if (wl && diag_count(w->d) == 0 && sc->serve->spec_tokens)
         serve_draft(w, sv, sc);
     if (wl && diag_count(w->d) == 0)

@@ -45,7 +45,7 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     const char *p = "serve.engine";
     static const char *const keys[] = {"max_num_seqs",    "max_num_batched_tokens", "page_size",
                                        "max_model_len",   "kv_cache",  "chunked_prefill",
-                                       "scheduler",       "step_overhead", "step_memo",
+                                       "scheduler",       "step_overhead", "step_memo", "async_scheduling",
                                        "attention_kernel", "kv_cache_dtype",
                                        "speculative_config", NULL};
     walk_check_keys(w, e, p, keys);
@@ -59,6 +59,8 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
     walk_enum(w, e, p, "scheduler", sched, &v);
     c->jetstream = v == 1;
     walk_qty(w, e, p, "step_overhead", false, UNITS_TIME, true, &c->step_overhead_s);
+    c->async_scheduling = c->jetstream;
+    walk_bool(w, e, p, "async_scheduling", &c->async_scheduling);
     static const char *const kvd[] = {"auto", "int8", NULL};
     v = 0;
     walk_enum(w, e, p, "kv_cache_dtype", kvd, &v);

@@ -81,6 +81,11 @@ struct serve_cfg {
     bool dense_kv;         /* attention_kernel: dense (JetStream-PyTorch's XLA attention
                               over the dense cache, its default without ragged_mha) */
     double step_overhead_s;
+    /* async_scheduling (vLLM's --async-scheduling): the host prepares a step while
+     * the device runs the last one, so back-to-back steps take the longer of
+     * step_overhead and the device time, not their sum. Default: true with
+     * scheduler: jetstream (its generate thread does not wait for the device). */
+    bool async_scheduling;
     /* speculative_config (vLLM's --speculative-config): a draft model proposes
      * spec_tokens tokens a sequence and step, the target verifies them in the
      * same step, each accepted with probability spec_acceptance until the first

@@ -40,20 +40,27 @@ static const struct walk_key matmul_block_keys[] = {
     KEY("bn", WALK_INT, matmul.bn, .dflt = 128, .min = 1, .max = 1 << 24),
     {0}};
 
-/* matmul's keys; einsum has them too, after its batch. */
-#define MATMUL_KEYS                                                                                \
+static const struct walk_key einsum_block_keys[] = {
+    KEY("bm", WALK_INT, matmul.bm, .dflt = 128, .min = 1, .max = 1 << 24),
+    KEY("bk", WALK_INT, matmul.bk, .dflt = 128, .min = 1, .max = 1 << 24),
+    KEY("bn", WALK_INT, matmul.bn, .dflt = 128, .min = 1, .max = 1 << 24),
+    KEY("bb", WALK_INT, matmul.bb, .dflt = 1, .min = 1, .max = 1 << 24),
+    {0}};
+
+/* matmul's keys; einsum has them too, after its batch, and bb in its block. */
+#define MATMUL_KEYS(blocks)                                                                        \
     KEY("m", WALK_INT, matmul.m, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("k", WALK_INT, matmul.k, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("n", WALK_INT, matmul.n, .required = true, .min = 1, .max = 1 << 24),                      \
     KEY("dtype", WALK_MXU_DTYPE, matmul.dt, .dflt = DT_BF16),                                          \
     KEY("rhs_dtype", WALK_DTYPE, matmul.rhs_dt, .dflt = DT_COUNT),                                     \
-    {.key = "block", .type = WALK_MAP, .sub = matmul_block_keys}
+    {.key = "block", .type = WALK_MAP, .sub = blocks}
 
-static const struct walk_key matmul_keys[] = {MATMUL_KEYS, {0}};
+static const struct walk_key matmul_keys[] = {MATMUL_KEYS(matmul_block_keys), {0}};
 
 static const struct walk_key einsum_keys[] = {
     KEY("batch", WALK_INT, matmul.batch, .required = true, .min = 1, .max = 1 << 24),
-    MATMUL_KEYS,
+    MATMUL_KEYS(einsum_block_keys),
     {0}};
 
 /* ---- XLA ops: 'fusion' (its loader reads the arrays) and the named forms ---- */
@@ -109,10 +116,10 @@ static const struct walk_key optimizer_keys[] = {
 #define XLA_SHAPED(nm, keys_) XLA_OP(nm, keys_, shape_extra, cfg_load_xla, &kern_xla_kind)
 
 /* The Pallas blocked matmul, batched or not. */
-#define MATMUL(nm, keys_)                                                                          \
+#define MATMUL(nm, keys_, tune_)                                                                   \
     {                                                                                              \
         .name = nm, .category = "matmul", .keys = keys_, .kern = &kern_matmul_kind,                \
-        .tune = &kern_matmul_tune                                                                  \
+        .tune = &tune_                                                                             \
     }
 
 static const struct walk_key collective_keys[] = {
@@ -155,7 +162,7 @@ static const struct op_row rows[] = {
                      .keys = ppermute_keys,
                      .check = copy_check_ppermute,
                      .reach = copy_reach_ppermute},
-    [OP_MATMUL] = MATMUL("matmul", matmul_keys),
+    [OP_MATMUL] = MATMUL("matmul", matmul_keys, kern_matmul_tune),
     [OP_FLASH] = {.name = "flash_attention",
                   .category = "attention",
                   .load = cfg_load_flash,
@@ -201,7 +208,7 @@ static const struct op_row rows[] = {
     [OP_TRANSPOSE] =
         XLA_OP("transpose", shape_keys, shape_extra, cfg_load_xla, &kern_transpose_kind),
     [OP_COPY] = XLA_SHAPED("copy", shape_keys),
-    [OP_EINSUM] = MATMUL("einsum", einsum_keys),
+    [OP_EINSUM] = MATMUL("einsum", einsum_keys, kern_einsum_tune),
     [OP_HOST_COPY] = {.name = "host_copy",
                       .category = "copy",
                       .async = true,

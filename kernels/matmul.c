@@ -4,7 +4,14 @@
  * at (i, j); an f32 (bm, bn) VMEM accumulator zeroed at k == 0 and stored
  * (cast) at the last k. int8 inputs give an int32 output. A batched matmul
  * (einsum 'bmk,bkn->bmn', 'batch' > 0) adds a leading parallel grid dim b
- * and a leading squeezed block dim to x, y and o, each indexed by b.
+ * and a leading squeezed block dim to x, y and o, each indexed by b; with a
+ * batch block 'bb' > 1 the leading block dim is bb elements and a step runs
+ * their bb dots back to back, one MXU chain (pl_matmuls). bb > 1 is searched
+ * (block: auto) only for a dot of at most one systolic pass of rows (m up to
+ * mxu_dim) taken whole (bm, bk, bn = m, k, n): a tiny dot per element, as a
+ * decode step's attention einsums over a dense KV cache (2 H/K query rows
+ * against every slot's cache), where one element a step would pay a grid
+ * step and a fill/drain for a few hundred cycles of work.
  * rhs_dtype: int8 is weight-only int8 (JetStream's WeightOnlyPerChannelQuantizedLinear):
  * y comes from HBM as int8, each y block is loaded and cast to dtype (one VPU op per
  * element, issued beside the systolic pass that takes it: pl_mxu_feed), and the result is multiplied by the per-column scales at the
@@ -49,20 +56,30 @@ static void o_index(const int64_t *g, const void *user, int64_t *b)
     b[0] = g[0], b[l] = g[l], b[l + 1] = g[l + 1];
 }
 
+/* Batch elements a step takes. */
+static int64_t bbs(const struct op_matmul *p)
+{
+    return p->batch > 0 && p->bb > 1 ? p->bb : 1;
+}
+
 static void body_data(struct pl_ctx *ctx, const struct op_matmul *p, bool first, bool last)
 {
-    float *x = pl_buf(ctx, X), *y = pl_buf(ctx, Y), *o = pl_buf(ctx, O);
-    float *acc = pl_scratch_buf(ctx, 0);
-    if (first)
-        memset(acc, 0, sizeof(float) * (size_t)(p->bm * p->bn));
-    for (int64_t i = 0; i < p->bm; i++)
-        for (int64_t kk = 0; kk < p->bk; kk++) {
-            float xv = x[i * p->bk + kk];
-            for (int64_t j = 0; j < p->bn; j++)
-                acc[i * p->bn + j] += xv * y[kk * p->bn + j];
-        }
-    if (last)
-        memcpy(o, acc, sizeof(float) * (size_t)(p->bm * p->bn));
+    int64_t mk = p->bm * p->bk, kn = p->bk * p->bn, mn = p->bm * p->bn;
+    for (int64_t e = 0; e < bbs(p); e++) {
+        float *x = (float *)pl_buf(ctx, X) + e * mk, *y = (float *)pl_buf(ctx, Y) + e * kn;
+        float *o = (float *)pl_buf(ctx, O) + e * mn;
+        float *acc = (float *)pl_scratch_buf(ctx, 0) + e * mn;
+        if (first)
+            memset(acc, 0, sizeof(float) * (size_t)mn);
+        for (int64_t i = 0; i < p->bm; i++)
+            for (int64_t kk = 0; kk < p->bk; kk++) {
+                float xv = x[i * p->bk + kk];
+                for (int64_t j = 0; j < p->bn; j++)
+                    acc[i * p->bn + j] += xv * y[kk * p->bn + j];
+            }
+        if (last)
+            memcpy(o, acc, sizeof(float) * (size_t)mn);
+    }
 }
 
 /* Whether y is weight-only int8 beside x in dt. */
@@ -77,27 +94,29 @@ static void body(struct pl_ctx *ctx, const int64_t *g, void *user)
     const struct op_matmul *p = &mm->p;
     int64_t kk = g[lead(user) + 2];
     bool first = kk == 0, last = kk == p->k / p->bk - 1;
+    int64_t bb = bbs(p);
     if (first) /* acc[...] = 0 */
-        pl_vpu(ctx, p->bm, p->bn, 0, 0, 1, 0, 0);
+        pl_vpu(ctx, bb * p->bm, p->bn, 0, 0, 1, 0, 0);
     if (rhs_int8(p)) /* y.astype(dt): loaded, cast and pushed in the MXU's bundles */
-        pl_mxu_feed(ctx, p->bk, p->bn, 1, 1);
-    pl_matmul(ctx, p->bm, p->bk, p->bn, p->dt);
-    pl_vpu(ctx, p->bm, p->bn, 1, 1, 1, 0, 0); /* acc += dot */
+        pl_mxu_feed(ctx, bb * p->bk, p->bn, 1, 1);
+    pl_matmuls(ctx, bb, p->bm, p->bk, p->bn, p->dt);
+    pl_vpu(ctx, bb * p->bm, p->bn, 1, 1, 1, 0, 0); /* acc += dot */
     if (last) /* o = (acc [* scales]).astype(o.dtype) */
-        pl_vpu(ctx, p->bm, p->bn, rhs_int8(p) ? 2 : 1, 1, 1, 0, 0);
+        pl_vpu(ctx, bb * p->bm, p->bn, rhs_int8(p) ? 2 : 1, 1, 1, 0, 0);
     if (pl_functional(ctx))
         body_data(ctx, p, first, last);
 }
 
 static void operand(struct pl_operand *o, const char *name, enum pl_dir dir, enum dtype dt,
-                    int64_t batch, int64_t r, int64_t c, int64_t br, int64_t bc, pl_index_fn *fn)
+                    const struct op_matmul *p, int64_t r, int64_t c, int64_t br, int64_t bc,
+                    pl_index_fn *fn)
 {
     *o = (struct pl_operand){.name = name, .dir = dir, .space = PL_VMEM, .dt = dt, .rank = 2,
                              .shape = {r, c}, .block = {br, bc}, .index = fn};
-    if (batch) { /* a leading squeezed batch dim */
+    if (p->batch) { /* a leading batch dim: squeezed, or bb elements */
         o->rank = 3;
-        o->shape[0] = batch, o->shape[1] = r, o->shape[2] = c;
-        o->block[0] = PL_SQUEEZED, o->block[1] = br, o->block[2] = bc;
+        o->shape[0] = p->batch, o->shape[1] = r, o->shape[2] = c;
+        o->block[0] = bbs(p) > 1 ? bbs(p) : PL_SQUEEZED, o->block[1] = br, o->block[2] = bc;
     }
 }
 
@@ -120,7 +139,8 @@ static int mm_init(struct kern *k, char *err, size_t n)
     mm->p = k->op->u.matmul;
     const struct op_matmul *p = &mm->p;
     if (check_div(err, n, "m", p->m, "bm", p->bm) || check_div(err, n, "k", p->k, "bk", p->bk) ||
-        check_div(err, n, "n", p->n, "bn", p->bn))
+        check_div(err, n, "n", p->n, "bn", p->bn) ||
+        (bbs(p) > 1 && check_div(err, n, "batch", p->batch, "bb", p->bb)))
         return -1;
     enum dtype odt = p->dt == DT_INT8 ? DT_INT32 : p->dt;
     struct pl_call *c = &k->calls[0];
@@ -128,16 +148,17 @@ static int mm_init(struct kern *k, char *err, size_t n)
     c->name = k->op->name;
     int l = p->batch > 0;
     c->ngrid = 3 + l;
-    c->grid[0] = p->batch;
+    c->grid[0] = p->batch / bbs(p);
     c->grid[l] = p->m / p->bm, c->grid[l + 1] = p->n / p->bn, c->grid[l + 2] = p->k / p->bk;
     c->sem[0] = c->sem[l] = c->sem[l + 1] = PL_PARALLEL, c->sem[l + 2] = PL_ARBITRARY;
     c->noperands = 3;
-    operand(&c->operands[X], "x", PL_IN, p->dt, p->batch, p->m, p->k, p->bm, p->bk, x_index);
-    operand(&c->operands[Y], "y", PL_IN, rhs_int8(p) ? DT_INT8 : p->dt, p->batch, p->k, p->n, p->bk, p->bn, y_index);
-    operand(&c->operands[O], "o", PL_OUT, odt, p->batch, p->m, p->n, p->bm, p->bn, o_index);
+    operand(&c->operands[X], "x", PL_IN, p->dt, p, p->m, p->k, p->bm, p->bk, x_index);
+    operand(&c->operands[Y], "y", PL_IN, rhs_int8(p) ? DT_INT8 : p->dt, p, p->k, p->n, p->bk,
+            p->bn, y_index);
+    operand(&c->operands[O], "o", PL_OUT, odt, p, p->m, p->n, p->bm, p->bn, o_index);
     c->nscratch = 1;
     c->scratch[0] = (struct pl_scratch){.name = "acc", .space = PL_VMEM, .dt = DT_F32, .rank = 2,
-                                        .shape = {p->bm, p->bn}};
+                                        .shape = {bbs(p) * p->bm, p->bn}};
     c->body = body;
     c->user = mm;
     return 0;
@@ -301,3 +322,43 @@ static double tune_bound(const struct kern *k)
 const struct kern_tune kern_matmul_tune = {.key = "block", .nparams = 3, .names = tune_names,
                                            .get = tune_get, .set = tune_set,
                                            .enumerate = tune_enumerate, .bound = tune_bound};
+
+/* einsum: the matmul's blocks and then bb, the batch elements of a step. */
+static const char *const einsum_tune_names[] = {"bm", "bk", "bn", "bb"};
+
+static void einsum_tune_get(const struct op *op, int64_t *v)
+{
+    tune_get(op, v);
+    v[3] = op->u.matmul.bb > 1 ? op->u.matmul.bb : 1;
+}
+
+static void einsum_tune_set(struct op *op, const int64_t *v)
+{
+    tune_set(op, v);
+    op->u.matmul.bb = v[3];
+}
+
+/* The matmul's candidates with bb = 1; a dot of at most mxu_dim rows also
+ * whole (bm, bk, bn = m, k, n) with each power of 2 bb dividing the batch. */
+static int einsum_tune_enumerate(const struct op *op, const struct chip_params *chip,
+                                 int64_t (*v)[TUNE_MAX_PARAMS], int max)
+{
+    const struct op_matmul *p = &op->u.matmul;
+    int n = tune_enumerate(op, chip, v, max);
+    for (int i = 0; i < n; i++)
+        v[i][3] = 1;
+    if (p->m > chip->mxu_dim)
+        return n;
+    for (int64_t bb = 2; bb <= p->batch && n < max; bb *= 2)
+        if (p->batch % bb == 0) {
+            v[n][0] = p->m, v[n][1] = p->k, v[n][2] = p->n, v[n][3] = bb;
+            n++;
+        }
+    return n;
+}
+
+const struct kern_tune kern_einsum_tune = {.key = "block", .nparams = 4,
+                                           .names = einsum_tune_names, .get = einsum_tune_get,
+                                           .set = einsum_tune_set,
+                                           .enumerate = einsum_tune_enumerate,
+                                           .bound = tune_bound};

@@ -72,6 +72,8 @@ struct op_matmul {
      * int8): read from HBM as int8, dequantized to dt in VMEM; anything else: dt */
     enum dtype rhs_dt;
     int64_t bm, bk, bn;
+    /* einsum: batch elements a grid step takes (0 or 1: one, a squeezed dim) */
+    int64_t bb;
 };
 
 enum attn_mode { ATTN_FWD, ATTN_BWD, ATTN_FWD_BWD };

@@ -781,13 +781,18 @@ static void close_matmul(struct pl_ctx *ctx)
 
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt)
 {
+    pl_matmuls(ctx, 1, m, k, n, dt);
+}
+
+void pl_matmuls(struct pl_ctx *ctx, int64_t count, int64_t m, int64_t k, int64_t n, enum dtype dt)
+{
     pl_vpu_flush(ctx);
     close_matmul(ctx);
     struct pl_work *w = &ctx->work;
     w->io = w->feed;
     memset(&w->feed, 0, sizeof w->feed);
-    w->mm_s = mxu_time_s(ctx->chip, m, k, n, dt);
-    w->flops += mxu_flops(m, k, n);
+    w->mm_s = mxu_chain_time_s(ctx->chip, count, m, k, n, dt);
+    w->flops += (double)count * mxu_flops(m, k, n);
     ctx->mm_open = true;
 }
 

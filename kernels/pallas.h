@@ -193,6 +193,9 @@ int64_t pl_script_length(const struct pl_call *call, const struct chip_params *c
 /* --- for bodies --- */
 /* Reports one matmul (M, K, N) with inputs of 'dt'. */
 void pl_matmul(struct pl_ctx *ctx, int64_t m, int64_t k, int64_t n, enum dtype dt);
+/* Reports 'count' independent matmuls (M, K, N) issued back to back (a block
+ * of batch elements): one MXU chain (models/mxu.h mxu_chain_time_s). */
+void pl_matmuls(struct pl_ctx *ctx, int64_t count, int64_t m, int64_t k, int64_t n, enum dtype dt);
 /* Reports vector work on a (rows, cols) f32 tile: 'alu' element-wise ops,
  * 'eup' transcendentals, 'xlu' cross-lane reductions, per element; loads and
  * stores of the tile in vregs. 'flops' counts cost_estimate FLOPs per element. */

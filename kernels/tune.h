@@ -143,6 +143,7 @@ int tune_compute_blocks(int64_t major, int64_t *out);
 
 /* The builders' searches (kernels/<kind>.c); the op table names them. */
 extern const struct kern_tune kern_matmul_tune; /* kernels/matmul.c */
+extern const struct kern_tune kern_einsum_tune; /* kernels/matmul.c: bm, bk, bn, bb */
 extern const struct kern_tune kern_flash_tune;  /* kernels/flash.c */
 extern const struct kern_tune kern_splash_tune; /* kernels/splash.c */
 

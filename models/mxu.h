@@ -16,6 +16,11 @@
 int64_t mxu_passes(const struct chip_params *chip, int64_t k, int64_t n);
 /* Time in seconds of one (M, K, N) matmul with inputs of 'dt'. */
 double mxu_time_s(const struct chip_params *chip, int64_t m, int64_t k, int64_t n, enum dtype dt);
+/* Time of 'count' independent (M, K, N) matmuls issued back to back (a batch
+ * of dots in one block: each its own weight tiles): their passes spread over
+ * the MXUs as one chain, so the chain pays one fill/drain, not one each. */
+double mxu_chain_time_s(const struct chip_params *chip, int64_t count, int64_t m, int64_t k,
+                        int64_t n, enum dtype dt);
 /* Useful FLOPs of the matmul: 2*M*K*N. */
 double mxu_flops(int64_t m, int64_t k, int64_t n);
 

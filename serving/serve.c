@@ -289,6 +289,17 @@ static void schedule_jetstream(struct serve_eng *e)
     schedule_running(e, &budget);
 }
 
+/* A step's wall time: the host's step_overhead and then the device's, or with
+ * async_scheduling, when the step follows the last one without a pause, the
+ * longer of the two: the host prepared it while the device ran the last one. */
+static double step_wall_s(const struct serve_eng *e, double dev_s)
+{
+    double host_s = e->c->step_overhead_s;
+    if (e->c->async_scheduling && e->last_end_s >= 0 && e->now <= e->last_end_s)
+        return host_s > dev_s ? host_s : dev_s;
+    return host_s + dev_s;
+}
+
 int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
 {
     int64_t budget = e->c->max_num_batched_tokens;
@@ -309,7 +320,8 @@ int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
     if (!(dev_s >= 0))
         return 1;
     record_step(e, dev_s);
-    e->now += e->c->step_overhead_s + dev_s;
+    e->now += step_wall_s(e, dev_s);
+    e->last_end_s = e->now;
     e->r->device_s += dev_s;
     e->r->steps++;
     e->r->batch_seqs_sum += e->b.n;
@@ -418,7 +430,8 @@ void serve_result_gather(struct serve_result *r, struct serve_result *parts,
 void serve_eng_init(struct serve_eng *e, const struct serve_cfg *c, struct serve_result *r,
                     int64_t *released)
 {
-    *e = (struct serve_eng){.c = c, .r = r, .free_pages = c->kv_pages, .released = released};
+    *e = (struct serve_eng){.c = c, .r = r, .free_pages = c->kv_pages, .released = released,
+                            .last_end_s = -1};
     size_t ms = (size_t)c->max_num_seqs;
     e->run = xcalloc(ms, sizeof *e->run);
     e->wcap = r->count < 256 ? (r->count > 0 ? r->count : 1) : 256; /* grows as needed */

@@ -118,6 +118,7 @@ struct serve_eng {
     int64_t free_pages;
     int64_t outstanding;      /* tokens left to compute: prompts not cached, outputs to come */
     double now;
+    double last_end_s;        /* the end of the engine's last step; -1 before its first */
     struct serve_batch b;
     int64_t *sched;           /* per batch entry, its request */
 };

@@ -1648,6 +1648,23 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
     l->out = wrv(o, elementwise(o, "res2", T, D, "add", 1, val2(v, l->r1)));
 }
 
+/* The logits through a tied embedding table sharded on its hidden axis
+ * (logits_hidden_sharded): each chip multiplies its D / tensor slice of the
+ * activations by its slice of the table, [rows, D / tensor] x [D / tensor,
+ * vocab], and the partial sums are all-reduced (XLA's SPMD choice for a
+ * contracted dim sharded on one operand: the [rows, vocab] result is smaller
+ * than the table it would otherwise gather). */
+static int logits_partial(struct out *o, int64_t rows, struct val v)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    double bytes_ar = (double)rows * (double)m->vocab * bytes(m->dtype) * s->dev_per_chip;
+    int64_t D = m->d_model / s->tensor;
+    struct val lg = wrv(o, matmul(o, "logits", rows, D, m->vocab, v));
+    struct val r = collective(o, "all_reduce", "logits_ar", "tensor", s->tensor, bytes_ar, 0, lg);
+    return r.t[0];
+}
+
 /* A decode step: every sequence adds seq_len tokens (1, or several for
  * speculative or multi-token decode: every op runs the b x seq_len tokens, as
  * the FLOP count does) against its paged KV cache (ragged paged attention). */
@@ -1666,6 +1683,10 @@ static void decode_step(struct out *o)
     o->b = top;
     struct val v = wrv(o, fusion(o, "rmsnorm", "final_norm", T, D, l.out));
     int64_t rows = m->nseqs ? m->rows : T; /* a serving step samples one token per sequence */
+    if (m->logits_hidden_sharded && s->tensor > 1) {
+        prog_output(o->p, logits_partial(o, rows, v));
+        return;
+    }
     prog_output(o->p, wr(o, matmul(o, "logits", rows, D, m->vocab / s->tensor, v)));
 }
 

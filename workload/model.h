@@ -119,6 +119,11 @@ struct model {
     /* serving (nseqs > 0): JetStream-PyTorch's dense-cache attention (XLA einsums over
      * each slot's whole cache, serve.engine.attention_kernel: dense) instead of RPA */
     bool dense_kv;
+    bool tied_embeddings;  /* tie_word_embeddings: the logits multiply by the embedding table */
+    /* serving with JetStream-PyTorch: a tied table is sharded on its hidden axis (its
+     * default_shardings), so a decode step's logits [rows, D / tensor] x [D / tensor,
+     * vocab] are partial sums, all-reduced over the tensor axis */
+    bool logits_hidden_sharded;
     /* A serving engine's step (decode mode, serving/serve.h): 'nseqs' sequences, each
      * adding q_lens[i] tokens over kv_lens[i] cached ones (ragged paged attention),
      * in a batch padded to 'tokens' rows, logits for 'rows' of them; 0: a plain

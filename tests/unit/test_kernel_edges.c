@@ -3,12 +3,14 @@
  * accumulation passes, a wrong one fails), the pushes of a collective whose
  * pieces round to nothing, the MXU's minimum rows per pass, the ICI link
  * directions a chip's busy time divides by, HBM's peak fraction and DMA
- * time, and a wrapped ring of 3. */
+ * time, a wrapped ring of 3, and an einsum's batch block (bb dots a step, one
+ * MXU chain). */
 #include "test_util.h"
 
 #include <math.h>
 
 #include "kernels/collective.h"
+#include "kernels/tune.h"
 #include "models/hbm.h"
 #include "models/ici.h"
 #include "models/mxu.h"
@@ -259,6 +261,90 @@ static void test_ring_of_three_wraps(void **state)
     assert_int_equal(topo_neighbor(&t, 0, 0, -1), -1);
 }
 
+/* ---- einsum batch blocks: bb tiny dots a grid step, one MXU chain ---- */
+
+/* The test chip: 4 MXUs of 128 at 1 GHz (131.072e12 / (2 x 128^2 x 4)). One
+ * [8, 128] x [128, 2048] dot is 16 weight tiles: 4 passes a MXU of 128 rows
+ * (8 rows pad to a pass of 128) + a fill/drain of 128 = 640 cycles. 16 such
+ * dots back to back are 256 passes, 64 a MXU: 64 x 128 + 128 = 8320 cycles,
+ * where 16 separate ones take 16 x 640 = 10240. */
+static void test_mxu_chain_pays_one_fill(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    assert_float_equal(mxu_time_s(&ch, 8, 128, 2048, DT_BF16), 640e-9, 1e-15);
+    assert_float_equal(mxu_chain_time_s(&ch, 1, 8, 128, 2048, DT_BF16), 640e-9, 1e-15);
+    assert_float_equal(mxu_chain_time_s(&ch, 16, 8, 128, 2048, DT_BF16), 8320e-9, 1e-15);
+    assert_float_equal(mxu_chain_time_s(&ch, 0, 8, 128, 2048, DT_BF16), 0, 1e-18);
+}
+
+static struct op einsum_op(int64_t bb)
+{
+    struct op op = {.kind = OP_EINSUM, .name = (char *)"ein"};
+    op.u.matmul = (struct op_matmul){.batch = 32, .m = 8, .k = 128, .n = 256, .dt = DT_BF16,
+                                     .bm = 8, .bk = 128, .bn = 256, .bb = bb};
+    return op;
+}
+
+/* An einsum of 32 [8, 128] x [128, 256] dots, each 2 weight tiles: one a
+ * step (bb 1) is 32 steps of a pass of 128 rows on one MXU + 128 fill = 256
+ * cycles, 8192 ns, and 32 step overheads; 8 a step (bb 8) is 4 steps of 16
+ * passes, 4 a MXU: 4 x 128 + 128 = 640 cycles, 2560 ns, and 4 overheads. The
+ * functional run computes every element's dot. */
+static void test_einsum_batch_block(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    ch.step_overhead_s = 0.2e-6;
+    const int64_t bbs[2] = {1, 8};
+    const double mxu_s[2] = {8192e-9, 2560e-9}, ovh_s[2] = {32 * 0.2e-6, 4 * 0.2e-6};
+    for (int i = 0; i < 2; i++) {
+        struct op op = einsum_op(bbs[i]);
+        struct kern km;
+        char err[256];
+        assert_int_equal(kern_init(&km, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
+        struct pl_stats st = {0};
+        pl_dry_run(&km.calls[0], &ch, 0, pl_num_steps(&km.calls[0]), &st);
+        assert_int_equal(st.steps, 32 / bbs[i]);
+        assert_float_equal(st.mxu_s, mxu_s[i], 1e-15);
+        assert_float_equal(st.overhead_s, ovh_s[i], 1e-15);
+        assert_float_equal(st.flops, 32 * 2.0 * 8 * 128 * 256, 1);
+        kern_fini(&km);
+        struct kern kf;
+        rec_functional_ok(&kf, &op, &ch, 5);
+        kern_fini(&kf);
+    }
+    struct op bad = einsum_op(3);
+    struct kern kb;
+    char err[256];
+    assert_int_equal(kern_init(&kb, op_row(bad.kind)->kern, &bad, &ch, false, err, sizeof err), -1);
+    assert_string_equal(err, "batch=32 should be divisible by bb=3");
+    kern_fini(&kb);
+}
+
+/* block: auto offers bb > 1 (powers of 2 dividing the batch, the dot whole)
+ * only to a dot of at most one pass of rows (m <= mxu_dim). */
+static void test_einsum_tune_offers_batch_blocks_to_tiny_dots(void **state)
+{
+    (void)state;
+    struct chip_params ch = test_chip();
+    int64_t v[256][TUNE_MAX_PARAMS];
+    struct op op = einsum_op(1);
+    int n = kern_einsum_tune.enumerate(&op, &ch, v, 256);
+    int batched = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i][3] > 1) {
+            assert_int_equal(v[i][0], 8), assert_int_equal(v[i][1], 128);
+            assert_int_equal(v[i][2], 256);
+            batched++;
+        }
+    assert_int_equal(batched, 5); /* bb 2, 4, 8, 16, 32 */
+    op.u.matmul.m = 256, op.u.matmul.bm = 256;
+    n = kern_einsum_tune.enumerate(&op, &ch, v, 256);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(v[i][3], 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +355,9 @@ int main(void)
         cmocka_unit_test(test_ici_directions_in_busy_time),
         cmocka_unit_test(test_hbm_peak_fraction_and_dma_time),
         cmocka_unit_test(test_ring_of_three_wraps),
+        cmocka_unit_test(test_mxu_chain_pays_one_fill),
+        cmocka_unit_test(test_einsum_batch_block),
+        cmocka_unit_test(test_einsum_tune_offers_batch_blocks_to_tiny_dots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

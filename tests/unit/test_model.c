@@ -217,6 +217,33 @@ static void test_serving_dense_cache_attention(void **state)
     free(yaml);
 }
 
+/* JetStream-PyTorch's logits through a tied embedding table sharded on its
+ * hidden axis (logits_hidden_sharded): d_model 256 on tensor 8 is 32 a chip
+ * (128 once padded to the lanes), so the logits matmul is [8 rows, 128] x
+ * [128, the whole vocabulary 1024], and its partial sums are all-reduced: 3
+ * rows (the step's sequences) x 1024 x 2 bytes = 6144 bytes. Without the flag:
+ * [8, 256] x [256, 1024 / 8 = 128], no all-reduce. */
+static void test_serving_logits_hidden_sharded(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    static const int64_t q[] = {1, 1, 1}, kv[] = {100, 100, 100};
+    m.heads = m.kv_heads = 8, m.head_dim = 32;
+    m.mode = MODEL_DECODE, m.batch = 3, m.seq_len = 1, m.kv_len = 2047;
+    m.nseqs = 3, m.q_lens = q, m.kv_lens = kv, m.tokens = 3, m.rows = 3;
+    struct fixture f;
+    setup_shard(&f, &m, 1, 8);
+    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_non_null(strstr(yaml, "{op: matmul, name: logits, m: 8, k: 256, n: 128,"));
+    assert_null(strstr(yaml, "logits_ar"));
+    free(yaml);
+    m.logits_hidden_sharded = true;
+    yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_non_null(strstr(yaml, "{op: matmul, name: logits, m: 8, k: 128, n: 1024,"));
+    assert_non_null(strstr(yaml, "{op: all_reduce, name: logits_ar, bytes: 6144, groups: [tensor]"));
+    free(yaml);
+}
+
 static void test_oom_message(void **state)
 {
     (void)state;
@@ -655,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_serving_step),
         cmocka_unit_test(test_serving_dense_cache_attention),
+        cmocka_unit_test(test_serving_logits_hidden_sharded),
         cmocka_unit_test(test_oom_message),
         cmocka_unit_test(test_expansion_flops),
         cmocka_unit_test(test_expansion_collectives),

@@ -177,6 +177,36 @@ static void test_serve_jetstream_prefill_alone(void **state)
     serve_result_fini(&r);
 }
 
+/* async_scheduling (JetStream's generate thread dispatches the next step while
+ * the device runs the last): the same 7 steps at a host overhead of 0.5 ms.
+ * The first step pays it and its device time (0.5 + 1.1 = 1.6 ms); every
+ * later step follows the last without a pause and takes the longer of the
+ * two: prefill r1 1.1 ms (2.7), generate steps of 2 tokens 1.002 ms (3.702,
+ * 4.704: r0 and r1 done), prefill r2 1.1 (5.804), generate steps of 1 token
+ * 1.001 (6.805, 7.806). Without it: 1.6 + 1.6 + 2 x 1.502 + 1.6 + 2 x 1.501
+ * = 10.806 ms. */
+static void test_serve_async_scheduling(void **state)
+{
+    (void)state;
+    struct serve_cfg c = cfg();
+    c.jetstream = true, c.chunked_prefill = false, c.step_overhead_s = 0.5e-3;
+    c.max_num_seqs = 2, c.count = 3, c.concurrency = 3, c.output_len = 3;
+    struct serve_result r;
+    int calls = 0;
+    assert_int_equal(serve_simulate(&c, price_by_hand, &calls, &r), 0);
+    assert_float_equal(r.duration_s, 10.806e-3, 1e-12);
+    serve_result_fini(&r);
+    c.async_scheduling = true;
+    assert_int_equal(serve_simulate(&c, price_by_hand, &calls, &r), 0);
+    assert_int_equal(r.steps, 7);
+    assert_float_equal(r.req[0].first_s, 1.6e-3, 1e-12);
+    assert_float_equal(r.req[1].first_s, 2.7e-3, 1e-12);
+    assert_float_equal(r.req[1].finish_s, 4.704e-3, 1e-12);
+    assert_float_equal(r.req[2].first_s, 5.804e-3, 1e-12);
+    assert_float_equal(r.duration_s, 7.806e-3, 1e-12);
+    serve_result_fini(&r);
+}
+
 static void test_serve_overload(void **state)
 {
     (void)state;
@@ -297,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_serve_recompute_above_budget),
         cmocka_unit_test(test_serve_overload),
         cmocka_unit_test(test_serve_jetstream_prefill_alone),
+        cmocka_unit_test(test_serve_async_scheduling),
         cmocka_unit_test(test_serve_dist),
         cmocka_unit_test(test_serve_traffic_draws),
         cmocka_unit_test(test_serve_gamma_arrivals),
