@@ -1215,6 +1215,7 @@ static int load_tree(struct cfg_node *root, const char *path, const char *const 
             walk_check_unread(&w, root, "");
         sc->plan.sim = sc->topo; /* every chip, until the engine folds it (engine/spmd.h) */
         sc->plan.sim_mult = 1;
+        sc->plan.sim_dirs = 0;
         sc->plan.sim_slices = 0; /* every slice, likewise */
     }
     cfg_node_free(root);

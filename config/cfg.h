@@ -85,6 +85,8 @@ struct cfg_op_src {
 struct cfg_plan {
     struct topo sim;           /* the chips simulated: the slice, or its SPMD fold */
     int sim_mult;              /* chips of the slice each simulated chip stands for */
+    unsigned sim_dirs;         /* axes (bits) of the fold whose transfers keep their direction
+                                  through port hosts (topology/plat_dir.h); 0: a TORUS cluster */
     int sim_slices;            /* the slices simulated (a divisor of topology.slices; 0: all):
                                   each stands for slices / sim_slices (engine/spmd.h) */
     struct tune_choice *tuned; /* owned, per op: what `block: auto` chose (kernels/tune.h);

@@ -38,6 +38,7 @@ struct sem_msg {
 struct remote_dma {
     sg_comm_t comm;
     int src, dst;
+    int slice_dst; /* its chip of the slice (-1 over the DCN) */
     uint64_t bytes;
     double t_post;
     bool dcn;
@@ -45,6 +46,7 @@ struct remote_dma {
 
 struct pending {
     int dst, sem;
+    int slice_dst; /* the chip of the slice it goes to (its route's direction) */
     uint64_t bytes;
     struct remote_dma *slot;
 };
@@ -145,9 +147,11 @@ static void flush(struct coll_actor *a)
             }
             if (p->slot->dcn) /* from the NIC host: no actor there to create and keep */
                 sg_actor_set_host(sg_actor_self(), r->hw.chips[core->chip].nic);
+            sg_host_t home = p->slot->dcn ? NULL : eng_port_enter(r, core->chip, p->slice_dst);
             p->slot->comm = sg_mailbox_put_async(dst_mb(a, p->dst, p->sem), m, (long)p->bytes);
             if (p->slot->dcn)
                 sg_actor_set_host(sg_actor_self(), core->host);
+            eng_port_leave(home);
         }
     }
     a->npend = 0;
@@ -163,14 +167,14 @@ static void settle(struct coll_actor *a)
 /* A remote DMA to chip 'dst' of the slice, which the engine's chip
  * eng_sim_chip(dst) plays. */
 /* The engine's chip that plays rank 'rank' of the collective's torus. */
-static int sim_chip_of(const struct eng_task *task, int rank)
+static int sim_chip_of(const struct eng_task *task, int rank, int *slice_chip)
 {
     struct eng_run *r = task->core->run;
     const struct sim_coll *dev = task->coll;
     int me = task->core->chip;
-    if (!dev->topo) /* remote_copy and collective matmul: ranks are slice chips */
-        return eng_sim_chip(r, me, rank);
-    return eng_sim_chip(r, me, coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank));
+    /* remote_copy and collective matmul: ranks are slice chips */
+    *slice_chip = dev->topo ? coll_chip(task->op, &r->sc->topo, dev->slice_chip, rank) : rank;
+    return eng_sim_chip(r, me, *slice_chip);
 }
 
 /* A remote DMA to rank 'dst' of the collective's torus. */
@@ -183,14 +187,16 @@ static void *cx_rdma(void *ex, int dst, uint64_t bytes, int sem)
     int me = task->coll->topo ? coll_rank(task->op, &r->sc->topo, task->coll->slice_chip)
                               : eng_slice_chip(r, task->core->chip);
     bool remote = dst != me;
-    dst = sim_chip_of(task, dst);
+    int slice_dst;
+    dst = sim_chip_of(task, dst, &slice_dst);
     if (a->npend == 64)
         flush(a);
     if (a->npend == 0)
         a->ready = start_time(a) + ch->dma_issue_s;
     struct remote_dma *slot = xcalloc(1, sizeof *slot);
-    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes};
-    a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .slice_dst = slice_dst,
+                                .bytes = bytes};
+    a->pend[a->npend++] = (struct pending){dst, sem, slice_dst, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
     task->st.useful_bytes += 2.0 * (double)bytes;
@@ -216,8 +222,9 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     if (a->npend == 0)
         a->ready = start_time(a) + r->sc->chip.dma_issue_s;
     struct remote_dma *slot = xcalloc(1, sizeof *slot);
-    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .bytes = bytes, .dcn = true};
-    a->pend[a->npend++] = (struct pending){dst, sem, bytes, slot};
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .slice_dst = -1,
+                                .bytes = bytes, .dcn = true};
+    a->pend[a->npend++] = (struct pending){dst, sem, -1, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
     r->stats.res[task->opi].dcn_bytes += (double)bytes;
@@ -234,7 +241,7 @@ static void cx_wait_send(void *ex, void *h)
     sg_comm_wait(d->comm);
     eng_wait_note(a->task, NULL);
     double t1 = eng_now();
-    eng_trace_route(r, d->src, d->dst, d->t_post, t1, d->bytes, a->task->op->name);
+    eng_trace_route(r, d->src, d->dst, d->slice_dst, d->t_post, t1, d->bytes, a->task->op->name);
     eng_note_hbm(r, d->src, d->t_post, t1, (double)d->bytes);
     eng_note_hbm(r, d->dst, d->t_post, t1, (double)d->bytes);
     free(d);
@@ -284,10 +291,14 @@ static void cx_signal(void *ex, int dst, int sem, int inc)
 {
     struct coll_actor *a = ex;
     wake_up(a);
-    dst = sim_chip_of(a->task, dst);
+    int slice_dst;
+    struct eng_run *r = a->task->core->run;
+    dst = sim_chip_of(a->task, dst, &slice_dst);
     struct sem_msg *m = xmalloc(sizeof *m);
     m->amount = (uint64_t)inc;
+    sg_host_t home = eng_port_enter(r, a->task->core->chip, slice_dst);
     sg_comm_detach(sg_mailbox_put_init(dst_mb(a, dst, sem), m, 0), free);
+    eng_port_leave(home);
 }
 
 static void cx_wait(void *ex, int sem, int value)

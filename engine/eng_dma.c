@@ -10,6 +10,7 @@
 #include "base/xalloc.h"
 #include "models/hbm.h"
 #include "engine/engine.h"
+#include "topology/plat_dir.h"
 #include "topology/topo.h"
 
 int eng_sim_chip(const struct eng_run *r, int me, int slice_chip)
@@ -28,6 +29,32 @@ int eng_slice_of(const struct eng_run *r, int sim_chip)
     return sim_chip / r->sc->plan.sim.nchips;
 }
 
+sg_host_t eng_port_enter(struct eng_run *r, int src, int slice_dst)
+{
+    const struct cfg_scenario *sc = r->sc;
+    if (!r->hw.ports || slice_dst < 0)
+        return NULL;
+    int flip = plat_dir_flip(&sc->topo, &sc->plan.sim, sc->plan.sim_dirs, eng_slice_chip(r, src),
+                             slice_dst);
+    if (flip <= 0 || !r->hw.ports[src * 8 + flip]) {
+        if (flip != 0 && !r->error) /* spmd_fold picks periods no transfer goes round */
+            r->error = xasprintf("the fold %dx%dx%d cannot route chip %d's transfer to chip %d "
+                                 "the way the torus does", sc->plan.sim.shape[0],
+                                 sc->plan.sim.shape[1], sc->plan.sim.shape[2],
+                                 eng_slice_chip(r, src), slice_dst);
+        return NULL;
+    }
+    sg_host_t home = sg_actor_get_host(sg_actor_self());
+    sg_actor_set_host(sg_actor_self(), r->hw.ports[src * 8 + flip]);
+    return home;
+}
+
+void eng_port_leave(sg_host_t home)
+{
+    if (home)
+        sg_actor_set_host(sg_actor_self(), home);
+}
+
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes)
 {
     if (t1 <= t0 || bytes <= 0 || !trace_wants(r->trace, TRACE_STEPS))
@@ -36,8 +63,27 @@ void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double byte
     r->stats.rates[r->stats.nrates++] = (struct eng_rate){chip, t0, t1, bytes / (t1 - t0)};
 }
 
-void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
-                     const char *name)
+/* The hops of engine chip 'src''s transfer to 'dst' (chip 'slice_dst' of the
+ * slice, or -1) in its slice: the fold's route, the way round the torus takes
+ * it on a directed fold. Returns their count ('hops' has 'room'), or -1. */
+static int route_of(const struct eng_run *r, int src, int dst, int slice_dst, struct topo_hop *hops,
+                    int room)
+{
+    const struct topo *t = &r->sc->plan.sim;
+    int base = src - src % t->nchips, a = src - base, b = dst - base;
+    int flip = r->hw.ports && slice_dst >= 0
+                   ? plat_dir_flip(&r->sc->topo, t, r->sc->plan.sim_dirs, eng_slice_chip(r, src),
+                                   slice_dst)
+                   : 0;
+    if (flip > 0)
+        return plat_dir_route(t, a, b, (unsigned)flip, hops); /* < each axis' length */
+    if (topo_hops(t, a, b) > room)
+        return -1;
+    return topo_route(t, a, b, hops);
+}
+
+void eng_trace_route(struct eng_run *r, int src, int dst, int slice_dst, double t0, double t1,
+                     uint64_t bytes, const char *name)
 {
     const struct topo *t = &r->sc->plan.sim;
     if (!trace_wants(r->trace, TRACE_UNITS))
@@ -51,12 +97,10 @@ void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, 
         return;
     }
     int base = src - src % t->nchips;
-    int n = topo_hops(t, src - base, dst - base);
-    if (n == 0)
-        return;
+    int room = t->shape[0] + t->shape[1] + t->shape[2];
     struct topo_hop buf[64];
-    struct topo_hop *hops = n <= 64 ? buf : xcalloc((size_t)n, sizeof *hops);
-    topo_route(t, src - base, dst - base, hops);
+    struct topo_hop *hops = room <= 64 ? buf : xcalloc((size_t)room, sizeof *hops);
+    int n = route_of(r, src, dst, slice_dst, hops, room);
     for (int i = 0; i < n; i++)
         trace_unit(r->trace, base + hops[i].from, ENG_TID_ICI(hops[i].axis, hops[i].dir), "ici",
                    name, name, t0, t1, (double)bytes, args);

@@ -157,12 +157,14 @@ void eng_run_ppermute(struct eng_task *task)
     double t0 = eng_now();
     /* a copy to itself reads and writes the same HBM: twice the bytes on it */
     long wire = (long)(to == me ? 2 * p->bytes : p->bytes);
+    sg_host_t home = eng_port_enter(r, c->chip, to);
     sg_comm_t put = eng_fault_put(r, c->chip, dst,
                                   sg_mailbox_by_name(inbox_name(dst, task->opi, name, sizeof name)),
                                   task, (uint64_t)wire, t0);
+    eng_port_leave(home);
     eng_wait_note(task, "its ppermute send");
     sg_comm_wait(put);
-    eng_trace_route(r, c->chip, dst, t0, eng_now(), p->bytes, task->op->name);
+    eng_trace_route(r, c->chip, dst, to, t0, eng_now(), p->bytes, task->op->name);
     eng_note_hbm(r, c->chip, t0, eng_now(), (double)p->bytes);
     eng_note_hbm(r, dst, t0, eng_now(), (double)p->bytes);
     eng_wait_note(task, "its ppermute receive");

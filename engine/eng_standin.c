@@ -66,6 +66,7 @@ static void lone_body(void *arg, void *out)
     memset(&lone.faults, 0, sizeof lone.faults);
     lone.all_chips = true;
     lone.plan.sim = lone.topo, lone.plan.sim_mult = 1, lone.plan.tuned = NULL;
+    lone.plan.sim_dirs = 0; /* every chip: the TORUS cluster */
     struct diag *d = diag_new();
     struct graph_draft dr = {0};
     graph_draft_op(&dr, -1, op.name, true, &lone.src->loc, lone.src->path, false);

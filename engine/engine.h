@@ -115,6 +115,8 @@ struct eng_machine {
     int ncores;                /* all TensorCores of the slice */
     struct eng_chip *chips;    /* per chip */
     sg_bar_t *chip_barrier;    /* per chip: its cores meet between the pallas_calls of an op */
+    sg_host_t *ports;          /* per chip x 8 flip sets: its port hosts (topology/plat_dir.h;
+                                  NULL where not written), NULL on a TORUS cluster */
 };
 
 /* What the cores run, per op: built by sim.c from the scenario. */
@@ -188,6 +190,14 @@ struct eng_dma {
 int eng_sim_chip(const struct eng_run *r, int me, int slice_chip);
 int eng_slice_chip(const struct eng_run *r, int sim_chip);
 int eng_slice_of(const struct eng_run *r, int sim_chip);
+/* On a fold whose transfers keep their direction (sc->plan.sim_dirs): moves the
+ * calling actor (on engine chip 'src') onto the port host that routes its
+ * transfer to chip 'slice_dst' of the slice the way the whole torus does, for
+ * the put that starts the transfer (a comm's route is fixed when it starts).
+ * Returns the host to move back to with eng_port_leave, or NULL when the
+ * chip's own host routes it so. */
+sg_host_t eng_port_enter(struct eng_run *r, int src, int slice_dst);
+void eng_port_leave(sg_host_t home);
 /* Starts a DMA of 'bytes' from this core's HBM to its VMEM (or back). */
 struct eng_dma *eng_dma_start(struct eng_task *task, bool in, uint64_t bytes, int operand);
 void eng_dma_wait(struct eng_task *task, struct eng_dma *d);
@@ -208,9 +218,11 @@ void eng_dma_wait_from(struct eng_task *task, struct eng_dma *d, double deadline
 void eng_dma_engine_main(int argc, char **argv);
 /* Records 'bytes' of HBM traffic on 'chip' over [t0, t1] (for the counter). */
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes);
-/* Puts a span on the ICI track of every hop from chip 'src' to 'dst'. */
-void eng_trace_route(struct eng_run *r, int src, int dst, double t0, double t1, uint64_t bytes,
-                     const char *name);
+/* Puts a span on the ICI track of every hop from chip 'src' to 'dst' (chip
+ * 'slice_dst' of the slice, whose direction a directed fold keeps; -1: the
+ * fold's own route). */
+void eng_trace_route(struct eng_run *r, int src, int dst, int slice_dst, double t0, double t1,
+                     uint64_t bytes, const char *name);
 /* Records what 'task' is about to block on (NULL: it runs again). */
 void eng_wait_note(struct eng_task *task, const char *what);
 /* The mailbox where the local DMAs of op 'opi' on core 'c' complete. */

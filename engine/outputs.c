@@ -14,6 +14,7 @@
 #include "engine/spmd.h"
 #include "engine/trace_auto.h"
 #include "topology/dcn.h"
+#include "topology/plat_dir.h"
 #include "topology/plat_xml.h"
 
 static void plat_params(const struct cfg_scenario *sc, struct plat_params *p)
@@ -44,6 +45,8 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
     plat_pstates(sc, &p, factors);
     if (sc->dcn.slices > 1)
         return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, cfg_sim_slices(sc), &p);
+    if (sc->plan.sim_dirs)
+        return plat_dir_write_xml(f, &sc->plan.sim, sc->plan.sim_dirs, &p);
     return plat_write_xml(f, &sc->plan.sim, &p);
 }
 

@@ -29,6 +29,7 @@
 #include "engine/timeline.h"
 #include "engine/validate.h"
 #include "topology/dcn.h"
+#include "topology/plat_dir.h"
 #include "topology/plat_xml.h"
 #include "engine/fault_report.h"
 #include "engine/sim_child.h"
@@ -240,6 +241,20 @@ static bool has_compute(const struct cfg_scenario *sc)
     return false;
 }
 
+/* The port hosts of a directed fold (topology/plat_dir.h), per chip x flip set. */
+static void find_ports(struct eng_run *r, int nchips)
+{
+    const struct topo *q = &r->sc->plan.sim;
+    r->hw.ports = xcalloc((size_t)nchips * 8, sizeof *r->hw.ports);
+    for (int chip = 0; chip < nchips; chip++)
+        for (unsigned f = 1; f < 8; f++) {
+            char name[48];
+            if ((f & ~r->sc->plan.sim_dirs) == 0 && f < (1u << q->ndims))
+                r->hw.ports[chip * 8 + f] =
+                    sg_host_by_name(plat_dir_host_name(q, chip, f, name, sizeof name));
+        }
+}
+
 static void spawn(struct eng_run *r)
 {
     const struct cfg_scenario *sc = r->sc;
@@ -256,6 +271,8 @@ static void spawn(struct eng_run *r)
         for (int i = 0; i < nchips; i++)
             r->hw.chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
+    if (sc->plan.sim_dirs && sc->dcn.slices <= 1)
+        find_ports(r, nchips);
     for (int chip = 0; chip < nchips; chip++) {
         char host[32], name[48];
         sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
@@ -535,6 +552,7 @@ static void free_machine(const struct cfg_scenario *sc, struct eng_machine *hw)
     for (int i = 0; hw->chip_barrier && i < cfg_engine_chips(sc); i++)
         sg_barrier_destroy(hw->chip_barrier[i]);
     free(hw->chip_barrier);
+    free(hw->ports);
     for (int i = 0; hw->cores && i < hw->ncores; i++) {
         free(hw->cores[i].done_bits);
         /* the engines' handles: released as their wait unwound when they were killed */
@@ -789,7 +807,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         eng_standin_free(standin);
         standin = NULL;
         full = *sc;
-        full.plan.sim = full.topo, full.plan.sim_mult = 1;
+        full.plan.sim = full.topo, full.plan.sim_mult = 1, full.plan.sim_dirs = 0;
         sc = &full;
         rc = validate_scenario(sc, &lim, d) != 0 ? 2 : 0;
     }

@@ -2,6 +2,7 @@
 #include "engine/spmd.h"
 
 #include "config/op_table.h"
+#include "topology/plat_dir.h"
 
 /* The shortest divisor of 'len' that is a multiple of 'period' and longer
  * than twice 'hops' ('len' if none). */
@@ -13,6 +14,48 @@ static int fold_period(int len, int hops, int period)
         if (len % p == 0 && p % period == 0)
             return p;
     return len;
+}
+
+/* The shortest divisor of 'len' that is a multiple of 'period' and longer
+ * than 'hops' ('len' if none): a fold whose transfers keep their direction
+ * (topology/plat_dir.h) needs only that no transfer goes a whole ring round. */
+static int directed_period(int len, int hops, int period)
+{
+    if (hops == 0)
+        return 1;
+    for (int p = hops + 1; p < len; p++)
+        if (len % p == 0 && p % period == 0)
+            return p;
+    return len;
+}
+
+/* Folds sc->topo to the directed periods when the plain fold keeps an axis
+ * whole that they fold (the period problem: +h and -h reaching one chip), on
+ * one slice without faults and within PLAT_DIR_MAX_ROUTES; 0 if it does. */
+static int fold_directed(struct cfg_scenario *sc, const int *hops, const int *roles,
+                         const int *period)
+{
+    const struct topo *t = &sc->topo;
+    int dp[TOPO_MAX_DIMS] = {1, 1, 1};
+    bool gains = false;
+    unsigned dirs = 0;
+    if (sc->dcn.slices > 1 || sc->faults.n > 0)
+        return -1;
+    for (int a = 0; a < t->ndims; a++) {
+        dp[a] = period[a];
+        if (!t->wrap[a] || hops[a] == 0)
+            continue;
+        dp[a] = directed_period(t->shape[a], hops[a], roles[a]);
+        gains |= period[a] == t->shape[a] && dp[a] < t->shape[a];
+        if (dp[a] < t->shape[a] && dp[a] <= 2 * hops[a])
+            dirs |= 1u << a;
+    }
+    struct topo q;
+    if (!gains || topo_fold(t, dp, &q) != 0 || plat_dir_routes(&q, dirs) > PLAT_DIR_MAX_ROUTES)
+        return -1;
+    sc->plan.sim = q;
+    sc->plan.sim_dirs = dirs;
+    return 0;
 }
 
 int spmd_fold_slices(int slices)
@@ -90,7 +133,9 @@ void spmd_fold(struct cfg_scenario *sc, bool all)
         else if (symmetric && t->wrap[a])
             period[a] = fold_period(t->shape[a], hops[a], roles[a]);
     }
-    if (topo_fold(t, period, &sc->plan.sim) != 0)
+    sc->plan.sim_dirs = 0;
+    if (!(symmetric && fold_directed(sc, hops, roles, period) == 0) &&
+        topo_fold(t, period, &sc->plan.sim) != 0)
         sc->plan.sim = *t;
     sc->plan.sim_mult = t->nchips / sc->plan.sim.nchips;
     sc->plan.sim_slices = symmetric && sc->faults.slices_lost == 0

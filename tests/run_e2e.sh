@@ -1195,13 +1195,13 @@ print(int("bwd.grad_ar" in o), repr(r["time_s"]), repr(o["adamw"]["start_s"] - r
     && dpchk "$t/dpar1" | awk -v t0="$(dpchk "$t/dpar0" | awk '{ print $5 }')" '{ exit !($1 == 1 && $4 == 792764416 && $5 < t0) }' \
     && ok || bad "xla_tpu_enable_data_parallel_all_reduce_opt: false $(dpchk "$t/dpar0"), true $(dpchk "$t/dpar1")"
 # all-to-alls as stand-ins (engine/spmd.h): on a wrapped v5p 4x4x4 beside an all-gather over
-# axis 0 (1 hop: a fold of 4 chips) the all-to-all takes its lone run's time; with a matmul
+# axis 0 (1 hop: a fold of 2 chips whose transfers keep their direction) the all-to-all takes its lone run's time; with a matmul
 # started beside it (overlap: true), which the stand-in would not share the HBM with, the folded
 # run (in a child) sees it and every chip is simulated: the summary is the --all-chips one
 printf 'chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0]}\n  - {op: all_to_all, name: a2a, bytes: 8MiB, axes: [0, 1]}\n  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024}\n' >"$t/sti.yaml"
 sed 's/name: mm,/name: mm, overlap: true,/' "$t/sti.yaml" >"$t/sto.yaml"
 "$bin" run "$t/sti.yaml" -o "$t/sti" -q --trace none 2>"$t/sti.err" \
-    && grep -q '"simulated_chips": 4,' "$t/sti/summary.json" && ! grep -q "stand-in" "$t/sti.err" \
+    && grep -q '"simulated_chips": 2,' "$t/sti/summary.json" && ! grep -q "stand-in" "$t/sti.err" \
     && "$bin" run "$t/sto.yaml" -o "$t/sto" -q --trace none 2>"$t/sto.err" \
     && "$bin" run "$t/sto.yaml" -o "$t/sta" -q --trace none --all-chips \
     && grep -q '"simulated_chips": 64,' "$t/sto/summary.json" && ! grep -q "stand-in" "$t/sto.err" \

@@ -32,8 +32,9 @@ static void test_fold_periods(void **state)
     (void)state;
     /* ring neighbours: the shortest divisor above 2 hops */
     fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n", 3, (int[]){4, 4, 1});
-    /* a shift of 3 needs more than 6 chips per ring: 8 */
-    fold_of(TORUS "  - {op: ppermute, bytes: 1MiB, axis: 2, shift: 3}\n", 3, (int[]){1, 1, 8});
+    /* a shift of 3 needs more than 6 chips per ring (8: no fold), or more than 3 with
+     * transfers that keep their direction (topology/plat_dir.h): 4 */
+    fold_of(TORUS "  - {op: ppermute, bytes: 1MiB, axis: 2, shift: 3}\n", 3, (int[]){1, 1, 4});
     /* all-to-all reaches every chip of its axis */
     fold_of(TORUS "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n", 3, (int[]){1, 8, 1});
     /* absolute targets: no folding */
@@ -54,6 +55,19 @@ static void test_fold_periods(void **state)
             "  - {op: all_gather, bytes: 1MiB, axes: [1]}\n"
             "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
             2, (int[]){1, 16});
+    /* the period problem: data 4 x fsdp 4 on a ring of 16 puts the data ring's members 4
+     * apart, and fsdp's segments of 4 repeat every 4 chips. A plain fold needs a period
+     * above 2 x 4 dividing 16 (16: no fold, as before); with transfers that keep their
+     * direction (topology/plat_dir.h) above 4: 8 */
+    fold_of("chip: v5e\ntopology: {shape: [16]}\nmesh: {data: 4, fsdp: 4}\nworkload:\n"
+            "  - {op: all_reduce, bytes: 1MiB, groups: [data]}\n"
+            "  - {op: all_gather, bytes: 1MiB, groups: [fsdp]}\n",
+            1, (int[]){8});
+    /* ... and then every axis folds so: fsdp's 1 hop along axis 0 needs 2 chips, not 4 */
+    fold_of("chip: v5e\ntopology: {shape: [16, 16]}\nmesh: {data: 4, fsdp: 64}\nworkload:\n"
+            "  - {op: all_reduce, bytes: 1MiB, groups: [data]}\n"
+            "  - {op: all_gather, bytes: 1MiB, groups: [fsdp]}\n",
+            2, (int[]){2, 8});
     /* asked for every chip */
     fold_of("chip: {base: v5p}\ntopology: {shape: [8, 8, 8]}\noptions: {all_chips: true}\n"
             "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
@@ -151,6 +165,35 @@ static void test_fold_equals_every_chip(void **state)
                    "  - {op: all_to_all, name: a2b, bytes: 8MiB, axes: [2]}\n");
 }
 
+/* Folds whose transfers keep their direction: on the ring of 16, the data ring's +4 and -4
+ * transfers land on one chip of the fold of 8 and must still take their own links (without
+ * the ports the fold's all-reduce took 65 % longer here); on 16 x 16, folded to 2 x 8,
+ * fsdp's +1 and -1 along axis 0 land on one chip too; a ppermute 4 down, beside a matmul. */
+static void test_fold_keeps_directions(void **state)
+{
+    (void)state;
+    same_both_ways("chip: v5e\ntopology: {shape: [16]}\nmesh: {data: 4, fsdp: 4}\nworkload:\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"
+                   "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [data], overlap: true}\n"
+                   "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp]}\n"
+                   "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 0, shift: 4}\n");
+    same_both_ways("chip: v5e\ntopology: {shape: [16, 16]}\nmesh: {data: 4, fsdp: 64}\nworkload:\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"
+                   "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [data], overlap: true}\n"
+                   "  - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048, overlap: true}\n"
+                   "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp]}\n"
+                   "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 1, shift: -4}\n");
+    /* an all-to-all beside them runs as a stand-in (its lone run on every chip, on the
+     * TORUS cluster of the whole ring) */
+    same_both_ways("chip: v5e\ntopology: {shape: [16]}\nmesh: {data: 4, fsdp: 4}\nworkload:\n"
+                   "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [data]}\n"
+                   "  - {op: all_to_all, name: a2a, bytes: 8MiB, axes: [0]}\n"
+                   "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n");
+    /* a shift of 3 on a ring of 8 folded to 4 (3 up = 1 down on the fold), beside a ring */
+    same_both_ways(TORUS "  - {op: ppermute, name: p, bytes: 1MiB, axis: 2, shift: 3}\n"
+                         "  - {op: all_gather, name: ag, bytes: 1MiB, axes: [2], overlap: true}\n");
+}
+
 static void slices_of(const char *yaml, int want)
 {
     struct diag *d = diag_new();
@@ -212,6 +255,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_periods),
         cmocka_unit_test(test_fold_equals_every_chip),
+        cmocka_unit_test(test_fold_keeps_directions),
         cmocka_unit_test(test_fold_slices),
         cmocka_unit_test(test_fold_slices_equals_every_slice),
         cmocka_unit_test(test_standin_alone),

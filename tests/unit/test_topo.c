@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "topology/dcn.h"
+#include "topology/plat_dir.h"
 #include "topology/plat_xml.h"
 #include "topology/topo.h"
 
@@ -190,6 +191,49 @@ static void test_plat_xml_torus_cluster(void **state)
     free(buf);
 }
 
+/* A ring of 16 folded to 8 (topology/plat_dir.h): slice chip 0's transfer to
+ * chip 4 goes up 4 hops and its transfer to chip 12 down 4; both land on fold
+ * chip 4, which the fold routes up (a tie goes up, as in SimGrid): the second
+ * takes port 1, whose route goes down 0 -> 7 -> 6 -> 5 -> 4, crossing the
+ * limiters of 0, 7, 6, 5 and the down links into 7, 6, 5, 4 ("i<from>_0d" is
+ * the down direction of the link from chip <from> to the next one up). A
+ * transfer of 8 hops or more would go a whole fold round: none. */
+static void test_plat_dir_keeps_direction(void **state)
+{
+    (void)state;
+    struct topo t = mk(1, 16, 1, 1, true, false, false), q;
+    int p8[3] = {8, 1, 1};
+    assert_int_equal(topo_fold(&t, p8, &q), 0);
+    assert_int_equal(plat_dir_flip(&t, &q, 1, 0, 4), 0);
+    assert_int_equal(plat_dir_flip(&t, &q, 1, 0, 12), 1);
+    /* from 5: fold chip 1 is up 4 through the fold's wrap (5 > 8/2): chip 9 is so, chip 1 not */
+    assert_int_equal(plat_dir_flip(&t, &q, 1, 5, 9), 0);
+    assert_int_equal(plat_dir_flip(&t, &q, 1, 5, 1), 1);
+    assert_int_equal(plat_dir_flip(&t, &q, 0, 0, 12), -1); /* axis 0 has no ports */
+    struct topo_hop h[16];
+    assert_int_equal(plat_dir_route(&q, 0, 4, 1, h), 4);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(h[k].from, (8 - k) % 8);
+        assert_int_equal(h[k].dir, -1);
+    }
+    struct plat_params p = {1, 197e12, 819e9, 45e9, 1e-6, 0, 0, NULL};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(plat_dir_write_xml(f, &q, 1, &p), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "<route src=\"chip0.p1\" dst=\"chip4\" symmetrical=\"NO\">"
+                                "<link_ctn id=\"h0\"/><link_ctn id=\"i7_0d\"/>"
+                                "<link_ctn id=\"h7\"/><link_ctn id=\"i6_0d\"/>"
+                                "<link_ctn id=\"h6\"/><link_ctn id=\"i5_0d\"/>"
+                                "<link_ctn id=\"h5\"/><link_ctn id=\"i4_0d\"/>"
+                                "<link_ctn id=\"h4\"/></route>"));
+    assert_non_null(strstr(buf, "<route src=\"chip0\" dst=\"chip4.p1\" symmetrical=\"NO\">"
+                                "<link_ctn id=\"h0\"/><link_ctn id=\"i0_0u\"/>"));
+    assert_int_equal(plat_dir_routes(&q, 1), 16 * 16);
+    free(buf);
+}
+
 /* With a PCIe rate, the cluster sits beside a zone of two PCIe hosts per chip. */
 static void test_plat_xml_pcie_zone(void **state)
 {
@@ -225,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_topo_tie_break_matches_simgrid),
         cmocka_unit_test(test_topo_sim_mapping_doubles_open_axes),
         cmocka_unit_test(test_plat_xml_torus_cluster),
+        cmocka_unit_test(test_plat_dir_keeps_direction),
     };
     return cmocka_run_group_tests_name("topo", tests, NULL, NULL);
 }

@@ -152,19 +152,20 @@ static void test_guard_boundary_other_kinds(void **state)
 {
     (void)state;
     /* an all-gather along the wrapped 4-long axis 0 of a v5p 4x4x4 torus:
-     * the slice folds to the 4 chips of that ring; per chip one coalesced
-     * ring pass (4) and the instance on its 2 cores (2 x 4): 12; 1000
-     * instances on 4 chips: 48000 */
+     * the slice folds to 2 chips of that ring (its 1-hop transfers keep
+     * their direction, engine/spmd.h); per chip one coalesced ring pass (4)
+     * and the instance on its 2 cores (2 x 4): 12; 1000 instances on 2
+     * chips: 24000 */
     boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\nworkload:\n  - repeat:\n"
              "      count: 1000\n      ops:\n"
              "        - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
-             48000);
-    /* exact: the ring's 3 steps of 4 and the instance's 8: 20 per chip, 80 */
+             24000);
+    /* exact: the ring's 3 steps of 4 and the instance's 8: 20 per chip, 40 */
     struct validate_estimate e =
         boundary("chip: v5p\ntopology: {shape: [4, 4, 4]}\noptions: {fidelity: exact}\n"
                  "workload:\n  - {op: all_gather, bytes: 1MiB, axes: [0]}\n",
-                 80);
-    assert_int_equal(e.collective, 80);
+                 40);
+    assert_int_equal(e.collective, 40);
     /* 1 MiB in 64 KiB chunks: 16 chunks of two DMAs, and the instance: 36 */
     e = boundary("chip: v5e\nworkload:\n  - {op: hbm_copy, bytes: 1MiB, chunk: 64KiB}\n", 36);
     assert_int_equal(e.copy, 36);
