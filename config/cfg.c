@@ -978,11 +978,13 @@ static struct cfg_node *serve_section(struct walk *w, const struct cfg_node *roo
     struct cfg_node *wl = diag_count(w->d) ? NULL : expand_model(w, root, mt, sc);
     cfg_copy_reads(mn, mt);
     cfg_node_free(mt);
-    if (wl && diag_count(w->d) == 0 && sc->model->shard.dev_per_chip > 1) {
-        char want[160];
+    const struct model_shard *sh = wl ? &sc->model->shard : NULL;
+    if (wl && diag_count(w->d) == 0 && sh->dev_per_chip > sh->tensor_dev) {
+        char want[200];
         snprintf(want, sizeof want, "a chip that is one JAX device (a %s chip is %d: each would "
-                 "run its own engine; not modelled yet)", sc->chip.name,
-                 sc->model->shard.dev_per_chip);
+                 "run its own engine), or serve.mesh tensor over the devices (tensor: %d on "
+                 "%d chips)", sc->chip.name, sh->dev_per_chip,
+                 sh->dev_per_chip * sc->topo.nchips, sc->topo.nchips);
         walk_type_error(w, cfg_get(root, "chip"), "chip", want);
     }
     if (wl && sc->serve->jetstream) /* JetStream-PyTorch shards a tied table on its hidden axis */

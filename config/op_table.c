@@ -126,6 +126,7 @@ static const struct walk_key collective_keys[] = {
     KEY("bytes", WALK_BYTES, coll.bytes, .required = true),
     KEY("dtype", WALK_DTYPE, coll.dt, .dflt = DT_BF16),
     KEY("algorithm", WALK_ENUM, coll.algo, .names = coll_algo_names),
+    KEY("chip_devices", WALK_INT32, coll.chip_devices, .dflt = 1, .min = 1, .max = 8),
     {0}};
 static const char *const collective_extra[] = {"axes", "groups", "replica_groups", NULL};
 

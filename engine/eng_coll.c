@@ -466,6 +466,24 @@ static void anchor_stop(struct dcn_anchor *an)
     sg_sem_release(an->quit); /* the anchor frees 'an' */
 }
 
+/* A collective over a chip's devices too (chip_devices: v7's two TensorCores, each a JAX
+ * device, holding the same 'bytes'): before the chips' part of a reduction the devices swap
+ * halves over the die-to-die link and add the half they got; after the chips' part of a
+ * gather they swap the reduced halves back. The link between the dies is priced as
+ * tpusim prices every transfer that stays on a chip: a DMA through the chip's HBM (the
+ * swap both ways reads and writes 'bytes' in all, a local copy of 'bytes'), after a ring
+ * step's handshake; the two devices' adds as one reduction of 'bytes' over that HBM. */
+static void chip_devices_phase(struct eng_task *task, bool reduce)
+{
+    const struct op_collective *p = &task->op->u.coll;
+    struct coll_actor a = {.task = task};
+    cx_delay(&a, task->core->run->sc->chip.ici_step_lat_s);
+    cx_local_copy(&a, p->bytes);
+    if (reduce)
+        cx_reduce(&a, p->bytes, p->dt, 1);
+    settle(&a);
+}
+
 void eng_run_collective(struct eng_task *task)
 {
     struct eng_core *c = task->core;
@@ -492,6 +510,9 @@ void eng_run_collective(struct eng_task *task)
     eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     r->stats.res[task->opi].latency_s += sc->chip.ici_collective_lat_s;
+    bool devs = task->op->u.coll.chip_devices > 1 && task->op->kind != OP_ALL_TO_ALL;
+    if (devs && task->op->kind != OP_ALL_GATHER)
+        chip_devices_phase(task, true);
     int n = dev.plan.nparts;
     struct part_actor *pa = xcalloc((size_t)n, sizeof *pa);
     sg_actor_t *act = xcalloc((size_t)n, sizeof *act);
@@ -519,6 +540,8 @@ void eng_run_collective(struct eng_task *task)
         merge_stats(&task->st, &pa[p].task.st);
     }
     check_sems(task);
+    if (devs && task->op->kind != OP_REDUCE_SCATTER)
+        chip_devices_phase(task, false);
     if (anchor)
         anchor_stop(anchor);
     free(pa);

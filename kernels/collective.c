@@ -137,6 +137,15 @@ int coll_check(const struct op *op, const struct chip_params *chip, const struct
             }
         group_chips *= (uint64_t)topo->shape[c->axes[i]];
     }
+    if (c->chip_devices > 1 && (chip->megacore || c->chip_devices != chip->cores)) {
+        return diag_fail(err, n, "chip_devices: %d needs a chip whose %d TensorCores are each a "
+                         "JAX device (v7: 2), got %s with %d%s", c->chip_devices,
+                         c->chip_devices, chip->name, chip->cores,
+                         chip->megacore ? " as one device (megacore)" : "");
+    }
+    if (c->chip_devices > 1 && op->kind == OP_ALL_TO_ALL)
+        return diag_fail(err, n, "chip_devices applies to all_gather, reduce_scatter and "
+                                 "all_reduce, not all_to_all");
     return fits_hbm(op, chip, group_chips, err, n);
 }
 

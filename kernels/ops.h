@@ -195,6 +195,11 @@ struct op_collective {
     int nreplica, replica_size; /* groups and chips per group (0: none) */
     int *replica;               /* nreplica x replica_size slice chips (owned) */
     int *replica_pos;           /* per slice chip: its index in 'replica' (owned, after check) */
+    /* chip_devices: N > 1: the group also spans the N TensorCores of each chip that are JAX
+     * devices (v7: 2), which hold the same tensor ('bytes' per chip is one device's buffer);
+     * they swap halves over the die-to-die link before the chips' part (all_reduce,
+     * reduce_scatter) and after it (all_reduce, all_gather). 1: chips only. */
+    int chip_devices;
 };
 
 struct op_collective_matmul {

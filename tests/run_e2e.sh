@@ -1207,6 +1207,22 @@ sed 's/name: mm,/name: mm, overlap: true,/' "$t/sti.yaml" >"$t/sto.yaml"
     && grep -q '"simulated_chips": 64,' "$t/sto/summary.json" && ! grep -q "stand-in" "$t/sto.err" \
     && cmp -s "$t/sto/summary.json" "$t/sta/summary.json" \
     && ok || bad "stand-ins: $(grep -h simulated_chips "$t/sti/summary.json" "$t/sto/summary.json"; cat "$t/sti.err" "$t/sto.err")"
+# a collective over a v7 chip's two devices too (chip_devices: 2, as a serving step's tensor
+# parallelism over devices emits): an all-gather of 64 MiB a chip over axis 0 of a 2x2x1 adds,
+# after the chips' part, the devices' swap of their halves over the die-to-die link, priced
+# as an on-chip DMA through the chip's HBM: a ring step's 0.15 us + the DMA latency 0.1 us +
+# both halves read and written, 2 x 64 MiB / (7.4e12 x 0.88 B/s) = 20.6108 us: 20.8608 us more
+printf 'chip: v7\ntopology: {shape: [2, 2, 1]}\nworkload:\n  - {op: all_gather, bytes: 64MiB, axes: [0]}\n' >"$t/cd1.yaml"
+sed 's/axes: \[0\]}/axes: [0], chip_devices: 2}/' "$t/cd1.yaml" >"$t/cd2.yaml"
+cdt() { grep -o '"total_time_s": [^,]*' "$1/summary.json" | awk '{ print $2 }'; }
+"$bin" run "$t/cd1.yaml" -o "$t/cd1" -q --trace none && "$bin" run "$t/cd2.yaml" -o "$t/cd2" -q --trace none \
+    && awk -v a="$(cdt "$t/cd1")" -v b="$(cdt "$t/cd2")" 'BEGIN { d = (b - a) * 1e6; exit !(d > 20.8608 - 0.001 && d < 20.8608 + 0.001) }' \
+    && ok || bad "chip_devices: all_gather $(cdt "$t/cd1") s without, $(cdt "$t/cd2") s with (want +20.8608 us)"
+# serving on v7 with tensor parallelism over a chip's two devices (serve.mesh tensor counts
+# devices): one chip, tensor: 2, serves its requests (it was refused: each device an engine)
+printf 'chip: v7\ntopology: {shape: [1, 1, 1]}\nserve:\n  model: {preset: qwen3-8b}\n  mesh: {tensor: 2}\n  requests: {count: 4, concurrency: 2, input_len: 128, output_len: 8}\n' >"$t/sv7.yaml"
+"$bin" run "$t/sv7.yaml" -o "$t/sv7" -q --trace none && grep -q '"completed": 4' "$t/sv7/summary.json" \
+    && ok || bad "v7 serving over a chip's devices"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -19,7 +19,9 @@ input length). A batch sharded over the chips (data=N: JetStream's shard_on_batc
 that one engine's slots split over N groups, every group running each prefill.
 Rows measured with int8 (JetStream's int8: weight-only int8 weights with
 per-channel scales and an int8 KV cache) run with serve.model.quantization: int8
-and serve.engine.kv_cache_dtype: int8. Rows this build cannot express (a preset it lacks,
+and serve.engine.kv_cache_dtype: int8. On v7, whose chips are two JAX devices each, an
+SGLang-JAX row's tensor parallelism spans the devices (its cookbook's --tp-size 8 on a
+4-chip tpu7x 2x2x1): the mesh column in chips becomes tensor = 2 x chips. Rows this build cannot express (a preset it lacks,
 a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
 the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
@@ -35,6 +37,8 @@ METRICS = {"output_throughput": ("output_tokens_per_s", None, 1.0),
            "mean_ttft": ("ttft_s", "mean", 1e3), "mean_tpot": ("tpot_s", "mean", 1e3),
            "mean_itl": ("itl_s", "mean", 1e3)}
 TIMEOUT_S = 900
+# chips whose TensorCores are each a JAX device (configs/chips: megacore: false, 2 cores)
+DEVICES_PER_CHIP = {"v7": 2}
 
 
 def run_key(r):
@@ -59,6 +63,11 @@ def scenario(r):
     seqs = int(r["max_num_seqs"]) // (1 if jetstream else mesh.get("data", 1))
     if "data" in mesh:
         mesh.setdefault("tensor", 1)
+    # SGLang-JAX builds its mesh over every JAX device (create_device_mesh over jax.devices()):
+    # on a chip whose TensorCores are each a device (v7: 2) its --tp-size counts devices, so
+    # a mesh given in chips becomes tensor parallelism over the chips' devices
+    if not jetstream and r["chip"] in DEVICES_PER_CHIP and "tensor" in mesh:
+        mesh["tensor"] *= DEVICES_PER_CHIP[r["chip"]]
     shape = [int(x) for x in r["topology"].split("x")]
     name = "serve-" + "-".join(run_key(r)).replace("=", "").replace(" ", "")
     model, engine = {"preset": r["preset"]}, {}

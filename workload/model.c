@@ -213,21 +213,26 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     s->data = axis_size(mesh, "data"), s->fsdp = axis_size(mesh, "fsdp");
     s->tensor = axis_size(mesh, "tensor"), s->sequence = axis_size(mesh, "sequence");
     s->expert = axis_size(mesh, "expert"), s->pipeline = axis_size(mesh, "pipeline");
+    s->tensor_dev = 1;
     if (mesh->dev_per_chip > 1) {
         const char *on = mesh->axis[mesh->dev_axis].name;
-        if (strcmp(on, "tensor") == 0 || strcmp(on, "sequence") == 0) {
+        bool tp = strcmp(on, "tensor") == 0 && m->mode == MODEL_DECODE;
+        if (!tp && (strcmp(on, "tensor") == 0 || strcmp(on, "sequence") == 0)) {
             return diag_fail(err, n,
                              "the mesh puts the %d devices of a chip on the %s axis; a model "
-                             "runs them on a batch axis (data, fsdp or expert)",
+                             "runs them on a batch axis (data, fsdp or expert; a decode step "
+                             "also on tensor)",
                              mesh->dev_per_chip, on);
         }
+        s->tensor_dev = tp ? mesh->dev_per_chip : 1;
+        s->tensor *= s->tensor_dev;
     }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
     s->devices = (int64_t)topo->nchips * s->dev_per_chip;
     for (int i = 0; i < mesh->naxes; i++) /* the slices over the DCN count too */
         if (mesh->axis[i].dcn > 1)
             s->devices *= mesh->axis[i].dcn;
-    int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip;
+    int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip / s->tensor_dev;
     int rc = need(err, n, m->batch, shards, "batch",
                   "the devices the batch is split over (data x fsdp x expert x devices per chip)");
     rc = rc ? rc : need(err, n, m->heads, s->tensor, "heads", "the tensor axis");
@@ -374,7 +379,9 @@ void model_memory(const struct model *m, const struct model_shard *s,
     memset(mem, 0, sizeof *mem);
     double dpc = s->dev_per_chip, p_chip = chip_params(m, s);
     bool train = m->mode == MODEL_TRAIN;
-    mem->params = p_chip * bytes(train ? m->weight_dtype : m->weight_int8 ? DT_INT8 : m->dtype);
+    /* a chip's devices on tensor hold a shard each (chip_params: one device's) */
+    mem->params = p_chip * s->tensor_dev *
+                  bytes(train ? m->weight_dtype : m->weight_int8 ? DT_INT8 : m->dtype);
     if (train) {
         mem->grads = p_chip * bytes(m->weight_dtype);
         mem->optimizer = p_chip * (bytes(m->mu_dtype) + bytes(m->weight_dtype));
@@ -665,6 +672,8 @@ static struct val collective(struct out *o, const char *kind, const char *name, 
     int i = op(o, kind, name, flags, in);
     prog_bytes(params(o, i), "bytes", bytes_per_chip);
     prog_axes(params(o, i), "groups", axis);
+    if (o->sh->tensor_dev > 1 && strcmp(axis, "tensor") == 0) /* over a chip's devices too */
+        prog_int(params(o, i), "chip_devices", o->sh->tensor_dev);
     return wrv(o, i);
 }
 
@@ -1634,7 +1643,8 @@ static void decode_layer(struct out *o, struct layer_vals *l, struct val x)
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
-    double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip;
+    /* per chip: its devices' buffers, or one buffer that its devices on tensor share */
+    double ar = (double)T * (double)D * bytes(m->dtype) * s->dev_per_chip / s->tensor_dev;
     struct val v = wrv(o, fusion(o, "rmsnorm", "norm1", T, D, val2(x, val1(l->w))));
     v = wrv(o, matmul(o, "qkv", T, D, (s->heads + 2 * s->kv_heads) * Dh, val2(v, val1(l->w))));
     v = wrv(o, rope(o, "rope", T, v));

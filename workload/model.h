@@ -138,6 +138,10 @@ struct model_shard {
     int data, fsdp, tensor, sequence, expert; /* mesh axis sizes (1 when absent) */
     int pipeline;          /* pipeline stages (the `pipeline` axis; 1 when absent) */
     int dev_per_chip;      /* devices (TensorCores that are JAX devices) per chip */
+    int tensor_dev;        /* of them on the tensor axis: 1, or dev_per_chip when a decode
+                            * step's mesh counts devices and puts a chip's on tensor (v7
+                            * serving: TP over the 8 devices of 4 chips); 'tensor' then
+                            * counts devices, the mesh's tensor axis chips */
     int64_t devices;       /* chips x dev_per_chip */
     int64_t b;             /* sequences per device */
     int64_t tokens;        /* tokens per device per step: b x seq_len / sequence */

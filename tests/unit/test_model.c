@@ -600,6 +600,67 @@ static void test_mesh_devices(void **state)
     assert_int_equal(m.axis[1].size, 8);
 }
 
+/* Tensor parallelism over a v7-like chip's two devices (a decode step, the mesh counted in
+ * devices: SGLang-JAX's --tp-size 8 on 4 chips; here tensor 16 on the 2 x 4 slice of 8
+ * chips): the tensor axis keeps 8 chips, the shard counts 16 devices, 2 per chip on it.
+ * Heads 16 / 16 = 1 a device (kv heads 8: 1, two devices per head), ffn 512 / 16 = 32;
+ * the batch is not split over the chip's devices (both run every sequence): b = 2. A
+ * layer's all-reduces carry one device's [T, D] = 2 x 256 x 2 B = 1024 B a chip (not 2
+ * x: the devices share the tensor) and chip_devices: 2. The chip holds its two devices'
+ * weight shards: parameters / 16 x 2, as tensor 8 over chips. A training step still
+ * refuses the devices on tensor. */
+static void test_shard_tensor_devices(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    static const int64_t q[] = {1, 1}, kv[] = {100, 200};
+    m.heads = 16, m.kv_heads = 8, m.head_dim = 16;
+    m.mode = MODEL_DECODE, m.batch = 2, m.seq_len = 1, m.kv_len = 255;
+    m.nseqs = 2, m.q_lens = q, m.kv_lens = kv, m.tokens = 2, m.rows = 2;
+    struct fixture f, g;
+    int shape[2] = {2, 4};
+    bool wrap[2] = {false, false};
+    assert_int_equal(topo_init(&f.topo, 2, shape, wrap), 0);
+    memset(&f.mesh, 0, sizeof f.mesh);
+    f.mesh.naxes = 1;
+    snprintf(f.mesh.axis[0].name, MESH_NAME_MAX, "tensor");
+    f.mesh.axis[0].size = 16;
+    char err[256];
+    assert_int_equal(mesh_fold_devices(&f.mesh, 8, 2, err, sizeof err), 0);
+    assert_int_equal(f.mesh.axis[0].size, 8);
+    assert_int_equal(mesh_layout(&f.mesh, &f.topo, err, sizeof err), 0);
+    f.chip = test_chip();
+    f.chip.cores = 2, f.chip.megacore = false;
+    f.chip.hbm_bytes = (uint64_t)16 << 30;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), 0);
+    assert_int_equal(f.sh.tensor, 16);
+    assert_int_equal(f.sh.tensor_dev, 2);
+    assert_int_equal(f.sh.heads, 1);
+    assert_int_equal(f.sh.kv_heads, 1);
+    assert_int_equal(f.sh.ffn, 32);
+    assert_int_equal(f.sh.b, 2);
+    char *yaml = model_workload_yaml(&m, &f.sh, &f.chip);
+    assert_non_null(strstr(yaml, "{op: all_reduce, name: tp_ar1, bytes: 1024, groups: [tensor], "
+                                 "chip_devices: 2"));
+    free(yaml);
+    /* the same model over 8 chips of one device each: a device's shard twice as big */
+    g = f;
+    memset(&g.mesh, 0, sizeof g.mesh);
+    g.mesh.naxes = 1;
+    snprintf(g.mesh.axis[0].name, MESH_NAME_MAX, "tensor");
+    g.mesh.axis[0].size = 8;
+    assert_int_equal(mesh_layout(&g.mesh, &g.topo, err, sizeof err), 0);
+    g.chip.cores = 1;
+    assert_int_equal(model_shard(&m, &g.mesh, &g.topo, &g.chip, &g.sh, err, sizeof err), 0);
+    struct model_memory a, b;
+    model_memory(&m, &f.sh, &f.chip, &a);
+    model_memory(&m, &g.sh, &g.chip, &b);
+    assert_float_equal(a.params, b.params, 1e-6 * b.params);
+    m.mode = MODEL_TRAIN, m.nseqs = 0, m.batch = 8;
+    assert_int_equal(model_shard(&m, &f.mesh, &f.topo, &f.chip, &f.sh, err, sizeof err), -1);
+    assert_non_null(strstr(err, "devices of a chip on the tensor axis"));
+}
+
 /* The expansion loads as a scenario: every op passes its kind's checks. A
  * regression: over tensor 2 the rope fusion's width (2 q + 1 kv heads of 64
  * = 192) was checked against the default head_dim 128 and refused; the
@@ -681,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_serving_step),
+        cmocka_unit_test(test_shard_tensor_devices),
         cmocka_unit_test(test_serving_dense_cache_attention),
         cmocka_unit_test(test_serving_logits_hidden_sharded),
         cmocka_unit_test(test_oom_message),
