@@ -1304,17 +1304,25 @@ static int host_copy(struct out *o, const char *name, double bytes, const char *
     return wr(o, k);
 }
 
-/* The token embedding (a gather of rows); GPT adds its learned positions. */
+/* The token embedding (a gather of rows); GPT adds its learned positions.
+ * use_iota_embed: MaxText's Embed as a matmul of the tokens' one-hot rows
+ * [T, vocab] with the table (its vocab split over tensor as the logits'). */
 static struct val embed(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     bool gpt = m->arch == MODEL_GPT;
-    int k = op(o, "embedding", gpt ? "tokens" : "embed", 0, none_val);
-    prog_int(params(o, k), "rows", s->tokens);
-    prog_int(params(o, k), "vocab", m->vocab);
-    prog_int(params(o, k), "d", m->d_model);
-    prog_word(params(o, k), "dtype", dt(m->dtype));
+    const char *name = gpt ? "tokens" : "embed";
+    int k;
+    if (m->iota_embed) {
+        k = matmul(o, name, s->tokens, m->vocab / s->tensor, m->d_model, none_val);
+    } else {
+        k = op(o, "embedding", name, 0, none_val);
+        prog_int(params(o, k), "rows", s->tokens);
+        prog_int(params(o, k), "vocab", m->vocab);
+        prog_int(params(o, k), "d", m->d_model);
+        prog_word(params(o, k), "dtype", dt(m->dtype));
+    }
     struct val x = wrv(o, k);
     if (gpt) /* the op the first layer waits for is named 'embed' either way */
         x = wrv(o, elementwise(o, "embed", s->tokens, m->d_model, "add", 1, x));
@@ -1521,8 +1529,10 @@ static void train_step(struct out *o)
     if (off > 0) /* the last layer's tensors come back first */
         o->h0 = host_copy(o, "h2d0", off, "to_device", val1(o->host));
     layer_block(o, "bwd", true);
-    o->rest = wrv(o, elementwise(o, "g_embed", s->tokens, m->d_model, "add", 1,
-                                 val2(o->grad_last, o->rest)));
+    struct val g = val2(o->grad_last, o->rest);
+    o->rest = wrv(o, m->iota_embed /* the table's gradient: one_hot^T x g */
+                         ? matmul(o, "g_embed", m->vocab / s->tensor, s->tokens, m->d_model, g)
+                         : elementwise(o, "g_embed", s->tokens, m->d_model, "add", 1, g));
     optimizer(o);
 }
 

@@ -109,6 +109,7 @@ struct model {
     int64_t sa_block[8];
     bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
     bool parallel_block;   /* use_parallel_block: attention and MLP side by side */
+    bool iota_embed;       /* use_iota_embed: the embedding as a one-hot matmul */
     bool non_causal;       /* causal: false -- every token attends to every other */
     bool quantized;        /* quantization: int8 or fp8 (MaxText's AQT; model_quant.c) */
     enum dtype quant_dtype; /* ... the dtype of the dense layers' matmuls */

@@ -339,6 +339,30 @@ static void test_fp8_forward_only(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* use_iota_embed: MaxText's embedding as a one-hot matmul (Embed.__call__: one_hot
+ * [tokens, vocab] x the table [vocab, D] in dtype) instead of a gather of rows, and its
+ * gradient the table's: one_hot^T x g ([vocab, tokens] x [tokens, D]) instead of a
+ * scatter-add. One 2048-token sequence per chip (batch 8 over fsdp 8), vocab 32768,
+ * D 4096: embed is m 2048, k 32768, n 4096 (2 x 2048 x 32768 x 4096 = 5.50e11 flops);
+ * g_embed m 32768, k 2048, n 4096, the same flops. Without the key: the gather and an
+ * elementwise add. */
+static void test_iota_embed(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", use_iota_embed: true"), &sc);
+    char *y = expansion(&sc);
+    assert_non_null(strstr(y, "{op: matmul, name: embed, m: 2048, k: 32768, n: 4096, dtype: bf16"));
+    assert_non_null(strstr(y, "{op: matmul, name: g_embed, m: 32768, k: 2048, n: 4096, dtype: bf16"));
+    assert_null(strstr(y, "op: embedding"));
+    free(y);
+    cfg_scenario_fini(&sc);
+    load(LAYER(""), &sc);
+    assert_int_equal(kind_of(&sc, "embed"), OP_EMBEDDING);
+    assert_int_equal(kind_of(&sc, "g_embed"), OP_ELEMENTWISE);
+    cfg_scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_parallel_block),
         cmocka_unit_test(test_custom_qkv_proj),
         cmocka_unit_test(test_fp8_forward_only),
+        cmocka_unit_test(test_iota_embed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
