@@ -97,8 +97,8 @@ run: deps $(B)/tpusim
 # under valgrind, measured; a new suite goes after them), so that both lanes end
 # near the same time.
 UNIT_QUEUE ?=
-UNIT_FIRST := test_coll test_autotune test_splash test_mesh test_flash test_sim test_graph test_xla \
-              test_spmd test_guards test_pcall
+UNIT_FIRST := test_coll test_spmd test_autotune test_splash test_mesh test_flash test_sim test_graph \
+              test_xla test_guards test_pcall
 UNIT_ORDER = $(filter $(TESTS),$(addprefix $(B)/tests/,$(UNIT_FIRST))) \
              $(filter-out $(addprefix $(B)/tests/,$(UNIT_FIRST)),$(TESTS))
 unit: $(TESTS)
