@@ -91,8 +91,19 @@ run: deps $(B)/tpusim
 	$(B)/tpusim run $(SIMFLAGS)
 
 # Each suite's output is shown only when it fails; one line sums them up.
+# UNIT_QUEUE=DIR: a directory that several runs share (.ci/run's two lanes under
+# valgrind): a run takes a suite only if it is the first to mkdir DIR/NAME, so
+# every suite runs once in all; UNIT_FIRST's suites go first (the costliest
+# under valgrind, measured; a new suite goes after them), so that both lanes end
+# near the same time.
+UNIT_QUEUE ?=
+UNIT_FIRST := test_coll test_spmd test_autotune test_splash test_mesh test_flash test_sim test_graph \
+              test_xla test_guards test_pcall
+UNIT_ORDER = $(filter $(TESTS),$(addprefix $(B)/tests/,$(UNIT_FIRST))) \
+             $(filter-out $(addprefix $(B)/tests/,$(UNIT_FIRST)),$(TESTS))
 unit: $(TESTS)
-	@fail=0; n=0; log=$$(mktemp); for t in $(TESTS); do \
+	@fail=0; n=0; log=$$(mktemp); for t in $(UNIT_ORDER); do \
+	    [ -z "$(UNIT_QUEUE)" ] || mkdir "$(UNIT_QUEUE)/$${t##*/}" 2>/dev/null || continue; \
 	    n=$$((n + 1)); \
 	    if ! TPUSIM_SIMFLAGS="$(SGFLAG)" $(VALGRIND) $$t >$$log 2>&1; then \
 	        cat $$log; echo "FAIL: $$t"; fail=$$((fail + 1)); fi; \
@@ -211,7 +222,8 @@ asan: deps
 # Under valgrind: every unit suite (valgrind-unit); every 4th bad-input case
 # (VALGRIND_BAD_EVERY=1: all of them) and the e2e and trace checks, whose runs that start
 # SimGrid go through valgrind (valgrind-e2e). make asan runs the whole corpus. VG_B: the
-# build directory.
+# build directory. With UNIT_QUEUE set, valgrind-unit runs only the suites it takes from the
+# queue (the unit target; .ci/run's two lanes share them).
 VALGRIND_BAD_EVERY ?= 4
 VG_B ?= build/debug
 VG_MAKE = $(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" ALLOC_LIBS= \

@@ -41,24 +41,33 @@ static void within_2x(const char *what, const struct result *r)
     assert_true(peak <= 2.0 * r->est_memory);
 }
 
+/* Where the peak is not ours (valgrind, ASan) the comparison is skipped, and the
+ * runs only show that each workload runs cleanly: a tenth of the ops and of the
+ * layers takes the same paths (under valgrind: 117 s of CPU down to 17). */
 static void test_memory_estimate_tracks_the_peak(void **state)
 {
     (void)state;
-    char *y = many_ops("{op: matmul, m: 256, k: 256, n: 256}", 800);
+    int tenth = rss_is_ours() ? 1 : 10;
+    char what[64], *y = many_ops("{op: matmul, m: 256, k: 256, n: 256}", 800 / tenth);
     struct result r = run(y, NULL, 0);
-    within_2x("800 matmuls", &r);
+    snprintf(what, sizeof what, "%d matmuls", 800 / tenth);
+    within_2x(what, &r);
     free(y);
-    y = many_ops("{op: hbm_copy, bytes: 64KiB}", 2000);
+    y = many_ops("{op: hbm_copy, bytes: 64KiB}", 2000 / tenth);
     r = run(y, NULL, 0);
-    within_2x("2000 copies", &r);
+    snprintf(what, sizeof what, "%d copies", 2000 / tenth);
+    within_2x(what, &r);
     free(y);
-    r = run("chip: v5e\ntopology: {shape: [16, 16]}\nworkload:\n  - repeat:\n"
-            "      count: 120\n      ops:\n"
-            "        - {op: matmul, m: 512, k: 512, n: 512}\n"
-            "        - {op: all_gather, bytes: 1MiB, axes: [0, 1], overlap: true}\n"
-            "        - {op: hbm_copy, bytes: 1MiB}\n",
-            NULL, 0);
-    within_2x("120 layers on a 16x16 fold", &r);
+    y = xasprintf("chip: v5e\ntopology: {shape: [16, 16]}\nworkload:\n  - repeat:\n"
+                  "      count: %d\n      ops:\n"
+                  "        - {op: matmul, m: 512, k: 512, n: 512}\n"
+                  "        - {op: all_gather, bytes: 1MiB, axes: [0, 1], overlap: true}\n"
+                  "        - {op: hbm_copy, bytes: 1MiB}\n",
+                  120 / tenth);
+    r = run(y, NULL, 0);
+    free(y);
+    snprintf(what, sizeof what, "%d layers on a 16x16 fold", 120 / tenth);
+    within_2x(what, &r);
 }
 
 int main(void)
