@@ -1090,8 +1090,19 @@ static void layer_forward(struct out *o, const char *pre, struct layer_part p, s
     l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->r1)));
 }
 
-/* Per chip bytes of one layer's weights gathered (bf16) or its gradients
- * reduce-scattered (weight dtype), as the collective's per-device input. */
+/* The bytes of a gradient as XLA reduces it: MaxText casts its f32 weights to
+ * dtype before each dot, so a weight gradient's partial sums are made in dtype
+ * and reduced there, before the cast's transpose takes them to weight_dtype
+ * (docs/reference.md, "Agreement with model:"). With a pipeline the stage's
+ * gradients are summed over its microbatches first and reduced over data once,
+ * from weight_dtype's accumulator. */
+static double grad_dtype_bytes(const struct out *o)
+{
+    return bytes(o->sh->pipeline > 1 ? o->m->weight_dtype : o->m->dtype);
+}
+
+/* Per chip bytes of one layer's weights gathered (dtype) or its gradients
+ * reduce-scattered (grad_dtype_bytes), as the collective's per-device input. */
 static double layer_gather_bytes(const struct out *o)
 {
     const struct model_shard *s = o->sh;
@@ -1101,7 +1112,23 @@ static double layer_gather_bytes(const struct out *o)
 static double layer_grad_bytes(const struct out *o)
 {
     const struct model_shard *s = o->sh;
-    return (double)s->layer_params / s->tensor * bytes(o->m->weight_dtype);
+    return (double)s->layer_params / s->tensor * grad_dtype_bytes(o);
+}
+
+/* ... and of the unembedding [D, V / N_t] (the embedding table itself when
+ * tied), gathered over fsdp before the logits and its gradient
+ * reduce-scattered after them. */
+static double head_gather_bytes(const struct out *o)
+{
+    const struct model_shard *s = o->sh;
+    return (double)o->m->d_model * (double)(o->m->vocab / s->tensor) / s->fsdp *
+           bytes(o->m->dtype);
+}
+
+static double head_grad_bytes(const struct out *o)
+{
+    const struct model_shard *s = o->sh;
+    return (double)o->m->d_model * (double)(o->m->vocab / s->tensor) * grad_dtype_bytes(o);
 }
 
 /* The gradients a layer's backward writes as it goes: the matmuls' weights
@@ -1339,16 +1366,23 @@ static void head(struct out *o, bool backward)
     int k = fusion(o, norm_kind(o), "final_norm", s->tokens, D, o->x_last);
     o->b->op[k].flags |= PROG_DATA_WAIT;
     struct val fn = wrv(o, k);
+    /* the unembedding's weights, sharded over fsdp as the layers', gathered
+     * once the first layer's are */
+    struct val hw = collective(o, "all_gather", "head_wg", "fsdp", s->fsdp, head_gather_bytes(o),
+                               PROG_ASYNC, o->w_init >= 0 ? val1(o->w_init) : none_val);
     struct prog_block *top = o->b;
     if (tiles > 1)
         o->b = prog_loop(o->b, "vocab", tiles);
-    struct val g = loss_tile(o, s->tokens / tiles, fn, backward);
+    struct val g = loss_tile(o, s->tokens / tiles, val2(fn, hw), backward);
     o->b = top;
     if (!backward)
         return;
+    struct val hrs = collective(o, "reduce_scatter", "head_grad_rs", "fsdp", s->fsdp,
+                                head_grad_bytes(o), PROG_ASYNC, o->rest);
     k = norm_bwd(o, "g_final_norm", s->tokens, D, val2(val2(g, o->x_last), o->rest));
     o->grad_last = wrv(o, k);
-    o->rest = wrv(o, k);
+    bool scattered = hrs.n && hrs.t[0] != o->rest.t[0];
+    o->rest = scattered ? val2(wrv(o, k), hrs) : wrv(o, k);
 }
 
 /* What the remat policy offloads of a layer, as its forward leaves it. */
@@ -1483,10 +1517,10 @@ static void optimizer(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    double local = chip_params(m, s);
-    double rest = local * bytes(m->weight_dtype); /* with a pipeline: every gradient */
+    double local = chip_params(m, s), rest_params = local; /* with a pipeline: every one */
     if (!grads_summed_after(o))
-        rest -= (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+        rest_params -= (double)m->layers * (double)s->layer_params / s->tensor / s->fsdp;
+    double rest = rest_params * grad_dtype_bytes(o);
     struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
                               grads_summed_after(o) ? val2(o->rest, o->layer_grads) : o->rest);
     if (s->data > 1 && rest < 1) /* no other gradients to wait for */
