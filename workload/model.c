@@ -484,6 +484,7 @@ struct out {
     struct layer_vals fwd; /* the forward layer's tensors (the backward reads them) */
     int w;                /* the weights the current layer's matmuls read */
     int w_init;           /* the first layer's gathered weights (wg0), or -1 */
+    int wg0_op;           /* wg0's index in the top block, or -1 */
     int w_next;           /* the forward's last gathered weights (the backward's first) */
     int host;             /* the forward's offloaded tensors in host memory */
     int h0;               /* the backward's first layer's, back on the device */
@@ -1367,9 +1368,12 @@ static void head(struct out *o, bool backward)
     o->b->op[k].flags |= PROG_DATA_WAIT;
     struct val fn = wrv(o, k);
     /* the unembedding's weights, sharded over fsdp as the layers', gathered
-     * once the first layer's are */
+     * once the first layer's are (issued behind wg0: made synchronous by an
+     * XLA flag, it blocks the stream where it stands) */
     struct val hw = collective(o, "all_gather", "head_wg", "fsdp", s->fsdp, head_gather_bytes(o),
-                               PROG_ASYNC, o->w_init >= 0 ? val1(o->w_init) : none_val);
+                               PROG_ASYNC, none_val);
+    if (hw.n && o->wg0_op >= 0)
+        o->b->op[o->b->nops - 1].issue = o->wg0_op;
     struct prog_block *top = o->b;
     if (tiles > 1)
         o->b = prog_loop(o->b, "vocab", tiles);
@@ -1509,6 +1513,7 @@ static void step_start(struct out *o)
     struct val w0 = collective(o, "all_gather", "wg0", "fsdp", o->sh->fsdp,
                                layer_gather_bytes(o), PROG_ASYNC, none_val);
     o->w_init = w0.n ? w0.t[0] : -1;
+    o->wg0_op = w0.n ? o->b->nops - 1 : -1;
 }
 
 /* The update waits for every layer's gradients and their data-parallel sums
@@ -1708,7 +1713,7 @@ struct program *model_program(const struct model *m, const struct model_shard *s
 {
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
-    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
+    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1, .wg0_op = -1,
                     .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
