@@ -1367,9 +1367,9 @@ static void head(struct out *o, bool backward)
     int k = fusion(o, norm_kind(o), "final_norm", s->tokens, D, o->x_last);
     o->b->op[k].flags |= PROG_DATA_WAIT;
     struct val fn = wrv(o, k);
-    /* the unembedding's weights, sharded over fsdp as the layers', gathered
-     * once the first layer's are (issued behind wg0: made synchronous by an
-     * XLA flag, it blocks the stream where it stands) */
+    /* the unembedding's weights, sharded over fsdp as the layers': issued
+     * where it stands, as the forward's layers are issued, never before wg0
+     * (its after:); made synchronous by an XLA flag, it blocks the stream there */
     struct val hw = collective(o, "all_gather", "head_wg", "fsdp", s->fsdp, head_gather_bytes(o),
                                PROG_ASYNC, none_val);
     if (hw.n && o->wg0_op >= 0)

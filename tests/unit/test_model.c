@@ -439,8 +439,8 @@ static void test_expansion_scatter_beside_wgrad(void **state)
  * before the logits (an all-gather of bf16[4096, 128256] in the Llama-3-8B
  * step of tools/hlo_agree.py) and reduce-scatters its gradient after them
  * (the head's bf16 all-reduce there, a reduce-scatter as TPU's pipeline
- * makes it). The gather starts once the first layer's weights are in (not
- * against them); the final norm's backward does not wait for the scatter,
+ * makes it). The gather waits for the first layer's (never against them);
+ * the final norm's backward does not wait for the scatter,
  * only the embedding's gradient sum at the end. */
 static void test_expansion_head_collectives(void **state)
 {
