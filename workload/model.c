@@ -1713,8 +1713,8 @@ struct program *model_program(const struct model *m, const struct model_shard *s
 {
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
-    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1, .wg0_op = -1,
-                    .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
+    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
+                    .wg0_op = -1, .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)
