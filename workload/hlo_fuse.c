@@ -45,30 +45,14 @@
 #include "base/xalloc.h"
 #include "workload/hlo_fuse.h"
 #include "workload/hlo_int.h"
+#include "workload/hlo_work.h"
 
-/* Whether 'op' is an XLA-fusible producer: elementwise or pure data movement. */
+/* Whether 'op' is an XLA-fusible producer: elementwise or pure data movement
+ * (a reduce, a sort, ... end a fusion: workload/hlo_work.c's table). */
 static bool producer_kind(int op)
 {
-    switch (op) {
-    case HLO_OP_REDUCE: /* a reduce ends a fusion (its output is another shape) */
-    case HLO_OP_REDUCE_WINDOW:
-    case HLO_OP_SORT:
-    case HLO_OP_TOPK:
-    case HLO_OP_FFT:
-    case HLO_OP_CHOLESKY:
-    case HLO_OP_TRIANGULAR_SOLVE:
-    case HLO_OP_BATCH_NORM_GRAD:
-    case HLO_OP_BATCH_NORM_INFERENCE:
-    case HLO_OP_BATCH_NORM_TRAINING:
-    case HLO_OP_SELECT_AND_SCATTER:
-    case HLO_OP_MAP:
-    case HLO_OP_RNG:
-    case HLO_OP_RNG_BIT_GENERATOR:
-    case HLO_OP_COPY_START:
+    if (hlo_op_traits(op)->fuse & HLO_FUSE_END)
         return false;
-    default:
-        break;
-    }
     enum hlo_class c = hlo_class_of(op);
     return c == HLO_C_BYTES || op == HLO_OP_SLICE || op == HLO_OP_DYNAMIC_SLICE;
 }
@@ -83,36 +67,10 @@ static bool consumer_kind(int op)
 /* Whether XLA duplicates 'op' into each of several readers rather than
  * writing it out: data movement and elementwise arithmetic that is not
  * expensive (XLA's instruction fusion duplicates all but transcendentals,
- * divisions and the like). */
+ * divisions and the like; workload/hlo_work.c's table). */
 static bool cheap(int op)
 {
-    switch (op) {
-    case HLO_OP_BROADCAST:
-    case HLO_OP_IOTA:
-    case HLO_OP_RESHAPE:
-    case HLO_OP_TRANSPOSE:
-    case HLO_OP_CONVERT:
-    case HLO_OP_BITCAST_CONVERT:
-    case HLO_OP_COPY:
-    case HLO_OP_SLICE:
-    case HLO_OP_SELECT:
-    case HLO_OP_COMPARE:
-    case HLO_OP_CLAMP:
-    case HLO_OP_ADD:
-    case HLO_OP_SUBTRACT:
-    case HLO_OP_MULTIPLY:
-    case HLO_OP_MAXIMUM:
-    case HLO_OP_MINIMUM:
-    case HLO_OP_NEGATE:
-    case HLO_OP_ABS:
-    case HLO_OP_AND:
-    case HLO_OP_OR:
-    case HLO_OP_NOT:
-    case HLO_OP_XOR:
-        return true;
-    default:
-        return false;
-    }
+    return (hlo_op_traits(op)->fuse & HLO_FUSE_CHEAP) != 0;
 }
 
 /* Whether the module was dumped before XLA's fusion: no fusion anywhere. */

@@ -16,83 +16,91 @@
 
 #define HLO_WORK_DEPTH 8 /* nested fusions and reducers followed */
 
+/* One row per opcode that does vector work or that XLA's fusion treats
+ * apart: {ALU ops, transcendentals} per element, and its fusion role (an
+ * opcode without a row: data movement, no work, fused by its class). */
+static const struct hlo_op_traits op_traits[HLO_OP_COUNT] = {
+    [HLO_OP_ABS] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_ADD] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_AND] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_ATAN2] = {10, 1, 0},
+    [HLO_OP_BATCH_NORM_GRAD] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_BATCH_NORM_INFERENCE] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_BATCH_NORM_TRAINING] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_BITCAST_CONVERT] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_BROADCAST] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_CBRT] = {3, 2, 0},
+    [HLO_OP_CEIL] = {1, 0, 0},
+    [HLO_OP_CHOLESKY] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_CLAMP] = {2, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_CLZ] = {1, 0, 0},
+    [HLO_OP_COMPARE] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_CONVERT] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_COPY] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_COPY_START] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_COSINE] = {8, 0, 0},
+    [HLO_OP_DIVIDE] = {1, 1, 0},
+    [HLO_OP_ERF] = {10, 1, 0},
+    [HLO_OP_EXP] = {1, 1, 0},
+    [HLO_OP_EXPM1] = {2, 1, 0},
+    [HLO_OP_FFT] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_FLOOR] = {1, 0, 0},
+    [HLO_OP_IMAG] = {1, 0, 0},
+    [HLO_OP_IOTA] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_IS_FINITE] = {1, 0, 0},
+    [HLO_OP_LOG] = {1, 1, 0},
+    [HLO_OP_LOG1P] = {2, 1, 0},
+    [HLO_OP_LOGISTIC] = {3, 2, 0},
+    [HLO_OP_MAP] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_MAXIMUM] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_MINIMUM] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_MULTIPLY] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_NEGATE] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_NOT] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_OR] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_POPCNT] = {1, 0, 0},
+    [HLO_OP_POWER] = {3, 2, 0},
+    [HLO_OP_REAL] = {1, 0, 0},
+    [HLO_OP_REDUCE] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_REDUCE_PRECISION] = {2, 0, 0},
+    [HLO_OP_REDUCE_WINDOW] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_REMAINDER] = {3, 1, 0},
+    [HLO_OP_RESHAPE] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_RNG] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_RNG_BIT_GENERATOR] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_ROUND_AFZ] = {1, 0, 0},
+    [HLO_OP_ROUND_EVEN] = {1, 0, 0},
+    [HLO_OP_RSQRT] = {0, 1, 0},
+    [HLO_OP_SELECT] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_SELECT_AND_SCATTER] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_SHL] = {1, 0, 0},
+    [HLO_OP_SHRA] = {1, 0, 0},
+    [HLO_OP_SHRL] = {1, 0, 0},
+    [HLO_OP_SIGN] = {1, 0, 0},
+    [HLO_OP_SINE] = {8, 0, 0},
+    [HLO_OP_SLICE] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_SORT] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_SQRT] = {0, 1, 0},
+    [HLO_OP_STOCHASTIC_CONVERT] = {2, 0, 0},
+    [HLO_OP_SUBTRACT] = {1, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_TAN] = {17, 1, 0},
+    [HLO_OP_TANH] = {0, 1, 0},
+    [HLO_OP_TOPK] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_TRANSPOSE] = {0, 0, HLO_FUSE_CHEAP},
+    [HLO_OP_TRIANGULAR_SOLVE] = {0, 0, HLO_FUSE_END},
+    [HLO_OP_XOR] = {1, 0, HLO_FUSE_CHEAP},
+};
+
+const struct hlo_op_traits *hlo_op_traits(int opcode)
+{
+    static const struct hlo_op_traits none = {0, 0, 0};
+    return opcode >= 0 && opcode < HLO_OP_COUNT ? &op_traits[opcode] : &none;
+}
+
 void hlo_work_per_elem(int opcode, double *alu, double *eup)
 {
-    double a = 0, e = 0;
-    switch (opcode) {
-    case HLO_OP_ADD:
-    case HLO_OP_SUBTRACT:
-    case HLO_OP_MULTIPLY:
-    case HLO_OP_MAXIMUM:
-    case HLO_OP_MINIMUM:
-    case HLO_OP_NEGATE:
-    case HLO_OP_ABS:
-    case HLO_OP_COMPARE:
-    case HLO_OP_SELECT:
-    case HLO_OP_AND:
-    case HLO_OP_OR:
-    case HLO_OP_XOR:
-    case HLO_OP_NOT:
-    case HLO_OP_SHL:
-    case HLO_OP_SHRA:
-    case HLO_OP_SHRL:
-    case HLO_OP_SIGN:
-    case HLO_OP_FLOOR:
-    case HLO_OP_CEIL:
-    case HLO_OP_ROUND_AFZ:
-    case HLO_OP_ROUND_EVEN:
-    case HLO_OP_CONVERT:
-    case HLO_OP_IS_FINITE:
-    case HLO_OP_POPCNT:
-    case HLO_OP_CLZ:
-    case HLO_OP_REAL:
-    case HLO_OP_IMAG:
-        a = 1;
-        break;
-    case HLO_OP_CLAMP:
-    case HLO_OP_REDUCE_PRECISION:
-    case HLO_OP_STOCHASTIC_CONVERT:
-        a = 2;
-        break;
-    case HLO_OP_EXP:
-    case HLO_OP_LOG:
-    case HLO_OP_DIVIDE:
-        a = 1, e = 1;
-        break;
-    case HLO_OP_EXPM1:
-    case HLO_OP_LOG1P:
-        a = 2, e = 1;
-        break;
-    case HLO_OP_TANH:
-    case HLO_OP_RSQRT:
-    case HLO_OP_SQRT:
-        e = 1;
-        break;
-    case HLO_OP_LOGISTIC:
-        a = 3, e = 2;
-        break;
-    case HLO_OP_REMAINDER:
-        a = 3, e = 1;
-        break;
-    case HLO_OP_POWER:
-    case HLO_OP_CBRT:
-        a = 3, e = 2;
-        break;
-    case HLO_OP_SINE:
-    case HLO_OP_COSINE:
-        a = 8;
-        break;
-    case HLO_OP_TAN:
-        a = 17, e = 1;
-        break;
-    case HLO_OP_ERF:
-    case HLO_OP_ATAN2:
-        a = 10, e = 1;
-        break;
-    default: /* data movement, and what is no loop */
-        break;
-    }
-    *alu = a, *eup = e;
+    const struct hlo_op_traits *t = hlo_op_traits(opcode);
+    *alu = t->alu, *eup = t->eup;
 }
 
 /* The reducer of 'in' (to_apply) per element it reads. */

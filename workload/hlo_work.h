@@ -17,6 +17,18 @@ struct hlo_work {
     double eup; /* transcendentals (EUP pushes) */
 };
 
+/* What the vector-work count and XLA's fusion (workload/hlo_fuse.c) know of
+ * an opcode: one table, a row per opcode (workload/hlo_work.c). */
+enum {
+    HLO_FUSE_END = 1,  /* never a fused producer: a reduce, a sort, ... ends a fusion */
+    HLO_FUSE_CHEAP = 2 /* duplicated into each of several readers (XLA: not expensive) */
+};
+struct hlo_op_traits {
+    unsigned char alu, eup; /* ALU ops and transcendentals per element */
+    unsigned char fuse;     /* HLO_FUSE_* */
+};
+const struct hlo_op_traits *hlo_op_traits(int opcode);
+
 /* Per element of an instruction of 'opcode': its ALU ops and transcendentals
  * (0 for data movement). */
 void hlo_work_per_elem(int opcode, double *alu, double *eup);

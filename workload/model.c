@@ -491,6 +491,7 @@ struct out {
     struct layer_vals fwd; /* the forward layer's tensors (the backward reads them) */
     int w;                /* the weights the current layer's matmuls read */
     int w_init;           /* the first layer's gathered weights (wg0), or -1 */
+    int wg0_op;           /* wg0's index in the top block, or -1 */
     int w_next;           /* the forward's last gathered weights (the backward's first) */
     int host;             /* the forward's offloaded tensors in host memory */
     int h0;               /* the backward's first layer's, back on the device */
@@ -1099,8 +1100,19 @@ static void layer_forward(struct out *o, const char *pre, struct layer_part p, s
     l->out = wrv(o, elementwise(o, nm, T, D / s->tensor, "add", 1, val2(r2, l->r1)));
 }
 
-/* Per chip bytes of one layer's weights gathered (bf16) or its gradients
- * reduce-scattered (weight dtype), as the collective's per-device input. */
+/* The bytes of a gradient as XLA reduces it: MaxText casts its f32 weights to
+ * dtype before each dot, so a weight gradient's partial sums are made in dtype
+ * and reduced there, before the cast's transpose takes them to weight_dtype
+ * (docs/reference.md, "Agreement with model:"). With a pipeline the stage's
+ * gradients are summed over its microbatches first and reduced over data once,
+ * from weight_dtype's accumulator. */
+static double grad_dtype_bytes(const struct out *o)
+{
+    return bytes(o->sh->pipeline > 1 ? o->m->weight_dtype : o->m->dtype);
+}
+
+/* Per chip bytes of one layer's weights gathered (dtype) or its gradients
+ * reduce-scattered (grad_dtype_bytes), as the collective's per-device input. */
 static double layer_gather_bytes(const struct out *o)
 {
     const struct model_shard *s = o->sh;
@@ -1110,7 +1122,23 @@ static double layer_gather_bytes(const struct out *o)
 static double layer_grad_bytes(const struct out *o)
 {
     const struct model_shard *s = o->sh;
-    return (double)s->layer_params / s->tensor * bytes(o->m->weight_dtype);
+    return (double)s->layer_params / s->tensor * grad_dtype_bytes(o);
+}
+
+/* ... and of the unembedding [D, V / N_t] (the embedding table itself when
+ * tied), gathered over fsdp before the logits and its gradient
+ * reduce-scattered after them. */
+static double head_gather_bytes(const struct out *o)
+{
+    const struct model_shard *s = o->sh;
+    return (double)o->m->d_model * (double)(o->m->vocab / s->tensor) / s->fsdp *
+           bytes(o->m->dtype);
+}
+
+static double head_grad_bytes(const struct out *o)
+{
+    const struct model_shard *s = o->sh;
+    return (double)o->m->d_model * (double)(o->m->vocab / s->tensor) * grad_dtype_bytes(o);
 }
 
 /* The gradients a layer's backward writes as it goes: the matmuls' weights
@@ -1356,16 +1384,26 @@ static void head(struct out *o, bool backward)
     int k = fusion(o, norm_kind(o), "final_norm", s->tokens, D, o->x_last);
     o->b->op[k].flags |= PROG_DATA_WAIT;
     struct val fn = wrv(o, k);
+    /* the unembedding's weights, sharded over fsdp as the layers': issued
+     * where it stands, as the forward's layers are issued, never before wg0
+     * (its after:); made synchronous by an XLA flag, it blocks the stream there */
+    struct val hw = collective(o, "all_gather", "head_wg", "fsdp", s->fsdp, head_gather_bytes(o),
+                               PROG_ASYNC, none_val);
+    if (hw.n && o->wg0_op >= 0)
+        o->b->op[o->b->nops - 1].issue = o->wg0_op;
     struct prog_block *top = o->b;
     if (tiles > 1)
         o->b = prog_loop(o->b, "vocab", tiles);
-    struct val g = loss_tile(o, s->tokens / tiles, fn, backward);
+    struct val g = loss_tile(o, s->tokens / tiles, val2(fn, hw), backward);
     o->b = top;
     if (!backward)
         return;
+    struct val hrs = collective(o, "reduce_scatter", "head_grad_rs", "fsdp", s->fsdp,
+                                head_grad_bytes(o), PROG_ASYNC, o->rest);
     k = norm_bwd(o, "g_final_norm", s->tokens, D, val2(val2(g, o->x_last), o->rest));
     o->grad_last = wrv(o, k);
-    o->rest = wrv(o, k);
+    bool scattered = hrs.n && hrs.t[0] != o->rest.t[0];
+    o->rest = scattered ? val2(wrv(o, k), hrs) : wrv(o, k);
 }
 
 /* What the remat policy offloads of a layer, as its forward leaves it. */
@@ -1492,6 +1530,7 @@ static void step_start(struct out *o)
     struct val w0 = collective(o, "all_gather", "wg0", "fsdp", o->sh->fsdp,
                                layer_gather_bytes(o), PROG_ASYNC, none_val);
     o->w_init = w0.n ? w0.t[0] : -1;
+    o->wg0_op = w0.n ? o->b->nops - 1 : -1;
 }
 
 /* The update waits for every layer's gradients and their data-parallel sums
@@ -1500,10 +1539,10 @@ static void optimizer(struct out *o)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    double local = chip_params(m, s);
-    double rest = local * bytes(m->weight_dtype); /* with a pipeline: every gradient */
+    double local = chip_params(m, s), rest_params = local; /* with a pipeline: every one */
     if (!grads_summed_after(o))
-        rest -= (double)m->layers * layer_grad_bytes(o) / s->fsdp;
+        rest_params -= (double)m->layers * (double)s->layer_params / s->tensor / s->fsdp;
+    double rest = rest_params * grad_dtype_bytes(o);
     struct val r = collective(o, "all_reduce", "grad_ar_rest", "data", s->data, rest, PROG_ASYNC,
                               grads_summed_after(o) ? val2(o->rest, o->layer_grads) : o->rest);
     if (s->data > 1 && rest < 1) /* no other gradients to wait for */
@@ -1716,7 +1755,7 @@ struct program *model_program(const struct model *m, const struct model_shard *s
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
     struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
-                    .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
+                    .wg0_op = -1, .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)

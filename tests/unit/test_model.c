@@ -360,8 +360,11 @@ static void test_expansion_flops(void **state)
  * fsdp: the weights gathered (bf16, a device's input = a quarter of the
  *   tensor half: 590336 / 2 / 4 x 2 B = 147584) once per layer ahead of the
  *   forward (wg0 + 2) and the backward (2), and the gradients
- *   reduce-scattered (f32, the tensor half: 590336 / 2 x 4 = 1180672) per
- *   layer: 5 x 147584 + 2 x 1180672 = 3099264;
+ *   reduce-scattered (bf16 -- the model's dtype, as XLA reduces them -- the
+ *   tensor half: 590336 / 2 x 2 B = 590336) per layer; the unembedding
+ *   [D, V / N_t] = 256 x 512 = 131072 parameters gathered once (131072 / 4 x
+ *   2 B = 65536) and its gradient reduce-scattered once (131072 x 2 B =
+ *   262144): 5 x 147584 + 2 x 590336 + 65536 + 262144 = 2246272;
  * tensor: per layer forward two gathers of the residual (input 512 x 128 x
  *   2 B = 131072) and two reduce-scatters (input 512 x 256 x 2 = 262144),
  *   the same in the backward, and the full remat's recomputation gathers
@@ -374,7 +377,7 @@ static void test_expansion_collectives(void **state)
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     struct tally t = expand(&m, &f);
-    assert_float_equal(t.coll_bytes[0], 3099264, 0.5);
+    assert_float_equal(t.coll_bytes[0], 2246272, 0.5);
     assert_float_equal(t.coll_bytes[1], 4194304, 0.5);
     assert_float_equal(t.coll_bytes[2], 0, 0);
     assert_float_equal(t.host_bytes[0] + t.host_bytes[1], 0, 0);
@@ -456,6 +459,37 @@ static void test_expansion_scatter_beside_wgrad(void **state)
     assert_string_equal(after, "g_qkv_dgrad");
     bwd_after(tree, "grad_rs", after, sizeof after);
     assert_string_equal(after, "g_norm1 g_qkv_wgrad");
+    cfg_node_free(tree);
+}
+
+/* The unembedding is sharded over fsdp as the layers are: XLA gathers it
+ * before the logits (an all-gather of bf16[4096, 128256] in the Llama-3-8B
+ * step of tools/hlo_agree.py) and reduce-scatters its gradient after them
+ * (the head's bf16 all-reduce there, a reduce-scatter as TPU's pipeline
+ * makes it). The gather waits for the first layer's (never against them);
+ * the final norm's backward does not wait for the scatter,
+ * only the embedding's gradient sum at the end. */
+static void test_expansion_head_collectives(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct cfg_node *tree = expansion_tree(&m, &f);
+    const struct cfg_node *wg = find_op(tree, "head_wg"), *rs = find_op(tree, "head_grad_rs");
+    assert_non_null(wg);
+    assert_non_null(rs);
+    assert_float_equal(num(wg, "bytes"), 256.0 * 512 / 4 * 2, 0.5);
+    assert_float_equal(num(rs, "bytes"), 256.0 * 512 * 2, 0.5);
+    char after[256] = "";
+    bwd_after(tree, "head_wg", after, sizeof after);
+    assert_string_equal(after, "wg0");
+    bwd_after(tree, "head_grad_rs", after, sizeof after);
+    assert_string_equal(after, "g_logits_wgrad");
+    bwd_after(tree, "g_final_norm", after, sizeof after);
+    assert_null(strstr(after, "head_grad_rs"));
+    bwd_after(tree, "g_embed", after, sizeof after);
+    assert_non_null(strstr(after, "head_grad_rs"));
     cfg_node_free(tree);
 }
 
@@ -693,11 +727,12 @@ static void test_expansion_loads(void **state)
 
 /* Data parallelism over the DCN: 2 slices of the 2 x 4 slice, mesh {data: 2
  * (dcn: 2), fsdp: 4, tensor: 2}. Every chip's gradient shard is summed
- * across the slices once per step: per layer after its reduce-scatter (the
- * layer's tensor half over fsdp: 590336 / 2 / 4 x 4 B = 295168 B, beside the
- * backward of the layers below), the rest (embedding, unembedding, final
- * norm: 1705216 / 8 x 4 B - 2 x 295168 = 262272 B) after the last: in all the
- * chip's f32 parameters, 1705216 / (4 x 2) x 4 B = 852608 B; batch 8 over
+ * across the slices once per step, in bf16 (the model's dtype, as XLA sums
+ * them): per layer after its reduce-scatter (the layer's tensor half over
+ * fsdp: 590336 / 2 / 4 x 2 B = 147584 B, beside the backward of the layers
+ * below), the rest (embedding, unembedding, final norm: (1705216 - 2 x
+ * 590336) / 8 x 2 B = 131136 B) after the last: in all the chip's
+ * parameters at 2 B, 1705216 / (4 x 2) x 2 B = 426304 B; batch 8 over
  * data x fsdp = 8 devices: one sequence each; devices count both slices. */
 static void test_expansion_data_over_dcn(void **state)
 {
@@ -725,14 +760,14 @@ static void test_expansion_data_over_dcn(void **state)
     assert_int_equal(f.sh.devices, 16);
     assert_int_equal(f.sh.b, 1);
     struct tally t = expand(&m, &f);
-    assert_float_equal(t.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
+    assert_float_equal(t.coll_bytes[2], 1705216.0 / 8 * 2, 0.5);
     assert_non_null(strstr(t.names, "grad_rs grad_ar "));
     /* xla_tpu_enable_data_parallel_all_reduce_opt false: no sum in the backward's body,
      * the same bytes summed once after it (grad_ar_rest) */
     m.xla.dp_sums_after_backward = true;
     struct tally u = expand(&m, &f);
     assert_null(strstr(u.names, "grad_ar"));
-    assert_float_equal(u.coll_bytes[2], 1705216.0 / 8 * 4, 0.5);
+    assert_float_equal(u.coll_bytes[2], 1705216.0 / 8 * 2, 0.5);
 }
 
 int main(void)
@@ -750,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_expansion_collectives),
         cmocka_unit_test(test_expansion_norms_sharded),
         cmocka_unit_test(test_expansion_scatter_beside_wgrad),
+        cmocka_unit_test(test_expansion_head_collectives),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
