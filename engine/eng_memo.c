@@ -30,6 +30,8 @@ struct eng_memo_state {
     int *coll_running;           /* per op: its async collective instances running, all chips */
     uint64_t epoch;              /* counts starts of op instances other than compute-stream
                                     kernels */
+    uint64_t epoch_before;       /* the epoch before the first such start at epoch_t */
+    double epoch_t;              /* when the last such start was */
     sg_sem_t *memo_sem;          /* per core: released to wake its memo sleep */
     int *asleep, nasleep;        /* the cores in a memo sleep, woken at each such start */
     int *asleep_at;              /* per core: its place in 'asleep', or -1 */
@@ -189,6 +191,8 @@ void eng_memo_task_start(struct eng_task *task)
         overlap_add(ms, task);
     if (plain_kernel(task))
         return;
+    if (ms->epoch_t != eng_now())
+        ms->epoch_before = ms->epoch, ms->epoch_t = eng_now();
     ms->epoch++;
     for (int i = 0; i < ms->nasleep; i++) { /* wake every memo sleep */
         sg_sem_release(ms->memo_sem[ms->asleep[i]]);
@@ -444,7 +448,11 @@ void eng_memo_end(struct eng_task *task)
         sg_sem_release(ms->memo_sem[m->fol[i]]);
     }
     m->nfol = 0;
-    if (m->epoch0 != ms->epoch)
+    /* a start at this very instant (another chip ending the same kernel a moment
+     * of the actors' order before this one, and going on) met none of the run's
+     * activities: the run was quiet (row 41's forward kernels, every layer) */
+    uint64_t before_now = ms->epoch_t == eng_now() ? ms->epoch_before : ms->epoch;
+    if (m->epoch0 != before_now)
         return; /* something else started meanwhile: not a quiet run */
     m->dur_s = eng_now() - task->capture_t0;
     m->measured = true;

@@ -94,6 +94,17 @@ for f in configs/models/llama2-70b-train-v5p-512.yaml configs/models/llama3-8b-t
     bench_one "$(basename "$f" .yaml)" "$f" fast 1
 done
 
+# The planner's search (issue 30.6; goal: 100 configurations of a 70B training step on up
+# to 1,024 chips in <= 5 min on 2 cores): configs/plans/llama2_70b_v5p_1024_search.yaml,
+# 108 points simulated with -j 2; wall and CPU time (children included).
+s=$(now)
+$tm "$bin" plan configs/plans/llama2_70b_v5p_1024_search.yaml -j 2 -o "$out/plan" --force \
+    > "$out/plan.txt" || { echo "FAIL plan"; exit 1; }
+w=$(awk -v a="$s" -v b="$(now)" 'BEGIN { print b - a }')
+cpu=-; [ -f "$out/rss" ] && cpu=$(awk -F: '{ printf "%.2f", $2 + $3 }' "$out/rss")
+printf '\nplan llama2_70b_v5p_1024_search (-j 2): %s points, %.1f s wall, %s s CPU (goal <= 300 s wall)\n' \
+    "$(grep -c ',simulated,' "$out/plan/plan.csv")" "$w" "$cpu"
+
 # Serving (issue 28): 1,000 and 100,000 requests of 1024 + 1024 tokens at concurrency 64,
 # Llama-3-8B on v6e 2x2 (goals: <= 10 s; <= 60 s and 2 GiB), with the engine runs that
 # priced their steps.
