@@ -58,14 +58,14 @@ quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error 
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 1.243 s ± 146.638 ms (11.8%, 68% band, the model-step floor'
 quote "collective_exposed 7.850 ms"
-quote "collective_exposed 52.395 ms (4.1%)"
+quote "collective_exposed 56.011 ms (4.4%)"
 quote '"p99": 0.0172022839'
 quote '"p99": 0.0110341471'
 quote "1.170 ms"
 quote "p99 96.55"
 quote "73.75"
 quote "15 points: 15 feasible, 0 infeasible"
-quote "model train step: 1.269 s"
+quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 fusion, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'
