@@ -223,7 +223,10 @@ asan: deps
 # (VALGRIND_BAD_EVERY=1: all of them) and the e2e and trace checks, whose runs that start
 # SimGrid go through valgrind (valgrind-e2e). make asan runs the whole corpus. VG_B: the
 # build directory. With UNIT_QUEUE set, valgrind-unit runs only the suites it takes from the
-# queue (the unit target; .ci/run's two lanes share them).
+# queue (the unit target; .ci/run's two lanes share them). .ci/run names the queue
+# VALGRIND_UNIT_QUEUE, which only this target reads: a plain UNIT_QUEUE in the
+# environment would make every other stage's unit run take from it too.
+VALGRIND_UNIT_QUEUE ?=
 VALGRIND_BAD_EVERY ?= 4
 VG_B ?= build/debug
 VG_MAKE = $(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" ALLOC_LIBS= \
@@ -232,7 +235,7 @@ VG_MAKE = $(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" ALLOC_LIBS= \
 valgrind: valgrind-unit valgrind-e2e
 valgrind-unit: deps
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-	@$(VG_MAKE) unit
+	@$(VG_MAKE) UNIT_QUEUE=$(VALGRIND_UNIT_QUEUE) unit
 valgrind-e2e: deps
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 	@$(VG_MAKE) BAD_EVERY=$(VALGRIND_BAD_EVERY) all bad-input e2e
