@@ -40,6 +40,38 @@ static void read_spec(struct walk *w, const struct cfg_node *n, struct serve_cfg
               &c->spec_acceptance);
 }
 
+/* scheduler: sglang's keys, as SGLang names them (--chunked-prefill-size,
+ * --max-prefill-tokens, --enable-mixed-chunk; SGLang-JAX's defaults 4096, 16384,
+ * off); a chunk a whole number of pages, as SGLang asserts. The token budget
+ * the pricer pads to (max_num_batched_tokens) is derived from them. */
+static void read_sglang(struct walk *w, const struct cfg_node *e, struct serve_cfg *c)
+{
+    const char *p = "serve.engine";
+    static const char *const keys[] = {"chunked_prefill_size", "max_prefill_tokens",
+                                       "enable_mixed_chunk", NULL};
+    for (int k = 0; keys[k] && !c->sglang; k++)
+        if (cfg_get(e, keys[k])) {
+            char path[64];
+            snprintf(path, sizeof path, "serve.engine.%s", keys[k]);
+            walk_type_error(w, cfg_get(e, keys[k]), path, "no such key unless scheduler: sglang");
+        }
+    const struct cfg_node *mb = cfg_get(e, "max_num_batched_tokens");
+    if (mb && c->sglang)
+        walk_type_error(w, mb, "serve.engine.max_num_batched_tokens",
+                        "no such key with scheduler: sglang (chunked_prefill_size and "
+                        "max_prefill_tokens bound its batches)");
+    walk_int(w, e, p, "chunked_prefill_size", false, 1, 1 << 20, &c->chunked_prefill_size);
+    walk_int(w, e, p, "max_prefill_tokens", false, 1, 1 << 20, &c->max_prefill_tokens);
+    walk_bool(w, e, p, "enable_mixed_chunk", &c->mixed_chunk);
+    const struct cfg_node *cs = cfg_get(e, "chunked_prefill_size");
+    if (cs && c->chunked_prefill_size % c->page_size) {
+        char want[96];
+        snprintf(want, sizeof want, "a multiple of engine.page_size = %lld",
+                 (long long)c->page_size);
+        walk_type_error(w, cs, "serve.engine.chunked_prefill_size", want);
+    }
+}
+
 static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_cfg *c)
 {
     const char *p = "serve.engine";
@@ -47,19 +79,22 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
                                        "max_model_len",   "kv_cache",  "chunked_prefill",
                                        "scheduler",       "step_overhead", "step_memo", "async_scheduling",
                                        "attention_kernel", "kv_cache_dtype",
-                                       "speculative_config", NULL};
+                                       "speculative_config", "chunked_prefill_size",
+                                       "max_prefill_tokens", "enable_mixed_chunk", NULL};
     walk_check_keys(w, e, p, keys);
     walk_int(w, e, p, "max_num_seqs", false, 1, SERVE_MAX_SEQS, &c->max_num_seqs);
     walk_int(w, e, p, "max_num_batched_tokens", false, 1, 1 << 20, &c->max_num_batched_tokens);
     walk_int(w, e, p, "page_size", false, 1, 1 << 12, &c->page_size);
     walk_int(w, e, p, "max_model_len", false, 1, 1 << 24, &c->max_model_len);
     walk_bool(w, e, p, "chunked_prefill", &c->chunked_prefill);
-    static const char *const sched[] = {"fcfs", "jetstream", NULL};
+    static const char *const sched[] = {"fcfs", "jetstream", "sglang", NULL};
     int v = 0;
     walk_enum(w, e, p, "scheduler", sched, &v);
     c->jetstream = v == 1;
+    c->sglang = v == 2;
+    read_sglang(w, e, c);
     walk_qty(w, e, p, "step_overhead", false, UNITS_TIME, true, &c->step_overhead_s);
-    c->async_scheduling = c->jetstream;
+    c->async_scheduling = c->jetstream || c->sglang; /* SGLang: its overlap scheduler */
     walk_bool(w, e, p, "async_scheduling", &c->async_scheduling);
     static const char *const kvd[] = {"auto", "int8", NULL};
     v = 0;
@@ -76,6 +111,10 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
                         "false with scheduler: jetstream (JetStream prefills each prompt whole, "
                         "max_num_batched_tokens its max_prefill_length)");
     c->chunked_prefill = c->chunked_prefill && !c->jetstream;
+    if (c->sglang) /* the largest batch: a prefill batch's budget, plus decodes when mixed */
+        c->max_num_batched_tokens = (c->chunked_prefill ? c->chunked_prefill_size
+                                                        : c->max_prefill_tokens) +
+                                    (c->mixed_chunk ? c->max_num_seqs : 0);
     if (c->dense_kv && !c->jetstream)
         walk_type_error(w, cfg_get(e, "attention_kernel"), "serve.engine.attention_kernel",
                         "rpa_v2 or rpa_v3 (dense is JetStream's cache of max_num_seqs slots: "
@@ -94,6 +133,9 @@ static void read_engine(struct walk *w, const struct cfg_node *e, struct serve_c
         walk_type_error(w, sp, "serve.engine.speculative_config",
                         "none with scheduler: jetstream (its generate steps decode one token a "
                         "slot)");
+    if (sp && c->sglang)
+        walk_type_error(w, sp, "serve.engine.speculative_config",
+                        "none with scheduler: sglang (not modelled: use scheduler: fcfs)");
     const struct cfg_node *sm = cfg_get(e, "step_memo");
     if (sm && walk_is_map(w, sm, "serve.engine.step_memo")) {
         static const char *const mk[] = {"buckets_per_octave", "verify_every", NULL};
@@ -317,7 +359,7 @@ static void check_serve(struct walk *w, const struct cfg_node *node, struct serv
 {
     const struct cfg_node *q = cfg_get(node, "requests");
     char want[160];
-    if (c->trace.n && !c->chunked_prefill && c->input_len > c->max_num_batched_tokens) {
+    if (c->trace.n && !c->chunked_prefill && !c->sglang && c->input_len > c->max_num_batched_tokens) {
         snprintf(want, sizeof want, "every input_len at most engine.max_num_batched_tokens = "
                  "%lld without chunked_prefill, got one of %lld", (long long)c->max_num_batched_tokens,
                  (long long)c->input_len);
@@ -330,7 +372,7 @@ static void check_serve(struct walk *w, const struct cfg_node *node, struct serv
                  (long long)c->max_model_len);
         walk_type_error(w, cfg_get(q, "output_len"), "serve.requests.output_len", want);
     }
-    if (!c->chunked_prefill && c->input_len > c->max_num_batched_tokens) {
+    if (!c->chunked_prefill && !c->sglang && c->input_len > c->max_num_batched_tokens) {
         snprintf(want, sizeof want,
                  "input_len at most engine.max_num_batched_tokens = %lld without chunked_prefill",
                  (long long)c->max_num_batched_tokens);
@@ -345,6 +387,7 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
     *c = (struct serve_cfg){.max_num_seqs = 256, .max_num_batched_tokens = 2048,
                             .page_size = 128, .max_model_len = 8192, .hbm_fraction = 0.9,
                             .chunked_prefill = true, .rpa_v3 = true,
+                            .chunked_prefill_size = 4096, .max_prefill_tokens = 16384,
                             .step_overhead_s = SERVE_DEFAULT_STEP_OVERHEAD_S,
                             .buckets_per_octave = 4, .seed = 1, .replicas = 1};
     if (!walk_is_map(w, node, "serve"))
@@ -371,6 +414,9 @@ int cfg_load_serve(struct walk *w, const struct cfg_node *node, const char *file
         walk_type_error(w, dg, "serve.disaggregation",
                         "none with scheduler: jetstream (its engine interleaves prefills and "
                         "generate steps)");
+    if (c->sglang && c->prefill_engines)
+        walk_type_error(w, dg, "serve.disaggregation",
+                        "none with scheduler: sglang (not modelled: use scheduler: fcfs)");
     if (diag_count(w->d) == before)
         check_serve(w, node, c);
     return diag_count(w->d) > before ? -1 : 0;

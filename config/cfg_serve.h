@@ -78,6 +78,15 @@ struct serve_cfg {
      * one engine's slots are sharded on the batch (JetStream's shard_on_batch):
      * a group steps max_num_seqs / D slots and every group runs each prefill. */
     bool jetstream;
+    /* scheduler: sglang -- SGLang's scheduler (serving/serve.c): while requests wait,
+     * a step is a prefill batch (the unfinished chunked prompt's next chunk, then
+     * waiting requests first come first served, within chunked_prefill_size and
+     * max_prefill_tokens new tokens, page-rounded); else a decode step over every
+     * running request. enable_mixed_chunk: the running decodes join a prefill
+     * batch (within its budget). max_num_batched_tokens is derived: the largest
+     * batch's tokens. */
+    bool sglang, mixed_chunk;
+    int64_t chunked_prefill_size, max_prefill_tokens;
     bool dense_kv;         /* attention_kernel: dense (JetStream-PyTorch's XLA attention
                               over the dense cache, its default without ragged_mha) */
     double step_overhead_s;

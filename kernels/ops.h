@@ -316,6 +316,8 @@ extern const struct kern_kind kern_splash_kind; /* kernels/splash.c */
 extern const struct kern_kind kern_paged_kind;  /* kernels/paged.c */
 extern const struct kern_kind kern_ragged_kind; /* kernels/ragged.c */
 extern const struct kern_kind kern_ragged3_kind; /* kernels/ragged3.c */
+/* RPA v3's scalar-core bundles to fetch one kv block of bkv_p pages (kernels/ragged3.c). */
+double r3_fetch_bundles(int64_t bkv_p);
 extern const struct kern_kind kern_fusion_kind; /* kernels/fusion.c */
 extern const struct kern_kind kern_xla_kind;    /* kernels/xla.c: the named forms */
 extern const struct kern_kind kern_transpose_kind; /* kernels/transpose.c */

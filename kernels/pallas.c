@@ -836,6 +836,13 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
     count_vpu(ctx, rows, cols, alu, eup);
 }
 
+void pl_scalar(struct pl_ctx *ctx, double bundles)
+{
+    double s = bundles / ctx->chip->clock_hz;
+    ctx->work.vpu_s += s;
+    ctx->st->scalar_s += s;
+}
+
 void pl_flush(struct pl_ctx *ctx)
 {
     if (!ctx->live)

@@ -130,6 +130,7 @@ struct pl_stats {
                                padding, and (manual DMAs) without fetches it discards */
     double flops, vpu_flops, transcendentals;
     double mxu_s, vpu_s, overhead_s;
+    double scalar_s;        /* of vpu_s: the scalar core's bundles (pl_scalar) */
     uint64_t vmem_bytes;    /* footprint: buffers x count + scratch */
     int64_t coalesced_runs; /* bulk() calls */
 };
@@ -212,6 +213,12 @@ void pl_vpu(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double l
  * counted so too, as the blocked matmul's calibration against XLA's
  * matmuls has it. Counted per element as pl_vpu. */
 void pl_mxu_feed(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double load);
+/* Reports 'bundles' of scalar-core work on the body's serial path (address
+ * arithmetic, DMA descriptors, loop bookkeeping of a manual kernel), one
+ * bundle a cycle at the chip's clock: the TensorCore issues it in the same
+ * instruction stream as the vector work, so it is counted with vpu_s (and
+ * in pl_stats scalar_s). */
+void pl_scalar(struct pl_ctx *ctx, double bundles);
 void pl_mxu_drain(struct pl_ctx *ctx, int64_t rows, int64_t cols, double alu, double store);
 /* Manual DMAs (operands in memory space ANY): starts a copy of 'bytes' between
  * HBM and VMEM; returns a handle for pl_dma_wait. Only in calls marked

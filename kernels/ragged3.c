@@ -144,8 +144,23 @@ static void r3_wait_update(const struct r3_run *r, int64_t slot)
     r3_wait_all(r, 1, slot, &r->st->nupd[slot]);
 }
 
+/* The scalar core's work to fetch one kv block: SGLang-JAX's measurement of
+ * its copy of this kernel on TPU7x (sgl-project/sglang-jax pull request 1647,
+ * 2026-09-11: a fetch of bkv_p = 16 pages and the new tokens' K/V, 17 DMAs,
+ * "about 160 bundles of scalar bookkeeping") a bundle a cycle; per page slot
+ * of the unrolled loop and the new tokens' DMA, each computing its size, page
+ * index and addresses whether or not it copies anything. */
+#define R3_FETCH_BUNDLES 160.0
+#define R3_FETCH_SLOTS 17.0
+
+double r3_fetch_bundles(int64_t bkv_p)
+{
+    return R3_FETCH_BUNDLES * (double)(bkv_p + 1) / R3_FETCH_SLOTS;
+}
+
 /* _fetch_bkv(start): the cached tokens of kv block 'bkv' page by page (a
- * page past them copies nothing and is not issued), then the new tokens. */
+ * page past them copies nothing and is not issued), then the new tokens;
+ * first the scalar bookkeeping of the block's bkv_p + 1 copies. */
 static void r3_fetch_bkv(const struct r3_run *r, int64_t seq, int64_t bkv, int64_t slot)
 {
     const struct r3 *g = r->g;
@@ -156,6 +171,7 @@ static void r3_fetch_bkv(const struct r3_run *r, int64_t seq, int64_t bkv, int64
     int64_t sz_cache = min64(from_cache, c->b.bkv);
     int64_t sz_new = min64(c->b.bkv - sz_cache, kv_left - from_cache);
     r3_wait_update(r, slot); /* the buffer is free once its update left */
+    pl_scalar(r->ctx, r3_fetch_bundles(c->bkv_p));
     void **h = r3_slot(r, 0, slot);
     int n = 0;
     for (int64_t i = 0; i < c->bkv_p; i++) {

@@ -289,6 +289,81 @@ static void schedule_jetstream(struct serve_eng *e)
     schedule_running(e, &budget);
 }
 
+/* SGLang's prefill batch (scheduler: sglang; its PrefillAdder): the unfinished
+ * chunked prompt's next chunk, then waiting requests first come first served
+ * while sequences and pages allow, each taking its page-rounded tokens from the
+ * chunk budget (chunked_prefill_size) and the input budget (max_prefill_tokens);
+ * one longer than the chunk budget's whole pages left is cut there and chunked
+ * (nothing joins after it); without chunking a request joins whole unless the
+ * batch has one and its tokens reach the input budget. 'mixed' tokens (the
+ * decodes of enable_mixed_chunk) come off both budgets first. Returns true if
+ * the batch holds a prefill. */
+static bool sglang_prefill(struct serve_eng *e, int64_t mixed)
+{
+    const struct serve_cfg *c = e->c;
+    int64_t pg = c->page_size, chunk = c->chunked_prefill ? c->chunked_prefill_size - mixed
+                                                           : INT64_MAX;
+    int64_t input = c->max_prefill_tokens - mixed;
+    bool cut = false;
+    for (int64_t k = 0; k < e->nrun; k++) { /* the chunked prompt */
+        struct serve_req *q = &e->r->req[e->run[k]];
+        int64_t n = q->in + q->generated - q->computed, left_n = n;
+        if (q->computed >= q->in || n <= 0)
+            continue;
+        n = n < chunk ? n : chunk > 0 ? chunk : pg;
+        if (cdiv(q->computed + n, pg) - q->pages > e->free_pages)
+            continue;
+        add_to_batch(e, e->run[k], n, 0);
+        cut = cut || n < left_n;
+        chunk -= cdiv(n, pg) * pg, input -= cdiv(n, pg) * pg;
+    }
+    while (!cut && e->nwait > 0 && e->nrun < c->max_num_seqs && input > 0) {
+        struct serve_req *q = &e->r->req[e->wait[e->w0]];
+        int64_t n = q->in + q->generated - q->computed, paged = cdiv(n, pg) * pg;
+        if (!c->chunked_prefill && paged >= input && e->b.tokens > 0)
+            break;
+        if (paged > chunk) {
+            n = chunk / pg * pg, paged = n, cut = true;
+            if (n <= 0)
+                break;
+        }
+        if (cdiv(q->computed + n, pg) > e->free_pages)
+            break;
+        int64_t i = wait_pop(e);
+        if (q->sched_s < 0)
+            q->sched_s = e->now;
+        if (q->preempt_open >= 0)
+            e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
+        e->run[e->nrun++] = i;
+        add_to_batch(e, i, n, 0);
+        chunk -= paged, input -= paged;
+    }
+    return e->b.n > 0;
+}
+
+/* SGLang's scheduler (scheduler: sglang; its get_next_batch_to_run): a prefill
+ * batch whenever one can be formed, else a decode step over every running
+ * request (retracting the latest when the KV cache is full). With
+ * enable_mixed_chunk the running decodes join the prefill batch. */
+static void schedule_sglang(struct serve_eng *e)
+{
+    int64_t mixed = 0;
+    for (int64_t k = 0; k < e->nrun && e->c->mixed_chunk; k++)
+        mixed += e->r->req[e->run[k]].computed >= e->r->req[e->run[k]].in;
+    int64_t nrun = e->nrun; /* the requests running before this batch */
+    if (sglang_prefill(e, mixed)) {
+        for (int64_t k = 0; k < nrun && mixed; k++) { /* the decodes, while pages allow */
+            struct serve_req *q = &e->r->req[e->run[k]];
+            if (q->computed >= q->in &&
+                cdiv(q->computed + 1, e->c->page_size) - q->pages <= e->free_pages)
+                add_to_batch(e, e->run[k], 1, 0);
+        }
+        return;
+    }
+    int64_t budget = INT64_MAX;
+    schedule_running(e, &budget);
+}
+
 /* A step's wall time: the host's step_overhead and then the device's, or with
  * async_scheduling, when the step follows the last one without a pause, the
  * longer of the two: the host prepared it while the device ran the last one. */
@@ -307,9 +382,11 @@ int serve_eng_begin(struct serve_eng *e, serve_price_fn price, void *ctx)
     bool preempted = false;
     if (e->c->jetstream)
         schedule_jetstream(e);
+    else if (e->c->sglang)
+        schedule_sglang(e);
     else
         preempted = schedule_running(e, &budget);
-    if (!preempted && !e->c->jetstream)
+    if (!preempted && !e->c->jetstream && !e->c->sglang)
         schedule_waiting(e, &budget);
     if (e->b.n == 0)
         return 1;

@@ -63,14 +63,14 @@ quote '"p99": 0.0172022839'
 quote '"p99": 0.0110341471'
 quote "1.170 ms"
 quote "p99 96.55"
-quote "73.75"
+quote "71.51"
 quote "15 points: 15 feasible, 0 infeasible"
 quote "model train step: 1.272 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 fusion, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'
-quote "413.7 output tokens/s"
-quote "827.3 output tokens/s"
+quote "413.4 output tokens/s"
+quote "826.8 output tokens/s"
 quote "TPOT mean 9.36 ms"
 rm -rf "$t"
 echo "docs: $((n - fail)) passed, $fail failed"

@@ -21,7 +21,10 @@ Rows measured with int8 (JetStream's int8: weight-only int8 weights with
 per-channel scales and an int8 KV cache) run with serve.model.quantization: int8
 and serve.engine.kv_cache_dtype: int8. On v7, whose chips are two JAX devices each, an
 SGLang-JAX row's tensor parallelism spans the devices (its cookbook's --tp-size 8 on a
-4-chip tpu7x 2x2x1): the mesh column in chips becomes tensor = 2 x chips. Rows this build cannot express (a preset it lacks,
+4-chip tpu7x 2x2x1): the mesh column in chips becomes tensor = 2 x chips.
+Rows measured on SGLang-JAX run its scheduler, serve.engine.scheduler: sglang: a
+prefill batch whenever requests wait (chunked_prefill_size 2048, as the cookbook's
+runs state), decodes otherwise, the host's work overlapped (its overlap scheduler). Rows this build cannot express (a preset it lacks,
 a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
 the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
@@ -76,6 +79,9 @@ def scenario(r):
     if jetstream:
         engine.update(scheduler="jetstream",
                       max_num_batched_tokens=max(16, int(r["input_len"])))
+    elif "sglang" in r["source_url"].lower():  # SGLang's prefill-first scheduler, the
+        engine.update(scheduler="sglang",       # cookbook's --chunked-prefill-size 2048
+                      chunked_prefill_size=2048)
     return {"name": name, "chip": r["chip"],
             "topology": {"shape": shape},
             "serve": {"model": model, "mesh": mesh,

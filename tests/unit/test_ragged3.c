@@ -5,6 +5,7 @@
  * SimGrid run of a decode step against bytes / HBM bandwidth. */
 #include "test_util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,25 @@ static void test_rpa3_decode_dmas_hand(void **state)
         out += !r.in[i];
     assert_int_equal(out, 4);
     assert_true(st.flops == 2 * 2 * (2.0 * 8 * 128 * 64));
+}
+
+/* The scalar core's bookkeeping of each kv-block fetch (issue 28): SGLang-JAX
+ * counted about 160 bundles for a fetch of 16 pages and the new tokens (17
+ * copies) on TPU7x, so 160 / 17 bundles a copy slot. The two decodes above
+ * fetch one 4-page block each (the prologue's for seq 0, the prefetch of seq
+ * 1's during seq 0): 2 x 5 x 160 / 17 = 94.12 bundles, at the test chip's 1
+ * GHz 94.12 ns, on the serial path (counted with the VPU time). */
+static void test_rpa3_fetch_scalar_hand(void **state)
+{
+    (void)state;
+    assert_true(fabs(r3_fetch_bundles(16) - 160.0) < 1e-9);
+    int64_t q[] = {1, 1}, kv[] = {40, 17};
+    struct op op = rpa3_op(OP_RAGGED3, 2, q, kv);
+    struct rec r = {0};
+    struct pl_stats st = rpa3_run(&op, &r);
+    double want = 2 * 5 * 160.0 / 17 / 1e9;
+    assert_true(fabs(st.scalar_s - want) < 1e-15);
+    assert_true(st.vpu_s >= want);
 }
 
 /* The same two decodes on RPA v2 (kernels/ragged.c): its default block is
@@ -267,6 +287,7 @@ int main(void)
     (void)assert_time; /* sim_fork.h's timing helper: not used here */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rpa3_decode_dmas_hand),
+        cmocka_unit_test(test_rpa3_fetch_scalar_hand),
         cmocka_unit_test(test_rpa3_vs_v2_same_decode),
         cmocka_unit_test(test_rpa3_causal_prefill_blocks_hand),
         cmocka_unit_test(test_rpa3_no_kv_update),
