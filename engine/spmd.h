@@ -9,7 +9,8 @@
  * needs more than 8), a single slice without faults folds instead to more
  * than the farthest hop, on a platform whose transfers keep the direction
  * they take on the torus (topology/plat_dir.h; sc->plan.sim_dirs: the axes
- * that need it), and every axis folds so. Each stands for the chips of its
+ * that need it), and every axis folds so (also when the whole axis stays
+ * whole so but another folds shorter). Each stands for the chips of its
  * class: their sums (FLOPs, bytes, steps) count that many times. Axes without
  * wraparound are kept whole (their ends differ), and a workload with absolute
  * targets (a remote_copy to a device id) is not folded.

@@ -194,6 +194,26 @@ static void test_fold_keeps_directions(void **state)
                          "  - {op: all_gather, name: ag, bytes: 1MiB, axes: [2], overlap: true}\n");
 }
 
+/* The period problem on one axis, a shorter directed period on another: data's pair 2
+ * apart keeps x (4) whole either way; fsdp's 1 hop along z (8) folds plainly to 4 (above
+ * 2 hops), directed to 2 (above 1 hop); y (expert, crossed by nothing) to 1. The fold
+ * is 4 x 1 x 2 (before: 4 x 1 x 4), with the times of all 128 chips. */
+#define DIR_GAIN                                                                                \
+    "chip: {base: v5p}\ntopology: {shape: [4, 4, 8]}\n"                                         \
+    "mesh: {data: {size: 2, on: [[0, 2]]}, expert: {size: 4, on: [[1, 4]]},\n"                  \
+    "       fsdp: {size: 8, on: [[2, 8]]}, tensor: {size: 2, on: [[0, 2]]}}\nworkload:\n"      \
+    "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"                             \
+    "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [data], overlap: true}\n"              \
+    "  - {op: collective_matmul, name: cm, m: 256, k: 1024, n: 1024, groups: [tensor]}\n"       \
+    "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp]}\n"
+
+static void test_fold_directed_beside_whole(void **state)
+{
+    (void)state;
+    fold_of(DIR_GAIN, 3, (int[]){4, 1, 2});
+    same_both_ways(DIR_GAIN);
+}
+
 static void slices_of(const char *yaml, int want)
 {
     struct diag *d = diag_new();
@@ -259,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_fold_slices),
         cmocka_unit_test(test_fold_slices_equals_every_slice),
         cmocka_unit_test(test_standin_alone),
+        cmocka_unit_test(test_fold_directed_beside_whole),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
