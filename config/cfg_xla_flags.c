@@ -10,7 +10,8 @@
 #include "config/cfg_tree.h"
 #include "config/cfg_xla_flags.h"
 
-enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB, XF_WINDOWED_AG, XF_WINDOWED_RS, XF_MIB, XF_DP_AR };
+enum xf_type { XF_BOOL, XF_TRISTATE, XF_KIB, XF_WINDOWED_AG, XF_WINDOWED_RS, XF_MIB, XF_DP_AR,
+                   XF_SC_RS, XF_SC_AR };
 
 static const char *const all_colls[] = {"all_gather", "reduce_scatter", "all_reduce",
                                         "all_to_all", "ppermute",       "remote_copy", NULL};
@@ -44,6 +45,8 @@ static const struct xla_flag flags[] = {
     {"xla_tpu_enable_windowed_einsum_for_reduce_scatter", XF_WINDOWED_RS, NULL},
     {"xla_jf_spmd_threshold_for_windowed_einsum_mib", XF_MIB, NULL},
     {"xla_tpu_enable_data_parallel_all_reduce_opt", XF_DP_AR, NULL},
+    {"xla_tpu_enable_sparse_core_collective_offload_reduce_scatter", XF_SC_RS, NULL},
+    {"xla_tpu_enable_sparse_core_collective_offload_all_reduce", XF_SC_AR, NULL},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -150,6 +153,14 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip
                 walk_bool(w, m, "xla_flags", f->name, &x->dp_all_reduce_opt) == 0;
             continue;
         }
+        if (f->type == XF_SC_RS || f->type == XF_SC_AR) { /* engine/eng_coll.c, cx_reduce */
+            bool is_rs = f->type == XF_SC_RS;
+            bool *v = is_rs ? &x->sc_offload_rs : &x->sc_offload_ar;
+            *v = false;
+            *(is_rs ? &x->set_sc_offload_rs : &x->set_sc_offload_ar) =
+                walk_bool(w, m, "xla_flags", f->name, v) == 0;
+            continue;
+        }
         if (f->type != XF_KIB) {
             if (async_value(w, m, f) == 0)
                 add_sync(x, f);
@@ -164,4 +175,14 @@ void cfg_load_xla_flags(struct walk *w, const struct cfg_node *root, struct chip
             chip->vmem_limit_bytes = x->scoped_vmem_limit_bytes;
         }
     }
+}
+
+bool cfg_xla_sc_offload(const struct cfg_xla_flags *x, int generation, const char *kind)
+{
+    bool is_rs = strcmp(kind, "reduce_scatter") == 0;
+    if (!is_rs && strcmp(kind, "all_reduce") != 0)
+        return false;
+    if (is_rs ? x->set_sc_offload_rs : x->set_sc_offload_ar)
+        return is_rs ? x->sc_offload_rs : x->sc_offload_ar;
+    return generation >= 7;
 }

@@ -13,7 +13,9 @@
 
 #include "base/fmt.h"
 #include "base/xalloc.h"
+#include "config/cfg_xla_flags.h"
 #include "kernels/collective.h"
+#include "models/hbm.h"
 #include "kernels/kernel.h"
 #include "engine/engine.h"
 
@@ -306,12 +308,29 @@ static void cx_wait(void *ex, int sem, int value)
     take(ex, sem, value, "REGULAR semaphore");
 }
 
+/* Without SparseCore offload (xla_tpu_enable_sparse_core_collective_offload_*,
+ * false by default before v7) XLA fuses a reduction's steps into the
+ * TensorCore's program: each step's VPU reads the local and the received
+ * chunk from HBM and writes the sum, 3 x 'bytes' at the chip's HBM rate,
+ * TensorCore time the kernel beside it loses (docs/reference.md,
+ * "Reductions on the TensorCore"). */
+static void tc_reduce(struct eng_task *task, uint64_t bytes, int times)
+{
+    const struct cfg_scenario *sc = task->core->run->sc;
+    if (cfg_xla_sc_offload(&sc->xla, sc->chip.generation, op_row(task->op->kind)->name))
+        return;
+    if (task->op->kind != OP_REDUCE_SCATTER && task->op->kind != OP_ALL_REDUCE)
+        return;
+    eng_tc_reduce(task->core, 3.0 * (double)bytes * times / hbm_bw_Bps(&sc->chip));
+}
+
 /* The accumulate step of a reduction (kernels/collective.c builds it), 'times'
  * back to back as one call (its repeat: fast fidelity prices them in one go). */
 static void cx_reduce(void *ex, uint64_t bytes, enum dtype dt, int times)
 {
     struct coll_actor *a = ex;
     settle(a);
+    tc_reduce(a->task, bytes, times);
     struct coll_reduce shape;
     struct pl_call *call = xmalloc(sizeof *call); /* 4.7 KB: not on the actor's small stack */
     coll_reduce_call(&shape, bytes, dt, call);

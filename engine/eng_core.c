@@ -133,17 +133,38 @@ static void accumulate(struct eng_task *task, double t0, double t1)
         o->vmem_peak_bytes = task->st.vmem_bytes;
 }
 
+/* A kernel ends later by the TensorCore time the reductions beside it took
+ * (eng_tc_reduce), including those taken while it pays. */
+static void pay_tc_debt(struct eng_core *c)
+{
+    while (c->tc_debt_s > 0) {
+        double d = c->tc_debt_s;
+        c->tc_debt_s = 0;
+        sg_actor_sleep_for(d);
+    }
+    c->computing = false;
+}
+
+void eng_tc_reduce(struct eng_core *c, double s)
+{
+    if (c->computing && s > 0)
+        c->tc_debt_s += s;
+}
+
 void eng_task_run(struct eng_task *task)
 {
     double t0 = eng_now();
     const struct op_row *row = op_row(task->op->kind);
     eng_standin_task_start(task);
     eng_memo_task_start(task);
+    struct eng_core *c = task->core;
+    c->computing |= !row->async;
     eng_runner(task->op->kind)(task);
     eng_memo_task_end(task);
     eng_standin_task_end(task);
+    if (!row->async)
+        pay_tc_debt(c);
     double t1 = eng_now();
-    struct eng_core *c = task->core;
     char args[128 + 2 * OP_MAX_OP_NAME], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "),
                                                        (long long)task->st.steps);
     p = fmt_i64(fmt_lit(p, ", \"instance\": "), (long long)task->inst);

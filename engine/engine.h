@@ -74,6 +74,9 @@ struct eng_core {
     char waiting[ENG_NOTE_BYTES];       /* what its compute stream blocks on ("" when running) */
     char async_waiting[ENG_NOTE_BYTES]; /* what an async op on it last blocked on */
     int async_running;                  /* async op instances running on it */
+    bool computing;                     /* its compute stream runs a kernel */
+    double tc_debt_s; /* TensorCore time reductions took beside that kernel (eng_tc_reduce),
+                         not yet paid by it */
     uint8_t *done_bits; /* per op instance (eng_program.inst_off): finished on this core */
 };
 
@@ -353,5 +356,8 @@ void eng_core_main(int argc, char **argv);
 void eng_async_main(int argc, char **argv);
 /* Runs the op of 'task' through its row's runner and accounts for it. */
 void eng_task_run(struct eng_task *task);
+/* A reduction took 's' of core 'c's TensorCore: the kernel its compute stream
+ * runs, if any, ends that much later (an idle TensorCore loses nothing). */
+void eng_tc_reduce(struct eng_core *c, double s);
 
 #endif

@@ -1226,6 +1226,18 @@ cdt() { grep -o '"total_time_s": [^,]*' "$1/summary.json" | awk '{ print $2 }'; 
 printf 'chip: v7\ntopology: {shape: [1, 1, 1]}\nserve:\n  model: {preset: qwen3-8b}\n  mesh: {tensor: 2}\n  requests: {count: 4, concurrency: 2, input_len: 128, output_len: 8}\n' >"$t/sv7.yaml"
 "$bin" run "$t/sv7.yaml" -o "$t/sv7" -q --trace none && grep -q '"completed": 4' "$t/sv7/summary.json" \
     && ok || bad "v7 serving over a chip's devices"
+# reductions on the TensorCore (issue 29): a v5e ring of 4 reduce-scatters 16 MiB beside an
+# 8192^3 matmul (about 95 ms, it outlasts the 0.25 ms collective); at hbm.efficiency 1
+# (H = 819e9 B/s) each chip's VPU reduces 3/4 of 16 MiB, reading two chunks and writing one:
+# 0.75 x 16777216 x 3 / 819e9 = 46.0906 us of TensorCore time the matmul loses, unless
+# xla_tpu_enable_sparse_core_collective_offload_reduce_scatter moves them to the SparseCore
+printf 'chip: v5e\ntopology: {shape: [4], wraparound: true}\nworkload:\n  - {op: reduce_scatter, name: rs, bytes: 16MiB, axes: [0], after: []}\n  - {op: matmul, name: mm, m: 8192, k: 8192, n: 8192, after: []}\n' >"$t/tcr.yaml"
+tcrt() { python3 -c 'import json,sys; print(repr({o["name"]: o for o in json.load(open(sys.argv[1]))["ops"]}["mm"]["time_s"]))' "$1/summary.json"; }
+"$bin" run "$t/tcr.yaml" -o "$t/tcr0" -q --trace none --set chip.hbm.efficiency=1 \
+    && "$bin" run "$t/tcr.yaml" -o "$t/tcr1" -q --trace none --set chip.hbm.efficiency=1 \
+        --set xla_flags.xla_tpu_enable_sparse_core_collective_offload_reduce_scatter=true \
+    && awk -v a="$(tcrt "$t/tcr0")" -v b="$(tcrt "$t/tcr1")" 'BEGIN { d = (a - b) * 1e6; exit !(d > 46.0906 - 0.05 && d < 46.0906 + 0.05) }' \
+    && ok || bad "reductions on the TensorCore: matmul $(tcrt "$t/tcr0") s, offloaded $(tcrt "$t/tcr1") s (want +46.0906 us)"
 rm -rf "$t"
 echo "e2e: $((n - fail)) passed, $fail failed"
 [ "$fail" = 0 ]

@@ -392,11 +392,13 @@ static void test_reduce_scatter_beside_kernel_fast_is_exact(void **state)
         "  - {op: reduce_scatter, name: rs, bytes: 256MiB, axes: [0], after: []}\n"
         "  - {op: elementwise, name: ew, shape: [16384, 8192], dtype: bf16, fn: add,"
         " after: []}\n";
-    const char *sets[][7] = {{IDEAL[0], IDEAL[1], IDEAL[2], IDEAL[3], IDEAL[4],
-                              "chip.hbm.efficiency=1", "options.fidelity=fast"},
+    /* the reductions on the SparseCore: the kernel keeps its TensorCore (test_tc_reduce.c) */
+    const char *sc = "xla_flags.xla_tpu_enable_sparse_core_collective_offload_reduce_scatter=true";
+    const char *sets[][8] = {{IDEAL[0], IDEAL[1], IDEAL[2], IDEAL[3], IDEAL[4],
+                              "chip.hbm.efficiency=1", "options.fidelity=fast", sc},
                              {IDEAL[0], IDEAL[1], IDEAL[2], IDEAL[3], IDEAL[4],
-                              "chip.hbm.efficiency=1", "options.fidelity=exact"}};
-    struct result f = run(yaml, sets[0], 7), e = run(yaml, sets[1], 7);
+                              "chip.hbm.efficiency=1", "options.fidelity=exact", sc}};
+    struct result f = run(yaml, sets[0], 8), e = run(yaml, sets[1], 8);
     assert_int_equal(f.rc, 0);
     assert_int_equal(e.rc, 0);
     assert_within(op_time(&e, 0), 3.22024e-3, 0.005);
