@@ -96,7 +96,7 @@ run: deps $(B)/tpusim
 # every suite runs once in all; UNIT_FIRST's suites go first (the costliest
 # under valgrind, measured; a new suite goes after them), so that both lanes end
 # near the same time. Valgrind CPU with the smaller cases of test_under_checker():
-# test_spmd at most 466 s, test_coll 251 s, test_autotune 87 s, every other suite < 70 s.
+# test_spmd 420 s, test_coll 251 s, test_autotune 87 s, every other suite < 70 s.
 UNIT_QUEUE ?=
 UNIT_FIRST := test_spmd test_coll test_autotune test_splash test_mesh test_flash test_sim test_graph \
               test_xla test_guards test_pcall
