@@ -24,6 +24,20 @@ static inline int test_under_valgrind(void)
     return pre && strstr(pre, "vgpreload") != NULL;
 }
 
+/* True under valgrind or AddressSanitizer (the build's __SANITIZE_ADDRESS__, as
+ * test_guards.c tells its runs apart): tests whose point is not the size run a
+ * smaller slice or model there, the same code paths, and skip the repeat of a
+ * case on every chip of a large slice; the plain build (make test) keeps the
+ * full sizes, so every check still runs at full size there. */
+static inline int test_under_checker(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+    return 1;
+#else
+    return test_under_valgrind();
+#endif
+}
+
 /* One v5e-like TensorCore with round numbers: 4 MXUs of 128x128 at 1 GHz
  * (131.072 TFLOP/s = 4 x 128 x 128 x 2 FLOP per cycle, every dtype), vregs of
  * 8 x 128 (4 ALU, 3 load, 1 store, 1 EUP, 0.5 XLU per cycle), 128 MiB of VMEM
