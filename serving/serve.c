@@ -174,13 +174,26 @@ static bool schedule_running(struct serve_eng *e, int64_t *budget)
     return preempted;
 }
 
+/* The first waiting request joins the running set with a chunk of n tokens:
+ * scheduled now, and out of preemption if it was preempted. */
+static void admit_waiting(struct serve_eng *e, int64_t n)
+{
+    int64_t i = wait_pop(e);
+    struct serve_req *q = &e->r->req[i];
+    if (q->sched_s < 0)
+        q->sched_s = e->now;
+    if (q->preempt_open >= 0)
+        e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
+    e->run[e->nrun++] = i;
+    add_to_batch(e, i, n, 0);
+}
+
 /* New requests, first come first served, while sequences, budget and pages allow. */
 static void schedule_waiting(struct serve_eng *e, int64_t *budget)
 {
     const struct serve_cfg *c = e->c;
     while (e->nwait > 0 && e->nrun < c->max_num_seqs && *budget > 0) {
-        int64_t i = e->wait[e->w0];
-        struct serve_req *q = &e->r->req[i];
+        struct serve_req *q = &e->r->req[e->wait[e->w0]];
         int64_t n = q->in + q->generated - q->computed; /* a transferred KV: the decode */
         /* unchunked: whole, unless a recompute is longer than any budget */
         if (!c->chunked_prefill && n > *budget && n <= c->max_num_batched_tokens)
@@ -188,13 +201,7 @@ static void schedule_waiting(struct serve_eng *e, int64_t *budget)
         n = n < *budget ? n : *budget;
         if (cdiv(q->computed + n, c->page_size) > e->free_pages)
             break;
-        wait_pop(e);
-        if (q->sched_s < 0)
-            q->sched_s = e->now;
-        if (q->preempt_open >= 0)
-            e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
-        e->run[e->nrun++] = i;
-        add_to_batch(e, i, n, 0);
+        admit_waiting(e, n);
         *budget -= n;
     }
 }
@@ -329,13 +336,7 @@ static bool sglang_prefill(struct serve_eng *e, int64_t mixed)
         }
         if (cdiv(q->computed + n, pg) > e->free_pages)
             break;
-        int64_t i = wait_pop(e);
-        if (q->sched_s < 0)
-            q->sched_s = e->now;
-        if (q->preempt_open >= 0)
-            e->r->preempt[q->preempt_open].t1_s = e->now, q->preempt_open = -1;
-        e->run[e->nrun++] = i;
-        add_to_batch(e, i, n, 0);
+        admit_waiting(e, n);
         chunk -= paged, input -= paged;
     }
     return e->b.n > 0;
