@@ -120,6 +120,28 @@ static void test_cfg_generation_rules_are_preset_fields(void **state)
     diag_free(d);
 }
 
+/* Issue 29.8 (v4): XLA's VMEM holds an op's scoped buffers and the allocations that
+ * live across ops (openxla's error 1001 page), and every generation with a public
+ * default leaves at least half of it outside the scoped limit (openxla
+ * platform_info.py: 32 MiB of v5e's and v6e's 128, of v5p's and v7x's 64). v4's 16 MiB
+ * then gives at most 16 MiB / 2 = 8 MiB = 8388608 B, not all of it; every preset
+ * from v4 on keeps limit <= vmem / 2. */
+static void test_cfg_scoped_vmem_leaves_half(void **state)
+{
+    (void)state;
+    struct diag *d = diag_new();
+    struct chip_params c;
+    assert_int_equal(cfg_load_chip("v4", &c, d), 0);
+    assert_int_equal(c.vmem_bytes, (uint64_t)16 << 20);
+    assert_int_equal(c.vmem_limit_bytes, (uint64_t)8388608);
+    const char *gens[] = {"v4", "v5e", "v5p", "v6e", "v7"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(cfg_load_chip(gens[i], &c, d), 0);
+        assert_true(2 * c.vmem_limit_bytes <= c.vmem_bytes);
+    }
+    diag_free(d);
+}
+
 /* hbm.usable, the bytes XLA may allocate (its OOM messages' "of X hbm"): the
  * presets that give it, and a scenario that overrides the capacity alone
  * dropping the preset's figure (it was for the preset's capacity). */
@@ -620,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_cfg_presets_load),
         cmocka_unit_test(test_cfg_chip_override_and_set),
         cmocka_unit_test(test_cfg_hbm_usable),
+        cmocka_unit_test(test_cfg_scoped_vmem_leaves_half),
         cmocka_unit_test(test_cfg_generation_rules_are_preset_fields),
         cmocka_unit_test(test_cfg_default_wraparound_rules),
         cmocka_unit_test(test_cfg_errors_have_positions_and_suggestions),
