@@ -34,8 +34,9 @@
  *    its result loop-carried: the schedule's prefetch, as model:'s weight
  *    gathers run); and a dynamic-update-slice of a while body that stores
  *    what a collective returns (a layer's reduce-scattered gradient into
- *    the stacked ones) runs beside the stream, as the pipeliner sinks it
- *    with its reduce-scatter into the next iteration.
+ *    the stacked ones) is flagged to run with its collective: the schedule
+ *    moves it to the body's end, where XLA's bottom-up latency-hiding
+ *    scheduler puts a done's only user (workload/schedule.c).
  * Modules that hold fusions already (after optimizations) are planned as
  * they are: nothing fused.
  * Uses workload/hlo.h. */

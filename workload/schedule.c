@@ -527,13 +527,49 @@ static void gather_beside_remat(struct program *p, struct prog_block *b)
     dgrad_beside(b, a + 1);
 }
 
+/* Whether op 'k' of 'b' stores an async op's result on the TensorCore (an
+ * HLO dynamic-update-slice of a reduce-scatter into a loop's stacked
+ * gradients) and nothing after it in 'b' reads what it writes. */
+static bool sinkable_store(const struct prog_block *b, int k)
+{
+    const struct prog_op *o = &b->op[k];
+    if (o->loop || !(o->flags & PROG_ASYNC) || prog_is_transfer(o->kind))
+        return false;
+    for (int i = 0; i < o->nwrites; i++)
+        if (first_reader(b, o->writes[i], k + 1) >= 0)
+            return false;
+    return true;
+}
+
+/* A loop body's stores of async results to its end, in their order: XLA's
+ * latency-hiding scheduler places an async done and its users as late as
+ * their users allow, and a store whose only user is the body's root tuple
+ * ends the iteration; the TensorCore's stream does not wait on the
+ * collective before its next matmul. */
+static void stores_to_end(struct prog_block *b)
+{
+    for (int k = b->nops - 1, end = b->nops - 1; k >= 0; k--) {
+        if (!sinkable_store(b, k))
+            continue;
+        struct prog_op o = b->op[k];
+        memmove(&b->op[k], &b->op[k + 1], sizeof *b->op * (size_t)(end - k));
+        b->op[end--] = o;
+    }
+    for (int i = 0; i < b->nops; i++)
+        if (b->op[i].loop)
+            b->op[i].loop->at = i;
+}
+
 static void moves(struct program *p, struct prog_block *b)
 {
     for (int k = 0; k < b->nops; k++)
         if (b->op[k].loop)
             moves(p, b->op[k].loop);
-    if (b->parent)
+    if (b->parent) {
         gather_beside_remat(p, b);
+        stores_to_end(b);
+        reindex(p, b);
+    }
 }
 
 int sched_program(struct program *p, char *err, size_t n)

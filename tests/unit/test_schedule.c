@@ -173,6 +173,39 @@ static void test_unread(void **state)
     prog_free(p);
 }
 
+/* A backward layer's two weight gradients, each reduce-scattered (async)
+ * and stored into the loop's stacked gradients by a dynamic-update-slice
+ * (a TensorCore op flagged async: it stores a collective's result, as the
+ * HLO importer lowers it). The stores move to the body's end, where XLA's
+ * latency-hiding scheduler puts a done and its only user (the root tuple):
+ * the second wgrad no longer waits for the first scatter on the TensorCore's
+ * stream, and each store waits for its scatter and its buffer's last store
+ * (the TensorCore runs it after wgrad2, its stream order). */
+static void test_stores_of_scatters_sink_to_the_end(void **state)
+{
+    (void)state;
+    struct program *p = prog_new(NULL);
+    struct prog_block *body = prog_loop(&p->top, "bwd", 2);
+    int g1 = prog_tensor(p, "g1"), g2 = prog_tensor(p, "g2"), act = prog_tensor(p, "act");
+    prog_carry(body, g1, -1);
+    prog_carry(body, g2, -1);
+    int w1 = step(p, body, "matmul", "wgrad1", 0, act, -1);
+    int r1 = step(p, body, "reduce_scatter", "rs1", PROG_ASYNC, w1, -1);
+    prog_carry_next(body, g1, step(p, body, "copy", "dus1", PROG_ASYNC, g1, r1));
+    int w2 = step(p, body, "matmul", "wgrad2", 0, act, -1);
+    int r2 = step(p, body, "reduce_scatter", "rs2", PROG_ASYNC, w2, -1);
+    prog_carry_next(body, g2, step(p, body, "copy", "dus2", PROG_ASYNC, g2, r2));
+    char err[128];
+    assert_int_equal(sched_program(p, err, sizeof err), 0);
+    const char *order[] = {"wgrad1", "rs1", "wgrad2", "rs2", "dus1", "dus2"};
+    for (int i = 0; i < 6; i++)
+        assert_string_equal(body->op[i].name, order[i]);
+    assert_waits(p, "wgrad2", ""); /* nothing: the op before it (rs1) is async */
+    assert_waits(p, "dus1", "prev.dus1 rs1"); /* its scatter, its buffer's last store */
+    assert_waits(p, "dus2", "prev.wgrad2 prev.dus2 rs2"); /* + the carried-write rule's */
+    prog_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_gradient_gather_beside_recompute),
         cmocka_unit_test(test_cycle),
         cmocka_unit_test(test_unread),
+        cmocka_unit_test(test_stores_of_scatters_sink_to_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
