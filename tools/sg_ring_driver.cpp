@@ -29,7 +29,11 @@
  * is one unexported loop called from CommImpl::finish (in
  * EngineImpl::handle_ended_actions) that scans a std::list and splices
  * (libstdc++'s list::remove shape) -- a per-finish cost that grows with the
- * transfers in flight, which no actor layout removes. network/optim Full or
+ * transfers in flight. The list is not the driver's own: its share stays
+ * 39 % with 16 drivers and 32 % with 256 (16 transfers each), so it is one
+ * list shared by every sendto_async transfer in flight (mode 0's mailbox
+ * transfers do not show it; they pay simcalls and context switches
+ * instead), and no driver layout removes it. network/optim Full or
  * Lazy, maxmin-selective-update and network/model:CM02 move none of this. */
 #include <simgrid/s4u.hpp>
 #include <cstdio>
