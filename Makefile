@@ -248,6 +248,11 @@ $(B)/sg_baseline: tools/sg_baseline.c
 	@mkdir -p $(@D)
 	@$(CC) $(CSTD) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) $< -o $@ $(LDLIBS)
 
+# issue 30.6: one driver actor against per-chip actors, SimGrid alone (on demand only)
+$(B)/sg_ring_driver: tools/sg_ring_driver.cpp
+	@mkdir -p $(@D)
+	@$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $(LDFLAGS) $< -o $@ $(LDLIBS)
+
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: deps
