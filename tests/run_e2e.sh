@@ -1038,11 +1038,11 @@ for f in xla_tpu_enable_async_collective_fusion xla_tpu_overlap_compute_collecti
 done
 # ... the reduce-scatter's flag alone: the gradients' scatter joins the stream (the expanded
 # step writes no waits for it: it waits for the op before, the op after for it), the weight
-# gathers keep their prefetch one layer ahead
+# gathers stay async (the rest of a layer's after its first matmul's part only)
 "$bin" expand tests/data/xla_flags_fsdp.yaml \
         --set xla_flags.xla_tpu_enable_async_collective_fusion_fuse_reduce_scatter=false >"$t/xfe" \
     && grep -q '{op: reduce_scatter, name: grad_rs, bytes: [0-9]*, groups: \[fsdp\]}$' "$t/xfe" \
-    && grep -q 'name: wgather, .*after: \[prev.wgather' "$t/xfe" \
+    && grep -q 'name: wgather, .*after: \[wgather1\]}' "$t/xfe" \
     && ok || bad "xla_flags: the reduce-scatter's flag: $(grep 'grad_rs\|wgather' "$t/xfe")"
 # ... xla_tpu_scoped_vmem_limit_kib is the chip's scoped VMEM limit: splash attention's 4096 x
 # 4096 blocks need 18 MiB (refused under v5p's 16 MiB) and run under 32 MiB
