@@ -963,6 +963,14 @@ static struct layer_part recompute_part(const struct model *m)
         .down = false};
 }
 
+/* Does the backward recompute the QKV projection (its first matmul then)? A
+ * parallel block recomputes it with the MLP's up projection. */
+static bool recomputes_qkv(const struct model *m)
+{
+    struct layer_part rp = recompute_part(m);
+    return !m->remat.none && (rp.qkv || (m->parallel_block && rp.up));
+}
+
 /* The sequence-parallel gather of K and V (or 'q' itself without a sequence axis). */
 static struct val gather_kv(struct out *o, const char *name, struct val q)
 {
@@ -994,7 +1002,8 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
      * partitioner sums the statistics across the shards: [T] floats, a few
      * microseconds, left out), the gather feeds the matmul after them */
     name_op(nm, sizeof nm, pre, "norm1");
-    int k = fusion(o, norm_kind(o), nm, T, D / s->tensor, val2(val2(l->x, val1(first_w(l))), also));
+    int k = fusion(o, norm_kind(o), nm, T, D / s->tensor,
+                   val2(val2(l->x, val1(first_w(l))), also));
     o->b->op[k].flags |= PROG_DATA_WAIT; /* the layer's first op names what it waits for */
     struct val n1 = wrv(o, k);
     if (!qkv)
@@ -1223,7 +1232,8 @@ static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct
     if (m->arch == MODEL_MIXTRAL)
         return experts_backward(o, l, g, lg);
     int w = o->w;
-    o->w = first_w(l); /* the backward's first matmul when qkv is not recomputed */
+    if (!recomputes_qkv(m)) /* then the backward's first matmul */
+        o->w = first_w(l);
     struct val gact = dense_backward(o, "g_down", T, F, D, l->act, g, lg);
     o->w = w;
     gact = wrv(o, elementwise(o, "g_act", T, F, gated(m) ? "mul" : "gelu", gated(m) ? 3 : 1,
@@ -1512,8 +1522,7 @@ static double first_gather_bytes(const struct out *o, bool backward)
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    struct layer_part rp = recompute_part(m);
-    bool qkv = !backward || (!m->remat.none && (rp.qkv || (m->parallel_block && rp.up)));
+    bool qkv = !backward || recomputes_qkv(m);
     double n = qkv ? (double)m->d_model * (double)((s->heads + 2 * s->kv_heads) * m->head_dim)
                    : (double)m->d_model * (double)s->ffn;
     if (!qkv && m->arch == MODEL_MIXTRAL) /* its experts come first */
