@@ -466,6 +466,7 @@ static struct val val2(struct val a, struct val b)
 struct layer_vals {
     struct val x;   /* the layer's input */
     int w;          /* its weights (gathered over fsdp, or the local shard) */
+    int w1;         /* its first matmul's, gathered over fsdp before the rest, or -1 */
     struct val n1g; /* norm1's output, gathered over tensor */
     struct val q;   /* q, k, v after RoPE */
     struct val kv;  /* k and v gathered over sequence */
@@ -490,9 +491,8 @@ struct out {
     const struct chip_params *chip;
     struct layer_vals fwd; /* the forward layer's tensors (the backward reads them) */
     int w;                /* the weights the current layer's matmuls read */
-    int w_init;           /* the first layer's gathered weights (wg0), or -1 */
-    int wg0_op;           /* wg0's index in the top block, or -1 */
-    int w_next;           /* the forward's last gathered weights (the backward's first) */
+    int w1;               /* its first matmul's (gathered first), or -1 */
+    int start_op;         /* the embedding's last op in the top block, or -1 */
     int host;             /* the forward's offloaded tensors in host memory */
     int h0;               /* the backward's first layer's, back on the device */
     struct val x_last;    /* the last layer's output */
@@ -963,6 +963,14 @@ static struct layer_part recompute_part(const struct model *m)
         .down = false};
 }
 
+/* Does the backward recompute the QKV projection (its first matmul then)? A
+ * parallel block recomputes it with the MLP's up projection. */
+static bool recomputes_qkv(const struct model *m)
+{
+    struct layer_part rp = recompute_part(m);
+    return !m->remat.none && (rp.qkv || (m->parallel_block && rp.up));
+}
+
 /* The sequence-parallel gather of K and V (or 'q' itself without a sequence axis). */
 static struct val gather_kv(struct out *o, const char *name, struct val q)
 {
@@ -970,6 +978,13 @@ static struct val gather_kv(struct out *o, const char *name, struct val q)
     double kv = (double)s->tokens * 2.0 * (double)s->kv_heads * o->m->head_dim *
                 bytes(o->m->dtype) * s->dev_per_chip;
     return collective(o, "all_gather", name, "sequence", s->sequence, kv, 0, q);
+}
+
+/* The weights a layer's first op reads: its first matmul's, gathered over
+ * fsdp ahead of the others (layer_block), else all of them. */
+static int first_w(const struct layer_vals *l)
+{
+    return l->w1 >= 0 ? l->w1 : l->w;
 }
 
 /* norm1 (reading the layer's input, its weights and 'also'), the QKV
@@ -987,7 +1002,8 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
      * partitioner sums the statistics across the shards: [T] floats, a few
      * microseconds, left out), the gather feeds the matmul after them */
     name_op(nm, sizeof nm, pre, "norm1");
-    int k = fusion(o, norm_kind(o), nm, T, D / s->tensor, val2(val2(l->x, val1(l->w)), also));
+    int k = fusion(o, norm_kind(o), nm, T, D / s->tensor,
+                   val2(val2(l->x, val1(first_w(l))), also));
     o->b->op[k].flags |= PROG_DATA_WAIT; /* the layer's first op names what it waits for */
     struct val n1 = wrv(o, k);
     if (!qkv)
@@ -995,7 +1011,7 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
     char ag[64];
     name_op(ag, sizeof ag, pre, "tp_ag1");
     name_op(nm, sizeof nm, pre, "qkv");
-    l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, l->w, &l->n1g);
+    l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, first_w(l), &l->n1g);
     if (m->qk_norm) { /* use_qk_norm: each head of q and k over its head_dim */
         name_op(nm, sizeof nm, pre, "qk_norm");
         l->q = wrv(o, fusion(o, "rmsnorm", nm, T * (s->heads + s->kv_heads), Dh,
@@ -1215,7 +1231,11 @@ static struct val mlp_backward(struct out *o, const struct layer_vals *l, struct
     int64_t T = s->tokens, D = m->d_model, F = s->ffn;
     if (m->arch == MODEL_MIXTRAL)
         return experts_backward(o, l, g, lg);
+    int w = o->w;
+    if (!recomputes_qkv(m)) /* then the backward's first matmul */
+        o->w = first_w(l);
     struct val gact = dense_backward(o, "g_down", T, F, D, l->act, g, lg);
+    o->w = w;
     gact = wrv(o, elementwise(o, "g_act", T, F, gated(m) ? "mul" : "gelu", gated(m) ? 3 : 1,
                               val2(gact, l->up)));
     return dense_backward(o, "g_up", T, D, (gated(m) ? 2 : 1) * F, l->n2g, gact, lg);
@@ -1283,7 +1303,7 @@ static void layer_recompute(struct out *o, struct val g, struct val also, struct
         return;
     }
     int k = elementwise(o, "g_start", o->sh->tokens, m->d_model / o->sh->tensor, "add", 1,
-                        val2(val2(g, val1(l->w)), also));
+                        val2(val2(g, val1(first_w(l))), also));
     o->b->op[k].flags |= PROG_DATA_WAIT;
 }
 
@@ -1297,6 +1317,7 @@ static struct val layer_backward(struct out *o, struct val g, struct val also)
     int64_t T = s->tokens, D = m->d_model;
     struct layer_vals l = o->fwd;
     l.w = o->w;
+    l.w1 = o->w1;
     struct layer_grads lg = {none_val, none_val};
     layer_recompute(o, g, also, &l);
     struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
@@ -1385,12 +1406,12 @@ static void head(struct out *o, bool backward)
     o->b->op[k].flags |= PROG_DATA_WAIT;
     struct val fn = wrv(o, k);
     /* the unembedding's weights, sharded over fsdp as the layers': issued
-     * where it stands, as the forward's layers are issued, never before wg0
+     * where it stands, as the forward's layers are issued, never before the embedding
      * (its after:); made synchronous by an XLA flag, it blocks the stream there */
     struct val hw = collective(o, "all_gather", "head_wg", "fsdp", s->fsdp, head_gather_bytes(o),
                                PROG_ASYNC, none_val);
-    if (hw.n && o->wg0_op >= 0)
-        o->b->op[o->b->nops - 1].issue = o->wg0_op;
+    if (hw.n && o->start_op >= 0)
+        o->b->op[o->b->nops - 1].issue = o->start_op;
     struct prog_block *top = o->b;
     if (tiles > 1)
         o->b = prog_loop(o->b, "vocab", tiles);
@@ -1425,7 +1446,7 @@ static struct val offloaded(const struct out *o, const struct layer_vals *l)
  * policy offloads goes to the host as the layer ends. */
 static void forward_layer(struct out *o, struct prog_block *body, int x)
 {
-    struct layer_vals l = {.x = val1(x), .w = o->w};
+    struct layer_vals l = {.x = val1(x), .w = o->w, .w1 = o->w1};
     layer_forward(o, "", (struct layer_part){true, true, true, true, true}, none_val, &l);
     prog_carry_next(body, x, l.out.t[0]);
     o->fwd = l;
@@ -1494,8 +1515,29 @@ static void pipe_end(struct out *o, bool backward, struct pipe_ctx *c)
     o->sh = c->full;
 }
 
-/* The layers' loop; with FSDP each layer gathers the next one's weights,
- * carried to it. */
+/* The first matmul of a layer's forward (first) or backward: the QKV
+ * projection, or with q, k, v saved the MLP's down projection; its weights'
+ * bytes per chip as gathered over fsdp, 0 when no one matmul comes first. */
+static double first_gather_bytes(const struct out *o, bool backward)
+{
+    const struct model *m = o->m;
+    const struct model_shard *s = o->sh;
+    bool qkv = !backward || recomputes_qkv(m);
+    double n = qkv ? (double)m->d_model * (double)((s->heads + 2 * s->kv_heads) * m->head_dim)
+                   : (double)m->d_model * (double)s->ffn;
+    if (!qkv && m->arch == MODEL_MIXTRAL) /* its experts come first */
+        return 0;
+    return n / s->fsdp * bytes(m->dtype);
+}
+
+/* The layers' loop; with FSDP each layer gathers its own weights in its
+ * iteration: XLA pipelines an all-gather back through a scan loop (into the
+ * previous layer) only over the DCN (MaxText configs/README.md,
+ * xla_tpu_enable_ag_backward_pipelining: "currently megascale all-gathers"),
+ * and its scheduler keeps one all-gather in flight at a time (openxla
+ * latency_hiding_scheduler.h, SchedulerConfig::all_gather_overlap_limit = 1).
+ * So the first matmul's weights are gathered first, exposed, and the rest
+ * after them, beside that matmul (docs/reference.md, "Model steps"). */
 static void layer_block(struct out *o, const char *name, bool backward)
 {
     struct prog_block *top = o->b;
@@ -1506,31 +1548,31 @@ static void layer_block(struct out *o, const char *name, bool backward)
     prog_carry(body, x, backward ? o->grad_last.t[0] : o->x_last.t[0]);
     int sharded = o->w;
     if (o->sh->fsdp > 1) {
-        o->w = prog_tensor(o->p, "weights");
-        prog_carry(body, o->w, backward ? o->w_next : o->w_init);
+        double all = layer_gather_bytes(o), first = first_gather_bytes(o, backward);
+        struct val w1 = none_val;
+        if (first > 0 && first < all)
+            w1 = collective(o, "all_gather", "wgather1", "fsdp", o->sh->fsdp, first, PROG_ASYNC,
+                            none_val);
         struct val wn = collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp,
-                                   layer_gather_bytes(o), PROG_ASYNC, none_val);
-        prog_carry_next(body, o->w, wn.t[0]);
-        if (!backward)
-            o->w_next = wn.t[0];
+                                   all - (w1.n ? first : 0), PROG_ASYNC, w1);
+        o->w = wn.t[0];
+        o->w1 = w1.n ? w1.t[0] : -1;
     }
     if (backward)
         backward_layer(o, body, x);
     else
         forward_layer(o, body, x);
     o->w = sharded;
+    o->w1 = -1;
     pipe_end(o, backward, &pc);
     o->b = top;
 }
 
-/* The embedding and the first layer's weights, gathered before the loop. */
+/* The embedding (the first layer gathers its own weights: layer_block). */
 static void step_start(struct out *o)
 {
     o->x_last = embed(o);
-    struct val w0 = collective(o, "all_gather", "wg0", "fsdp", o->sh->fsdp,
-                               layer_gather_bytes(o), PROG_ASYNC, none_val);
-    o->w_init = w0.n ? w0.t[0] : -1;
-    o->wg0_op = w0.n ? o->b->nops - 1 : -1;
+    o->start_op = o->b->nops - 1;
 }
 
 /* The update waits for every layer's gradients and their data-parallel sums
@@ -1736,7 +1778,7 @@ static void decode_step(struct out *o)
     struct prog_block *body = o->b = prog_loop(o->b, "layer", m->layers);
     int x = prog_tensor(o->p, "x");
     prog_carry(body, x, -1);
-    struct layer_vals l = {.w = o->w};
+    struct layer_vals l = {.w = o->w, .w1 = -1};
     decode_layer(o, &l, val1(x));
     prog_carry_next(body, x, l.out.t[0]);
     o->b = top;
@@ -1754,8 +1796,8 @@ struct program *model_program(const struct model *m, const struct model_shard *s
 {
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
-    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w_init = -1,
-                    .wg0_op = -1, .w_next = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
+    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w1 = -1,
+                    .start_op = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */
     if (m->mode == MODEL_TRAIN)

@@ -358,13 +358,13 @@ static void test_expansion_flops(void **state)
 
 /* Collective bytes per chip and step, by mesh axis:
  * fsdp: the weights gathered (bf16, a device's input = a quarter of the
- *   tensor half: 590336 / 2 / 4 x 2 B = 147584) once per layer ahead of the
- *   forward (wg0 + 2) and the backward (2), and the gradients
+ *   tensor half: 590336 / 2 / 4 x 2 B = 147584) once per layer in the
+ *   forward (2) and the backward (2), and the gradients
  *   reduce-scattered (bf16 -- the model's dtype, as XLA reduces them -- the
  *   tensor half: 590336 / 2 x 2 B = 590336) per layer; the unembedding
  *   [D, V / N_t] = 256 x 512 = 131072 parameters gathered once (131072 / 4 x
  *   2 B = 65536) and its gradient reduce-scattered once (131072 x 2 B =
- *   262144): 5 x 147584 + 2 x 590336 + 65536 + 262144 = 2246272;
+ *   262144): 4 x 147584 + 2 x 590336 + 65536 + 262144 = 2098688;
  * tensor: per layer forward two gathers of the residual (input 512 x 128 x
  *   2 B = 131072) and two reduce-scatters (input 512 x 256 x 2 = 262144),
  *   the same in the backward, and the full remat's recomputation gathers
@@ -377,7 +377,7 @@ static void test_expansion_collectives(void **state)
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     struct tally t = expand(&m, &f);
-    assert_float_equal(t.coll_bytes[0], 2246272, 0.5);
+    assert_float_equal(t.coll_bytes[0], 2098688, 0.5);
     assert_float_equal(t.coll_bytes[1], 4194304, 0.5);
     assert_float_equal(t.coll_bytes[2], 0, 0);
     assert_float_equal(t.host_bytes[0] + t.host_bytes[1], 0, 0);
@@ -483,13 +483,55 @@ static void test_expansion_head_collectives(void **state)
     assert_float_equal(num(rs, "bytes"), 256.0 * 512 * 2, 0.5);
     char after[256] = "";
     bwd_after(tree, "head_wg", after, sizeof after);
-    assert_string_equal(after, "wg0");
+    assert_string_equal(after, "embed"); /* issued with the step's first op */
     bwd_after(tree, "head_grad_rs", after, sizeof after);
     assert_string_equal(after, "g_logits_wgrad");
     bwd_after(tree, "g_final_norm", after, sizeof after);
     assert_null(strstr(after, "head_grad_rs"));
     bwd_after(tree, "g_embed", after, sizeof after);
     assert_non_null(strstr(after, "head_grad_rs"));
+    cfg_node_free(tree);
+}
+
+/* Each layer gathers its own weights in its iteration (XLA pipelines an
+ * all-gather back into the previous iteration only over the DCN), one
+ * all-gather at a time: first the first matmul's, then the rest after them.
+ * The small model (fsdp 4, tensor 2, bf16): qkv [256, (2 + 2 x 1) x 64]
+ * / 4 x 2 B = 32768 first, then 147584 - 32768 = 114816; norm1 and qkv wait
+ * for the first only. With q, k, v saved (minimal) the backward's first
+ * matmul is the MLP's down dgrad: F / N_t x D = 256 x 256
+ * / 4 x 2 B = 32768 again (re_norm1 waits for it), and g_down_dgrad does
+ * not wait for the rest, g_up_dgrad does. No gather before the loop (wg0). */
+static void test_expansion_layer_gathers_in_loop(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct cfg_node *tree = expansion_tree(&m, &f);
+    const struct cfg_node *w1 = find_op(tree, "wgather1"), *wr = find_op(tree, "wgather");
+    assert_non_null(w1);
+    assert_non_null(wr);
+    assert_null(find_op(tree, "wg0"));
+    assert_float_equal(num(w1, "bytes"), 256.0 * 256 / 4 * 2, 0.5);
+    assert_float_equal(num(wr, "bytes"), 147584 - 32768, 0.5);
+    char after[256] = "";
+    bwd_after(tree, "norm1", after, sizeof after);
+    assert_non_null(strstr(after, "wgather1"));
+    assert_null(strstr(after, "wgather "));
+    bwd_after(tree, "wgather", after, sizeof after);
+    assert_string_equal(after, "wgather1");
+    bwd_after(tree, "re_norm1", after, sizeof after);
+    assert_non_null(strstr(after, "wgather1"));
+    cfg_node_free(tree);
+
+    assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
+    tree = expansion_tree(&m, &f);
+    bwd_after(tree, "g_down_dgrad", after, sizeof after); /* (its after: elided, in order) */
+    assert_null(strstr(after, "wgather"));
+    bwd_after(tree, "g_up_dgrad", after, sizeof after);
+    assert_non_null(strstr(after, "wgather"));
+    assert_null(strstr(after, "wgather1"));
     cfg_node_free(tree);
 }
 
@@ -513,7 +555,8 @@ static void test_expansion_grad_gather_beside_recompute(void **state)
         bwd_after(tree, "g_tp_ag2", after, sizeof after);
         assert_string_equal(after, pass == 0 ? "re_tp_ag1" : "");
         bwd_after(tree, "g_down_dgrad", after, sizeof after);
-        assert_string_equal(after, pass == 0 ? "g_tp_ag2" : "");
+        /* (and its weights, in the rest of the layer's gather) */
+        assert_string_equal(after, pass == 0 ? "g_tp_ag2 wgather" : "");
         if (pass == 0) { /* and g_down_dgrad beside the recomputation's scatter */
             bwd_after(tree, "re_qkv", after, sizeof after);
             assert_string_equal(after, "re_tp_ag1");
@@ -786,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_expansion_norms_sharded),
         cmocka_unit_test(test_expansion_scatter_beside_wgrad),
         cmocka_unit_test(test_expansion_head_collectives),
+        cmocka_unit_test(test_expansion_layer_gathers_in_loop),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
