@@ -255,7 +255,14 @@ static void plan_part(const struct op *op, const struct topo *t, int nslices, in
  * split the data over (the scaling book: a slice without wraparound takes
  * about twice the time of a torus), and a line's pass costs what a
  * unidirectional ring does. Over wrapped axes (and for all-reduce, which
- * XLA reduces over the axes concurrently: C34) each axis carries a part. */
+ * XLA reduces over the axes concurrently: C34) each axis carries a part.
+ * An axis of 2 chips does not force one part: its line moves a chunk each
+ * way over the pair's link per step, as a ring of 2 would, so it loses
+ * nothing by carrying a part beside the other axes. A 2x2 is then gathered
+ * over both axes' links at once, as a bidirectional ring of 4 round the
+ * square does (jax's _TRAY_2x2_RING_ORDER); the one published v7 2x2x1
+ * all-gather reaches 178.8 GB/s into each chip, two links' worth
+ * (AI-Hypercomputer/accelerator-microbenchmarks, docs/reference.md). */
 static int plan_nparts(const struct op *op, const struct topo *t)
 {
     const struct op_collective *c = &op->u.coll;
@@ -263,7 +270,7 @@ static int plan_nparts(const struct op *op, const struct topo *t)
         return 1;
     if (op->kind == OP_ALL_GATHER || op->kind == OP_REDUCE_SCATTER)
         for (int i = 0; i < c->naxes; i++)
-            if (!t->wrap[c->axes[i]])
+            if (!t->wrap[c->axes[i]] && t->shape[c->axes[i]] > 2)
                 return 1;
     return c->naxes > 0 ? c->naxes : 1; /* axes: [dcn] alone is one part */
 }

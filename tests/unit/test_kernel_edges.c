@@ -172,6 +172,44 @@ static void test_collective_pieces_of_nothing_push_nothing(void **state)
     assert_int_equal(z.zero_rdmas, 0);
 }
 
+/* An all-gather of S bytes over both axes of a 2x2 (no wraparound: axes of 2
+ * never wrap) runs in two parts, one starting on each axis, as over a torus:
+ * part 0 gathers S/2 over axis 0, then 2 x S/2 = S over axis 1. By hand, each
+ * link then carries S/2 + S = 1.5 S each way, against 3 S in one part (S over
+ * axis 0, then 2 S over axis 1, one link at a time): the published v7 2x2x1
+ * all-gather reaches two links' worth into each chip (178.8 GB/s). A 2x4's
+ * line of 4 still makes it one part; an all-gather over one axis is one part. */
+static void test_all_gather_pairs_run_in_parts(void **state)
+{
+    (void)state;
+    struct topo t;
+    int shape[2] = {2, 2};
+    bool wrap[2] = {false, false};
+    assert_int_equal(topo_init(&t, 2, shape, wrap), 0);
+    struct op op = {.kind = OP_ALL_GATHER, .name = (char *)"ag"};
+    op.u.coll.bytes = 1024, op.u.coll.naxes = 2, op.u.coll.axes[0] = 0, op.u.coll.axes[1] = 1;
+    struct coll_plan plan;
+    coll_plan(&op, &t, &plan);
+    assert_int_equal(plan.nparts, 2);
+    for (int p = 0; p < 2; p++) {
+        assert_int_equal(plan.parts[p].nphases, 2);
+        assert_int_equal(plan.parts[p].phases[0].axis, p);
+        assert_int_equal(plan.parts[p].phases[0].bytes, 512);
+        assert_int_equal(plan.parts[p].phases[1].axis, 1 - p);
+        assert_int_equal(plan.parts[p].phases[1].bytes, 1024);
+    }
+    op.kind = OP_REDUCE_SCATTER;
+    coll_plan(&op, &t, &plan);
+    assert_int_equal(plan.nparts, 2);
+    shape[1] = 4;
+    assert_int_equal(topo_init(&t, 2, shape, wrap), 0);
+    coll_plan(&op, &t, &plan);
+    assert_int_equal(plan.nparts, 1);
+    op.kind = OP_ALL_GATHER;
+    coll_plan(&op, &t, &plan);
+    assert_int_equal(plan.nparts, 1);
+}
+
 /* ---- the MXU's minimum rows ---- */
 
 /* Test chip: 4 MXUs of 128 at 1 GHz. A pass streams max(M padded to 8, 128)
@@ -351,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_matmul_functional_k1024),
         cmocka_unit_test(test_matmul_functional_k4096),
         cmocka_unit_test(test_collective_pieces_of_nothing_push_nothing),
+        cmocka_unit_test(test_all_gather_pairs_run_in_parts),
         cmocka_unit_test(test_mxu_minimum_rows),
         cmocka_unit_test(test_ici_directions_in_busy_time),
         cmocka_unit_test(test_hbm_peak_fraction_and_dma_time),
