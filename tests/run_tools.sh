@@ -53,5 +53,22 @@ case "${ALLOC_LIBS-}" in
     out=$(MIMALLOC_SHOW_STATS=1 "$b/tpusim" chips 2>&1 >/dev/null)
     printf '%s' "$out" | grep -q '^heap stats' && ok || bad "tpusim does not allocate with mimalloc" ;;
 esac
+# the fidelity table's collective points: every one becomes a scenario; a v7 point of two
+# groups at once (C45: 64 MiB a device, one TensorCore of each of the 4 chips per group) runs
+# as one gather of both groups' bytes a chip over axes 0 and 1, not spanning a chip's devices
+python3 - <<'PY' && ok || bad "fidelity.py: the collective points' scenarios"
+import importlib.util, json
+spec = importlib.util.spec_from_file_location("fidelity", "tools/fidelity.py")
+fid = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fid)
+pts = {p["id"]: p for p in json.load(open("tests/fidelity/points.json"))}
+for p in pts.values():
+    assert fid.point_scenario(p) is not None, p["id"]
+op = fid.point_scenario(pts["C45"])["workload"][0]
+assert op == {"op": "all_gather", "axes": [0, 1], "bytes": 2 * 64 * 2**20, "chip_devices": 1}, op
+assert abs(pts["C45"]["measured_s"] / (3 * 2 * 64 * 2**20 * 1e-9 / 178.7714158) - 1) < 1e-5
+op = fid.point_scenario(pts["C34"])["workload"][0]
+assert op == {"op": "all_reduce", "axes": [0, 1], "bytes": 256 * 2**20}, op
+PY
 echo "tools: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

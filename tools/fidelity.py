@@ -49,12 +49,19 @@ def point_scenario(p):
     elif k == "hbm_copy":
         op = {"op": "hbm_copy", "bytes": q["bytes"]}
     elif k in ("all_gather", "all_reduce", "reduce_scatter"):
-        axes = list(range(len(topo))) if q.get("axis") == "all" else [q["axis"]]
+        if "axes" in q:
+            axes = list(q["axes"])
+        else:
+            axes = list(range(len(topo))) if q.get("axis") == "all" else [q["axis"]]
         x = 1
         for a in axes:
             x *= topo[a]
         per = q["bytes_per_device"] if "bytes_per_device" in q else q["total_bytes"] // x
-        op = {"op": k, "axes": axes, "bytes": per}
+        # groups_per_chip: that many groups run at once, each with one device of every chip
+        # (v7's two TensorCores, each a group of its own): the chip carries all their traffic.
+        op = {"op": k, "axes": axes, "bytes": per * q.get("groups_per_chip", 1)}
+        if "chip_devices" in q:
+            op["chip_devices"] = q["chip_devices"]
         if "wraparound" in q and len(axes) == 1:
             wrap = ["default"] * len(topo)
             wrap[axes[0]] = bool(q["wraparound"])
