@@ -261,8 +261,8 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     const struct op_matmul *p = &op->u.matmul;
     int64_t bm[64], bk[64], bn[64];
     int nm = tune_divisors(p->m, p->m < 8 ? p->m : 8, p->m, bm);
-    int nk = tune_divisors(p->k, p->k < 128 ? p->k : 128, p->k, bk);
-    int nn = tune_divisors(p->n, p->n < 128 ? p->n : 128, p->n, bn);
+    int nk = tune_multiples(p->k, 128, bk);
+    int nn = tune_multiples(p->n, 128, bn);
     int n = 0;
     for (int a = 0; a < nm; a++)
         for (int b = 0; b < nk; b++)

@@ -48,6 +48,19 @@ int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out)
     return n;
 }
 
+int tune_multiples(int64_t dim, int64_t quantum, int64_t *out)
+{
+    if (dim < quantum) {
+        out[0] = dim;
+        return 1;
+    }
+    int n = 0;
+    for (int64_t b = quantum; b <= dim && n < 63; b += quantum)
+        if (dim % b == 0)
+            out[n++] = b;
+    return n;
+}
+
 int tune_compute_blocks(int64_t major, int64_t *out)
 {
     int n = 0;

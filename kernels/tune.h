@@ -135,6 +135,11 @@ double tune_floor_steps(const struct kern *k, const double *run_s,
  * for 64). Returns their count. */
 int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out);
 
+/* Every multiple of 'quantum' that divides 'dim' (and 'dim' itself when it is
+ * smaller than 'quantum'), ascending, into 'out' (room for 64; the 63 smallest).
+ * Returns their count. */
+int tune_multiples(int64_t dim, int64_t quantum, int64_t *out);
+
 /* The compute blocks an attention kernel may split a kv block of 'major' into:
  * 128, 256 and 512 when they divide it, and 'major' itself when it is larger
  * (or nothing smaller divides it), ascending, into 'out' (room for 4).
