@@ -270,13 +270,13 @@ static void test_tune_candidates_hold_default_in_bound_order(void **state)
     assert_int_equal(d[5], 384);
 }
 
-/* A matmul's lane blocks (bk, bn) are every multiple of 128 dividing the dim, not only its
+/* A matmul's contraction block bk is every multiple of 128 dividing k, not only its
  * powers of two (the Pallas TPU block rule: the last two dims divisible by 8 and 128): the
  * logits' gradient and a one-hot embedding of Llama 3's vocabulary contract over k = 128256 =
  * 2^8 x 3 x 167. By hand on v6e, [256, 128256] x [128256, 256] reads 2 x 256 x 128256 x 2 B =
  * 131.3 MB: 80.2 us at 1.638 TB/s. bk = 768 runs within 10 % of it; the powers of two (bk
  * 256: 501 k steps of 128 KiB blocks) took 169.1 us. */
-static void test_tune_lane_blocks_any_multiple_of_128(void **state)
+static void test_tune_contraction_blocks_any_multiple_of_128(void **state)
 {
     (void)state;
     int64_t d[64];
@@ -465,7 +465,7 @@ int main(void)
         cmocka_unit_test(test_autotune_resolve_is_deterministic),
         cmocka_unit_test(test_autotune_bounds_are_below_times),
         cmocka_unit_test(test_tune_candidates_hold_default_in_bound_order),
-        cmocka_unit_test(test_tune_lane_blocks_any_multiple_of_128),
+        cmocka_unit_test(test_tune_contraction_blocks_any_multiple_of_128),
         cmocka_unit_test(test_tune_order_equals_exhaustive_order),
         cmocka_unit_test(test_autotune_lazy_search_equals_exhaustive),
     };
