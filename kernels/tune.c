@@ -55,9 +55,10 @@ int tune_multiples(int64_t dim, int64_t quantum, int64_t *out)
         return 1;
     }
     int n = 0;
-    for (int64_t b = quantum; b <= dim && n < 63; b += quantum)
+    for (int64_t b = quantum; b < dim && n < 63; b += quantum)
         if (dim % b == 0)
             out[n++] = b;
+    out[n++] = dim; /* the whole dim is a block whatever its factors */
     return n;
 }
 

@@ -135,9 +135,8 @@ double tune_floor_steps(const struct kern *k, const double *run_s,
  * for 64). Returns their count. */
 int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out);
 
-/* Every multiple of 'quantum' that divides 'dim' (and 'dim' itself when it is
- * smaller than 'quantum'), ascending, into 'out' (room for 64; the 63 smallest).
- * Returns their count. */
+/* Every multiple of 'quantum' below 'dim' that divides it (the 63 smallest), then
+ * 'dim' itself, ascending, into 'out' (room for 64). Returns their count. */
 int tune_multiples(int64_t dim, int64_t quantum, int64_t *out);
 
 /* The compute blocks an attention kernel may split a kv block of 'major' into:

@@ -285,6 +285,8 @@ static void test_tune_contraction_blocks_any_multiple_of_128(void **state)
     assert_memory_equal(d, want, sizeof want);
     assert_int_equal(tune_multiples(96, 128, d), 1); /* a dim under the quantum: whole */
     assert_int_equal(d[0], 96);
+    assert_int_equal(tune_multiples(576, 128, d), 1); /* no multiple of 128 divides 576 */
+    assert_int_equal(d[0], 576);
     const char *yaml = "chip: v6e\nworkload:\n  - {op: matmul, m: 256, k: 128256, n: 256, "
                        "block: auto}\n";
     struct diag *d2 = diag_new();
