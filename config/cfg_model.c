@@ -25,7 +25,7 @@ static const char *const model_keys[] = {
     "num_pipeline_repeats", "pipeline_schedule",
     "xla_flags", "quantization", "kv_cache_dtype", "use_qk_norm", "use_parallel_block", "tie_word_embeddings", "use_iota_embed", "causal", "sa_block_q", "sa_block_kv",
     "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
-    "sa_block_q_dq", "sa_block_kv_dq", NULL};
+    "sa_block_q_dq", "sa_block_kv_dq", "sa_use_fused_bwd_kernel", NULL};
 
 /* The preset's tree merged under the scenario's keys. */
 static struct cfg_node *with_preset(struct walk *w, const struct cfg_node *m)
@@ -268,7 +268,8 @@ static void read_kv_dtype(struct walk *w, const struct cfg_node *t, struct model
                         "v3 takes no int8 KV pages; rpa_v2 does)");
 }
 
-/* MaxText's layer options: use_qk_norm, use_iota_embed, causal, the splash block sizes sa_block_*. */
+/* MaxText's layer options: use_qk_norm, use_iota_embed, causal, the splash block sizes sa_block_*
+ * and sa_use_fused_bwd_kernel (refused beside an attention that is not splash's). */
 static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m)
 {
     walk_bool(w, t, "model", "use_qk_norm", &m->qk_norm);
@@ -281,6 +282,11 @@ static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m
     const char *const *sa = model_sa_block_names();
     for (int i = 0; sa[i]; i++)
         walk_int(w, t, "model", sa[i], false, 128, 1 << 16, &m->sa_block[i]);
+    walk_bool(w, t, "model", "sa_use_fused_bwd_kernel", &m->sa_fused_bwd);
+    if (m->sa_fused_bwd && (m->attention == MODEL_ATTN_FLASH || m->attention == MODEL_ATTN_DOT))
+        walk_type_error(w, cfg_get(t, "sa_use_fused_bwd_kernel"), "model.sa_use_fused_bwd_kernel",
+                        "false or absent with attention flash or dot_product (it is a "
+                        "splash attention option)");
 }
 
 /* Rules the keys alone imply. */

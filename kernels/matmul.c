@@ -252,8 +252,11 @@ static void tune_set(struct op *op, const int64_t *v)
     op->u.matmul.bm = v[0], op->u.matmul.bk = v[1], op->u.matmul.bn = v[2];
 }
 
-/* Powers of two that divide each dim (and the whole dim), from the smallest
- * block the tile rule allows: bm from 8 sublanes, bk and bn from 128 lanes. */
+/* Powers of two that divide bm and bn (and the whole dim), from the smallest
+ * block the tile rule allows: bm from 8 sublanes, bn from 128 lanes; bk every
+ * multiple of 128 dividing k (the Pallas TPU rule: a block's last two dims
+ * divisible by 8 and 128), so a contraction such as Llama 3's vocabulary,
+ * 128256 = 2^8 x 3 x 167, is not cut into 501 accumulator passes of 256. */
 static int tune_enumerate(const struct op *op, const struct chip_params *chip,
                           int64_t (*v)[TUNE_MAX_PARAMS], int max)
 {
@@ -261,7 +264,7 @@ static int tune_enumerate(const struct op *op, const struct chip_params *chip,
     const struct op_matmul *p = &op->u.matmul;
     int64_t bm[64], bk[64], bn[64];
     int nm = tune_divisors(p->m, p->m < 8 ? p->m : 8, p->m, bm);
-    int nk = tune_divisors(p->k, p->k < 128 ? p->k : 128, p->k, bk);
+    int nk = tune_multiples(p->k, 128, bk);
     int nn = tune_divisors(p->n, p->n < 128 ? p->n : 128, p->n, bn);
     int n = 0;
     for (int a = 0; a < nm; a++)

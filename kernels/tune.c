@@ -48,6 +48,33 @@ int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out)
     return n;
 }
 
+int tune_multiples(int64_t dim, int64_t quantum, int64_t *out)
+{
+    if (dim < quantum) {
+        out[0] = dim;
+        return 1;
+    }
+    /* quantum x j divides dim only when quantum does: j runs over the divisors of
+     * dim / quantum, found in pairs up to its square root */
+    int64_t q = dim % quantum == 0 ? dim / quantum : 0, lo[64], hi[64];
+    int nl = 0, nh = 0;
+    for (int64_t j = 1; j * j <= q && nl < 32; j++)
+        if (q % j == 0) {
+            lo[nl++] = j;
+            if (j * j != q)
+                hi[nh++] = q / j;
+        }
+    int n = 0;
+    for (int i = 0; i < nl && n < 63; i++)
+        if (quantum * lo[i] < dim)
+            out[n++] = quantum * lo[i];
+    for (int i = nh - 1; i >= 0 && n < 63; i--)
+        if (quantum * hi[i] < dim)
+            out[n++] = quantum * hi[i];
+    out[n++] = dim; /* the whole dim is a block whatever its factors */
+    return n;
+}
+
 int tune_compute_blocks(int64_t major, int64_t *out)
 {
     int n = 0;

@@ -135,6 +135,10 @@ double tune_floor_steps(const struct kern *k, const double *run_s,
  * for 64). Returns their count. */
 int tune_divisors(int64_t dim, int64_t lo, int64_t hi, int64_t *out);
 
+/* Every multiple of 'quantum' below 'dim' that divides it (the 63 smallest), then
+ * 'dim' itself, ascending, into 'out' (room for 64). Returns their count. */
+int tune_multiples(int64_t dim, int64_t quantum, int64_t *out);
+
 /* The compute blocks an attention kernel may split a kv block of 'major' into:
  * 128, 256 and 512 when they divide it, and 'major' itself when it is larger
  * (or nothing smaller divides it), ascending, into 'out' (room for 4).

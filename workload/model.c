@@ -740,11 +740,13 @@ static struct val matmul_rs(struct out *o, const char *name, const char *rs, int
 }
 
 /* MaxText's sa_block_* for splash: each set one, MaxText's default 512 (or attention_block)
- * for the others, each at most its sequence (MaxText takes the min). */
+ * for the others, each at most its sequence (MaxText takes the min). With
+ * sa_use_fused_bwd_kernel the dq blocks are None and the backward one fused kernel
+ * (MaxText's tpu_flash_attention: block_q_dq=None if global_use_fused_bwd_kernel). */
 static bool sa_blocks(struct out *o, struct prog_params *ps, int64_t q)
 {
     const struct model *m = o->m;
-    bool any = false;
+    bool any = m->sa_fused_bwd;
     for (int i = 0; i < 8; i++)
         any |= m->sa_block[i] > 0;
     if (!any)
@@ -753,7 +755,7 @@ static bool sa_blocks(struct out *o, struct prog_params *ps, int64_t q)
         "block_q_dkv", "block_kv_dkv", "block_kv_dkv_compute", "block_q_dq", "block_kv_dq"};
     struct prog_params *b = prog_map(ps, "block_sizes");
     int64_t v[8];
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < (m->sa_fused_bwd ? 6 : 8); i++) {
         v[i] = m->sa_block[i] ? m->sa_block[i] : m->attention_block ? m->attention_block : 512;
         int64_t len = strncmp(keys[i], "block_q", 7) == 0 ? q : m->seq_len;
         v[i] = v[i] < len ? v[i] : len;
@@ -762,6 +764,8 @@ static bool sa_blocks(struct out *o, struct prog_params *ps, int64_t q)
             v[i] = v[i - 1];
         prog_int(b, keys[i], v[i]);
     }
+    if (m->sa_fused_bwd)
+        prog_word(b, "use_fused_bwd_kernel", "true");
     return true;
 }
 

@@ -107,6 +107,9 @@ struct model {
     /* MaxText's splash block sizes (sa_block_q, sa_block_kv, ...: model_sa_block_names
      * order); 0: unset (the set ones make every block explicit, MaxText's 512 the others) */
     int64_t sa_block[8];
+    /* sa_use_fused_bwd_kernel: splash's backward as one kernel computing dq beside dk, dv
+     * (MaxText's BlockSizes then take no dq blocks); makes every splash block explicit */
+    bool sa_fused_bwd;
     bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
     bool parallel_block;   /* use_parallel_block: attention and MLP side by side */
     bool iota_embed;       /* use_iota_embed: the embedding as a one-hot matmul */

@@ -197,6 +197,34 @@ static void test_sa_block_sizes(void **state)
     cfg_scenario_fini(&sc);
 }
 
+/* sa_use_fused_bwd_kernel: MaxText's BlockSizes take no dq blocks (None, even when
+ * sa_block_*_dq are set) and use_fused_bwd_kernel; the key alone makes every block
+ * explicit (512). The fused backward runs 5 of the unfused kernels' 7 matmuls a
+ * computed block (q k^T, dp, dv, dk, dq against dq's q k^T, dp, dq and dkv's four). */
+static void test_sa_fused_bwd(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", sa_use_fused_bwd_kernel: true, sa_block_q_dq: 1024"), &sc);
+    char *y = expansion(&sc);
+    assert_non_null(strstr(y, "block_sizes: {block_q: 512, block_kv: 512, block_kv_compute: 512, "
+                              "block_q_dkv: 512, block_kv_dkv: 512, block_kv_dkv_compute: 512, "
+                              "use_fused_bwd_kernel: true}"));
+    assert_null(strstr(y, "block_q_dq"));
+    free(y);
+    const struct op *g = find(&sc, "g_attn");
+    assert_non_null(g);
+    assert_true(g->u.splash.bs.use_fused_bwd_kernel);
+    cfg_scenario_fini(&sc);
+    /* refused beside an attention that is not splash's */
+    const char *bad = LAYER(", attention: flash, sa_use_fused_bwd_kernel: true");
+    struct diag *d = diag_new();
+    struct cfg_scenario b;
+    assert_int_not_equal(cfg_load_scenario_text(bad, strlen(bad), "m.yaml", NULL, 0, &b, d), 0);
+    assert_int_equal(diag_count(d), 1);
+    diag_free(d);
+}
+
 /* use_qk_norm: an RMSNorm over each head of q and k ([T (H + K), Dh] = [2048 x 40, 128]) after
  * the QKV projection, in the forward, the recomputation and (its backward) the backward. */
 static void test_qk_norm(void **state)
@@ -373,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_windowed_gathers_only),
         cmocka_unit_test(test_wide_norm_tiles_rows),
         cmocka_unit_test(test_sa_block_sizes),
+        cmocka_unit_test(test_sa_fused_bwd),
         cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_non_causal),
         cmocka_unit_test(test_dot_product_attention),
