@@ -229,9 +229,11 @@ int model_shard(const struct model *m, const struct mesh *mesh, const struct top
     }
     s->dev_per_chip = chip->megacore ? 1 : chip->cores;
     s->devices = (int64_t)topo->nchips * s->dev_per_chip;
+    s->slices = 1;
     for (int i = 0; i < mesh->naxes; i++) /* the slices over the DCN count too */
         if (mesh->axis[i].dcn > 1)
-            s->devices *= mesh->axis[i].dcn;
+            s->slices *= mesh->axis[i].dcn;
+    s->devices *= s->slices;
     int64_t shards = (int64_t)s->data * s->fsdp * s->expert * s->dev_per_chip / s->tensor_dev;
     int rc = need(err, n, m->batch, shards, "batch",
                   "the devices the batch is split over (data x fsdp x expert x devices per chip)");
@@ -499,6 +501,7 @@ struct out {
     struct val grad_last; /* the first layer's input gradient */
     struct val layer_grads; /* the layers' gradients, reduced */
     struct val rest;      /* the other gradients (head and embedding) */
+    struct val rows;      /* the embedding's all-to-all's rows (the loop waits for them), or none */
 };
 
 static const char *dt(enum dtype d)
@@ -1553,12 +1556,14 @@ static void layer_block(struct out *o, const char *name, bool backward)
     int sharded = o->w;
     if (o->sh->fsdp > 1) {
         double all = layer_gather_bytes(o), first = first_gather_bytes(o, backward);
-        struct val w1 = none_val;
+        /* XLA's loop starts after its input: the forward's first gather after the
+         * embedding's all-to-all */
+        struct val after = backward ? none_val : o->rows, w1 = none_val;
         if (first > 0 && first < all)
             w1 = collective(o, "all_gather", "wgather1", "fsdp", o->sh->fsdp, first, PROG_ASYNC,
-                            none_val);
+                            after);
         struct val wn = collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp,
-                                   all - (w1.n ? first : 0), PROG_ASYNC, w1);
+                                   all - (w1.n ? first : 0), PROG_ASYNC, w1.n ? w1 : after);
         o->w = wn.t[0];
         o->w1 = w1.n ? w1.t[0] : -1;
     }
@@ -1572,10 +1577,33 @@ static void layer_block(struct out *o, const char *name, bool backward)
     o->b = top;
 }
 
+/* The embedding lookup's all-to-all (forward) or its gradient's (backward), in
+ * training: MaxText shards the table [vocab, d] along d over fsdp (logical axis
+ * 'embed'), so each chip looks up the fsdp group's tokens in its d / fsdp
+ * columns and XLA turns the rows to the batch's sharding with an all-to-all over
+ * fsdp, the gradient back with another (tools/hlo_agree.py's Llama-3-8B on fsdp
+ * 256: two all-to-alls of bf16[2048,2048,16], the layer input's bytes per chip;
+ * docs/reference.md, "The embedding"). Synchronous, as XLA's (nothing to hide
+ * behind). The one-hot embedding (a matmul) is not checked against XLA: none.
+ * Left out over several slices: an all-to-all over a whole slice runs as a
+ * stand-in on one slice only (engine/spmd.h), else every chip is simulated
+ * (2 x 256 chips: above the step limit); docs/reference.md says what it misses. */
+static struct val embed_a2a(struct out *o, const char *name, struct val in)
+{
+    const struct model_shard *s = o->sh;
+    if (o->m->mode != MODEL_TRAIN || o->m->iota_embed || s->slices > 1)
+        return in;
+    double rows = (double)s->tokens * (double)o->m->d_model * bytes(o->m->dtype) *
+                  s->dev_per_chip / s->tensor;
+    return collective(o, "all_to_all", name, "fsdp", s->fsdp, rows, 0, in);
+}
+
 /* The embedding (the first layer gathers its own weights: layer_block). */
 static void step_start(struct out *o)
 {
-    o->x_last = embed(o);
+    struct val x = embed(o);
+    o->x_last = embed_a2a(o, "embed_a2a", x);
+    o->rows = o->x_last.t[0] != x.t[0] ? o->x_last : none_val;
     o->start_op = o->b->nops - 1;
 }
 
@@ -1614,7 +1642,7 @@ static void train_step(struct out *o)
     if (off > 0) /* the last layer's tensors come back first */
         o->h0 = host_copy(o, "h2d0", off, "to_device", val1(o->host));
     layer_block(o, "bwd", true);
-    struct val g = val2(o->grad_last, o->rest);
+    struct val g = val2(embed_a2a(o, "g_embed_a2a", o->grad_last), o->rest);
     o->rest = wrv(o, m->iota_embed /* the table's gradient: one_hot^T x g */
                          ? matmul(o, "g_embed", m->vocab / s->tensor, s->tokens, m->d_model, g)
                          : elementwise(o, "g_embed", s->tokens, m->d_model, "add", 1, g));

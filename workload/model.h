@@ -147,6 +147,7 @@ struct model_shard {
                             * serving: TP over the 8 devices of 4 chips); 'tensor' then
                             * counts devices, the mesh's tensor axis chips */
     int64_t devices;       /* chips x dev_per_chip */
+    int slices;            /* the mesh's extent over the DCN (1: one slice) */
     int64_t b;             /* sequences per device */
     int64_t tokens;        /* tokens per device per step: b x seq_len / sequence */
     int64_t heads, kv_heads, ffn, experts; /* local to a device */

@@ -364,7 +364,9 @@ static void test_expansion_flops(void **state)
  *   tensor half: 590336 / 2 x 2 B = 590336) per layer; the unembedding
  *   [D, V / N_t] = 256 x 512 = 131072 parameters gathered once (131072 / 4 x
  *   2 B = 65536) and its gradient reduce-scattered once (131072 x 2 B =
- *   262144): 4 x 147584 + 2 x 590336 + 65536 + 262144 = 2098688;
+ *   262144), and the embedding's rows and their gradient turned over fsdp
+ *   by an all-to-all each (the residual, 512 x 128 x 2 B = 131072):
+ *   4 x 147584 + 2 x 590336 + 65536 + 262144 + 2 x 131072 = 2360832;
  * tensor: per layer forward two gathers of the residual (input 512 x 128 x
  *   2 B = 131072) and two reduce-scatters (input 512 x 256 x 2 = 262144),
  *   the same in the backward, and the full remat's recomputation gathers
@@ -377,7 +379,7 @@ static void test_expansion_collectives(void **state)
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     struct tally t = expand(&m, &f);
-    assert_float_equal(t.coll_bytes[0], 2098688, 0.5);
+    assert_float_equal(t.coll_bytes[0], 2360832, 0.5);
     assert_float_equal(t.coll_bytes[1], 4194304, 0.5);
     assert_float_equal(t.coll_bytes[2], 0, 0);
     assert_float_equal(t.host_bytes[0] + t.host_bytes[1], 0, 0);
@@ -483,13 +485,52 @@ static void test_expansion_head_collectives(void **state)
     assert_float_equal(num(rs, "bytes"), 256.0 * 512 * 2, 0.5);
     char after[256] = "";
     bwd_after(tree, "head_wg", after, sizeof after);
-    assert_string_equal(after, "embed"); /* issued with the step's first op */
+    assert_string_equal(after, "embed_a2a"); /* issued after the embedding's rows */
     bwd_after(tree, "head_grad_rs", after, sizeof after);
     assert_string_equal(after, "g_logits_wgrad");
     bwd_after(tree, "g_final_norm", after, sizeof after);
     assert_null(strstr(after, "head_grad_rs"));
     bwd_after(tree, "g_embed", after, sizeof after);
     assert_non_null(strstr(after, "head_grad_rs"));
+    cfg_node_free(tree);
+}
+
+/* The embedding table is sharded over fsdp along d (MaxText's 'embed'): XLA
+ * turns the looked-up rows to the batch's sharding with an all-to-all over
+ * fsdp and the gradient back with another (tools/hlo_agree.py's Llama-3-8B:
+ * bf16[2048, 2048, 16] each on fsdp 256, 16384 tokens x 4096 x 2 B per chip).
+ * Here 8 sequences / fsdp 4 x 256 = 512 tokens a device, d 256 over tensor 2
+ * (the residual [T, D / N_t]), bf16: 512 x 256 / 2 x 2 B = 131072 B each. The forward's first gather waits
+ * for the rows (XLA's loop starts after its input); the embedding's gradient
+ * for its all-to-all. Without fsdp, or over several slices, none. */
+static void test_expansion_embed_a2a(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct cfg_node *tree = expansion_tree(&m, &f);
+    const struct cfg_node *fw = find_op(tree, "embed_a2a"), *bw = find_op(tree, "g_embed_a2a");
+    assert_non_null(fw);
+    assert_non_null(bw);
+    assert_string_equal(cfg_get(fw, "op")->value, "all_to_all");
+    assert_float_equal(num(fw, "bytes"), 131072.0, 0.5);
+    assert_float_equal(num(bw, "bytes"), 131072.0, 0.5);
+    const struct cfg_node *a = cfg_get(find_op(tree, "wgather1"), "after");
+    assert_non_null(a);
+    assert_string_equal(a->kids[0]->value, "embed_a2a");
+    char after[256] = "";
+    bwd_after(tree, "g_embed", after, sizeof after);
+    assert_non_null(strstr(after, "g_embed_a2a"));
+    cfg_node_free(tree);
+    f.sh.slices = 2; /* left out over several slices (no stand-in there) */
+    tree = expansion_tree(&m, &f);
+    assert_null(find_op(tree, "embed_a2a"));
+    cfg_node_free(tree);
+    m.heads = m.kv_heads = 8; /* over tensor 8 */
+    setup_shard(&f, &m, 1, 8);
+    tree = expansion_tree(&m, &f);
+    assert_null(find_op(tree, "embed_a2a"));
     cfg_node_free(tree);
 }
 
@@ -829,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_expansion_norms_sharded),
         cmocka_unit_test(test_expansion_scatter_beside_wgrad),
         cmocka_unit_test(test_expansion_head_collectives),
+        cmocka_unit_test(test_expansion_embed_a2a),
         cmocka_unit_test(test_expansion_layer_gathers_in_loop),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
