@@ -45,27 +45,27 @@ quote "45.821 us"
 quote "63.125 us"
 quote "65.809 us"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
-quote "cost: \$0.04719 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01125 per million tokens"
-quote "time to train: 50.88 days (3576279 steps of 1.229 s; 299 evaluations of 2 forward steps, 669.125 ms each; an evaluation block (11921 steps and its evaluation) 4.07 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$168812, 62.26 MWh"
+quote "cost: \$0.0481 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01147 per million tokens"
+quote "time to train: 51.86 days (3576279 steps of 1.253 s; 299 evaluations of 2 forward steps, 659.154 ms each; an evaluation block (11921 steps and its evaluation) 4.15 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172064, 62.51 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
-quote "model train step: 0.170 s"
+quote "model train step: 0.226 s"
 quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.229 s ± 145.015 ms (11.8%, 68% band, the model-step floor'
-quote "collective_exposed 7.450 ms"
-quote "collective_exposed 56.011 ms (4.5%)"
+quote 'total 1.253 s ± 147.809 ms (11.8%, 68% band, the model-step floor'
+quote "collective_exposed 34.132 ms"
+quote "collective_exposed 81.864 ms (6.4%)"
 quote '"p99": 0.0172022839'
 quote '"p99": 0.0110341471'
 quote "1.170 ms"
 quote "p99 96.55"
 quote "71.51"
 quote "15 points: 15 feasible, 0 infeasible"
-quote "model train step: 1.251 s"
+quote "model train step: 1.276 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 fusion, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'
