@@ -26,7 +26,8 @@ grep -o '"peak_fraction": [0-9.e+-]*' "$t/a/summary.json" | awk '{ n++; if ($2 >
     END { exit !(n >= 4 && !bad) }' && ok || bad "an op above its peak: $(grep -o '"peak_fraction": [0-9.]*' "$t/a/summary.json" | tr '\n' ' ')"
 grep -q '"traceEvents"' "$t/a/trace.json" && grep -q '"ph":"X"' "$t/a/trace.json" && ok \
     || bad "trace has no spans"
-grep -q '<cluster id="pod"' "$t/a/platform.xml" && ok || bad "platform.xml missing"
+# the default scenario's fold (1x2, engine/spmd.h) keeps its transfers' directions: one Full zone
+grep -q '<zone id="pod" routing="Full">' "$t/a/platform.xml" && ok || bad "platform.xml missing"
 # report.html: self-contained (no script, nothing fetched), with the command, the ops and the path
 grep -q '<table id="ops">' "$t/a/report.html" && grep -q '<svg id="timeline"' "$t/a/report.html" \
     && grep -q '<ol id="critical-path">' "$t/a/report.html" \
@@ -41,7 +42,9 @@ $VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run
 cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
     && ok || bad "two runs differ"
 "$bin" check configs/scenarios/default.yaml >/dev/null && ok || bad "check default"
-"$bin" platform configs/scenarios/default.yaml | grep -q 'topology="TORUS"' && ok || bad "platform"
+"$bin" platform configs/scenarios/default.yaml | grep -q 'hosts chipN.pM send the other way round' \
+    && "$bin" platform configs/scenarios/default.yaml --set options.all_chips=true \
+    | grep -q 'topology="TORUS"' && ok || bad "platform"
 "$bin" chips | grep -q '^v5e ' && ok || bad "chips table"
 "$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
 "$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
