@@ -203,10 +203,13 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
 # ... its best and default points carry their error bars (summary.json's uncertainty.sigma_s)
 [ "$(grep -c '^- \*\*\(Best\|Default\)\*\*: .*: \*\*[0-9.]* [mu]*s\*\* ± [0-9.]* [mu]*s' "$t/sw/report.md")" = 2 ] && ok \
     || bad "report.md: no error bars: $(grep '^- \*\*' "$t/sw/report.md")"
-# multislice: the platform has a slice cluster each and the DCN; a model step
-# with data over the DCN runs, and its expansion (tpusim expand) runs to the
+# multislice: the platform has a slice zone each (the fold 2x2 of each slice keeps its
+# transfers' directions: a Full zone, engine/spmd.h; every chip: a TORUS cluster) and the DCN;
+# a model step with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time
-"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<cluster id="slice1"' "$t/ms.xml" \
+"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<zone id="slice1" routing="Full">' "$t/ms.xml" \
+    && "$bin" platform configs/scenarios/multislice_v5e_dp.yaml --set options.all_chips=true \
+    | grep -q '<cluster id="slice1"' \
     && grep -q '<cluster id="dcn" prefix="nic"' "$t/ms.xml" && grep -q 'bb_sharing_policy="SHARED"' "$t/ms.xml" \
     && ok || bad "multislice platform"
 printf 'name: tiny-multislice\nchip: v5e\ntopology: {shape: [2, 4], slices: 2}\nmesh: {data: 2, fsdp: 8}\nmodel: {layers: 2, d_model: 512, heads: 4, kv_heads: 4, head_dim: 128, ffn: 1024,\n        vocab: 1024, seq_len: 512, batch: 16, attention: flash}\n' >"$t/msm.yaml"
