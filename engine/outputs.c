@@ -44,7 +44,8 @@ int outputs_platform(const struct cfg_scenario *sc, FILE *f)
     plat_params(sc, &p);
     plat_pstates(sc, &p, factors);
     if (sc->dcn.slices > 1)
-        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, cfg_sim_slices(sc), &p);
+        return dcn_write_xml(f, &sc->dcn, &sc->topo, &sc->plan.sim, sc->plan.sim_dirs,
+                             cfg_sim_slices(sc), &p);
     if (sc->plan.sim_dirs)
         return plat_dir_write_xml(f, &sc->plan.sim, sc->plan.sim_dirs, &p);
     return plat_write_xml(f, &sc->plan.sim, &p);

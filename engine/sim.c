@@ -245,13 +245,19 @@ static bool has_compute(const struct cfg_scenario *sc)
 static void find_ports(struct eng_run *r, int nchips)
 {
     const struct topo *q = &r->sc->plan.sim;
+    bool slices = r->sc->dcn.slices > 1;
     r->hw.ports = xcalloc((size_t)nchips * 8, sizeof *r->hw.ports);
     for (int chip = 0; chip < nchips; chip++)
         for (unsigned f = 1; f < 8; f++) {
-            char name[48];
+            char prefix[32], name[64];
+            /* hosts of slice s are "s<s>-chip<n>" (topology/dcn.h) */
+            if (slices)
+                snprintf(prefix, sizeof prefix, "s%d-chip", chip / q->nchips);
+            else
+                snprintf(prefix, sizeof prefix, "chip");
             if ((f & ~r->sc->plan.sim_dirs) == 0 && f < (1u << q->ndims))
-                r->hw.ports[chip * 8 + f] =
-                    sg_host_by_name(plat_dir_host_name(q, chip, f, name, sizeof name));
+                r->hw.ports[chip * 8 + f] = sg_host_by_name(
+                    plat_dir_port_name(prefix, q, chip % q->nchips, f, name, sizeof name));
         }
 }
 
@@ -271,7 +277,7 @@ static void spawn(struct eng_run *r)
         for (int i = 0; i < nchips; i++)
             r->hw.chip_barrier[i] = sg_barrier_init((unsigned)sc->chip.cores);
     }
-    if (sc->plan.sim_dirs && sc->dcn.slices <= 1)
+    if (sc->plan.sim_dirs)
         find_ports(r, nchips);
     for (int chip = 0; chip < nchips; chip++) {
         char host[32], name[48];

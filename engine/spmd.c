@@ -29,35 +29,35 @@ static int directed_period(int len, int hops, int period)
     return len;
 }
 
-/* Folds sc->topo to the directed periods when the plain fold keeps a wrapped
- * axis whole that a transfer crosses (the period problem: +h and -h reaching
- * one chip) and they fold some axis further -- that axis, or another whose
- * plain period is above 2 hops but whose directed one is shorter (as data 48 x
- * fsdp 16 x tensor 8 on 16x16x24: x stays whole either way, y and z fold to 2
- * rather than 4 and 3) --, on one slice without faults and within
- * PLAT_DIR_MAX_ROUTES; 0 if it does. */
+/* Folds sc->topo to the directed periods when they fold some axis further
+ * than the plain periods do: an axis the plain fold keeps whole (the period
+ * problem: +h and -h reaching one chip), or one whose plain period is above 2
+ * hops but whose directed one is shorter (ring neighbours: 2 rather than 4; as
+ * data 48 x fsdp 16 x tensor 8 on 16x16x24: x stays whole either way, y and z
+ * fold to 2 rather than 4 and 3; fsdp 128 x tensor 8 on 8x8x16: 2x2x2 rather
+ * than 4x4x4), without faults and within PLAT_DIR_MAX_ROUTES (in all the
+ * simulated slices: each is a directed zone); 0 if it does. */
 static int fold_directed(struct cfg_scenario *sc, const int *hops, const int *roles,
                          const int *period)
 {
     const struct topo *t = &sc->topo;
     int dp[TOPO_MAX_DIMS] = {1, 1, 1};
-    bool whole = false, gains = false;
+    bool gains = false;
     unsigned dirs = 0;
-    if (sc->dcn.slices > 1 || sc->faults.n > 0)
+    if (sc->faults.n > 0)
         return -1;
     for (int a = 0; a < t->ndims; a++) {
         dp[a] = period[a];
         if (!t->wrap[a] || hops[a] == 0)
             continue;
         dp[a] = directed_period(t->shape[a], hops[a], roles[a]);
-        whole |= period[a] == t->shape[a];
         gains |= dp[a] < period[a];
         if (dp[a] < t->shape[a] && dp[a] <= 2 * hops[a])
             dirs |= 1u << a;
     }
     struct topo q;
-    if (!whole || !gains || topo_fold(t, dp, &q) != 0 ||
-        plat_dir_routes(&q, dirs) > PLAT_DIR_MAX_ROUTES)
+    if (!gains || topo_fold(t, dp, &q) != 0 ||
+        plat_dir_routes(&q, dirs) * spmd_fold_slices(sc->dcn.slices) > PLAT_DIR_MAX_ROUTES)
         return -1;
     sc->plan.sim = q;
     sc->plan.sim_dirs = dirs;

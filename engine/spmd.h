@@ -4,13 +4,13 @@
  * axis, to the shortest ring that still gives every transfer the links it
  * takes in the whole torus (more than twice the farthest hop along the axis,
  * a divisor of its length; an axis nothing crosses folds to one chip), and
- * only the chips of the fold are simulated. Where that keeps an axis whole
- * (no divisor fits: a data ring whose members are 4 apart on a 16-long axis
- * needs more than 8), a single slice without faults folds instead to more
- * than the farthest hop, on a platform whose transfers keep the direction
- * they take on the torus (topology/plat_dir.h; sc->plan.sim_dirs: the axes
- * that need it), and every axis folds so (also when the whole axis stays
- * whole so but another folds shorter). Each stands for the chips of its
+ * only the chips of the fold are simulated. A slice without faults (each
+ * slice of a multislice run alike) folds instead to more than the farthest
+ * hop when that is shorter on some axis (an axis the plain fold keeps whole:
+ * a data ring whose members are 4 apart on a 16-long axis needs more than 8;
+ * ring neighbours: 2 chips, not 4), on a platform whose transfers keep the
+ * direction they take on the torus (topology/plat_dir.h; sc->plan.sim_dirs:
+ * the axes that need it), and every axis folds so. Each stands for the chips of its
  * class: their sums (FLOPs, bytes, steps) count that many times. Axes without
  * wraparound are kept whole (their ends differ), and a workload with absolute
  * targets (a remote_copy to a device id) is not folded.

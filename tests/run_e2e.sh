@@ -26,7 +26,8 @@ grep -o '"peak_fraction": [0-9.e+-]*' "$t/a/summary.json" | awk '{ n++; if ($2 >
     END { exit !(n >= 4 && !bad) }' && ok || bad "an op above its peak: $(grep -o '"peak_fraction": [0-9.]*' "$t/a/summary.json" | tr '\n' ' ')"
 grep -q '"traceEvents"' "$t/a/trace.json" && grep -q '"ph":"X"' "$t/a/trace.json" && ok \
     || bad "trace has no spans"
-grep -q '<cluster id="pod"' "$t/a/platform.xml" && ok || bad "platform.xml missing"
+# the default scenario's fold (1x2, engine/spmd.h) keeps its transfers' directions: one Full zone
+grep -q '<zone id="pod" routing="Full">' "$t/a/platform.xml" && ok || bad "platform.xml missing"
 # report.html: self-contained (no script, nothing fetched), with the command, the ops and the path
 grep -q '<table id="ops">' "$t/a/report.html" && grep -q '<svg id="timeline"' "$t/a/report.html" \
     && grep -q '<ol id="critical-path">' "$t/a/report.html" \
@@ -41,7 +42,9 @@ $VALGRIND "$bin" run -o "$t/b" -q $SIMFLAGS 2>/dev/null && ok || bad "second run
 cmp -s "$t/a/summary.json" "$t/b/summary.json" && cmp -s "$t/a/trace.json" "$t/b/trace.json" \
     && ok || bad "two runs differ"
 "$bin" check configs/scenarios/default.yaml >/dev/null && ok || bad "check default"
-"$bin" platform configs/scenarios/default.yaml | grep -q 'topology="TORUS"' && ok || bad "platform"
+"$bin" platform configs/scenarios/default.yaml | grep -q 'hosts chipN.pM send the other way round' \
+    && "$bin" platform configs/scenarios/default.yaml --set options.all_chips=true \
+    | grep -q 'topology="TORUS"' && ok || bad "platform"
 "$bin" chips | grep -q '^v5e ' && ok || bad "chips table"
 "$bin" --help | grep -q 'usage: tpusim' && ok || bad "--help"
 "$bin" --version | grep -q '^tpusim ' && ok || bad "--version"
@@ -202,10 +205,13 @@ printf '{"scenario": "d", "chip": "v5e", "total_time_s": 2, "ops": [{"name": "du
 # ... its best and default points carry their error bars (summary.json's uncertainty.sigma_s)
 [ "$(grep -c '^- \*\*\(Best\|Default\)\*\*: .*: \*\*[0-9.]* [mu]*s\*\* ± [0-9.]* [mu]*s' "$t/sw/report.md")" = 2 ] && ok \
     || bad "report.md: no error bars: $(grep '^- \*\*' "$t/sw/report.md")"
-# multislice: the platform has a slice cluster each and the DCN; a model step
-# with data over the DCN runs, and its expansion (tpusim expand) runs to the
+# multislice: the platform has a slice zone each (the fold 2x2 of each slice keeps its
+# transfers' directions: a Full zone, engine/spmd.h; every chip: a TORUS cluster) and the DCN;
+# a model step with data over the DCN runs, and its expansion (tpusim expand) runs to the
 # same step time
-"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<cluster id="slice1"' "$t/ms.xml" \
+"$bin" platform configs/scenarios/multislice_v5e_dp.yaml >"$t/ms.xml" && grep -q '<zone id="slice1" routing="Full">' "$t/ms.xml" \
+    && "$bin" platform configs/scenarios/multislice_v5e_dp.yaml --set options.all_chips=true \
+    | grep -q '<cluster id="slice1"' \
     && grep -q '<cluster id="dcn" prefix="nic"' "$t/ms.xml" && grep -q 'bb_sharing_policy="SHARED"' "$t/ms.xml" \
     && ok || bad "multislice platform"
 printf 'name: tiny-multislice\nchip: v5e\ntopology: {shape: [2, 4], slices: 2}\nmesh: {data: 2, fsdp: 8}\nmodel: {layers: 2, d_model: 512, heads: 4, kv_heads: 4, head_dim: 128, ffn: 1024,\n        vocab: 1024, seq_len: 512, batch: 16, attention: flash}\n' >"$t/msm.yaml"

@@ -1,6 +1,8 @@
 /* topology/dcn.c -- slices, hosts and NICs on the DCN (see topology/dcn.h). */
 #include "topology/dcn.h"
 
+#include "topology/plat_dir.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,7 +114,8 @@ char *dcn_nic_name(int k, char *buf, size_t n)
 }
 
 int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
-                  const struct topo *sim, int sim_slices, const struct plat_params *p)
+                  const struct topo *sim, unsigned dirs, int sim_slices,
+                  const struct plat_params *p)
 {
     struct dcn_plat dp;
     dcn_plat(d, slice, sim, sim_slices, &dp);
@@ -131,10 +134,14 @@ int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
             dp.nics, dp.nic_Bps, d->bisection_Bps, dp.backbone_Bps);
     fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
     for (int s = 0; s < sim_slices; s++) {
-        char id[32], prefix[32];
+        char id[32], prefix[32], links[32];
         snprintf(id, sizeof id, "slice%d", s);
         snprintf(prefix, sizeof prefix, "s%d-chip", s);
-        plat_write_cluster(out, sim, p, id, prefix);
+        snprintf(links, sizeof links, "s%d-", s);
+        if (dirs)
+            plat_dir_write_zone(out, sim, dirs, p, id, prefix, links);
+        else
+            plat_write_cluster(out, sim, p, id, prefix);
     }
     /* each NIC host: one full-duplex link (half the latency) into the backbone */
     fprintf(out,

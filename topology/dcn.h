@@ -64,9 +64,11 @@ int dcn_nic(const struct dcn *d, const struct topo *slice, const struct topo *si
 char *dcn_host_name(const struct topo *sim, int s, int rank, char *buf, size_t n);
 char *dcn_nic_name(int k, char *buf, size_t n);
 /* Writes the multislice platform: a zone with one torus cluster per slice
- * (as plat_write_xml's) and the DCN cluster (NIC links and the backbone).
- * Returns 0, or -1 on a write error. */
+ * (as plat_write_xml's; with 'dirs', a fold whose transfers keep their
+ * direction, one directed zone per slice: topology/plat_dir.h) and the DCN
+ * cluster (NIC links and the backbone). Returns 0, or -1 on a write error. */
 int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
-                  const struct topo *sim, int sim_slices, const struct plat_params *p);
+                  const struct topo *sim, unsigned dirs, int sim_slices,
+                  const struct plat_params *p);
 
 #endif

@@ -55,12 +55,21 @@ int plat_dir_flip(const struct topo *t, const struct topo *q, unsigned dirs, int
     return flip;
 }
 
+char *plat_dir_port_name(const char *prefix, const struct topo *q, int rank, unsigned flip,
+                         char *buf, size_t n)
+{
+    if (flip == 0)
+        snprintf(buf, n, "%s%d", prefix, topo_sim_node(q, rank));
+    else
+        snprintf(buf, n, "%s%d.p%u", prefix, topo_sim_node(q, rank), flip);
+    return buf;
+}
+
 char *plat_dir_host_name(const struct topo *q, int rank, unsigned flip, char *buf, size_t n)
 {
     if (flip == 0)
         return plat_host_name(q, rank, buf, n);
-    snprintf(buf, n, "chip%d.p%u", topo_sim_node(q, rank), flip);
-    return buf;
+    return plat_dir_port_name("chip", q, rank, flip, buf, n);
 }
 
 /* The flip sets written: every subset of 'dirs' among the fold's axes. */
@@ -77,32 +86,36 @@ long plat_dir_routes(const struct topo *q, unsigned dirs)
     return sets * q->nchips * sets * q->nchips;
 }
 
-static void write_hosts(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p)
+static void write_hosts(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p,
+                        const char *prefix)
 {
-    char name[48];
+    char name[64];
     for (int r = 0; r < q->nchips; r++)
         for (unsigned f = 0; f < (1u << q->ndims); f++) {
             if (!flip_written(q, dirs, f))
                 continue;
-            fprintf(out, "    <host id=\"%s\" speed=\"%.17gf", plat_dir_host_name(q, r, f, name, sizeof name),
-                    p->core_flops);
+            fprintf(out, "    <host id=\"%s\" speed=\"%.17gf",
+                    plat_dir_port_name(prefix, q, r, f, name, sizeof name), p->core_flops);
             for (int i = 0; i < p->npstates; i++)
                 fprintf(out, ",%.17gf", p->core_flops * p->pstate_factors[i]);
             fprintf(out, "\" core=\"%d\"/>\n", p->cores);
         }
 }
 
-/* Per chip: its HBM limiter "h<rank>", and per axis the two directions of the
- * link to the next chip up the ring: "i<rank>_<axis>u" (up from it) and
- * "i<rank>_<axis>d" (down to it), as SPLITDUPLEX makes them in the cluster. */
-static void write_links(FILE *out, const struct topo *q, const struct plat_params *p)
+/* Per chip: its HBM limiter "<lp>h<rank>", and per axis the two directions of
+ * the link to the next chip up the ring: "<lp>i<rank>_<axis>u" (up from it)
+ * and "<lp>i<rank>_<axis>d" (down to it), as SPLITDUPLEX makes them in the
+ * cluster ('lp': the slice's link prefix, "" for one slice). */
+static void write_links(FILE *out, const struct topo *q, const struct plat_params *p, const char *lp)
 {
     for (int r = 0; r < q->nchips; r++) {
-        fprintf(out, "    <link id=\"h%d\" bandwidth=\"%.17gBps\" latency=\"0s\"/>\n", r, p->hbm_bw_Bps);
+        fprintf(out, "    <link id=\"%sh%d\" bandwidth=\"%.17gBps\" latency=\"0s\"/>\n", lp, r,
+                p->hbm_bw_Bps);
         for (int a = 0; a < q->ndims; a++)
             for (int up = 1; up >= 0 && q->shape[a] > 1; up--)
-                fprintf(out, "    <link id=\"i%d_%d%c\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n",
-                        r, a, up ? 'u' : 'd', p->ici_bw_Bps, p->ici_lat_s);
+                fprintf(out,
+                        "    <link id=\"%si%d_%d%c\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n",
+                        lp, r, a, up ? 'u' : 'd', p->ici_bw_Bps, p->ici_lat_s);
     }
 }
 
@@ -111,24 +124,40 @@ static void write_links(FILE *out, const struct topo *q, const struct plat_param
  * then the destination's limiter. A route ends at any host of 'b' alike: a
  * receiving actor may stand on one of its chip's ports for its own send
  * when a transfer to it starts, and it is its chip that receives. */
-static void write_routes(FILE *out, const struct topo *q, unsigned dirs, int a, int b,
-                         unsigned flip, struct topo_hop *h)
+static void write_routes(FILE *out, const struct topo *q, unsigned dirs, const char *prefix,
+                         const char *lp, int a, int b, unsigned flip, struct topo_hop *h)
 {
     int n = plat_dir_route(q, a, b, flip, h);
-    char src[48], dst[48];
+    char src[64], dst[64];
     for (unsigned g = 0; g < (1u << q->ndims); g++) {
         if (!flip_written(q, dirs, g))
             continue;
         fprintf(out, "    <route src=\"%s\" dst=\"%s\" symmetrical=\"NO\">",
-                plat_dir_host_name(q, a, flip, src, sizeof src),
-                plat_dir_host_name(q, b, g, dst, sizeof dst));
+                plat_dir_port_name(prefix, q, a, flip, src, sizeof src),
+                plat_dir_port_name(prefix, q, b, g, dst, sizeof dst));
         for (int k = 0; k < n; k++) {
             int link = h[k].dir > 0 ? h[k].from : h[k].to;
-            fprintf(out, "<link_ctn id=\"h%d\"/><link_ctn id=\"i%d_%d%c\"/>", h[k].from, link,
-                    h[k].axis, h[k].dir > 0 ? 'u' : 'd');
+            fprintf(out, "<link_ctn id=\"%sh%d\"/><link_ctn id=\"%si%d_%d%c\"/>", lp, h[k].from,
+                    lp, link, h[k].axis, h[k].dir > 0 ? 'u' : 'd');
         }
-        fprintf(out, "<link_ctn id=\"h%d\"/></route>\n", b);
+        fprintf(out, "<link_ctn id=\"%sh%d\"/></route>\n", lp, b);
     }
+}
+
+void plat_dir_write_zone(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p,
+                         const char *id, const char *prefix, const char *link_prefix)
+{
+    fprintf(out, "  <zone id=\"%s\" routing=\"Full\">\n", id);
+    write_hosts(out, q, dirs, p, prefix);
+    write_links(out, q, p, link_prefix);
+    int max = q->shape[0] + q->shape[1] + q->shape[2];
+    struct topo_hop *h = xmalloc((size_t)max * sizeof *h);
+    for (int a = 0; a < q->nchips; a++)
+        for (unsigned f = 0; f < (1u << q->ndims); f++)
+            for (int b = 0; b < q->nchips && flip_written(q, dirs, f); b++)
+                write_routes(out, q, dirs, prefix, link_prefix, a, b, f, h);
+    free(h);
+    fprintf(out, "  </zone>\n");
 }
 
 int plat_dir_write_xml(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p)
@@ -141,17 +170,7 @@ int plat_dir_write_xml(FILE *out, const struct topo *q, unsigned dirs, const str
             q->nchips);
     if (p->pcie_Bps > 0)
         fprintf(out, "<zone id=\"world\" routing=\"Full\">\n");
-    fprintf(out, "  <zone id=\"pod\" routing=\"Full\">\n");
-    write_hosts(out, q, dirs, p);
-    write_links(out, q, p);
-    int max = q->shape[0] + q->shape[1] + q->shape[2];
-    struct topo_hop *h = xmalloc((size_t)max * sizeof *h);
-    for (int a = 0; a < q->nchips; a++)
-        for (unsigned f = 0; f < (1u << q->ndims); f++)
-            for (int b = 0; b < q->nchips && flip_written(q, dirs, f); b++)
-                write_routes(out, q, dirs, a, b, f, h);
-    free(h);
-    fprintf(out, "  </zone>\n");
+    plat_dir_write_zone(out, q, dirs, p, "pod", "chip", "");
     if (p->pcie_Bps > 0) {
         plat_write_pcie_zone(out, q->nchips, p->pcie_Bps);
         fprintf(out, "</zone>\n");

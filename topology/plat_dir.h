@@ -44,6 +44,17 @@ int plat_dir_flip(const struct topo *t, const struct topo *q, unsigned dirs, int
  * flip 0 is the chip's own host, plat_host_name). */
 char *plat_dir_host_name(const struct topo *q, int rank, unsigned flip, char *buf, size_t n);
 
+/* The host of port 'flip' of fold chip 'rank' whose hosts are named
+ * '<prefix><simnode>' ("<prefix><simnode>.p<flip>"; flip 0: the chip's own). */
+char *plat_dir_port_name(const char *prefix, const struct topo *q, int rank, unsigned flip,
+                         char *buf, size_t n);
+
+/* Writes the Full zone 'id' of fold 'q' (hosts named as plat_dir_port_name
+ * with 'prefix', links' ids prefixed by 'link_prefix': one zone per slice of
+ * a multislice platform, topology/dcn.h). */
+void plat_dir_write_zone(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p,
+                         const char *id, const char *prefix, const char *link_prefix);
+
 /* Writes the directed platform of fold 'q' ('dirs': its axes that need
  * ports). Returns 0, or -1 on a write error. */
 int plat_dir_write_xml(FILE *out, const struct topo *q, unsigned dirs, const struct plat_params *p);

@@ -30,8 +30,9 @@ static void fold_of(const char *yaml, int nd, const int *want)
 static void test_fold_periods(void **state)
 {
     (void)state;
-    /* ring neighbours: the shortest divisor above 2 hops */
-    fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n", 3, (int[]){4, 4, 1});
+    /* ring neighbours: the shortest divisor above 1 hop, with transfers that keep their
+     * direction (topology/plat_dir.h): 2 (the plain fold's, above 2 hops, is 4) */
+    fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n", 3, (int[]){2, 2, 1});
     /* a shift of 3 needs more than 6 chips per ring (8: no fold), or more than 3 with
      * transfers that keep their direction (topology/plat_dir.h): 4 */
     fold_of(TORUS "  - {op: ppermute, bytes: 1MiB, axis: 2, shift: 3}\n", 3, (int[]){1, 1, 4});
@@ -41,15 +42,15 @@ static void test_fold_periods(void **state)
     fold_of(TORUS "  - {op: remote_copy, bytes: 1MiB, device_id: 5}\n", 3, (int[]){8, 8, 8});
     /* compute only: one chip */
     fold_of(TORUS "  - {op: matmul, m: 512, k: 512, n: 512}\n", 3, (int[]){1, 1, 1});
-    /* an axis without wraparound stays whole */
+    /* an axis without wraparound stays whole (the wrapped one folds to 2, directed) */
     fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
             "  - {op: all_gather, bytes: 1MiB, axes: [0, 1]}\n",
-            2, (int[]){8, 4});
+            2, (int[]){8, 2});
     /* beside other ops on a wrapped slice, an all-to-all runs as a stand-in: the
-     * fold leaves it out (the all-gather's 1 hop on axis 0 needs 4 chips) */
+     * fold leaves it out (the all-gather's 1 hop on axis 0 needs 2 chips, directed) */
     fold_of(TORUS "  - {op: all_gather, bytes: 1MiB, axes: [0]}\n"
                   "  - {op: all_to_all, bytes: 1MiB, axes: [1]}\n",
-            3, (int[]){4, 1, 1});
+            3, (int[]){2, 1, 1});
     /* ... not where an axis has no wraparound (its chips differ) */
     fold_of("chip: v5e\ntopology: {shape: [8, 16]}\nworkload:\n"
             "  - {op: all_gather, bytes: 1MiB, axes: [1]}\n"
@@ -226,6 +227,35 @@ static void test_fold_directed_beside_whole(void **state)
     same_both_ways(DIR_GAIN);
 }
 
+/* No axis kept whole by the plain fold (4 x 4 of 8 x 8: every transfer 1 hop), yet the
+ * directed one is shorter: 2 x 2, each chip's +1 and -1 on the same chip of the fold and
+ * on their own links; fsdp x tensor as a model step lays them out (tensor's ring on x,
+ * fsdp's on y), the collectives beside a matmul, with the times of all 64 chips. */
+#define DIR_NO_WHOLE                                                                            \
+    "chip: {base: v5p}\ntopology: {shape: [8, 8], wraparound: [true, true]}\n"                  \
+    "mesh: {fsdp: 8, tensor: 8}\nworkload:\n"                                                   \
+    "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"                             \
+    "  - {op: collective_matmul, name: cm, m: 1024, k: 1024, n: 1024, groups: [tensor]}\n"      \
+    "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp], overlap: true}\n"          \
+    "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024, overlap: true}\n"                    \
+    "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [tensor]}\n"                           \
+    "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 1, shift: -1}\n"
+
+static void test_fold_directed_none_whole(void **state)
+{
+    (void)state;
+    fold_of(DIR_NO_WHOLE, 2, (int[]){2, 2});
+    same_both_ways(DIR_NO_WHOLE);
+    /* beside an axis without wraparound, kept whole (v5e 4 x 16 wraps the 16 only): 4 x 2 */
+    const char *line = "chip: v5e\ntopology: {shape: [4, 16]}\nworkload:\n"
+                       "  - {op: all_gather, name: ag, bytes: 4MiB, axes: [0, 1]}\n"
+                       "  - {op: matmul, name: mm, m: 1024, k: 1024, n: 1024, overlap: true}\n"
+                       "  - {op: reduce_scatter, name: rs, bytes: 8MiB, axes: [1]}\n"
+                       "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 0, shift: 1}\n";
+    fold_of(line, 2, (int[]){4, 2});
+    same_both_ways(line);
+}
+
 static void slices_of(const char *yaml, int want)
 {
     struct diag *d = diag_new();
@@ -286,6 +316,40 @@ static void test_fold_slices_equals_every_slice(void **state)
     assert_same(&fold, &full);
 }
 
+/* The fold whose transfers keep their direction inside each of 2 slices (one directed
+ * zone per slice, topology/dcn.h): 2 x 2 of each wrapped 8 x 8, fsdp and tensor within the
+ * slices as above, data over the DCN beside them; and a model step so laid out (2 layers),
+ * both fidelities: the times of all 128 chips. */
+#define DIR_SLICES                                                                              \
+    "chip: {base: v5p}\ntopology: {shape: [8, 8], wraparound: [true, true], slices: 2}\n"       \
+    "mesh: {data: 2, fsdp: 8, tensor: 8}\n"
+
+static void test_fold_directed_slices(void **state)
+{
+    (void)state;
+    const char *ops = DIR_SLICES "workload:\n"
+                      "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"
+                      "  - {op: all_reduce, name: ar, bytes: 8MiB, groups: [data], overlap: true}\n"
+                      "  - {op: collective_matmul, name: cm, m: 1024, k: 1024, n: 1024, groups: "
+                      "[tensor]}\n"
+                      "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp, data]}\n"
+                      "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 1, shift: 1}\n";
+    fold_of(ops, 2, (int[]){2, 2});
+    slices_of(ops, 2);
+    same_both_ways(ops);
+    char model[512];
+    snprintf(model, sizeof model, DIR_SLICES
+             "model: {arch: llama, layers: 2, d_model: 1024, heads: 8, kv_heads: 8,\n"
+             "        head_dim: 128, ffn: 4096, vocab: %d, batch: 64, seq_len: %d,\n"
+             "        mode: train}\n", test_under_checker() ? 4096 : 32000,
+             test_under_checker() ? 128 : 512);
+    fold_of(model, 2, (int[]){2, 2});
+    same_both_ways(model);
+    const char *exact[2] = {"options.fidelity=exact", "options.all_chips=true"};
+    struct result fold = run(model, exact, 1), full = run(model, exact, 2);
+    assert_same(&fold, &full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +360,8 @@ int main(void)
         cmocka_unit_test(test_fold_slices_equals_every_slice),
         cmocka_unit_test(test_standin_alone),
         cmocka_unit_test(test_fold_directed_beside_whole),
+        cmocka_unit_test(test_fold_directed_none_whole),
+        cmocka_unit_test(test_fold_directed_slices),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
