@@ -1220,11 +1220,11 @@ sed 's/name: mm,/name: mm, overlap: true,/' "$t/sti.yaml" >"$t/sto.yaml"
     && ok || bad "stand-ins: $(grep -h simulated_chips "$t/sti/summary.json" "$t/sto/summary.json"; cat "$t/sti.err" "$t/sto.err")"
 # a model step's embedding all-to-alls over fsdp 256 (workload/model.c embed_a2a) run as
 # stand-ins: nothing beside them (the forward's first gather waits for the rows), so v5e 16x16
-# still folds to 4x4 and the summary is --all-chips' but for the fold and the memo counts
+# still folds (to 2x2 with the direction-keeping fold) and the summary is --all-chips' but for the fold and the memo counts
 printf 'chip: v5e\ntopology: {shape: [16, 16]}\nmesh: {fsdp: 256}\nmodel: {arch: llama, layers: 2, d_model: 1024, heads: 8, kv_heads: 8, head_dim: 128, ffn: 4096, vocab: 32000, batch: 256, seq_len: 512, mode: train}\n' >"$t/ema.yaml"
 "$bin" run "$t/ema.yaml" -o "$t/ema" -q --trace none 2>"$t/ema.err" \
     && "$bin" run "$t/ema.yaml" -o "$t/emaa" -q --trace none --all-chips \
-    && grep -q '"simulated_chips": 16,' "$t/ema/summary.json" && ! grep -q "stand-in" "$t/ema.err" \
+    && grep -q '"simulated_chips": 4,' "$t/ema/summary.json" && ! grep -q "stand-in" "$t/ema.err" \
     && grep -q '"name": "g_embed_a2a"' "$t/ema/summary.json" \
     && grep -v 'simulated_chips\|kernel_memo' "$t/ema/summary.json" >"$t/ema.s" \
     && grep -v 'simulated_chips\|kernel_memo' "$t/emaa/summary.json" >"$t/emaa.s" \
