@@ -54,9 +54,9 @@ quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
-quote 'total 13.681 ms ± 511.657 us (3.7%, 68% band; docs/reference.md, "Error bars")'
+quote 'total 13.681 ms ± 875.563 us (6.4%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.253 s ± 147.809 ms (11.8%, 68% band, the model-step floor'
+quote 'total 1.253 s ± 122.631 ms (9.8%, 68% band, the model-step floor'
 quote "collective_exposed 34.132 ms"
 quote "collective_exposed 81.864 ms (6.4%)"
 quote '"p99": 0.0172022839'
