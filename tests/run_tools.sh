@@ -70,5 +70,18 @@ assert abs(pts["C45"]["measured_s"] / (3 * 2 * 64 * 2**20 * 1e-9 / 178.7714158) 
 op = fid.point_scenario(pts["C34"])["workload"][0]
 assert op == {"op": "all_reduce", "axes": [0, 1], "bytes": 256 * 2**20}, op
 PY
+# the MLPerf rows' extra column: MT08 runs the splash blocks its note states and MaxText's
+# gpt3-175b.yml one-hot embedding; MT02 the embedding only (tools/fidelity_mlperf.py)
+python3 - <<'PY' && ok || bad "fidelity_mlperf.py: the rows' extra model keys"
+import csv, sys
+sys.path.insert(0, "tools")
+import fidelity_mlperf as fm
+rows = {r["id"]: r for r in csv.DictReader(open("tests/fidelity/mlperf-training.csv"))}
+m = fm.scenario(rows["MT08"], True)["model"]
+assert (m["sa_block_q"], m["sa_block_q_dkv"], m["sa_block_q_dq"]) == (1024, 2048, 2048), m
+assert m["use_iota_embed"] is True and m["quantization"] == "int8", m
+m = fm.scenario(rows["MT02"], True)["model"]
+assert m["use_iota_embed"] is True and "sa_block_q" not in m, m
+PY
 echo "tools: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

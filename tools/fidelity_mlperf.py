@@ -9,6 +9,8 @@ forward. tpusim predicts the block time (summary.json train.eval_block_s).
 
 What is compared, and what is derived:
 - block_time rows (MT08): the predicted block against the measured median.
+- the optional `extra` column holds more model keys the run set (MaxText's
+  options, as in model-steps.csv): key=value;key=value.
 - time_to_train rows: the number of blocks a run took is not in its score.
   For the v6e run it is derived from its own measured block time and time to
   train (102.079 min / 254.069 s = 24.1: 24 blocks after the warm-up), and
@@ -39,6 +41,10 @@ def scenario(r, quant):
              "remat": r["remat"], "attention": r["attention"]}
     if quant and r["quantization"]:
         model["quantization"] = r["quantization"]
+    for kv in (r.get("extra") or "").split(";"):  # the run's model keys: key=value;key=value
+        if kv:
+            k, v = kv.split("=")
+            model[k] = {"true": True, "false": False}.get(v, int(v) if v.isdigit() else v)
     train = {"tokens": V6E_BLOCKS * BLOCK_TOKENS, "eval_every_tokens": BLOCK_TOKENS,
              "eval_samples": EVAL_SAMPLES}
     return {"name": "mlperf-" + r["id"], "chip": r["chip"], "topology": topo, "mesh": mesh,
