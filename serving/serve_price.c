@@ -399,11 +399,36 @@ static void verify(struct serve_pricer *p, const struct serve_batch *b, double t
     p->st.error_max = e > p->st.error_max ? e : p->st.error_max;
 }
 
+/* The insert that follows a prefill of JetStream's shard_on_batch engine
+ * (serve.mesh data D > 1): jetstream-pytorch's `insert` writes the prompt's K
+ * and V into its slot with one dynamic_update_slice per layer and K/V
+ * (`_insert_no_wrap`, jetstream_pt/engine.py at f3cf2b7), into a dense cache
+ * sharded on the slot axis (environment.py: cache_sharding_axis 0 under
+ * shard_on_batch). The slot is a traced index on a sharded axis, which XLA's
+ * SPMD partitioner lowers as each shard's clamped update under a
+ * select(owns the slot, updated, old) over its whole local shard (checked on
+ * jax 0.10.2's partitioner, docs/reference.md "JetStream's engine"): every
+ * chip reads and writes its group's whole cache, max_num_seqs / D slots of
+ * max_model_len tokens, at the HBM rate. With the cache sharded on heads
+ * (tensor parallelism) the update stays in place and its bytes are the
+ * prompt's, left out. The fusions' fixed costs are left out too. */
+static double jetstream_insert_s(const struct serve_pricer *p)
+{
+    const struct serve_cfg *c = p->c;
+    if (c->replicas <= 1)
+        return 0;
+    const struct chip_params *chip = &p->base->chip;
+    double cache_bytes = c->kv_bytes_per_token * (double)(c->max_num_seqs / c->replicas) *
+                         (double)c->max_model_len;
+    return 2 * cache_bytes / (chip->hbm_bw_Bps * chip->hbm_efficiency);
+}
+
 /* A step of JetStream's engine (scheduler: jetstream), simulated once per
  * shape: a prefill is one request's prompt padded to a power of two (its
  * prefill buckets) with the logits of every position (JetStream-PyTorch's
- * prefill returns them all); a generate step runs the decode state's fixed
- * shapes: a data group's every slot (max_num_seqs / data), with the dense
+ * prefill returns them all), then its insert (jetstream_insert_s); a
+ * generate step runs the decode state's fixed shapes: a data group's every
+ * slot (max_num_seqs / data), with the dense
  * cache (attention_kernel: dense) each over max_model_len, else (ragged
  * attention) at their real lengths. */
 static double jetstream_price(struct serve_pricer *p, const struct serve_batch *b)
@@ -426,7 +451,7 @@ static double jetstream_price(struct serve_pricer *p, const struct serve_batch *
     t = simulate_padded(p, n, q, kv, tokens, tokens, &attn);
     free(q);
     free(kv);
-    return t < 0 ? -1 : memo_put(p, k, t);
+    return t < 0 ? -1 : memo_put(p, k, t + (prefill ? jetstream_insert_s(p) : 0));
 }
 
 double serve_price(void *ctx, const struct serve_batch *b)

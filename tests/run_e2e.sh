@@ -588,7 +588,9 @@ assert r.tag.endswith("svg") and sys.argv[2] in open(sys.argv[1]).read()' \
 # six take the same device time, r2's alone as the pairs; both prefills the same too. The
 # same with serve.mesh data 2 (shard_on_batch): one engine, a group steps 1 slot, every group
 # runs each prefill: the same 9 steps, one engine (no replica column), each prefill's device
-# time the one-chip run's (a prefill is not split), a generate step's below it (one slot a chip)
+# time the one-chip run's (a prefill is not split) plus its insert, a select over the group's
+# whole cache slice read and written (1 slot x 2048 tokens x 2048 B: 2 x 4,194,304 B at v6e's
+# 1.638e12 B/s, 5.12125 us), a generate step's below it (one slot a chip)
 svjs="--set serve.engine.scheduler=jetstream --set serve.engine.max_num_seqs=2 --set serve.engine.chunked_prefill=false"
 "$bin" run tests/data/serve/tiny.yaml -o "$t/svj" -q $svjs \
        --set 'serve.requests={count: 3, concurrency: 3, input_len: 300, output_len: 4}' \
@@ -600,7 +602,8 @@ svjs="--set serve.engine.scheduler=jetstream --set serve.engine.max_num_seqs=2 -
     && "$bin" run tests/data/serve/tiny_dp.yaml -o "$t/svjd" -q $svjs \
            --set 'serve.requests={count: 3, concurrency: 3, input_len: 300, output_len: 4}' \
     && [ "$(wc -l <"$t/svjd/steps.csv")" = 10 ] && head -1 "$t/svjd/steps.csv" | grep -q ',tokens$' \
-    && [ "$(col "$t/svjd/steps.csv" 1 3)" = "$(col "$t/svj/steps.csv" 1 3)" ] \
+    && awk -v a="$(col "$t/svjd/steps.csv" 1 3)" -v b="$(col "$t/svj/steps.csv" 1 3)" \
+           'BEGIN { e = a - b - 2 * 2048 * 2048 / 1.638e12; exit !(e < 1e-11 && e > -1e-11) }' \
     && awk -v a="$(col "$t/svjd/steps.csv" 3 3)" -v b="$(col "$t/svj/steps.csv" 3 3)" \
            'BEGIN { exit !(a < b) }' \
     && ok || bad "serve: scheduler jetstream's steps (prefills alone, generate steps of fixed shape)"

@@ -15,7 +15,9 @@ of two, before the next generate step; a generate step over every slot of the ba
 (max_num_seqs) against a dense cache of max_model_len tokens each, attention as XLA
 einsums over it (attention_kernel: dense: JetStream-PyTorch's default, ragged_mha
 off, as its benchmarks ran), max_num_batched_tokens its max_prefill_length (the
-input length). A batch sharded over the chips (data=N: JetStream's shard_on_batch) is
+source's max input length, 1024). Those rows' benchmark sent ShareGPT's 2000
+prompts at once: the rows state 2000 prompts at concurrency 2000, fixed at
+ShareGPT's mean lengths under the benchmark's filter (215 in, 197 out). A batch sharded over the chips (data=N: JetStream's shard_on_batch) is
 that one engine's slots split over N groups, every group running each prefill.
 Rows measured with int8 (JetStream's int8: weight-only int8 weights with
 per-channel scales and an int8 KV cache) run with serve.model.quantization: int8
@@ -40,6 +42,9 @@ METRICS = {"output_throughput": ("output_tokens_per_s", None, 1.0),
            "mean_ttft": ("ttft_s", "mean", 1e3), "mean_tpot": ("tpot_s", "mean", 1e3),
            "mean_itl": ("itl_s", "mean", 1e3)}
 TIMEOUT_S = 900
+# JetStream's max_prefill_length in the JetStream-PyTorch runs: summary.md's "max input length",
+# 1024 in every row (each prompt pads to a power of two up to it)
+JETSTREAM_MAX_PREFILL = 1024
 # chips whose TensorCores are each a JAX device (configs/chips: megacore: false, 2 cores)
 DEVICES_PER_CHIP = {"v7": 2}
 
@@ -77,8 +82,7 @@ def scenario(r):
     if r["dtype"] == "int8":  # JetStream's int8: weight-only int8 weights, an int8 KV cache
         model["quantization"], engine["kv_cache_dtype"] = "int8", "int8"
     if jetstream:
-        engine.update(scheduler="jetstream",
-                      max_num_batched_tokens=max(16, int(r["input_len"])))
+        engine.update(scheduler="jetstream", max_num_batched_tokens=JETSTREAM_MAX_PREFILL)
     elif "sglang" in r["source_url"].lower():  # SGLang's prefill-first scheduler, the
         engine.update(scheduler="sglang",       # cookbook's --chunked-prefill-size 2048
                       chunked_prefill_size=2048)
