@@ -35,6 +35,10 @@ struct eng_memo_state {
     sg_sem_t *memo_sem;          /* per core: released to wake its memo sleep */
     int *asleep, nasleep;        /* the cores in a memo sleep, woken at each such start */
     int *asleep_at;              /* per core: its place in 'asleep', or -1 */
+    sg_link_t *hbm;              /* per chip: its HBM limiter link (resolved on first use) */
+    int *hbm_holders;            /* per chip: memos sleeping on it that hold HBM bandwidth */
+    double *hbm_base_Bps;        /* per chip: its limiter's bandwidth without their holds */
+    double *hbm_held_Bps;        /* per chip: what they hold */
 };
 
 /* One unit span of a measured replay, times from its start. */
@@ -60,6 +64,8 @@ struct eng_memo {
 };
 
 #define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
+#define ENG_HOLD_MAX 0.9     /* a memo beside collectives holds less than this share of
+                                the HBM left, or runs for real */
 
 static size_t slots(const struct eng_run *r, int op)
 {
@@ -80,6 +86,10 @@ static void memo_alloc(struct eng_run *r)
         ms->asleep_at[i] = -1;
     }
     ms->memos = xcalloc((size_t)sc->nops, sizeof *ms->memos);
+    ms->hbm = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm);
+    ms->hbm_holders = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_holders);
+    ms->hbm_base_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_base_Bps);
+    ms->hbm_held_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_held_Bps);
     ms->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->overlap);
     ms->coll_running = xcalloc((size_t)sc->nops, sizeof *ms->coll_running);
     for (int i = 0; i < sc->nops; i++)
@@ -129,6 +139,7 @@ void eng_memo_fini(struct eng_run *r)
     free(ms->chip_tasks);
     free(ms->chip_colls);
     free(ms->overlap), free(ms->coll_running);
+    free(ms->hbm), free(ms->hbm_holders), free(ms->hbm_base_Bps), free(ms->hbm_held_Bps);
     int ncores = ms->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
         sg_sem_destroy(ms->memo_sem[i]);
@@ -386,6 +397,88 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
     }
 }
 
+/* The HBM limiter link of the chip of core 'c': its DMAs' route (eng_dma.c). */
+static sg_link_t hbm_link(struct eng_core *c)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    if (!ms->hbm[c->chip]) {
+        xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+        sg_host_get_route(c->host, c->host, links);
+        if (xbt_dynar_length(links) == 1)
+            ms->hbm[c->chip] = xbt_dynar_get_as(links, 0, sg_link_t);
+        xbt_dynar_free(&links);
+    }
+    return ms->hbm[c->chip];
+}
+
+/* Sets the HBM limiter of the chip of 'c' to its bandwidth without the
+ * memos' holds less what they hold now. */
+static void hbm_apply(struct eng_core *c)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    int k = c->chip;
+    sg_link_set_bandwidth(ms->hbm[k], ms->hbm_holders[k] ? ms->hbm_base_Bps[k] - ms->hbm_held_Bps[k]
+                                                          : ms->hbm_base_Bps[k]);
+}
+
+/* Holds 'Bps' of the HBM of the chip of 'c' (the bandwidth the transfers
+ * sharing it get is less by that much); false (nothing held) if the link is
+ * not found or 'Bps' is not below ENG_HOLD_MAX of what is left of it. */
+static bool hbm_hold(struct eng_core *c, double Bps)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    int k = c->chip;
+    sg_link_t l = hbm_link(c);
+    if (!l)
+        return false;
+    double left = sg_link_get_bandwidth(l);
+    if (Bps >= left * ENG_HOLD_MAX)
+        return false;
+    if (!ms->hbm_holders[k]++)
+        ms->hbm_base_Bps[k] = left, ms->hbm_held_Bps[k] = 0;
+    ms->hbm_held_Bps[k] += Bps;
+    hbm_apply(c);
+    return true;
+}
+
+/* Gives back what hbm_hold held (the link's own bandwidth exactly, once no
+ * memo holds any). */
+static void hbm_release(struct eng_core *c, double Bps)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    ms->hbm_held_Bps[c->chip] -= Bps;
+    ms->hbm_holders[c->chip]--;
+    hbm_apply(c);
+}
+
+void eng_memo_hbm_set(struct eng_run *r, int chip, sg_link_t l, double Bps)
+{
+    struct eng_memo_state *ms = r->memo;
+    if (ms && ms->hbm_holders && ms->hbm_holders[chip]) {
+        ms->hbm_base_Bps[chip] = Bps;
+        sg_link_set_bandwidth(l, Bps - ms->hbm_held_Bps[chip]);
+    } else {
+        sg_link_set_bandwidth(l, Bps);
+    }
+}
+
+/* A memo's sleep beside collectives, holding the HBM bandwidth its
+ * measured run used on average (its bytes over its time), so that the
+ * collectives beside it share the HBM as they would with its DMAs. */
+static bool memo_sleep_beside(struct eng_core *c, const struct pl_script *script,
+                              const struct eng_memo *m, double end)
+{
+    struct pl_stats st = {0};
+    pl_script_stats(script, &st);
+    double Bps = m->dur_s > 0 ? st.hbm_bytes / m->dur_s : 0;
+    if (Bps > 0 && !hbm_hold(c, Bps))
+        return false;
+    bool slept = memo_sleep(c->run->memo, c->gid, end);
+    if (Bps > 0)
+        hbm_release(c, Bps);
+    return slept;
+}
+
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
 {
     struct eng_core *c = task->core;
@@ -396,7 +489,8 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
-        if (!memo_sleep(c->run->memo, c->gid, t0 + m->dur_s))
+        if (!(o.n > 0 ? memo_sleep_beside(c, script, m, t0 + m->dur_s)
+                      : memo_sleep(c->run->memo, c->gid, t0 + m->dur_s)))
             return false;
     } else if (o.n > 0 || (c->run->sc->chip.cores > 1 && !c->run->sc->chip.megacore) ||
                !pair_measuring(c->run, task->opi, slot, &o, t0) || !follow(task, m)) {

@@ -259,9 +259,10 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * other op instance while a memo sleeps wakes it: at the same instant it
  * falls back to the replay; later (chips out of step, which SPMD programs are
  * not) the rest of the sleep stands, the memo's one approximation; another
- * is that a memo issues no HBM traffic, so collectives beside it do not
- * share the HBM with it (they are bound by ICI links of a few percent of
- * the HBM's bandwidth each). */
+ * is that a memo issues no HBM traffic of its own: beside collectives it
+ * holds, while it sleeps, the HBM bandwidth its measured run used on average
+ * (its bytes over its time; taken off the chip's HBM limiter link), so that
+ * the collectives beside it share the HBM as they did beside its DMAs. */
 /* What the memos follow (which ops run where, the overlaps, the cores asleep)
  * and the memos themselves; defined in eng_memo.c, the only file that uses it. */
 struct eng_memo_state;
@@ -283,6 +284,10 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 /* Around a replay the caller runs: measures it into the memo of its overlap. */
 void eng_memo_begin(struct eng_task *task, int slot);
 void eng_memo_end(struct eng_task *task);
+/* Sets the bandwidth of 'l', the HBM limiter link of engine chip 'chip', to
+ * 'Bps' (a fault), less what memos sleeping beside collectives on the chip
+ * hold of it now (they give it back when they end). */
+void eng_memo_hbm_set(struct eng_run *r, int chip, sg_link_t l, double Bps);
 
 /* --- eng_standin.c: all-to-alls stood in by their lone runs (engine/spmd.h) ---
  * A stand-in op meets the other chips at its device barrier, then takes the
