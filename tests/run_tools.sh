@@ -83,5 +83,45 @@ assert m["use_iota_embed"] is True and m["quantization"] == "int8", m
 m = fm.scenario(rows["MT02"], True)["model"]
 assert m["use_iota_embed"] is True and "sa_block_q" not in m, m
 PY
+# the model-step table's serving row (extra: methodology=serve, row 85: vLLM TPU's recipe) runs
+# as the benchmark it was: a serve: scenario with the recipe's engine and closed loop, its TPOT
+# read from the serving summary; every other row stays a model: step; serve.* keys without
+# methodology=serve are refused; the bands tool reads the serving row's line
+python3 - <<'PY' && ok || bad "fidelity_models.py: the serving row's scenario"
+import importlib.util, re
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, f"tools/{name}.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+fm, fb = load("fidelity_models"), load("fidelity_bands")
+rows = {r["id"]: r for r in fm.load_rows("tests/fidelity")}
+sc = fm.row_scenario(rows["85"])
+assert "model" not in sc and "mesh" not in sc, sc
+sv = sc["serve"]
+assert sv["engine"] == {"max_num_seqs": 256, "max_num_batched_tokens": 512,
+                        "max_model_len": 2048, "page_size": 128, "async_scheduling": True,
+                        "kv_cache": {"hbm_fraction": 0.98}, "attention_kernel": "rpa_v3"}, sv
+assert sv["requests"] == {"count": 3000, "concurrency": 64, "input_len": 1000,
+                          "output_len": 1000}, sv
+assert sv["mesh"] == {"tensor": 8} and sv["model"]["layers"] == 80, sv
+assert not {"mode", "batch", "kv_len", "attention_kernel", "methodology"} & set(sv["model"])
+for i, r in rows.items():
+    if i != "85":
+        assert "model" in fm.row_scenario(r) and "serve" not in fm.row_scenario(r), i
+s = {"total_time_s": 1306.0, "serving": {"tpot_s": {"mean": 0.0276, "p50": 0.0277}}}
+assert fm.predicted_s(rows["85"], s) == 0.0276
+assert fm.predicted_s(rows["97"], {"total_time_s": 8.3}) == 8.3
+bad = dict(rows["97"], extra="serve.requests.concurrency=64")
+try:
+    fm.row_scenario(bad)
+    raise SystemExit("serve.* keys without methodology=serve were taken")
+except ValueError as e:
+    assert "methodology=step" in str(e), e
+line = ("85   v6e  2x4       tensor=8               L80 D8192 serve c64 1000/1000    0.02535"
+        "    0.02759   +8.8%  serve: 3000 requests, mean batch 64 seqs / 127 tokens, 47216 steps")
+m = fb.MODEL.match(line)
+assert m and m.groups() == ("85", "+8.8"), m
+PY
 echo "tools: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

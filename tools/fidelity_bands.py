@@ -18,7 +18,8 @@ FAMILY = {"pallas_matmul": "pallas_kernel", "flash_attention_fwd": "pallas_kerne
           "reduce_scatter": "collective", "hbm_copy": "xla_op"}
 POINT = re.compile(r"^(\w+)\s+(\w+)\s+\w+\s+[\d.]+ms\s+[\d.]+ms\s+([+-][\d.]+)%")
 XLA = re.compile(r"^(X\w+)\s+\w+\s+\d+x\d+x\d+\s+[\d.]+us\s+[\d.]+us\s+([+-][\d.]+)%(.*)$")
-MODEL = re.compile(r"^(\d+)\s+\w+\s+\S+\s.*\s([+-][\d.]+)%\s+[\d.]+%$")
+# a model row ends with its error and MFU, or (methodology=serve) its error and "serve: ..."
+MODEL = re.compile(r"^(\d+)\s+\w+\s+\S+\s.*?\s([+-][\d.]+)%\s+(?:[\d.]+%|serve: .*)$")
 
 
 def quantile(v, q):
