@@ -306,6 +306,12 @@ static void candidates(struct ctx *c, const struct prog_block *b, int k, struct 
         add_op(c, rs, b, last, true);
     } else if (loop && async && last < k) { /* issued as the iteration ends */
         add_op(c, rs, b, last, false);
+    } else if (loop && async && last >= 0 && last_stream(b, k) < 0) {
+        /* issued as the iteration starts: a while loop's body runs once the
+         * previous iteration's is done (XLA's async start and done are both in
+         * the body), the first once the stream before the loop is done */
+        add_op(c, rs, b, last, true);
+        add_frame_init(c, rs, b);
     }
     if (o->issue >= 0)
         add_op(c, rs, b, o->issue, false);

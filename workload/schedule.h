@@ -13,6 +13,10 @@
  *    host-to-device copy of its offloaded tensors);
  *  - an async op after a loop body's last stream op is issued as the
  *    iteration ends (the gradient reductions, the copy to the host);
+ *  - any other async op before a loop body's first stream op is issued as
+ *    the iteration starts: once the previous iteration's stream is done and,
+ *    in the first, the stream before the loop (the layer's FSDP gathers:
+ *    XLA's while body holds their start and done, so they cannot run ahead);
  *  - the first stream op of a loop body waits for the previous iteration's
  *    stream and, in the first, for the stream before the loop;
  *  - an op after a loop waits for the loop as a whole, except one flagged

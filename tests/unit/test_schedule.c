@@ -95,6 +95,37 @@ static void test_prefetch_one_layer_ahead(void **state)
     prog_free(p);
 }
 
+/* embed; layer x 4 {wgather1 (reads nothing), wgather (after it), mm (x,
+ * wgather1), mm2 (mm, wgather), res}: the layer gathers its own weights in
+ * its iteration, as XLA's while body holds a gather's start and done. So
+ * wgather1 is issued as the iteration starts -- once the previous layer's
+ * stream is done (prev.res) and, in the first, the stream before the loop
+ * (embed) -- not as soon as its previous instance is done, which let every
+ * layer's gathers run ahead of the compute and hid them all. The matmul then
+ * waits for its gather only (that implies the rest). */
+static void test_layer_gathers_start_with_their_iteration(void **state)
+{
+    (void)state;
+    struct program *p = prog_new(NULL);
+    int x0 = step(p, &p->top, "embedding", "embed", 0, -1, -1);
+    struct prog_block *body = prog_loop(&p->top, "layer", 4);
+    int x = prog_tensor(p, "x");
+    prog_carry(body, x, x0);
+    int w1 = step(p, body, "all_gather", "wgather1", PROG_ASYNC, -1, -1);
+    int w = step(p, body, "all_gather", "wgather", PROG_ASYNC, w1, -1);
+    int y = step(p, body, "matmul", "mm", 0, x, w1);
+    int z = step(p, body, "matmul", "mm2", 0, y, w);
+    prog_carry_next(body, x, step(p, body, "elementwise", "res", 0, z, x));
+    step(p, &p->top, "rmsnorm", "final", 0, x, -1);
+    char err[128];
+    assert_int_equal(sched_program(p, err, sizeof err), 0);
+    assert_waits(p, "wgather1", "prev.res embed");
+    assert_waits(p, "wgather", "wgather1");
+    assert_waits(p, "mm", "wgather1");
+    assert_waits(p, "mm2", "mm wgather");
+    prog_free(p);
+}
+
 /* dgrad, wgrad, reduce-scatter of the dgrad's output (async), a norm of the
  * scattered gradient: the scatter waits for its dgrad only (it runs beside
  * the wgrad); the norm waits for the scatter, the op before it. */
@@ -210,6 +241,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefetch_one_layer_ahead),
+        cmocka_unit_test(test_layer_gathers_start_with_their_iteration),
         cmocka_unit_test(test_scatter_waits_for_its_dgrad),
         cmocka_unit_test(test_gradient_gather_beside_recompute),
         cmocka_unit_test(test_cycle),
