@@ -160,10 +160,10 @@ void eng_task_run(struct eng_task *task)
     struct eng_core *c = task->core;
     c->computing |= !row->async;
     eng_runner(task->op->kind)(task);
+    if (!row->async) /* (the chip is still shared while it pays: eng_memo_chip_shared) */
+        pay_tc_debt(c);
     eng_memo_task_end(task);
     eng_standin_task_end(task);
-    if (!row->async)
-        pay_tc_debt(c);
     double t1 = eng_now();
     char args[128 + 2 * OP_MAX_OP_NAME], *p = fmt_i64(fmt_lit(args, "\"grid_steps\": "),
                                                        (long long)task->st.steps);
