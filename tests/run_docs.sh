@@ -45,8 +45,8 @@ quote "45.821 us"
 quote "63.125 us"
 quote "65.809 us"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
-quote "cost: \$0.04811 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01147 per million tokens"
-quote "time to train: 51.88 days (3576279 steps of 1.253 s; 299 evaluations of 2 forward steps, 662.928 ms each; an evaluation block (11921 steps and its evaluation) 4.15 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172112, 62.47 MWh"
+quote "cost: \$0.04817 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01148 per million tokens"
+quote "time to train: 51.93 days (3576279 steps of 1.254 s; 299 evaluations of 2 forward steps, 662.928 ms each; an evaluation block (11921 steps and its evaluation) 4.15 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172307, 62.56 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
 quote "model train step: 0.249 s"
@@ -56,8 +56,8 @@ quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 875.563 us (6.4%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.253 s ± 122.666 ms (9.8%, 68% band, the model-step floor'
-quote "collective_exposed 35.675 ms"
+quote 'total 1.254 s ± 122.805 ms (9.8%, 68% band, the model-step floor'
+quote "collective_exposed 35.382 ms"
 quote "collective_exposed 81.864 ms (6.4%)"
 quote '"p99": 0.0172022839'
 quote '"p99": 0.0110341471'
