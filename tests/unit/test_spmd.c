@@ -256,6 +256,29 @@ static void test_fold_directed_none_whole(void **state)
     same_both_ways(line);
 }
 
+/* The planner's fsdp 256 x tensor 4 on an 8-long x (issue 30), small: tensor on x's first
+ * 4 chips, fsdp's pair 4 apart on x and 4 along y. A 4-hop transfer on the ring of 8 is a tie,
+ * and SimGrid's TorusZone sends it up from every chip but chip 4 (topo_axis_delta), so chips
+ * x and x + 4 differ: with every chip, the tensor all-reduce beside fsdp's all-gather ends at
+ * 67.917 us on x = 0 and 55.270 us on x = 4 (75.760 and 62.232 us on x = 1 and 5). No
+ * translation or mirror along x maps the routes onto themselves, so x stays whole: 8 x 2, with
+ * every chip's times (a fold of x to 4 would give chip 4 chip 0's times). */
+#define DIR_TIE                                                                                 \
+    "chip: {base: v5p}\ntopology: {shape: [8, 4], wraparound: [true, true]}\n"                  \
+    "mesh: {fsdp: {size: 8, on: [[0, 2], [1, 4]]}, tensor: {size: 4, on: [[0, 4]]}}\n"          \
+    "workload:\n"                                                                               \
+    "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"                             \
+    "  - {op: all_reduce, name: ar, bytes: 2MiB, groups: [tensor], overlap: true}\n"            \
+    "  - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048, after: [ag]}\n"                      \
+    "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp], after: [mm]}\n"
+
+static void test_fold_tie_keeps_axis(void **state)
+{
+    (void)state;
+    fold_of(DIR_TIE, 2, (int[]){8, 2});
+    same_both_ways(DIR_TIE);
+}
+
 static void slices_of(const char *yaml, int want)
 {
     struct diag *d = diag_new();
@@ -362,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_fold_directed_beside_whole),
         cmocka_unit_test(test_fold_directed_none_whole),
         cmocka_unit_test(test_fold_directed_slices),
+        cmocka_unit_test(test_fold_tie_keeps_axis),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }
