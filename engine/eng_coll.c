@@ -224,9 +224,9 @@ static void *cx_rdma_dcn(void *ex, int dst_slice, uint64_t bytes, int sem)
     if (a->npend == 0)
         a->ready = start_time(a) + r->sc->chip.dma_issue_s;
     struct remote_dma *slot = xcalloc(1, sizeof *slot);
-    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .slice_dst = -1,
+    *slot = (struct remote_dma){.src = task->core->chip, .dst = dst, .slice_dst = ENG_DST_DCN,
                                 .bytes = bytes, .dcn = true};
-    a->pend[a->npend++] = (struct pending){dst, sem, -1, bytes, slot};
+    a->pend[a->npend++] = (struct pending){dst, sem, ENG_DST_DCN, bytes, slot};
     task->st.dmas++;
     task->st.hbm_bytes += 2.0 * (double)bytes;
     r->stats.res[task->opi].dcn_bytes += (double)bytes;
@@ -440,7 +440,7 @@ static void check_sems(struct eng_task *task)
 }
 
 /* The anchor of a collective's DCN semaphores on one chip: an actor on its
- * NIC host that is their mailboxes' permanent receiver, so that DCN
+ * receiving NIC host that is their mailboxes' permanent receiver, so that DCN
  * transfers run NIC to NIC and start at once; the chip's actors take the
  * landed messages as from any semaphore. It lives until the op ends. */
 struct dcn_anchor {
@@ -471,7 +471,7 @@ static struct dcn_anchor *anchor_start(struct eng_task *task, const struct coll_
     *an = (struct dcn_anchor){c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
     char name[48];
     snprintf(name, sizeof name, "dcn-anchor%d.op%d", c->chip, task->opi);
-    sg_actor_t act = sg_actor_init(name, c->run->hw.chips[c->chip].nic);
+    sg_actor_t act = sg_actor_init(name, c->run->hw.chips[c->chip].nic_rx);
     sg_actor_set_data(act, an);
     sg_actor_start(act, anchor_main, 0, NULL);
     sg_actor_daemonize(act);

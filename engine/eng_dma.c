@@ -92,7 +92,7 @@ void eng_trace_route(struct eng_run *r, int src, int dst, int slice_dst, double 
     if (trace_wants(r->trace, TRACE_STEPS))
         snprintf(args, sizeof args, "\"bytes\": %llu, \"src_chip\": %d, \"dst_chip\": %d",
                  (unsigned long long)bytes, src, dst);
-    if (eng_slice_of(r, src) != eng_slice_of(r, dst)) { /* over the DCN */
+    if (slice_dst == ENG_DST_DCN || eng_slice_of(r, src) != eng_slice_of(r, dst)) {
         trace_unit(r->trace, src, ENG_TID_DCN, "dcn", name, name, t0, t1, (double)bytes, args);
         return;
     }

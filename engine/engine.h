@@ -87,6 +87,8 @@ struct eng_chip {
     bool async_done;              /* its async walker issued every async op */
     char waiting[ENG_NOTE_BYTES]; /* what its async stream blocks on */
     sg_host_t nic;                /* its NIC host on the DCN (multislice), else NULL */
+    sg_host_t nic_rx;             /* where DCN transfers to it land (nic, or with one slice
+                                     of several simulated its receiving NIC: dcn_nic_rx) */
 };
 
 /* One actor running one op on one core. */
@@ -223,7 +225,9 @@ void eng_dma_engine_main(int argc, char **argv);
 void eng_note_hbm(struct eng_run *r, int chip, double t0, double t1, double bytes);
 /* Puts a span on the ICI track of every hop from chip 'src' to 'dst' (chip
  * 'slice_dst' of the slice, whose direction a directed fold keeps; -1: the
- * fold's own route). */
+ * fold's own route; ENG_DST_DCN: over the DCN, on its track, even from a chip
+ * to itself when one slice stands for all). */
+#define ENG_DST_DCN (-2)
 void eng_trace_route(struct eng_run *r, int src, int dst, int slice_dst, double t0, double t1,
                      uint64_t bytes, const char *name);
 /* Records what 'task' is about to block on (NULL: it runs again). */

@@ -231,6 +231,18 @@ static sg_host_t nic_host(const struct cfg_scenario *sc, int chip)
     return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
 }
 
+/* The NIC host where its DCN transfers land (its NIC's, or with one slice of
+ * several simulated the receiving half: topology/dcn.h), or NULL with one slice. */
+static sg_host_t nic_rx_host(const struct cfg_scenario *sc, int chip)
+{
+    if (sc->dcn.slices <= 1)
+        return NULL;
+    char name[32];
+    int n = sc->plan.sim.nchips;
+    int k = dcn_nic_rx(&sc->dcn, &sc->topo, &sc->plan.sim, cfg_sim_slices(sc), chip / n, chip % n);
+    return sg_host_by_name(dcn_nic_name(k, name, sizeof name));
+}
+
 /* True if some op runs on the compute streams (a workload of collectives
  * alone leaves them nothing to do). */
 static bool has_compute(const struct cfg_scenario *sc)
@@ -283,6 +295,7 @@ static void spawn(struct eng_run *r)
         char host[32], name[48];
         sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
         r->hw.chips[chip].nic = nic_host(sc, chip);
+        r->hw.chips[chip].nic_rx = nic_rx_host(sc, chip);
         for (int k = 0; k < sc->chip.cores; k++) {
             struct eng_core *c = &r->hw.cores[chip * sc->chip.cores + k];
             uint8_t *bits = c->done_bits;

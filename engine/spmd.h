@@ -34,11 +34,12 @@
  * the workload is not symmetric; and sc->plan.sim_slices (spmd_fold_slices of
  * the slices, or 0: all of them, when the slices are not alike). */
 void spmd_fold(struct cfg_scenario *sc, bool all);
-/* The slices simulated of 'slices' (the slices run the same program, and a
- * DCN collective is a ring over all of them, which is alike at every place:
- * the smallest ring that keeps each slice's sends and receives on different
- * slices is the smallest divisor of 'slices' above 1, whose ring steps to the
- * right are the whole ring's taken modulo it). */
+/* The slices simulated of 'slices': 1 (the slices run the same program, and a
+ * DCN collective is a ring over all of them, which is alike at every place;
+ * every ring step lands on the one simulated slice, its sends leaving by their
+ * NICs' links up and landing by a second set of NIC hosts' links down:
+ * topology/dcn.h, rx_first). Until issue 30 the smallest divisor of 'slices'
+ * above 1, which kept each slice's sends and receives on different slices. */
 int spmd_fold_slices(int slices);
 
 /* True if op 'i' of 'sc' as folded runs as a stand-in: an all-to-all left out

@@ -320,14 +320,17 @@ static int peer_at(const struct coll_ctx *c, int axis, int coord)
     return topo_rank(c->topo, co);
 }
 
-/* A DCN phase: a ring over the slices (a pair swaps; no direction splits:
- * both would share the one NIC). */
+/* A DCN phase: a ring over the slices (no direction splits: both would share
+ * the one NIC). A pair is a ring of 2, each pushing to its right and taking
+ * from its left (as a line of 2 the same bytes, but labelled alike on both:
+ * with one slice simulated for all, its push lands on its own semaphores,
+ * engine/spmd.h). */
 static void ring_init_dcn(struct ring *r, const struct coll_ctx *c, const struct coll_phase *ph,
                           int phase)
 {
     *r = (struct ring){.c = c, .ph = ph, .part = c->part, .phase = phase, .dcn = true};
     r->X = c->nslices, r->pos = c->slice;
-    r->wrap = r->X > 2;
+    r->wrap = r->X >= 2;
     r->nb[RIGHT] = r->wrap || r->pos + 1 < r->X ? (r->pos + 1) % r->X : -1;
     r->nb[LEFT] = r->wrap || r->pos > 0 ? (r->pos + r->X - 1) % r->X : -1;
 }

@@ -78,6 +78,12 @@ static bool folded(const struct topo *slice, const struct topo *sim)
     return sim->nchips != slice->nchips;
 }
 
+/* One simulated slice of several: its DCN transfers leave and land on its own chips. */
+static bool rx_apart(const struct dcn *d, int sim_slices)
+{
+    return d->slices > 1 && sim_slices == 1;
+}
+
 void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *sim,
               int sim_slices, struct dcn_plat *p)
 {
@@ -90,6 +96,8 @@ void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *
         p->nics = sim_slices * d->hosts_per_slice;
         p->nic_Bps = d->nic_Bps;
     }
+    p->rx_first = rx_apart(d, sim_slices) ? p->nics : 0;
+    p->nics += p->rx_first;
     p->backbone_Bps = 2 * d->bisection_Bps * share;
 }
 
@@ -99,6 +107,14 @@ int dcn_nic(const struct dcn *d, const struct topo *slice, const struct topo *si
     if (folded(slice, sim))
         return s * sim->nchips + sim_rank;
     return s * d->hosts_per_slice + dcn_host(d, slice, sim_rank);
+}
+
+int dcn_nic_rx(const struct dcn *d, const struct topo *slice, const struct topo *sim,
+               int sim_slices, int s, int sim_rank)
+{
+    struct dcn_plat p;
+    dcn_plat(d, slice, sim, sim_slices, &p);
+    return p.rx_first + dcn_nic(d, slice, sim, s, sim_rank);
 }
 
 char *dcn_host_name(const struct topo *sim, int s, int rank, char *buf, size_t n)
@@ -126,12 +142,13 @@ int dcn_write_xml(FILE *out, const struct dcn *d, const struct topo *slice,
                  "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                  "<platform version=\"4.1\">\n");
     fprintf(out, "  <!-- %d slices%s of %d chips (%d simulated each), %d hosts of %d chips a "
-                 "slice; the DCN: %d NICs\n"
+                 "slice; the DCN: %d NICs%s\n"
                  "       of %.17g B/s each way into a fabric of bisection %.17g B/s "
                  "(backbone %.17g B/s here) -->\n",
             d->slices, folded_slices, slice->nchips, sim->nchips, d->hosts_per_slice,
             d->chips_per_host,
-            dp.nics, dp.nic_Bps, d->bisection_Bps, dp.backbone_Bps);
+            dp.nics, dp.rx_first ? " (the first half send, the second receive)" : "", dp.nic_Bps,
+            d->bisection_Bps, dp.backbone_Bps);
     fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
     for (int s = 0; s < sim_slices; s++) {
         char id[32], prefix[32], links[32];

@@ -52,6 +52,11 @@ int dcn_host(const struct dcn *d, const struct topo *slice, int rank);
  * share of. */
 struct dcn_plat {
     int nics;            /* NIC hosts: one per host, or one per simulated chip (folded) */
+    int rx_first;        /* 0, or with one slice simulated of several the first of a second
+                            set of as many NIC hosts, where its transfers land: a slice's DCN
+                            sends then leave by one host's link up and arrive by another's
+                            link down, the two directions of the NIC that sends and of the
+                            NIC that receives in the whole run (SPLITDUPLEX: separate) */
     double nic_Bps;      /* each NIC link, one direction */
     double backbone_Bps; /* the fabric */
 };
@@ -60,6 +65,10 @@ void dcn_plat(const struct dcn *d, const struct topo *slice, const struct topo *
 /* The NIC host of simulated chip 'sim_rank' of slice 's'. */
 int dcn_nic(const struct dcn *d, const struct topo *slice, const struct topo *sim, int s,
             int sim_rank);
+/* The NIC host where transfers to simulated chip 'sim_rank' of slice 's' land
+ * (dcn_nic's, but with one slice of several simulated: its second set). */
+int dcn_nic_rx(const struct dcn *d, const struct topo *slice, const struct topo *sim,
+               int sim_slices, int s, int sim_rank);
 /* Host names: chip 'rank' of 'sim' in slice 's' ("s<s>-chip<simnode>"), NIC 'k' ("nic<k>"). */
 char *dcn_host_name(const struct topo *sim, int s, int rank, char *buf, size_t n);
 char *dcn_nic_name(int k, char *buf, size_t n);

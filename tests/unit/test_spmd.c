@@ -256,6 +256,29 @@ static void test_fold_directed_none_whole(void **state)
     same_both_ways(line);
 }
 
+/* The planner's fsdp 256 x tensor 4 on an 8-long x (issue 30), small: tensor on x's first
+ * 4 chips, fsdp's pair 4 apart on x and 4 along y. A 4-hop transfer on the ring of 8 is a tie,
+ * and SimGrid's TorusZone sends it up from every chip but chip 4 (topo_axis_delta), so chips
+ * x and x + 4 differ: with every chip, the tensor all-reduce beside fsdp's all-gather ends at
+ * 67.917 us on x = 0 and 55.270 us on x = 4 (75.760 and 62.232 us on x = 1 and 5). No
+ * translation or mirror along x maps the routes onto themselves, so x stays whole: 8 x 2, with
+ * every chip's times (a fold of x to 4 would give chip 4 chip 0's times). */
+#define DIR_TIE                                                                                 \
+    "chip: {base: v5p}\ntopology: {shape: [8, 4], wraparound: [true, true]}\n"                  \
+    "mesh: {fsdp: {size: 8, on: [[0, 2], [1, 4]]}, tensor: {size: 4, on: [[0, 4]]}}\n"          \
+    "workload:\n"                                                                               \
+    "  - {op: all_gather, name: ag, bytes: 4MiB, groups: [fsdp]}\n"                             \
+    "  - {op: all_reduce, name: ar, bytes: 2MiB, groups: [tensor], overlap: true}\n"            \
+    "  - {op: matmul, name: mm, m: 2048, k: 2048, n: 2048, after: [ag]}\n"                      \
+    "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp], after: [mm]}\n"
+
+static void test_fold_tie_keeps_axis(void **state)
+{
+    (void)state;
+    fold_of(DIR_TIE, 2, (int[]){8, 2});
+    same_both_ways(DIR_TIE);
+}
+
 static void slices_of(const char *yaml, int want)
 {
     struct diag *d = diag_new();
@@ -270,25 +293,26 @@ static void slices_of(const char *yaml, int want)
 #define SLICES(n) "chip: v5e\ntopology: {shape: [4, 4], slices: " #n "}\n"
 #define DCN_AR "workload:\n  - {op: all_reduce, bytes: 8MiB, axes: [dcn, 0, 1]}\n"
 
-/* The slices fold to the smallest divisor of their count above 1 (a ring
- * over them is alike at every place); not when a slice is lost or every
- * chip is asked for. */
+/* The slices fold to one (a ring over them is alike at every place; its steps
+ * land on the slice itself, through a second set of NIC hosts: before issue 30,
+ * the smallest divisor of their count above 1); not when a slice is lost or
+ * every chip is asked for. */
 static void test_fold_slices(void **state)
 {
     (void)state;
     assert_int_equal(spmd_fold_slices(1), 1);
-    assert_int_equal(spmd_fold_slices(2), 2);
-    assert_int_equal(spmd_fold_slices(12), 2);
-    assert_int_equal(spmd_fold_slices(9), 3);
-    assert_int_equal(spmd_fold_slices(7), 7);
-    slices_of(SLICES(12) DCN_AR, 2);
+    assert_int_equal(spmd_fold_slices(2), 1);
+    assert_int_equal(spmd_fold_slices(12), 1);
+    assert_int_equal(spmd_fold_slices(9), 1);
+    assert_int_equal(spmd_fold_slices(7), 1);
+    slices_of(SLICES(12) DCN_AR, 1);
     slices_of(SLICES(12) "options: {all_chips: true}\n" DCN_AR, 0);
     slices_of(SLICES(4) "faults: [{slice_lost: 1}]\n" DCN_AR, 0);
 }
 
 /* Folded slices and every slice (and chip): the same times, the same sums,
  * the DCN's bytes included; a DCN all-reduce beside a matmul, a ring of 6
- * and of 9 slices (folded to 2 and 3), and a model step whose data axis
+ * and of 9 slices (each folded to 1), and a model step whose data axis
  * spans 4 slices, both fidelities; and a fabric that binds. */
 static void test_fold_slices_equals_every_slice(void **state)
 {
@@ -335,7 +359,7 @@ static void test_fold_directed_slices(void **state)
                       "  - {op: reduce_scatter, name: rs, bytes: 8MiB, groups: [fsdp, data]}\n"
                       "  - {op: ppermute, name: pp, bytes: 2MiB, axis: 1, shift: 1}\n";
     fold_of(ops, 2, (int[]){2, 2});
-    slices_of(ops, 2);
+    slices_of(ops, 1);
     same_both_ways(ops);
     char model[512];
     snprintf(model, sizeof model, DIR_SLICES
@@ -362,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_fold_directed_beside_whole),
         cmocka_unit_test(test_fold_directed_none_whole),
         cmocka_unit_test(test_fold_directed_slices),
+        cmocka_unit_test(test_fold_tie_keeps_axis),
     };
     return cmocka_run_group_tests_name("spmd", tests, NULL, NULL);
 }

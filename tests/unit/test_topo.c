@@ -84,6 +84,32 @@ static void test_dcn_host_shape_tiles_the_slice(void **state)
     }
 }
 
+/* One slice simulated for several (issue 30): its DCN pushes land on its own chips, so the
+ * DCN gets a second NIC host per NIC to receive them (a push leaves by one host's link up and
+ * lands by another's link down, as between two slices); with 2 slices simulated, one set. */
+static void test_dcn_one_slice_receives_apart(void **state)
+{
+    (void)state;
+    struct topo s = mk(2, 4, 4, 1, false, false, false), f = mk(2, 2, 2, 1, false, false, false);
+    struct dcn d;
+    struct dcn_plat p;
+    char err[256];
+    assert_int_equal(dcn_init(&d, &s, 4, (int[]){2, 2}, 2, 25e9, 10e-6, 0, err, sizeof err), 0);
+    dcn_plat(&d, &s, &f, 1, &p); /* folded: a NIC per simulated chip, twice */
+    assert_int_equal(p.rx_first, 4);
+    assert_int_equal(p.nics, 8);
+    assert_int_equal(dcn_nic(&d, &s, &f, 0, 3), 3);
+    assert_int_equal(dcn_nic_rx(&d, &s, &f, 1, 0, 3), 7);
+    dcn_plat(&d, &s, &s, 1, &p); /* every chip of the slice: a NIC per host (4 of them), twice */
+    assert_int_equal(p.rx_first, 4);
+    assert_int_equal(p.nics, 8);
+    assert_int_equal(dcn_nic_rx(&d, &s, &s, 1, 0, 15), 4 + dcn_nic(&d, &s, &s, 0, 15));
+    dcn_plat(&d, &s, &f, 2, &p); /* two slices: each receives on its own NICs */
+    assert_int_equal(p.rx_first, 0);
+    assert_int_equal(p.nics, 8);
+    assert_int_equal(dcn_nic_rx(&d, &s, &f, 2, 1, 3), dcn_nic(&d, &s, &f, 1, 3));
+}
+
 /* A wrapped ring folded to an odd period keeps its wraparound: the period's chips are still
  * a ring (3 and 5 chips), a period of 2 is a pair (no wrap link), and a line does not fold. */
 static void test_topo_fold_odd_period_keeps_wraparound(void **state)
@@ -264,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_topo_fold_odd_period_keeps_wraparound),
         cmocka_unit_test(test_topo_chip_count_bounded),
         cmocka_unit_test(test_dcn_host_shape_tiles_the_slice),
+        cmocka_unit_test(test_dcn_one_slice_receives_apart),
         cmocka_unit_test(test_topo_mixed_8x16_wraps_only_16_axis),
         cmocka_unit_test(test_topo_route_3d_dimension_order),
         cmocka_unit_test(test_topo_tie_break_matches_simgrid),
