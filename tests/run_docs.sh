@@ -56,7 +56,7 @@ quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 875.563 us (6.4%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.254 s ± 122.805 ms (9.8%, 68% band, the model-step floor'
+quote 'total 1.254 s ± 117.035 ms (9.3%, 68% band, the model-step floor'
 quote "collective_exposed 35.382 ms"
 quote "collective_exposed 81.864 ms (6.4%)"
 quote '"p99": 0.0172022839'
