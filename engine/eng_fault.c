@@ -80,11 +80,8 @@ static void apply(struct eng_run *r, int i)
             pstate += r->sc->faults.f[j].kind == CFG_FAULT_CHIP;
         int e = engine_chip(r, f->slice, f->chip);
         sg_host_set_pstate(r->hw.cores[e * ch->cores].host, (unsigned long)pstate);
-        sg_link_t hbm = limiter(r, f->slice, f->chip);
-        if (f->hbm_factor < 1 && hbm)
-            eng_memo_hbm_set(r, e, hbm, hbm_bw_Bps(ch) * f->hbm_factor);
-        else if (f->hbm_factor < 1)
-            set_bw(r, NULL, 0); /* (the error) */
+        if (f->hbm_factor < 1)
+            set_bw(r, limiter(r, f->slice, f->chip), hbm_bw_Bps(ch) * f->hbm_factor);
     }
 }
 

@@ -412,7 +412,8 @@ static sg_link_t hbm_link(struct eng_core *c)
 }
 
 /* Sets the HBM limiter of the chip of 'c' to its bandwidth without the
- * memos' holds less what they hold now. */
+ * memos' holds less what they hold now. (Nothing else changes the link
+ * meanwhile: a chip fault, which sets it, turns memos off, engine/sim.c.) */
 static void hbm_apply(struct eng_core *c)
 {
     struct eng_memo_state *ms = c->run->memo;
@@ -449,17 +450,6 @@ static void hbm_release(struct eng_core *c, double Bps)
     ms->hbm_held_Bps[c->chip] -= Bps;
     ms->hbm_holders[c->chip]--;
     hbm_apply(c);
-}
-
-void eng_memo_hbm_set(struct eng_run *r, int chip, sg_link_t l, double Bps)
-{
-    struct eng_memo_state *ms = r->memo;
-    if (ms && ms->hbm_holders && ms->hbm_holders[chip]) {
-        ms->hbm_base_Bps[chip] = Bps;
-        sg_link_set_bandwidth(l, Bps - ms->hbm_held_Bps[chip]);
-    } else {
-        sg_link_set_bandwidth(l, Bps);
-    }
 }
 
 /* A memo's sleep beside collectives, holding the HBM bandwidth its

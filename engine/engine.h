@@ -288,10 +288,6 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 /* Around a replay the caller runs: measures it into the memo of its overlap. */
 void eng_memo_begin(struct eng_task *task, int slot);
 void eng_memo_end(struct eng_task *task);
-/* Sets the bandwidth of 'l', the HBM limiter link of engine chip 'chip', to
- * 'Bps' (a fault), less what memos sleeping beside collectives on the chip
- * hold of it now (they give it back when they end). */
-void eng_memo_hbm_set(struct eng_run *r, int chip, sg_link_t l, double Bps);
 
 /* --- eng_standin.c: all-to-alls stood in by their lone runs (engine/spmd.h) ---
  * A stand-in op meets the other chips at its device barrier, then takes the
