@@ -20,6 +20,7 @@
 #include "workload/model.h"
 #include "engine/sim_child.h"
 #include "outputs/progress.h"
+#include "serving/serve_rpa.h"
 
 /* A memo key: what was priced (enum part), the padded tokens and rows, a
  * sequence's q and kv. */
@@ -106,6 +107,19 @@ static int64_t pad_pow2(int64_t x, int64_t lo, int64_t hi)
     return v < hi ? v : hi > x ? hi : x;
 }
 
+/* SGLang-JAX's mixed-call block sizes for a step of 'tokens' (padded) of
+ * model 'm', unless the model gives its own (serving/serve_rpa.h). */
+static void sglang_m_blocks(const struct serve_pricer *p, struct model *m, int64_t tokens)
+{
+    const struct model_shard *sh = &p->base->model->shard;
+    struct serve_rpa_shape s = {.generation = p->base->chip.generation,
+                                .q_heads = sh->heads, .kv_heads = sh->kv_heads,
+                                .head_dim = m->head_dim, .page_size = p->c->page_size,
+                                .kv_packing = 4 / dtype_bytes(m->dtype), .tokens = tokens,
+                                .max_model_len = p->c->max_model_len};
+    serve_rpa_sglang_m_blocks(&s, m->rpa_m_blocks);
+}
+
 /* The step of 'n' sequences q[i] over kv[i] with its matmuls over 'tokens'
  * and its logits over 'rows' (padded), of 'layers' layers (0: the model's),
  * simulated. Returns its time or -1; its attention ops' time in '*attn_s'. */
@@ -119,6 +133,8 @@ static double simulate_layers(struct serve_pricer *p, int n, const int64_t *q, c
     m.tokens = tokens, m.rows = rows;
     m.batch = n, m.seq_len = 1, m.kv_len = c->max_model_len - 1;
     m.rpa_v3 = c->rpa_v3;
+    if (c->sglang && c->rpa_v3 && !m.rpa_m_blocks[0])
+        sglang_m_blocks(p, &m, tokens);
     m.dense_kv = c->dense_kv;
     m.batch *= c->replicas; /* every replica (data group) steps this batch: one replica's time */
     double t0 = progress_now_s();

@@ -628,6 +628,21 @@ svjs="--set serve.engine.scheduler=jetstream --set serve.engine.max_num_seqs=2 -
     && awk -v a="$(col "$t/svjd/steps.csv" 3 3)" -v b="$(col "$t/svj/steps.csv" 3 3)" \
            'BEGIN { exit !(a < b) }' \
     && ok || bad "serve: scheduler jetstream's steps (prefills alone, generate steps of fixed shape)"
+# scheduler: sglang runs SGLang-JAX's RPA v3 block sizes in the mixed call (serving/serve_rpa.c):
+# one prompt of 300 tokens (a step of 512 padded) of the tiny model on v6e (8 q heads over 2 KV
+# heads, pages of 16, a page table of 2048 tokens): get_default_block_sizes gives bq_sz min(32,
+# 512 / 2) = 32, bkv_sz min(1024, 2048) = 1024, bq_csz min(32, 512 / 4, 512) = 32, bkv_csz
+# min(512, 1024) = 512, so the step is the one with those given; vLLM's defaults (256, 1024,
+# 128, 512: q blocks of 1024 / 4 tokens) price another
+svsg='serve.engine={scheduler: sglang, max_num_seqs: 8, chunked_prefill_size: 512, page_size: 16, max_model_len: 2048, step_overhead: 2ms}'
+"$bin" run tests/data/serve/tiny.yaml -o "$t/svg" -q --set "$svsg" \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svg1" -q --set "$svsg" \
+           --set 'serve.model.m_block_sizes=[32, 1024, 32, 512]' \
+    && "$bin" run tests/data/serve/tiny.yaml -o "$t/svg2" -q --set "$svsg" \
+           --set 'serve.model.m_block_sizes=[256, 1024, 128, 512]' \
+    && [ "$(col "$t/svg/steps.csv" 1 3)" = "$(col "$t/svg1/steps.csv" 1 3)" ] \
+    && [ "$(col "$t/svg/steps.csv" 1 3)" != "$(col "$t/svg2/steps.csv" 1 3)" ] \
+    && ok || bad "serve: scheduler sglang's prefill does not run SGLang-JAX's RPA v3 block sizes"
 # issue 28.5: data-parallel replicas behind a router (serve.mesh data: 2, one chip each). A
 # closed loop at concurrency 2: round robin gives request 0 to replica 0 and request 1 to
 # replica 1, each alone on its engine: both TTFTs are the single request's of sv1 (its prefill

@@ -26,7 +26,8 @@ SGLang-JAX row's tensor parallelism spans the devices (its cookbook's --tp-size 
 4-chip tpu7x 2x2x1): the mesh column in chips becomes tensor = 2 x chips.
 Rows measured on SGLang-JAX run its scheduler, serve.engine.scheduler: sglang: a
 prefill batch whenever requests wait (chunked_prefill_size 2048, as the cookbook's
-runs state), decodes otherwise, the host's work overlapped (its overlap scheduler). Rows this build cannot express (a preset it lacks,
+runs state), decodes otherwise, the host's work overlapped (its overlap scheduler), its
+prefills' attention in SGLang-JAX's RPA v3 blocks (q blocks of 32 tokens: serving/serve_rpa.c). Rows this build cannot express (a preset it lacks,
 a chip serving refuses, a kernel limit) print "not run: <reason>". The errors are medians over
 the rows run, separately for output throughput and for latency (TTFT, TPOT,
 ITL). Nothing here is fitted to the rows.
