@@ -45,6 +45,8 @@ static const struct model_remat policies[] = {
     {NULL, false, {O_, O_, O_, O_, R_, O_, R_, R_}}, /* offload: the TPU recipes' custom
                                                         policy for Llama 3.1 on v6e */
     {NULL, true, {D_, D_, D_, D_, D_, D_, D_, D_}},  /* none: jax keeps every residual */
+    {NULL, false, {D_, D_, D_, D_, D_, D_, D_, D_}}, /* minimal_flash: MaxText's older name of
+                                                        minimal_with_context (decoders.py) */
 };
 #undef D_
 #undef O_
@@ -62,6 +64,7 @@ static const char *const remat_names[] = {"full",
                                           "minimal_offloaded",
                                           "offload",
                                           "none",
+                                          "minimal_flash",
                                           NULL};
 _Static_assert(sizeof remat_names / sizeof remat_names[0] == NPOLICIES + 1,
                "a name per remat policy");

@@ -340,6 +340,21 @@ static struct tally expand(const struct model *m, const struct fixture *f)
  * 128 lanes: 64 more columns each, 2 x 512 x 256 x 128 = 33554432 flops more
  * per layer and pass, 6 passes (forward, dgrad, wgrad of both) x 2 layers =
  * 201326592 more (2415919104), and 2 x 33554432 more recomputed (536870912). */
+/* minimal_flash is MaxText's older name of minimal_with_context (its decoders.py takes
+ * both, the one logging that it will go): the same policy, every tensor kept. */
+static void test_remat_minimal_flash(void **state)
+{
+    (void)state;
+    struct model_remat a, b;
+    assert_int_equal(model_remat_policy("minimal_flash", &a), 0);
+    assert_int_equal(model_remat_policy("minimal_with_context", &b), 0);
+    assert_string_equal(a.name, "minimal_flash");
+    for (int t = 0; t < MT_COUNT; t++)
+        assert_int_equal(a.t[t], KEEP_DEVICE);
+    assert_memory_equal(a.t, b.t, sizeof a.t);
+    assert_false(a.none);
+}
+
 static void test_expansion_flops(void **state)
 {
     (void)state;
@@ -935,6 +950,7 @@ int main(void)
         cmocka_unit_test(test_expansion_embed_a2a),
         cmocka_unit_test(test_expansion_layer_gathers_in_loop),
         cmocka_unit_test(test_expansion_layer_gathers_apart),
+        cmocka_unit_test(test_remat_minimal_flash),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),
