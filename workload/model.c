@@ -1219,35 +1219,49 @@ struct layer_grads {
     struct val mm, norms;
 };
 
-/* dgrad and wgrad of a forward matmul [m, k] x [k, n] with input 'x' and
- * output gradient 'g', both quantized as its forward when 'quant' (MaxText's AQT
- * int8); the dgrad adds into 'acc' (the input's gradient so far: XLA fuses the add
- * into the dot's output). Returns the input's gradient. */
-static struct val backward_dots(struct out *o, const char *name, int64_t m, int64_t k,
-                                int64_t n, struct val x, struct val g, struct val acc,
-                                bool quant, struct layer_grads *lg)
+/* The dgrad of a forward matmul [m, k] x [k, n] from its output gradient 'g',
+ * quantized as its forward when 'quant' (MaxText's AQT int8), adding into 'acc'
+ * (the input's gradient so far: XLA fuses the add into the dot's output). */
+static struct val dgrad(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                        struct val g, struct val acc, bool quant)
 {
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
     struct val in = val2(val2(g, val1(o->w)), acc);
-    struct val dx = wrv(o, quant ? dense(o, nm, m, n, k, in) : matmul(o, nm, m, n, k, in));
+    return wrv(o, quant ? dense(o, nm, m, n, k, in) : matmul(o, nm, m, n, k, in));
+}
+
+/* ... and its wgrad from its input 'x', into the layer's gradient buffer. */
+static void wgrad(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                  struct val x, struct val g, bool quant, struct layer_grads *lg)
+{
+    char nm[72];
     snprintf(nm, sizeof nm, "%s_wgrad", name);
-    in = val2(val2(x, g), lg->mm);
+    struct val in = val2(val2(x, g), lg->mm);
     lg->mm = wrv(o, quant ? dense(o, nm, k, m, n, in) : matmul(o, nm, k, m, n, in));
+}
+
+/* Both, the dgrad first; returns the input's gradient. */
+static struct val backward_dots(struct out *o, const char *name, int64_t m, int64_t k,
+                                int64_t n, struct val x, struct val g, bool quant,
+                                struct layer_grads *lg)
+{
+    struct val dx = dgrad(o, name, m, k, n, g, none_val, quant);
+    wgrad(o, name, m, k, n, x, g, quant, lg);
     return dx;
 }
 
 static struct val matmul_backward(struct out *o, const char *name, int64_t m, int64_t k,
                                   int64_t n, struct val x, struct val g, struct layer_grads *lg)
 {
-    return backward_dots(o, name, m, k, n, x, g, none_val, false, lg);
+    return backward_dots(o, name, m, k, n, x, g, false, lg);
 }
 
 /* ... of a dense layer's matmul. */
 static struct val dense_backward(struct out *o, const char *name, int64_t m, int64_t k,
                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
 {
-    return backward_dots(o, name, m, k, n, x, g, none_val, model_quant_backward(o->m), lg);
+    return backward_dots(o, name, m, k, n, x, g, model_quant_backward(o->m), lg);
 }
 
 /* Mixtral's experts' backward (the forward's ops in reverse, sized alike);
@@ -1319,11 +1333,14 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     struct val gx = none_val;
     if (m->fused_qkv) {
         gx = dense_backward(o, "g_qkv", T, D, n[0] + n[1] + n[2], l->n1g, gq, lg);
-    } else { /* q's, k's and v's: three dgrads summed, three wgrads */
+    } else { /* q's, k's and v's: three dgrads summed (the input's gradient, which the
+                scatter below waits for, first), then three wgrads */
         static const char *const what[3] = {"g_q", "g_k", "g_v"};
+        bool quant = model_quant_backward(m);
         for (int i = 0; i < 3; i++)
-            gx = backward_dots(o, what[i], T, D, n[i], l->n1g, gq, gx, model_quant_backward(m),
-                               lg);
+            gx = dgrad(o, what[i], T, D, n[i], gq, gx, quant);
+        for (int i = 0; i < 3; i++)
+            wgrad(o, what[i], T, D, n[i], l->n1g, gq, quant, lg);
     }
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds

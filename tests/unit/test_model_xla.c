@@ -234,7 +234,7 @@ static void test_sa_fused_bwd(void **state)
  * Without it (MaxText's Attention: query, key, value DenseGenerals) q [4096, 4096] and k,
  * v [4096, 1024] are three matmuls (2 x 2048 x 4096 x 4096 = 6.87e10 flops and 1.72e10
  * each), their weights gathered one after the other (4194304, 1048576, 1048576 B), the
- * same rest; three dgrads and wgrads. The gpt3-175b preset states it true as MaxText's
+ * same rest; three dgrads, then three wgrads. The gpt3-175b preset states it true as MaxText's
  * configs/models/gpt3-175b.yml; a wrong type is refused. */
 static void test_fused_qkv(void **state)
 {
@@ -265,6 +265,9 @@ static void test_fused_qkv(void **state)
                               "after: [wgather_v]}"));
     assert_non_null(strstr(y, "name: g_v_dgrad, m: 2048, k: 1024, n: 4096,"));
     assert_non_null(strstr(y, "name: g_k_wgrad, m: 4096, k: 2048, n: 1024,"));
+    /* the three dgrads first (their sum is the input's gradient, which the tensor scatter
+     * or the next layer waits for), then the wgrads */
+    assert_true(strstr(y, "name: g_v_dgrad,") < strstr(y, "name: g_q_wgrad,"));
     free(y);
     cfg_scenario_fini(&sc);
     load("chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 8}\n"
