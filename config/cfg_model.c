@@ -23,7 +23,7 @@ static const char *const model_keys[] = {
     "num_queries_per_block", "d_block_sizes", "m_block_sizes", "attention_block", "vocab_tiling",
     "capacity_factor", "expert_load_imbalance", "sparse_matmul", "num_pipeline_microbatches",
     "num_pipeline_repeats", "pipeline_schedule",
-    "xla_flags", "quantization", "kv_cache_dtype", "use_qk_norm", "use_parallel_block", "tie_word_embeddings", "use_iota_embed", "causal", "sa_block_q", "sa_block_kv",
+    "xla_flags", "quantization", "kv_cache_dtype", "use_qk_norm", "fused_qkv", "use_parallel_block", "tie_word_embeddings", "use_iota_embed", "causal", "sa_block_q", "sa_block_kv",
     "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute",
     "sa_block_q_dq", "sa_block_kv_dq", "sa_use_fused_bwd_kernel", NULL};
 
@@ -268,11 +268,12 @@ static void read_kv_dtype(struct walk *w, const struct cfg_node *t, struct model
                         "v3 takes no int8 KV pages; rpa_v2 does)");
 }
 
-/* MaxText's layer options: use_qk_norm, use_iota_embed, causal, the splash block sizes sa_block_*
+/* MaxText's layer options: use_qk_norm, fused_qkv, use_iota_embed, causal, the splash block sizes sa_block_*
  * and sa_use_fused_bwd_kernel (refused beside an attention that is not splash's). */
 static void read_layer(struct walk *w, const struct cfg_node *t, struct model *m)
 {
     walk_bool(w, t, "model", "use_qk_norm", &m->qk_norm);
+    walk_bool(w, t, "model", "fused_qkv", &m->fused_qkv);
     walk_bool(w, t, "model", "use_parallel_block", &m->parallel_block);
     walk_bool(w, t, "model", "tie_word_embeddings", &m->tied_embeddings);
     walk_bool(w, t, "model", "use_iota_embed", &m->iota_embed);

@@ -45,27 +45,27 @@ quote "45.821 us"
 quote "63.125 us"
 quote "65.809 us"
 quote "best: point 44, 10.9 ms, bound mxu; 2.34x the speed of the default (point 17)"
-quote "cost: \$0.04817 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01148 per million tokens"
-quote "time to train: 51.93 days (3576279 steps of 1.254 s; 299 evaluations of 2 forward steps, 662.928 ms each; an evaluation block (11921 steps and its evaluation) 4.15 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172307, 62.56 MWh"
+quote "cost: \$0.04819 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01149 per million tokens"
+quote "time to train: 51.96 days (3576279 steps of 1.255 s; 299 evaluations of 2 forward steps, 662.449 ms each; an evaluation block (11921 steps and its evaluation) 4.16 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172383, 62.61 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
-quote "model train step: 0.249 s"
+quote "model train step: 0.251 s"
 quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"
 quote "bytes: 10485760"
 quote 'total 13.681 ms ± 875.563 us (6.4%, 68% band; docs/reference.md, "Error bars")'
 quote 'total 15.431 ms ± 1.079 ms (7.0%, 68% band; docs/reference.md, "Error bars")'
-quote 'total 1.254 s ± 117.035 ms (9.3%, 68% band, the model-step floor'
-quote "collective_exposed 35.382 ms"
-quote "collective_exposed 81.864 ms (6.4%)"
+quote 'total 1.255 s ± 117.086 ms (9.3%, 68% band, the model-step floor'
+quote "collective_exposed 34.599 ms"
+quote "collective_exposed 82.162 ms (6.4%)"
 quote '"p99": 0.0172022839'
 quote '"p99": 0.0110341471'
 quote "1.170 ms"
 quote "p99 96.55"
 quote "71.51"
 quote "15 points: 15 feasible, 0 infeasible"
-quote "model train step: 1.276 s"
+quote "model train step: 1.278 s"
 quote "program: HLO module jit_mlp: 15 instructions (9 fusions, 3 collectives, 0 while loops)"
 quote "lowered to 7 fusion, 2 all_gather, 2 einsum, 1 all_reduce"
 quote '"name": "all-gather", "op_name": "jit(mlp)/dot_general"'

@@ -45,6 +45,8 @@ static const struct model_remat policies[] = {
     {NULL, false, {O_, O_, O_, O_, R_, O_, R_, R_}}, /* offload: the TPU recipes' custom
                                                         policy for Llama 3.1 on v6e */
     {NULL, true, {D_, D_, D_, D_, D_, D_, D_, D_}},  /* none: jax keeps every residual */
+    {NULL, false, {D_, D_, D_, D_, D_, D_, D_, D_}}, /* minimal_flash: MaxText's older name of
+                                                        minimal_with_context (decoders.py) */
 };
 #undef D_
 #undef O_
@@ -62,6 +64,7 @@ static const char *const remat_names[] = {"full",
                                           "minimal_offloaded",
                                           "offload",
                                           "none",
+                                          "minimal_flash",
                                           NULL};
 _Static_assert(sizeof remat_names / sizeof remat_names[0] == NPOLICIES + 1,
                "a name per remat policy");
@@ -464,11 +467,21 @@ static struct val val2(struct val a, struct val b)
     return a;
 }
 
+/* 'a' with tensor 't' added, unless it holds it (q, k and v are three tensors). */
+static struct val val_with(struct val a, int t)
+{
+    for (int i = 0; i < a.n; i++)
+        if (a.t[i] == t)
+            return a;
+    return val2(a, val1(t));
+}
+
 /* A layer's tensors, as its forward (or the recomputation) leaves them. */
 struct layer_vals {
     struct val x;   /* the layer's input */
     int w;          /* its weights (gathered over fsdp, or the local shard) */
     int w1;         /* its first matmul's, gathered over fsdp before the rest, or -1 */
+    int wk, wv;     /* with fused_qkv false: k's and v's, gathered after q's, or -1 */
     struct val n1g; /* norm1's output, gathered over tensor */
     struct val q;   /* q, k, v after RoPE */
     struct val kv;  /* k and v gathered over sequence */
@@ -494,6 +507,7 @@ struct out {
     struct layer_vals fwd; /* the forward layer's tensors (the backward reads them) */
     int w;                /* the weights the current layer's matmuls read */
     int w1;               /* its first matmul's (gathered first), or -1 */
+    int wk, wv;           /* k's and v's (gathered after q's: fused_qkv false), or -1 */
     int start_op;         /* the embedding's last op in the top block, or -1 */
     int host;             /* the forward's offloaded tensors in host memory */
     int h0;               /* the backward's first layer's, back on the device */
@@ -994,9 +1008,41 @@ static int first_w(const struct layer_vals *l)
     return l->w1 >= 0 ? l->w1 : l->w;
 }
 
+/* The weights projection 'i' reads (0: q, or the fused QKV projection; 1: k; 2: v):
+ * its own gather when the layer gathers it apart (layer_block), else the rest's. */
+static int proj_w(const struct layer_vals *l, int i)
+{
+    int w = i == 0 ? l->w1 : i == 1 ? l->wk : l->wv;
+    return w >= 0 ? w : l->w;
+}
+
+/* fused_qkv false (MaxText's base.yml; its Attention's query, key and value
+ * DenseGenerals): three matmuls on the one gathered norm output, [T, D] x [D, H Dh]
+ * and twice [T, D] x [D, K Dh], each reading its own weights; when XLA windows the
+ * gather, each dot is windowed on its own (its SPMD partitioner handles dot by dot). */
+static struct val qkv_apart(struct out *o, const char *pre, const char *ag, struct val n1,
+                            struct layer_vals *l)
+{
+    const struct model_shard *s = o->sh;
+    int64_t T = s->tokens, D = o->m->d_model, Dh = o->m->head_dim;
+    int64_t n[3] = {s->heads * Dh, s->kv_heads * Dh, s->kv_heads * Dh};
+    static const char *const what[3] = {"q", "k", "v"};
+    char nm[64];
+    name_op(nm, sizeof nm, pre, what[0]);
+    struct val out = ag_matmul(o, ag, nm, n[0], n1, proj_w(l, 0), &l->n1g);
+    bool win = model_cmm_windowed(o->m, s, MODEL_CMM_AG);
+    for (int i = 1; i < 3; i++) {
+        name_op(nm, sizeof nm, pre, what[i]);
+        struct val in = val2(l->n1g, val1(proj_w(l, i)));
+        out = val2(out, wrv(o, win ? cmm(o, nm, MODEL_CMM_AG, D / s->tensor, n[i], in)
+                                   : dense(o, nm, T, D, n[i], in)));
+    }
+    return out;
+}
+
 /* norm1 (reading the layer's input, its weights and 'also'), the QKV
- * projection (gathering the residual over tensor first), RoPE, the
- * sequence-parallel gather of K and V. */
+ * projection (gathering the residual over tensor first; one matmul with
+ * fused_qkv, else three), RoPE, the sequence-parallel gather of K and V. */
 static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val also,
                         struct layer_vals *l)
 {
@@ -1018,7 +1064,10 @@ static void attn_inputs(struct out *o, const char *pre, bool qkv, struct val als
     char ag[64];
     name_op(ag, sizeof ag, pre, "tp_ag1");
     name_op(nm, sizeof nm, pre, "qkv");
-    l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, first_w(l), &l->n1g);
+    if (m->fused_qkv)
+        l->q = ag_matmul(o, ag, nm, (s->heads + 2 * s->kv_heads) * Dh, n1, first_w(l), &l->n1g);
+    else
+        l->q = qkv_apart(o, pre, ag, n1, l);
     if (m->qk_norm) { /* use_qk_norm: each head of q and k over its head_dim */
         name_op(nm, sizeof nm, pre, "qk_norm");
         l->q = wrv(o, fusion(o, "rmsnorm", nm, T * (s->heads + s->kv_heads), Dh,
@@ -1170,31 +1219,49 @@ struct layer_grads {
     struct val mm, norms;
 };
 
-/* dgrad and wgrad of a forward matmul [m, k] x [k, n] with input 'x' and
- * output gradient 'g'; returns the input's gradient. */
-static struct val matmul_backward(struct out *o, const char *name, int64_t m, int64_t k,
-                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
+/* The dgrad of a forward matmul [m, k] x [k, n] from its output gradient 'g',
+ * quantized as its forward when 'quant' (MaxText's AQT int8), adding into 'acc'
+ * (the input's gradient so far: XLA fuses the add into the dot's output). */
+static struct val dgrad(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                        struct val g, struct val acc, bool quant)
 {
     char nm[72];
     snprintf(nm, sizeof nm, "%s_dgrad", name);
-    struct val dx = wrv(o, matmul(o, nm, m, n, k, val2(g, val1(o->w))));
+    struct val in = val2(val2(g, val1(o->w)), acc);
+    return wrv(o, quant ? dense(o, nm, m, n, k, in) : matmul(o, nm, m, n, k, in));
+}
+
+/* ... and its wgrad from its input 'x', into the layer's gradient buffer. */
+static void wgrad(struct out *o, const char *name, int64_t m, int64_t k, int64_t n,
+                  struct val x, struct val g, bool quant, struct layer_grads *lg)
+{
+    char nm[72];
     snprintf(nm, sizeof nm, "%s_wgrad", name);
-    lg->mm = wrv(o, matmul(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
+    struct val in = val2(val2(x, g), lg->mm);
+    lg->mm = wrv(o, quant ? dense(o, nm, k, m, n, in) : matmul(o, nm, k, m, n, in));
+}
+
+/* Both, the dgrad first; returns the input's gradient. */
+static struct val backward_dots(struct out *o, const char *name, int64_t m, int64_t k,
+                                int64_t n, struct val x, struct val g, bool quant,
+                                struct layer_grads *lg)
+{
+    struct val dx = dgrad(o, name, m, k, n, g, none_val, quant);
+    wgrad(o, name, m, k, n, x, g, quant, lg);
     return dx;
 }
 
-/* ... of a dense layer's matmul: both quantized as its forward (MaxText's AQT int8). */
+static struct val matmul_backward(struct out *o, const char *name, int64_t m, int64_t k,
+                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
+{
+    return backward_dots(o, name, m, k, n, x, g, false, lg);
+}
+
+/* ... of a dense layer's matmul. */
 static struct val dense_backward(struct out *o, const char *name, int64_t m, int64_t k,
                                  int64_t n, struct val x, struct val g, struct layer_grads *lg)
 {
-    if (!model_quant_backward(o->m))
-        return matmul_backward(o, name, m, k, n, x, g, lg);
-    char nm[72];
-    snprintf(nm, sizeof nm, "%s_dgrad", name);
-    struct val dx = wrv(o, dense(o, nm, m, n, k, val2(g, val1(o->w))));
-    snprintf(nm, sizeof nm, "%s_wgrad", name);
-    lg->mm = wrv(o, dense(o, nm, k, m, n, val2(val2(x, g), lg->mm)));
-    return dx;
+    return backward_dots(o, name, m, k, n, x, g, model_quant_backward(o->m), lg);
 }
 
 /* Mixtral's experts' backward (the forward's ops in reverse, sized alike);
@@ -1256,14 +1323,25 @@ static struct val attn_backward(struct out *o, const struct layer_vals *l, struc
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
     int64_t T = s->tokens, D = m->d_model, Dh = m->head_dim;
-    int64_t qkv = (s->heads + 2 * s->kv_heads) * Dh;
+    int64_t n[3] = {s->heads * Dh, s->kv_heads * Dh, s->kv_heads * Dh};
     struct val gc = dense_backward(o, "g_out", T, s->heads * Dh, D, l->ctx, g, lg);
     struct val gq = attend(o, "g_attn", "bwd", val2(val2(gc, l->q), l->ctx));
     if (m->arch != MODEL_GPT)
         gq = wrv(o, rope(o, "g_rope", T, gq));
     if (m->qk_norm)
         gq = wrv(o, norm_bwd(o, "g_qk_norm", T * (s->heads + s->kv_heads), Dh, gq));
-    struct val gx = dense_backward(o, "g_qkv", T, D, qkv, l->n1g, gq, lg);
+    struct val gx = none_val;
+    if (m->fused_qkv) {
+        gx = dense_backward(o, "g_qkv", T, D, n[0] + n[1] + n[2], l->n1g, gq, lg);
+    } else { /* q's, k's and v's: three dgrads summed (the input's gradient, which the
+                scatter below waits for, first), then three wgrads */
+        static const char *const what[3] = {"g_q", "g_k", "g_v"};
+        bool quant = model_quant_backward(m);
+        for (int i = 0; i < 3; i++)
+            gx = dgrad(o, what[i], T, D, n[i], gq, gx, quant);
+        for (int i = 0; i < 3; i++)
+            wgrad(o, what[i], T, D, n[i], l->n1g, gq, quant, lg);
+    }
     /* the gradient of the layer's input is scattered as soon as its dgrad is
      * done, beside the wgrad (XLA's async reduce-scatter: only the dgrad feeds
      * it); what follows waits for the scatter. A parallel block adds the MLP's 'extra'. */
@@ -1325,6 +1403,7 @@ static struct val layer_backward(struct out *o, struct val g, struct val also)
     struct layer_vals l = o->fwd;
     l.w = o->w;
     l.w1 = o->w1;
+    l.wk = o->wk, l.wv = o->wv;
     struct layer_grads lg = {none_val, none_val};
     layer_recompute(o, g, also, &l);
     struct val gg = tp(o, "all_gather", "g_tp_ag2", 0, g);
@@ -1444,8 +1523,8 @@ static struct val offloaded(const struct out *o, const struct layer_vals *l)
                                      [MT_MLPWO] = &l->mo};
     struct val in = none_val;
     for (int i = 0; i < MT_COUNT; i++)
-        if (t[i] == KEEP_OFFLOAD)
-            in = val2(in, *v[i]);
+        for (int j = 0; t[i] == KEEP_OFFLOAD && j < v[i]->n; j++)
+            in = val_with(in, v[i]->t[j]);
     return in;
 }
 
@@ -1453,7 +1532,7 @@ static struct val offloaded(const struct out *o, const struct layer_vals *l)
  * policy offloads goes to the host as the layer ends. */
 static void forward_layer(struct out *o, struct prog_block *body, int x)
 {
-    struct layer_vals l = {.x = val1(x), .w = o->w, .w1 = o->w1};
+    struct layer_vals l = {.x = val1(x), .w = o->w, .w1 = o->w1, .wk = o->wk, .wv = o->wv};
     layer_forward(o, "", (struct layer_part){true, true, true, true, true}, none_val, &l);
     prog_carry_next(body, x, l.out.t[0]);
     o->fwd = l;
@@ -1522,19 +1601,48 @@ static void pipe_end(struct out *o, bool backward, struct pipe_ctx *c)
     o->sh = c->full;
 }
 
-/* The first matmul of a layer's forward (first) or backward: the QKV
- * projection, or with q, k, v saved the MLP's down projection; its weights'
- * bytes per chip as gathered over fsdp, 0 when no one matmul comes first. */
-static double first_gather_bytes(const struct out *o, bool backward)
+/* The weights a layer's forward or backward gathers over fsdp ahead of the
+ * rest, in order, as bytes per chip into 'b': its first matmuls' -- the QKV
+ * projection's (with fused_qkv false q's, then k's and v's), or with q, k, v
+ * saved the MLP's down projection's. Returns how many (0: no one matmul comes
+ * first, Mixtral's experts). */
+static int early_gathers(const struct out *o, bool backward, double b[3])
 {
     const struct model *m = o->m;
     const struct model_shard *s = o->sh;
-    bool qkv = !backward || recomputes_qkv(m);
-    double n = qkv ? (double)m->d_model * (double)((s->heads + 2 * s->kv_heads) * m->head_dim)
-                   : (double)m->d_model * (double)s->ffn;
-    if (!qkv && m->arch == MODEL_MIXTRAL) /* its experts come first */
-        return 0;
-    return n / s->fsdp * bytes(m->dtype);
+    double per = (double)m->d_model * bytes(m->dtype) / s->fsdp, Dh = (double)m->head_dim;
+    if (backward && !recomputes_qkv(m)) {
+        b[0] = (double)s->ffn * per;
+        return m->arch == MODEL_MIXTRAL ? 0 : 1;
+    }
+    if (m->fused_qkv) {
+        b[0] = (double)(s->heads + 2 * s->kv_heads) * Dh * per;
+        return 1;
+    }
+    b[0] = (double)s->heads * Dh * per;
+    b[1] = b[2] = (double)s->kv_heads * Dh * per;
+    return 3;
+}
+
+/* The layer's weights gathered over fsdp: the early ones one after another, then
+ * the rest (XLA keeps one all-gather in flight: layer_block); sets o->w, w1, wk, wv. */
+static void gather_weights(struct out *o, bool backward)
+{
+    static const char *const names[3] = {"wgather1", "wgather_k", "wgather_v"};
+    double rest = layer_gather_bytes(o), early[3];
+    int n = early_gathers(o, backward, early), id[3] = {-1, -1, -1};
+    /* XLA's loop starts after its input: the forward's first gather after the
+     * embedding's all-to-all */
+    struct val prev = backward ? none_val : o->rows;
+    for (int i = 0; i < n && early[i] >= 1 && early[i] < rest; i++) {
+        prev = collective(o, "all_gather", names[i], "fsdp", o->sh->fsdp, early[i], PROG_ASYNC,
+                          prev);
+        id[i] = prev.t[0];
+        rest -= early[i];
+    }
+    o->w = collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp, rest, PROG_ASYNC, prev)
+               .t[0];
+    o->w1 = id[0], o->wk = id[1], o->wv = id[2];
 }
 
 /* The layers' loop; with FSDP each layer gathers its own weights in its
@@ -1554,25 +1662,14 @@ static void layer_block(struct out *o, const char *name, bool backward)
     int x = prog_tensor(o->p, backward ? "grad" : "x");
     prog_carry(body, x, backward ? o->grad_last.t[0] : o->x_last.t[0]);
     int sharded = o->w;
-    if (o->sh->fsdp > 1) {
-        double all = layer_gather_bytes(o), first = first_gather_bytes(o, backward);
-        /* XLA's loop starts after its input: the forward's first gather after the
-         * embedding's all-to-all */
-        struct val after = backward ? none_val : o->rows, w1 = none_val;
-        if (first > 0 && first < all)
-            w1 = collective(o, "all_gather", "wgather1", "fsdp", o->sh->fsdp, first, PROG_ASYNC,
-                            after);
-        struct val wn = collective(o, "all_gather", "wgather", "fsdp", o->sh->fsdp,
-                                   all - (w1.n ? first : 0), PROG_ASYNC, w1.n ? w1 : after);
-        o->w = wn.t[0];
-        o->w1 = w1.n ? w1.t[0] : -1;
-    }
+    if (o->sh->fsdp > 1)
+        gather_weights(o, backward);
     if (backward)
         backward_layer(o, body, x);
     else
         forward_layer(o, body, x);
     o->w = sharded;
-    o->w1 = -1;
+    o->w1 = o->wk = o->wv = -1;
     pipe_end(o, backward, &pc);
     o->b = top;
 }
@@ -1810,7 +1907,7 @@ static void decode_step(struct out *o)
     struct prog_block *body = o->b = prog_loop(o->b, "layer", m->layers);
     int x = prog_tensor(o->p, "x");
     prog_carry(body, x, -1);
-    struct layer_vals l = {.w = o->w, .w1 = -1};
+    struct layer_vals l = {.w = o->w, .w1 = -1, .wk = -1, .wv = -1};
     decode_layer(o, &l, val1(x));
     prog_carry_next(body, x, l.out.t[0]);
     o->b = top;
@@ -1828,7 +1925,7 @@ struct program *model_program(const struct model *m, const struct model_shard *s
 {
     char comment[64];
     snprintf(comment, sizeof comment, "one %s step, per chip", mode_names[m->mode]);
-    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w1 = -1,
+    struct out o = {.p = prog_new(comment), .m = m, .sh = s, .chip = chip, .w1 = -1, .wk = -1, .wv = -1,
                     .start_op = -1, .host = -1, .h0 = -1, .mm_dt = m->dtype};
     o.b = &o.p->top;
     o.w = prog_tensor(o.p, "weights"); /* each layer's local shard */

@@ -111,6 +111,9 @@ struct model {
      * (MaxText's BlockSizes then take no dq blocks); makes every splash block explicit */
     bool sa_fused_bwd;
     bool qk_norm;          /* use_qk_norm: an RMSNorm over each head of q and k */
+    /* fused_qkv: q, k, v as one projection [D, (H + 2K) Dh] (MaxText's qkv_proj), one
+     * weight gather; false (MaxText's base.yml): three DenseGenerals, three gathers */
+    bool fused_qkv;
     bool parallel_block;   /* use_parallel_block: attention and MLP side by side */
     bool iota_embed;       /* use_iota_embed: the embedding as a one-hot matmul */
     bool non_causal;       /* causal: false -- every token attends to every other */

@@ -334,7 +334,27 @@ static struct tally expand(const struct model *m, const struct fixture *f)
  * = 720896, so 6 x 720896 x 512 = 2214592512 (the same as MaxText's count:
  * K divides by tensor). Full remat recomputes qkv, out and the MLP's gate and
  * up per layer: 2 x 512 (256 x 256 + 128 x 256 + 256 x 512) x 2 layers =
- * 469762048 (not the MLP's down projection: nothing needs its output). */
+ * 469762048 (not the MLP's down projection: nothing needs its output). That
+ * is fused_qkv; without it (MaxText's default) q [256, 2 x 64], k and v [256,
+ * 1 x 64] are three matmuls and XLA pads k's and v's 64 columns to the MXU's
+ * 128 lanes: 64 more columns each, 2 x 512 x 256 x 128 = 33554432 flops more
+ * per layer and pass, 6 passes (forward, dgrad, wgrad of both) x 2 layers =
+ * 201326592 more (2415919104), and 2 x 33554432 more recomputed (536870912). */
+/* minimal_flash is MaxText's older name of minimal_with_context (its decoders.py takes
+ * both, the one logging that it will go): the same policy, every tensor kept. */
+static void test_remat_minimal_flash(void **state)
+{
+    (void)state;
+    struct model_remat a, b;
+    assert_int_equal(model_remat_policy("minimal_flash", &a), 0);
+    assert_int_equal(model_remat_policy("minimal_with_context", &b), 0);
+    assert_string_equal(a.name, "minimal_flash");
+    for (int t = 0; t < MT_COUNT; t++)
+        assert_int_equal(a.t[t], KEEP_DEVICE);
+    assert_memory_equal(a.t, b.t, sizeof a.t);
+    assert_false(a.none);
+}
+
 static void test_expansion_flops(void **state)
 {
     (void)state;
@@ -342,8 +362,17 @@ static void test_expansion_flops(void **state)
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     struct tally t = expand(&m, &f);
+    assert_float_equal(t.matmul_flops, 2415919104.0, 1);
+    assert_float_equal(t.recompute_flops, 536870912.0, 1);
+    assert_non_null(strstr(t.names, "re_q "));
+    assert_non_null(strstr(t.names, "g_k_wgrad "));
+    assert_null(strstr(t.names, "qkv"));
+    m.fused_qkv = true;
+    t = expand(&m, &f);
     assert_float_equal(t.matmul_flops, 2214592512.0, 1);
     assert_float_equal(t.recompute_flops, 469762048.0, 1);
+    assert_non_null(strstr(t.names, "re_qkv "));
+    assert_null(strstr(t.names, "re_q "));
     /* minimal recomputes no matmul (the attention only), none nothing */
     assert_int_equal(model_remat_policy("minimal", &m.remat), 0);
     t = expand(&m, &f);
@@ -458,6 +487,13 @@ static void test_expansion_scatter_beside_wgrad(void **state)
     bwd_after(tree, "g_tp_rs2", after, sizeof after);
     assert_string_equal(after, "g_up_dgrad");
     bwd_after(tree, "g_tp_rs1", after, sizeof after);
+    assert_string_equal(after, "g_v_dgrad"); /* the sum of q's, k's and v's dgrads */
+    bwd_after(tree, "grad_rs", after, sizeof after);
+    assert_string_equal(after, "g_norm1 g_v_wgrad");
+    cfg_node_free(tree);
+    m.fused_qkv = true;
+    tree = expansion_tree(&m, &f);
+    bwd_after(tree, "g_tp_rs1", after, sizeof after);
     assert_string_equal(after, "g_qkv_dgrad");
     bwd_after(tree, "grad_rs", after, sizeof after);
     assert_string_equal(after, "g_norm1 g_qkv_wgrad");
@@ -540,16 +576,53 @@ static void test_expansion_embed_a2a(void **state)
 /* Each layer gathers its own weights in its iteration (XLA pipelines an
  * all-gather back into the previous iteration only over the DCN), one
  * all-gather at a time: first the first matmul's, then the rest after them.
- * The small model (fsdp 4, tensor 2, bf16): qkv [256, (2 + 2 x 1) x 64]
+ * The small model (fsdp 4, tensor 2, bf16) with fused_qkv: qkv [256, (2 + 2 x 1) x 64]
  * / 4 x 2 B = 32768 first, then 147584 - 32768 = 114816; norm1 and qkv wait
  * for the first only. With q, k, v saved (minimal) the backward's first
  * matmul is the MLP's down dgrad: F / N_t x D = 256 x 256
  * / 4 x 2 B = 32768 again (re_norm1 waits for it), and g_down_dgrad does
- * not wait for the rest, g_up_dgrad does. No gather before the loop (wg0). */
+ * not wait for the rest, g_up_dgrad does. No gather before the loop (wg0).
+ * Without fused_qkv (MaxText's default) each projection gathers its own
+ * weights, one after the other: q's [256, 2 x 64] / 4 x 2 B = 16384, k's and
+ * v's [256, 64] 8192 each, then the same rest 114816; q waits for q's only, k
+ * for k's, v for v's; the recomputation likewise. */
+static void test_expansion_layer_gathers_apart(void **state)
+{
+    (void)state;
+    struct model m = small_model();
+    struct fixture f;
+    setup_shard(&f, &m, 4, 2);
+    struct cfg_node *tree = expansion_tree(&m, &f);
+    static const char *const w[4] = {"wgather1", "wgather_k", "wgather_v", "wgather"};
+    static const double b[4] = {16384, 8192, 8192, 114816};
+    char after[256] = "";
+    for (int i = 0; i < 4; i++) {
+        assert_float_equal(num(find_op(tree, w[i]), "bytes"), b[i], 0.5);
+        if (i > 0) { /* one in flight: each after the one before */
+            bwd_after(tree, w[i], after, sizeof after);
+            assert_string_equal(after, w[i - 1]);
+        }
+    }
+    bwd_after(tree, "norm1", after, sizeof after);
+    assert_string_equal(after, "wgather1");
+    bwd_after(tree, "q", after, sizeof after); /* (in order after tp_ag1 and norm1) */
+    assert_null(strstr(after, "wgather"));
+    bwd_after(tree, "k", after, sizeof after);
+    assert_string_equal(after, "tp_ag1 wgather_k");
+    bwd_after(tree, "v", after, sizeof after);
+    assert_string_equal(after, "tp_ag1 wgather_v");
+    bwd_after(tree, "re_k", after, sizeof after);
+    assert_string_equal(after, "re_tp_ag1 wgather_k");
+    assert_float_equal(num(find_op(tree, "k"), "n"), 128, 0); /* 64 padded to 128 lanes */
+    assert_float_equal(num(find_op(tree, "q"), "n"), 128, 0);
+    cfg_node_free(tree);
+}
+
 static void test_expansion_layer_gathers_in_loop(void **state)
 {
     (void)state;
     struct model m = small_model();
+    m.fused_qkv = true;
     struct fixture f;
     setup_shard(&f, &m, 4, 2);
     struct cfg_node *tree = expansion_tree(&m, &f);
@@ -602,7 +675,7 @@ static void test_expansion_grad_gather_beside_recompute(void **state)
         /* (and its weights, in the rest of the layer's gather) */
         assert_string_equal(after, pass == 0 ? "g_tp_ag2 wgather" : "");
         if (pass == 0) { /* and g_down_dgrad beside the recomputation's scatter */
-            bwd_after(tree, "re_qkv", after, sizeof after);
+            bwd_after(tree, "re_q", after, sizeof after);
             assert_string_equal(after, "re_tp_ag1");
             bwd_after(tree, "re_res1", after, sizeof after);
             assert_string_equal(after, "re_tp_rs1");
@@ -628,7 +701,8 @@ static void test_expansion_offload(void **state)
     assert_float_equal(t.host_bytes[1], 3 * 524288.0, 0.5); /* h2d0 + one per layer ahead */
     /* the recipes' policy recomputes the attention and the MLP's gate and up, not qkv or out */
     assert_non_null(strstr(t.names, "re_attn "));
-    assert_null(strstr(t.names, "re_qkv "));
+    assert_null(strstr(t.names, "re_q "));
+    assert_null(strstr(t.names, "re_v "));
     assert_null(strstr(t.names, "re_out "));
     assert_non_null(strstr(t.names, "re_up "));
 }
@@ -875,6 +949,8 @@ int main(void)
         cmocka_unit_test(test_expansion_head_collectives),
         cmocka_unit_test(test_expansion_embed_a2a),
         cmocka_unit_test(test_expansion_layer_gathers_in_loop),
+        cmocka_unit_test(test_expansion_layer_gathers_apart),
+        cmocka_unit_test(test_remat_minimal_flash),
         cmocka_unit_test(test_expansion_grad_gather_beside_recompute),
         cmocka_unit_test(test_expansion_data_over_dcn),
         cmocka_unit_test(test_expansion_offload),

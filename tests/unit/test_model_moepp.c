@@ -226,7 +226,7 @@ static void test_pipeline_gpipe(void **state)
     const struct cfg_node *send = find(t, "stage_send");
     assert_float_equal(num(send, "bytes") * 3, 131072, 1);
     assert_string_equal(cfg_get(send, "groups")->kids[0]->value, "pipeline");
-    assert_float_equal(num(find(t, "qkv"), "m"), 256, 0); /* a microbatch's tokens */
+    assert_float_equal(num(find(t, "q"), "m"), 256, 0); /* a microbatch's tokens */
     cfg_node_free(t);
 }
 

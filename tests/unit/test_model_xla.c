@@ -61,7 +61,8 @@ static int count_kind(const struct cfg_scenario *sc, enum op_kind k)
 
 /* At XLA's threshold the forward's four tensor-parallel pairs and the recomputation's
  * three (full remat recomputes up to the MLP's activation) are collective matmuls:
- * QKV and the MLP's up projection gather ([T, D/4] per step, k = 2048), the output
+ * QKV (q, k and v, each dot windowed on its own: fused_qkv false) and the MLP's up
+ * projection gather ([T, D/4] per step, k = 2048), the output
  * projection and the MLP's down projection scatter (n = D/4 = 2048); no tensor
  * all-gather or reduce-scatter of the forward remains. */
 static void test_windowed_at_threshold(void **state)
@@ -69,9 +70,9 @@ static void test_windowed_at_threshold(void **state)
     (void)state;
     struct cfg_scenario sc;
     load(TP_MODEL("8", ""), &sc);
-    static const char *const names[] = {"qkv", "out", "up", "down", "re_qkv", "re_out",
-                                        "re_up"};
-    for (int i = 0; i < 7; i++) {
+    static const char *const names[] = {"q",    "k",    "v",    "out",    "up",   "down",
+                                        "re_q", "re_k", "re_v", "re_out", "re_up"};
+    for (int i = 0; i < 11; i++) {
         const struct op *o = find(&sc, names[i]);
         assert_non_null(o);
         assert_int_equal(o->kind, OP_COLLECTIVE_MATMUL);
@@ -104,7 +105,8 @@ static void test_not_windowed(void **state)
         assert_int_equal(count_kind(&sc, OP_COLLECTIVE_MATMUL), 0);
         assert_int_equal(kind_of(&sc, "tp_ag1"), OP_ALL_GATHER);
         assert_int_equal(kind_of(&sc, "tp_rs2"), OP_REDUCE_SCATTER);
-        assert_int_equal(kind_of(&sc, "qkv"), OP_MATMUL);
+        assert_int_equal(kind_of(&sc, "q"), OP_MATMUL);
+        assert_int_equal(kind_of(&sc, "v"), OP_MATMUL);
         cfg_scenario_fini(&sc);
     }
 }
@@ -116,7 +118,8 @@ static void test_windowed_gathers_only(void **state)
     struct cfg_scenario sc;
     load(TP_MODEL_X("8", "", "xla_tpu_enable_windowed_einsum_for_reduce_scatter: false"),
          &sc);
-    assert_int_equal(kind_of(&sc, "qkv"), OP_COLLECTIVE_MATMUL);
+    assert_int_equal(kind_of(&sc, "q"), OP_COLLECTIVE_MATMUL);
+    assert_int_equal(kind_of(&sc, "k"), OP_COLLECTIVE_MATMUL);
     assert_int_equal(kind_of(&sc, "up"), OP_COLLECTIVE_MATMUL);
     assert_int_equal(kind_of(&sc, "down"), OP_MATMUL);
     assert_int_equal(kind_of(&sc, "tp_rs2"), OP_REDUCE_SCATTER);
@@ -222,6 +225,62 @@ static void test_sa_fused_bwd(void **state)
     struct cfg_scenario b;
     assert_int_not_equal(cfg_load_scenario_text(bad, strlen(bad), "m.yaml", NULL, 0, &b, d), 0);
     assert_int_equal(diag_count(d), 1);
+    diag_free(d);
+}
+
+/* fused_qkv (MaxText's key; base.yml: false): with it one projection [D, (H + 2K) Dh] =
+ * [4096, 6144] and one gather of its weights first (4096 x 6144 / fsdp 8 x 2 B = 6291456),
+ * the rest after it (218112000 parameters a layer / 8 x 2 B - 6291456 = 48236544).
+ * Without it (MaxText's Attention: query, key, value DenseGenerals) q [4096, 4096] and k,
+ * v [4096, 1024] are three matmuls (2 x 2048 x 4096 x 4096 = 6.87e10 flops and 1.72e10
+ * each), their weights gathered one after the other (4194304, 1048576, 1048576 B), the
+ * same rest; three dgrads, then three wgrads. The gpt3-175b preset states it true as MaxText's
+ * configs/models/gpt3-175b.yml; a wrong type is refused. */
+static void test_fused_qkv(void **state)
+{
+    (void)state;
+    struct cfg_scenario sc;
+    load(LAYER(", fused_qkv: true"), &sc);
+    char *y = expansion(&sc);
+    assert_non_null(strstr(y, "{op: matmul, name: qkv, m: 2048, k: 4096, n: 6144,"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather1, bytes: 6291456,"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather, bytes: 48236544, groups: [fsdp], "
+                              "after: [wgather1]}"));
+    assert_non_null(strstr(y, "name: g_qkv_dgrad, m: 2048, k: 6144, n: 4096,"));
+    assert_null(strstr(y, "wgather_k"));
+    free(y);
+    cfg_scenario_fini(&sc);
+    load(LAYER(""), &sc);
+    y = expansion(&sc);
+    assert_null(strstr(y, "qkv"));
+    assert_non_null(strstr(y, "{op: matmul, name: q, m: 2048, k: 4096, n: 4096,"));
+    assert_non_null(strstr(y, "{op: matmul, name: k, m: 2048, k: 4096, n: 1024,"));
+    assert_non_null(strstr(y, "{op: matmul, name: v, m: 2048, k: 4096, n: 1024,"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather1, bytes: 4194304,"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather_k, bytes: 1048576, groups: [fsdp], "
+                              "after: [wgather1]}"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather_v, bytes: 1048576, groups: [fsdp], "
+                              "after: [wgather_k]}"));
+    assert_non_null(strstr(y, "{op: all_gather, name: wgather, bytes: 48236544, groups: [fsdp], "
+                              "after: [wgather_v]}"));
+    assert_non_null(strstr(y, "name: g_v_dgrad, m: 2048, k: 1024, n: 4096,"));
+    assert_non_null(strstr(y, "name: g_k_wgrad, m: 4096, k: 2048, n: 1024,"));
+    /* the three dgrads first (their sum is the input's gradient, which the tensor scatter
+     * or the next layer waits for), then the wgrads */
+    assert_true(strstr(y, "name: g_v_dgrad,") < strstr(y, "name: g_q_wgrad,"));
+    free(y);
+    cfg_scenario_fini(&sc);
+    load("chip: v5e\ntopology: {shape: [2, 4]}\nmesh: {fsdp: 8}\n"
+         "model: {preset: gpt3-175b, layers: 1, seq_len: 2048, batch: 8}\n",
+         &sc);
+    assert_true(sc.model->m.fused_qkv);
+    cfg_scenario_fini(&sc);
+    const char *bad = LAYER(", fused_qkv: 3");
+    struct diag *d = diag_new();
+    struct cfg_scenario b;
+    assert_int_not_equal(cfg_load_scenario_text(bad, strlen(bad), "m.yaml", NULL, 0, &b, d), 0);
+    assert_int_equal(diag_count(d), 1);
+    assert_non_null(strstr(diag_message(d, 0), "model.fused_qkv: expected true or false, got '3'"));
     diag_free(d);
 }
 
@@ -349,8 +408,9 @@ static int count(const char *hay, const char *needle)
 }
 
 /* quantization: fp8 is AQT's fp8 configuration in MaxText (fwd_bits e4m3 only): on v5p (an fp8
- * rate) the forward's 4 dense matmuls and the full remat's 3 recomputed ones in fp8, each
- * after two quantizing fusions; the backward's in bf16. int8 quantizes the backward's 8 too. */
+ * rate) the forward's 6 dense matmuls (q, k, v apart: fused_qkv false) and the full remat's 5
+ * recomputed ones in fp8, each after two quantizing fusions; the backward's in bf16. int8
+ * quantizes the backward's 12 too. */
 static void test_fp8_forward_only(void **state)
 {
     (void)state;
@@ -361,8 +421,8 @@ static void test_fp8_forward_only(void **state)
          "        quantization: fp8}\n",
          &sc);
     char *y = expansion(&sc);
-    assert_int_equal(count(y, "dtype: fp8, block: auto"), 7);
-    assert_int_equal(count(y, "vpu_ops: 7"), 14);
+    assert_int_equal(count(y, "dtype: fp8, block: auto"), 11);
+    assert_int_equal(count(y, "vpu_ops: 7"), 22);
     assert_non_null(strstr(y, "name: g_up_wgrad, m: 4096, k: 2048, n: 28672, dtype: bf16"));
     assert_int_equal(sc.model->peak_dtype, DT_FP8);
     free(y);
@@ -403,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_sa_block_sizes),
         cmocka_unit_test(test_sa_fused_bwd),
         cmocka_unit_test(test_qk_norm),
+        cmocka_unit_test(test_fused_qkv),
         cmocka_unit_test(test_non_causal),
         cmocka_unit_test(test_dot_product_attention),
         cmocka_unit_test(test_parallel_block),
