@@ -183,6 +183,7 @@ static void alloc_program_state(struct eng_run *r)
     const struct cfg_scenario *sc = r->sc;
     struct eng_run_stats *st = &r->stats;
     r->prog.inst_off = xcalloc((size_t)sc->nops + 1, sizeof *r->prog.inst_off);
+    r->prog.sem_mb = xcalloc((size_t)sc->nops + 1, sizeof *r->prog.sem_mb);
     int64_t total = 0;
     for (int i = 0; i < sc->nops; i++) {
         r->prog.inst_off[i] = total;
@@ -291,6 +292,7 @@ static void spawn(struct eng_run *r)
     }
     if (sc->plan.sim_dirs)
         find_ports(r, nchips);
+    eng_coll_prepare(r);
     for (int chip = 0; chip < nchips; chip++) {
         char host[32], name[48];
         sg_host_t h = sg_host_by_name(chip_host_name(sc, chip, host, sizeof host));
@@ -557,6 +559,9 @@ static void free_program(const struct cfg_scenario *sc, struct eng_program *p)
         kern_fini(&p->kern_fn[i]);
     }
     free(p->scripts);
+    for (int i = 0; p->sem_mb && i < sc->nops; i++)
+        free(p->sem_mb[i]);
+    free(p->sem_mb);
     free(p->chunk_memo);
     free(p->kern);
     free(p->kern_fn);
