@@ -75,10 +75,12 @@
  * segments are madvise'd MADV_HUGEPAGE). Every SimGrid call switches to an
  * actor's stack, and with tens of thousands of actors each switch missed the
  * TLB on 4 KiB pages (the first pop off the stack was 14 % of a 4096-chip
- * all-reduce); 2 MiB pages hold 64 stacks each. Side by side, 1 MiB
- * all-reduce on 16x16x16, every chip: 4.1-5.7 -> 3.1 s of user time, 0.5 ->
- * 1.7 s of system time (the huge pages' zeroing), the same outputs
- * (docs/reference.md, "Simulation cost"). */
+ * all-reduce); 2 MiB pages hold 64 stacks each. Side by side, every chip
+ * of a 16x16x16, the same outputs: the 1 GiB all-reduce 7.1 -> 5.4 CPU
+ * seconds (medians), but the all-gathers, with fewer switches, about 0.4 s
+ * slower: zeroing 2 MiB pages cost this project's virtual machine about 1 s
+ * of system time (docs/reference.md, "Every chip simulated, against
+ * ASTRA-sim"). */
 #if defined(__has_include)
 #if __has_include(<mimalloc.h>)
 #include <mimalloc.h>
