@@ -25,7 +25,6 @@ struct sim_coll {
     const struct topo *topo; /* the torus the algorithm runs on (the slice or 'group') */
     int slice_chip;        /* this chip in the slice */
     double *count; /* per semaphore id */
-    sg_mailbox_t *mb; /* per semaphore id: this chip's mailbox, looked up once */
     int nsems;
 };
 
@@ -64,45 +63,41 @@ struct coll_actor {
     int npend;
     double ready; /* when the pending DMAs may start */
     double wake;  /* the delays taken so far end then (0: none pending) */
-    struct {      /* the last semaphore mailboxes sent to */
-        int chip, sem;
-        sg_mailbox_t mb;
-    } sent[4];
-    int nsent;
 };
 
-static sg_mailbox_t sem_mb(int chip, int opi, int sem)
+/* Semaphore 'sem' of op 'opi' on engine chip 'chip': the mailbox "s.CHIP.OP.SEM",
+ * looked up once per run (eng_program.sem_mb). A lookup from an actor is a
+ * simcall (a switch to SimGrid's maestro and back, a cache miss on the actor's
+ * stack with thousands of actors): eng_coll_prepare makes those of the
+ * collectives from the maestro before the run, and each one is kept for the
+ * owner, its senders and the op's later instances. */
+static sg_mailbox_t sem_mb(struct eng_run *r, int chip, int opi, int sem)
 {
-    char name[64], *p = name; /* "s.CHIP.OP.SEM" */
-    *p++ = 's', *p++ = '.';
-    p = fmt_u64(p, (unsigned)chip), *p++ = '.';
-    p = fmt_u64(p, (unsigned)opi), *p++ = '.';
-    p = fmt_u64(p, (unsigned)sem), *p = '\0';
-    return sg_mailbox_by_name(name);
+    sg_mailbox_t **t = &r->prog.sem_mb[opi];
+    if (!*t)
+        *t = xcalloc((size_t)cfg_engine_chips(r->sc) * (size_t)coll_max_sems(), sizeof **t);
+    sg_mailbox_t *mb = &(*t)[(size_t)chip * (size_t)coll_max_sems() + (size_t)sem];
+    if (!*mb) {
+        char name[64], *p = name; /* "s.CHIP.OP.SEM" */
+        *p++ = 's', *p++ = '.';
+        p = fmt_u64(p, (unsigned)chip), *p++ = '.';
+        p = fmt_u64(p, (unsigned)opi), *p++ = '.';
+        p = fmt_u64(p, (unsigned)sem), *p = '\0';
+        *mb = sg_mailbox_by_name(name);
+    }
+    return *mb;
 }
 
-
-/* Semaphore 'sem' of chip 'dst' (cached: a ring step sends to two). */
+/* Semaphore 'sem' of chip 'dst'. */
 static sg_mailbox_t dst_mb(struct coll_actor *a, int dst, int sem)
 {
-    for (int i = 0; i < 4; i++)
-        if (a->sent[i].mb && a->sent[i].chip == dst && a->sent[i].sem == sem)
-            return a->sent[i].mb;
-    int i = a->nsent++ % 4;
-    a->sent[i].chip = dst, a->sent[i].sem = sem;
-    a->sent[i].mb = sem_mb(dst, a->task->opi, sem);
-    return a->sent[i].mb;
+    return sem_mb(a->task->core->run, dst, a->task->opi, sem);
 }
 
 /* This chip's own semaphore 'sem'. */
 static sg_mailbox_t own_mb(struct eng_task *task, int sem)
 {
-    struct sim_coll *dev = task->coll;
-    if (!dev->mb)
-        return sem_mb(task->core->chip, task->opi, sem);
-    if (!dev->mb[sem])
-        dev->mb[sem] = sem_mb(task->core->chip, task->opi, sem);
-    return dev->mb[sem];
+    return sem_mb(task->core->run, task->core->chip, task->opi, sem);
 }
 
 /* The time the next visible action may happen: now, or after pending delays. */
@@ -444,6 +439,7 @@ static void check_sems(struct eng_task *task)
  * transfers run NIC to NIC and start at once; the chip's actors take the
  * landed messages as from any semaphore. It lives until the op ends. */
 struct dcn_anchor {
+    struct eng_run *r;
     int chip, opi;
     const struct coll_plan *plan;
     sg_sem_t ready, quit;
@@ -457,7 +453,7 @@ static void anchor_main(int argc, char **argv)
         for (int q = 0; q < an->plan->parts[p].nphases; q++)
             for (int d = 0; d < 2 && an->plan->parts[p].phases[q].axis == COLL_AXIS_DCN; d++)
                 sg_mailbox_set_receiver(
-                    sg_mailbox_get_name(sem_mb(an->chip, an->opi, coll_sem_id(p, q, d, false))));
+                    sg_mailbox_get_name(sem_mb(an->r, an->chip, an->opi, coll_sem_id(p, q, d, false))));
     sg_sem_release(an->ready);
     sg_sem_acquire(an->quit); /* the op's end: what waits on a semaphore frees it */
     sg_sem_destroy(an->quit);
@@ -468,7 +464,7 @@ static struct dcn_anchor *anchor_start(struct eng_task *task, const struct coll_
 {
     struct eng_core *c = task->core;
     struct dcn_anchor *an = xmalloc(sizeof *an);
-    *an = (struct dcn_anchor){c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
+    *an = (struct dcn_anchor){c->run, c->chip, task->opi, plan, sg_sem_init(0), sg_sem_init(0)};
     char name[48];
     snprintf(name, sizeof name, "dcn-anchor%d.op%d", c->chip, task->opi);
     sg_actor_t act = sg_actor_init(name, c->run->hw.chips[c->chip].nic_rx);
@@ -503,6 +499,44 @@ static void chip_devices_phase(struct eng_task *task, bool reduce)
     settle(&a);
 }
 
+/* The plan of collective 'op' on engine chip 'chip': its torus (the slice or its group)
+ * and parts ('dev' gets them). */
+static void plan_chip(struct eng_run *r, const struct op *op, int chip, struct sim_coll *dev)
+{
+    const struct cfg_scenario *sc = r->sc;
+    *dev = (struct sim_coll){.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, chip)};
+    dev->topo = coll_topo(op, &sc->topo, dev->slice_chip, &dev->group);
+    int eff, nslices = eng_fault_slices(r, eng_slice_of(r, chip), &eff);
+    coll_plan_slices(op, dev->topo, sc->dcn.slices > 1 ? nslices : sc->dcn.slices, &dev->plan);
+}
+
+/* Semaphore 's' (0 to 3: the two directions' DMA semaphores, then the REGULAR ones) of
+ * phase 'q' of part 'p': its id, or -1 when the phase does not use it. */
+static int plan_sem(const struct coll_plan *plan, int p, int q, int s)
+{
+    if (s >= 2 && plan->parts[p].phases[q].kind != COLL_PSUM)
+        return -1;
+    return coll_sem_id(p, q, s & 1, s >= 2);
+}
+
+void eng_coll_prepare(struct eng_run *r)
+{
+    const struct cfg_scenario *sc = r->sc;
+    for (int i = 0; i < sc->nops; i++) {
+        if (eng_runner(sc->ops[i].kind) != eng_run_collective)
+            continue;
+        for (int chip = 0; chip < cfg_engine_chips(sc); chip++) {
+            struct sim_coll dev;
+            plan_chip(r, &sc->ops[i], chip, &dev);
+            for (int p = 0; p < dev.plan.nparts; p++)
+                for (int q = 0; q < dev.plan.parts[p].nphases; q++)
+                    for (int s = 0; s < 4; s++)
+                        if (plan_sem(&dev.plan, p, q, s) >= 0)
+                            sem_mb(r, chip, i, plan_sem(&dev.plan, p, q, s));
+        }
+    }
+}
+
 void eng_run_collective(struct eng_task *task)
 {
     struct eng_core *c = task->core;
@@ -510,21 +544,17 @@ void eng_run_collective(struct eng_task *task)
     const struct cfg_scenario *sc = r->sc;
     if (c->core != 0 || eng_standin_run(task))
         return;
-    struct sim_coll dev = {.nsems = coll_max_sems(), .slice_chip = eng_slice_chip(r, c->chip)};
-    dev.topo = coll_topo(task->op, &sc->topo, dev.slice_chip, &dev.group);
-    int eff, nslices = eng_fault_slices(r, eng_slice_of(r, c->chip), &eff);
-    coll_plan_slices(task->op, dev.topo, sc->dcn.slices > 1 ? nslices : sc->dcn.slices,
-                     &dev.plan);
+    struct sim_coll dev;
+    plan_chip(r, task->op, c->chip, &dev);
     dev.count = xcalloc((size_t)dev.nsems, sizeof *dev.count);
-    dev.mb = xcalloc((size_t)dev.nsems, sizeof *dev.mb);
     task->coll = &dev;
     /* push-only DMAs need a receiver from the start: the semaphores the plan uses */
     for (int p = 0; p < dev.plan.nparts; p++)
         for (int q = 0; q < dev.plan.parts[p].nphases; q++)
             for (int s = 0; s < 4; s++)
-                if (s < 2 || dev.plan.parts[p].phases[q].kind == COLL_PSUM)
-                    sg_mailbox_set_receiver(sg_mailbox_get_name(
-                        own_mb(task, coll_sem_id(p, q, s & 1, s >= 2))));
+                if (plan_sem(&dev.plan, p, q, s) >= 0)
+                    sg_mailbox_set_receiver(
+                        sg_mailbox_get_name(own_mb(task, plan_sem(&dev.plan, p, q, s))));
     struct dcn_anchor *anchor = coll_plan_dcn(&dev.plan) ? anchor_start(task, &dev.plan) : NULL;
     eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
@@ -566,7 +596,6 @@ void eng_run_collective(struct eng_task *task)
     free(pa);
     free(act);
     free(dev.count);
-    free(dev.mb);
 }
 
 /* ---- remote_copy: one make_async_remote_copy per device ---- */
@@ -582,7 +611,7 @@ void eng_run_remote_copy(struct eng_task *task)
     struct sim_coll dev = {.nsems = 1};
     dev.count = xcalloc(1, sizeof *dev.count);
     task->coll = &dev;
-    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, 0)));
+    sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(r, c->chip, task->opi, 0)));
     eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
     sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     struct coll_actor a = {.task = task};
@@ -700,7 +729,7 @@ void eng_run_collective_matmul(struct eng_task *task)
     nb[1] = coll_matmul_neighbour(task->op, &sc->topo, me, -1);
     if (c->core == 0) {
         for (int s = 0; s < 2; s++)
-            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(c->chip, task->opi, s)));
+            sg_mailbox_set_receiver(sg_mailbox_get_name(sem_mb(r, c->chip, task->opi, s)));
         eng_barrier_wait(task, r->prog.op_barrier[task->opi], "the device barrier at kernel start");
         sg_actor_sleep_for(sc->chip.ici_collective_lat_s);
     }

@@ -134,6 +134,8 @@ struct eng_program {
                                     (eng_pallas.c records it) */
     struct eng_chunk_memo *chunk_memo; /* per op x core x 2: a collective matmul's chunk
                                           matmul, measured once (eng_coll.c) */
+    sg_mailbox_t **sem_mb; /* per op: per engine chip x coll_max_sems(), its semaphore
+                              mailboxes looked up so far, NULL before (eng_coll.c) */
 };
 
 /* A collective matmul's chunk matmul as first run (fast fidelity, kernel memos on): later
@@ -335,6 +337,10 @@ eng_run_fn eng_run_kernel, eng_run_hbm_copy, eng_run_host_copy, eng_run_ppermute
 /* The runner of 'kind': its row in eng_runners.c, or eng_run_kernel for a
  * Pallas kind (its op table row has a builder); NULL if it has neither. */
 eng_run_fn *eng_runner(enum op_kind kind);
+/* Before the actors start (in SimGrid's maestro, where a mailbox is looked up
+ * without a simcall): looks up the semaphore mailboxes of the collectives
+ * every chip will run (eng_program.sem_mb). */
+void eng_coll_prepare(struct eng_run *r);
 
 /* --- eng_fault.c: the scenario's faults (config/cfg_faults.h) --- */
 /* Applies the faults that start at 0 and starts the actor that applies the later ones. */

@@ -63,6 +63,14 @@ done
 # all-reduce on 16x16x16 took 1.06 s in ASTRA-sim against 2.98 s in tpusim; over the 24
 # cases ASTRA-sim / tpusim wall time was 0.30-0.99 (median 0.53). Goal: tpusim
 # --all-chips at or below ASTRA-sim on every case, the same simulated time.
+# Not met (docs/reference.md, "Every chip simulated, against ASTRA-sim"): at 4096 chips
+# the time is SimGrid's context switches among 16,384 actors, a cache and TLB miss each;
+# the semaphore mailboxes looked up before the run and the actor stacks on huge pages
+# cut the 1 GiB all-reduce on 16x16x16 from a median 8.2 to 5.4 CPU seconds (5 alternating
+# runs on a loaded 2-core machine; about 2.0 s of wall time if that holds on a quiet one,
+# against ASTRA-sim's 1.06 s), while the all-gathers there pay about 0.4 s more for the
+# huge pages' zeroing; a 16-chip run is 3/4 start-up (the dynamic loader binding
+# the 16 ns-3 libraries Debian's libsimgrid needs), which tpusim's link cannot change.
 # Heavy for a shared 2-core machine: set BENCH_ASTRA=1 to run them.
 if [ -n "${BENCH_ASTRA:-}" ]; then
     printf '\n'
