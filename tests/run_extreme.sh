@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/run_extreme.sh TPUSIM [JSONCHECK] -- every numeric key of tests/data/extreme/keys.txt
-# at every extreme value (0, -1, a subnormal, 1e308, 2^63 - 1, 2^63, 2^32, NaN, infinity),
+# at every extreme value (0, -1, a subnormal, 1e308, 2^63 - 1, 2^63, 2^32, NaN, infinity; then
+# the ends of the range its 1e308 message gives, "from 1MBps to 1PBps"),
 # set with --set on its base scenario (tests/data/extreme/BASE.yaml). `check` must exit 0, or
 # 2 with a message; when it exits 0 a short `run` (--max-steps 2e7, in both) must exit 0 with
 # a valid summary.json (no NaN, no null where a figure belongs), or 2 with a message. Never a
