@@ -95,11 +95,11 @@ static void lazy_stacks(void)
  * (every transfer's latency is what it was, bit for bit) and weight-S is
  * 20537 S: every penalty but the latency-free transfers' 1 is S times what it
  * was, their ratios (how ICI transfers share a link) unchanged. S makes a
- * one-hop ICI transfer weigh between SIM_ICI_OVER_DMA / 2 and SIM_ICI_OVER_DMA
- * times a DMA: ICI transfers still take the HBM they need first (their ICI
- * links bind them long before: 8 one-way links of a v5e are 342 of its
- * 819 GB/s), and a DMA beside ICI transfers that fill the HBM keeps at least
- * 1/(128 n) of it (n: those transfers), far above the solver's precision. */
+ * one-hop ICI transfer weigh K = SIM_ICI_OVER_DMA to 2K times a DMA: ICI
+ * transfers still take the HBM they need first (their ICI links bind them
+ * long before: 8 one-way links of a v5e are 342 of its 819 GB/s), and a DMA
+ * beside n ICI transfers that fill the HBM keeps about 1/(2K n) of it, above
+ * the solver's precision up to n = 390. */
 #define SIM_ICI_OVER_DMA 128.0
 #define SIM_LV08_WEIGHT_S 20537.0 /* SimGrid 3.32, surf_network_model_init_LegrandVelho */
 static double sim_penalty_scale(const struct cfg_scenario *sc)
@@ -110,7 +110,7 @@ static double sim_penalty_scale(const struct cfg_scenario *sc)
     int e = 0;
     frexp(1.0 / (SIM_ICI_OVER_DMA * pen), &e); /* (pen is positive: bandwidths are) */
     e = e < -300 ? -300 : e > 300 ? 300 : e;
-    return ldexp(1.0, e - 1); /* S pen in [1/K, 2/K) */
+    return ldexp(1.0, e - 1); /* S pen in (1/2K, 1/K] */
 }
 
 /* Scales the latency of every link of the loaded platform by 'scale'. */
