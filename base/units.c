@@ -20,7 +20,8 @@ static const struct unit bytes_units[] = {
 
 static const struct unit bw_units[] = {
     {"Bps", 1},           {"kBps", 1e3},         {"KBps", 1e3},          {"MBps", 1e6},
-    {"GBps", 1e9},        {"TBps", 1e12},        {"KiBps", 1024.0},      {"MiBps", 1048576.0},
+    {"GBps", 1e9},        {"TBps", 1e12},        {"PBps", 1e15},         {"KiBps", 1024.0},
+    {"MiBps", 1048576.0},
     {"GiBps", 1073741824.0}, {"TiBps", 1099511627776.0}, {"bps", 0.125}, {"kbps", 125.0},
     {"Mbps", 1.25e5},     {"Gbps", 1.25e8},      {"Tbps", 1.25e11},      {NULL, 0}};
 

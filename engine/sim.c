@@ -51,7 +51,8 @@
  * maxmin/precision at SimGrid's default 1e-5: with 1e-9 the solver aborted
  * ("cannot saturate more a constraint that has no active element") on
  * all-to-alls of 5 or more chips over 86.4 GB/s links; the run times of the
- * tests and the fidelity points are identical either way. */
+ * tests and the fidelity points are identical either way.
+ * network/latency-factor and network/weight-S: see sim_penalty_scale. */
 #if defined(SIM_STACK_KIB)
 /* given at build time (stack-depth experiments) */
 #elif defined(__SANITIZE_ADDRESS__)
@@ -99,10 +100,53 @@ static void lazy_stacks(void)
 #endif
 }
 
-static void init_simgrid(const struct sim_opts *o, int actors)
+/* SimGrid's network model (CM02, with LV08's default weight-S of 20537) shares
+ * a link among its transfers in inverse proportion to each one's penalty: the
+ * latency of its route plus weight-S times the sum of 1/bandwidth over it; a
+ * transfer whose route has no latency (a local DMA: the chip's HBM limiter
+ * link alone, eng_dma.c) has penalty 1 instead. A one-hop ICI transfer's is
+ * 2.5e-7 on a v5e, so on the HBM link a DMA weighed 4e6 times less than the
+ * ICI transfers beside it. When those fill the HBM link (an ICI link as fast
+ * as HBM, or HBM as slow as a link) the DMA's share, ~1/4e6 of the link, fell
+ * under maxmin/precision (1e-5 of the link): SimGrid 3.32's solver then
+ * counts the link as full without fixing the DMA, leaves it in the link's
+ * active set, and aborts at the next solve (a boost::intrusive assertion in
+ * lmm::Element::make_active, tests/run_e2e.sh). So every link latency goes to
+ * SimGrid times the power of two S returned here, the latency factor is 1/S
+ * (every transfer's latency is what it was, bit for bit) and weight-S is
+ * 20537 S: every penalty but the latency-free transfers' 1 is S times what it
+ * was, their ratios (how ICI transfers share a link) unchanged. S makes a
+ * one-hop ICI transfer weigh K = SIM_ICI_OVER_DMA to 2K times a DMA: ICI
+ * transfers still take the HBM they need first (their ICI links bind them
+ * long before: 8 one-way links of a v5e are 342 of its 819 GB/s), and a DMA
+ * beside n ICI transfers that fill the HBM keeps about 1/(2K n) of it, above
+ * the solver's precision up to n = 390. */
+#define SIM_ICI_OVER_DMA 128.0
+#define SIM_LV08_WEIGHT_S 20537.0 /* SimGrid 3.32, surf_network_model_init_LegrandVelho */
+static double sim_penalty_scale(const struct cfg_scenario *sc)
+{
+    const struct chip_params *ch = &sc->chip;
+    double pen = ch->ici_hop_lat_s +
+                 SIM_LV08_WEIGHT_S * (2.0 / hbm_bw_Bps(ch) + 1.0 / ici_link_Bps(ch));
+    int e = 0;
+    frexp(1.0 / (SIM_ICI_OVER_DMA * pen), &e); /* (pen is positive: bandwidths are) */
+    e = e < -300 ? -300 : e > 300 ? 300 : e;
+    return ldexp(1.0, e - 1); /* S pen in (1/2K, 1/K] */
+}
+
+/* Scales the latency of every link of the loaded platform by 'scale'. */
+static void scale_latencies(double scale)
+{
+    sg_link_t *links = sg_link_list();
+    for (size_t i = 0, n = sg_link_count(); i < n; i++)
+        sg_link_set_latency(links[i], sg_link_get_latency(links[i]) * scale);
+    free(links);
+}
+
+static void init_simgrid(const struct sim_opts *o, int actors, double scale)
 {
     static const char *const flags[] = {
-        "--cfg=network/latency-factor:1", "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/bandwidth-factor:1",
         "--cfg=network/crosstraffic:0",   "--cfg=network/TCP-gamma:0",
         "--cfg=network/optim:Full",
         "--cfg=surf/precision:1e-12",     "--cfg=maxmin/precision:1e-5",
@@ -110,10 +154,12 @@ static void init_simgrid(const struct sim_opts *o, int actors)
         "--log=ker_engine.add:0"};
     int n = (int)(sizeof flags / sizeof flags[0]);
     int argc = 0;
-    char **argv = xcalloc((size_t)(n + o->sg_argc + 4), sizeof *argv);
+    char **argv = xcalloc((size_t)(n + o->sg_argc + 6), sizeof *argv);
     argv[argc++] = xstrdup("tpusim");
     for (int i = 0; i < n; i++)
         argv[argc++] = xstrdup(flags[i]);
+    argv[argc++] = xasprintf("--cfg=network/latency-factor:%.17g", 1.0 / scale);
+    argv[argc++] = xasprintf("--cfg=network/weight-S:%.17g", SIM_LV08_WEIGHT_S * scale);
     argv[argc++] = xstrdup("--cfg=contexts/stack-size:" SIM_STACK_KIB);
     if (actors > 8000) {
         argv[argc++] = xstrdup("--cfg=contexts/guard-size:0");
@@ -642,8 +688,10 @@ static void start(struct eng_run *r, const struct sim_opts *o, const char *plat)
     r->stats.res = xcalloc((size_t)sc->nops, sizeof *r->stats.res);
     build_kernels(r);
     trace_tracks(r);
-    init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3));
+    double scale = sim_penalty_scale(sc);
+    init_simgrid(o, cfg_engine_chips(sc) * (sc->chip.cores * 2 + 3), scale);
     simgrid_load_platform(plat);
+    scale_latencies(scale);
     /* a slow chip's kernels do not take the time of the others: no memos with faults */
     eng_memo_init(r, sc->kernel_memo && !cfg_faults_asymmetric(&sc->faults));
     spawn(r);

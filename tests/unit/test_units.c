@@ -25,6 +25,9 @@ static void test_units_parse_rates_and_times(void **state)
     assert_true(v == 819e9);
     assert_int_equal(units_parse("100Gbps", UNITS_BANDWIDTH, &v), 0);
     assert_true(v == 12.5e9);
+    /* the top of a bandwidth's range as its message writes it (config/cfg_walk.c) */
+    assert_int_equal(units_parse("1PBps", UNITS_BANDWIDTH, &v), 0);
+    assert_true(v == 1e15);
     assert_int_equal(units_parse("1us", UNITS_TIME, &v), 0);
     assert_float_equal(v, 1e-6, 1e-20);
     assert_int_equal(units_parse("800ns", UNITS_TIME, &v), 0);
