@@ -2,7 +2,8 @@
  * pallas_call's script, quiet or beside the same collectives as far along
  * (its overlap), is measured once, with the unit spans it put on the trace,
  * and later replays of the same script in the same overlap take that time
- * without issuing its DMAs and executions. */
+ * without issuing its DMAs and executions (beside collectives one HBM
+ * transfer per operand and direction stands for its DMAs). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,6 @@ struct eng_memo_state {
     sg_sem_t *memo_sem;          /* per core: released to wake its memo sleep */
     int *asleep, nasleep;        /* the cores in a memo sleep, woken at each such start */
     int *asleep_at;              /* per core: its place in 'asleep', or -1 */
-    sg_link_t *hbm;              /* per chip: its HBM limiter link (resolved on first use) */
-    int *hbm_holders;            /* per chip: memos sleeping on it that hold HBM bandwidth */
-    double *hbm_base_Bps;        /* per chip: its limiter's bandwidth without their holds */
-    double *hbm_held_Bps;        /* per chip: what they hold */
 };
 
 /* One unit span of a measured replay, times from its start. */
@@ -64,8 +61,7 @@ struct eng_memo {
 };
 
 #define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
-#define ENG_HOLD_MAX 0.9     /* a memo beside collectives holds less than this share of
-                                the HBM left, or runs for real */
+#define MEMO_FLOWS_MAX (2 * PL_MAX_OPERANDS) /* a replay's HBM transfers: per operand, each way */
 
 static size_t slots(const struct eng_run *r, int op)
 {
@@ -86,10 +82,6 @@ static void memo_alloc(struct eng_run *r)
         ms->asleep_at[i] = -1;
     }
     ms->memos = xcalloc((size_t)sc->nops, sizeof *ms->memos);
-    ms->hbm = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm);
-    ms->hbm_holders = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_holders);
-    ms->hbm_base_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_base_Bps);
-    ms->hbm_held_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_held_Bps);
     ms->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->overlap);
     ms->coll_running = xcalloc((size_t)sc->nops, sizeof *ms->coll_running);
     for (int i = 0; i < sc->nops; i++)
@@ -139,7 +131,6 @@ void eng_memo_fini(struct eng_run *r)
     free(ms->chip_tasks);
     free(ms->chip_colls);
     free(ms->overlap), free(ms->coll_running);
-    free(ms->hbm), free(ms->hbm_holders), free(ms->hbm_base_Bps), free(ms->hbm_held_Bps);
     int ncores = ms->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
         sg_sem_destroy(ms->memo_sem[i]);
@@ -397,76 +388,39 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
     }
 }
 
-/* The HBM limiter link of the chip of core 'c': its DMAs' route (eng_dma.c). */
-static sg_link_t hbm_link(struct eng_core *c)
+/* A memo's sleep beside collectives, moving its kernel's HBM traffic: one
+ * transfer per operand and direction of the bytes its DMAs move (summed over
+ * the script), all issued when its first DMAs would be (after the chip's DMA
+ * latency), from the core's host to itself as its DMAs go (eng_dma.c: over
+ * the chip's HBM limiter link). So the collectives beside it share the HBM
+ * with them transfer by transfer, as they do with the coalesced runs' DMAs
+ * (one per operand for a whole run of steps, kernels/pallas_fast.c). It ends
+ * at 'end' or when its transfers have, the later. False (nothing issued) if
+ * an op started at its start, or if the chip has no DMA latency (the
+ * transfers could not wait for that check: it runs for real). */
+static bool memo_sleep_beside(struct eng_task *task, const struct pl_script *script, double end)
 {
-    struct eng_memo_state *ms = c->run->memo;
-    if (!ms->hbm[c->chip]) {
-        xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
-        sg_host_get_route(c->host, c->host, links);
-        if (xbt_dynar_length(links) == 1)
-            ms->hbm[c->chip] = xbt_dynar_get_as(links, 0, sg_link_t);
-        xbt_dynar_free(&links);
+    struct eng_core *c = task->core;
+    double start = eng_now() + c->run->sc->chip.dma_issue_s;
+    if (start <= eng_now() || !memo_sleep(c->run->memo, c->gid, start < end ? start : end))
+        return false;
+    bool in[MEMO_FLOWS_MAX];
+    uint64_t bytes[MEMO_FLOWS_MAX];
+    int operand[MEMO_FLOWS_MAX];
+    int n = pl_script_streams(script, MEMO_FLOWS_MAX, in, bytes, operand);
+    sg_comm_t put[MEMO_FLOWS_MAX], get[MEMO_FLOWS_MAX];
+    void *got[MEMO_FLOWS_MAX];
+    for (int i = 0; i < n; i++) { /* a put then its get: the mailbox pairs them in order */
+        put[i] = sg_mailbox_put_async(task->done_mb, task, (long)bytes[i]);
+        get[i] = sg_mailbox_get_async(task->done_mb, &got[i]);
     }
-    return ms->hbm[c->chip];
-}
-
-/* Sets the HBM limiter of the chip of 'c' to its bandwidth without the
- * memos' holds less what they hold now. (Nothing else changes the link
- * meanwhile: a chip fault, which sets it, turns memos off, engine/sim.c.) */
-static void hbm_apply(struct eng_core *c)
-{
-    struct eng_memo_state *ms = c->run->memo;
-    int k = c->chip;
-    sg_link_set_bandwidth(ms->hbm[k], ms->hbm_holders[k] ? ms->hbm_base_Bps[k] - ms->hbm_held_Bps[k]
-                                                          : ms->hbm_base_Bps[k]);
-}
-
-/* Holds 'Bps' of the HBM of the chip of 'c' (the bandwidth the transfers
- * sharing it get is less by that much); false (nothing held) if the link is
- * not found or 'Bps' is not below ENG_HOLD_MAX of what is left of it. */
-static bool hbm_hold(struct eng_core *c, double Bps)
-{
-    struct eng_memo_state *ms = c->run->memo;
-    int k = c->chip;
-    sg_link_t l = hbm_link(c);
-    if (!l)
-        return false;
-    double left = sg_link_get_bandwidth(l);
-    if (Bps >= left * ENG_HOLD_MAX)
-        return false;
-    if (!ms->hbm_holders[k]++)
-        ms->hbm_base_Bps[k] = left, ms->hbm_held_Bps[k] = 0;
-    ms->hbm_held_Bps[k] += Bps;
-    hbm_apply(c);
+    if (eng_now() < end)
+        sg_actor_sleep_until(end);
+    eng_wait_note(task, "a local DMA");
+    sg_comm_wait_all(get, (size_t)n);
+    sg_comm_wait_all(put, (size_t)n);
+    eng_wait_note(task, NULL);
     return true;
-}
-
-/* Gives back what hbm_hold held (the link's own bandwidth exactly, once no
- * memo holds any). */
-static void hbm_release(struct eng_core *c, double Bps)
-{
-    struct eng_memo_state *ms = c->run->memo;
-    ms->hbm_held_Bps[c->chip] -= Bps;
-    ms->hbm_holders[c->chip]--;
-    hbm_apply(c);
-}
-
-/* A memo's sleep beside collectives, holding the HBM bandwidth its
- * measured run used on average (its bytes over its time), so that the
- * collectives beside it share the HBM as they would with its DMAs. */
-static bool memo_sleep_beside(struct eng_core *c, const struct pl_script *script,
-                              const struct eng_memo *m, double end)
-{
-    struct pl_stats st = {0};
-    pl_script_stats(script, &st);
-    double Bps = m->dur_s > 0 ? st.hbm_bytes / m->dur_s : 0;
-    if (Bps > 0 && !hbm_hold(c, Bps))
-        return false;
-    bool slept = memo_sleep(c->run->memo, c->gid, end);
-    if (Bps > 0)
-        hbm_release(c, Bps);
-    return slept;
 }
 
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
@@ -479,7 +433,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
-        if (!(o.n > 0 ? memo_sleep_beside(c, script, m, t0 + m->dur_s)
+        if (!(o.n > 0 ? memo_sleep_beside(task, script, t0 + m->dur_s)
                       : memo_sleep(c->run->memo, c->gid, t0 + m->dur_s)))
             return false;
     } else if (o.n > 0 || (c->run->sc->chip.cores > 1 && !c->run->sc->chip.megacore) ||

@@ -263,10 +263,11 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * other op instance while a memo sleeps wakes it: at the same instant it
  * falls back to the replay; later (chips out of step, which SPMD programs are
  * not) the rest of the sleep stands, the memo's one approximation; another
- * is that a memo issues no HBM traffic of its own: beside collectives it
- * holds, while it sleeps, the HBM bandwidth its measured run used on average
- * (its bytes over its time; taken off the chip's HBM limiter link), so that
- * the collectives beside it share the HBM as they did beside its DMAs. */
+ * is its HBM traffic: quiet, it issues none; beside collectives it moves its
+ * bytes as one transfer per operand and direction, issued at its start (after
+ * the DMA latency) over the chip's HBM limiter link, so that the collectives
+ * beside it share the HBM with them transfer by transfer, as they do with
+ * the coalesced runs' DMAs; it ends at its measured time or with them. */
 /* What the memos follow (which ops run where, the overlaps, the cores asleep)
  * and the memos themselves; defined in eng_memo.c, the only file that uses it. */
 struct eng_memo_state;

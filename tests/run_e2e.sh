@@ -419,16 +419,27 @@ done
     && grep -q '"kernel_memo": {"replays": 0, ' "$t/md1/summary.json" \
     && grep -v kernel_memo "$t/md1/summary.json" | cmp -s - "$t/md0/summary.json" \
     && ok || bad "kernel memo: a norm replayed beside a gather at another offset"
-# ... and an HBM-bound kernel replayed beside a gather holds the HBM it used (its bytes over
-# its measured time), so the 4-layer stack takes the time of the exact run within 2 % (+0.9 %;
-# without the hold the gathers had the HBM to themselves beside the replays: 21 % short)
-"$bin" run tests/data/memo_hold.yaml -o "$t/mh1" -q \
-    && "$bin" run tests/data/memo_hold.yaml -o "$t/mhx" -q --fidelity exact \
+# ... and an HBM-bound kernel replayed beside a gather moves its bytes as one HBM transfer per
+# operand and direction, so the 4-layer stack takes the time of the run without memos within
+# 1 % (-0.2 %; the mean-rate hold it replaces was +7.6 %, and without any traffic of the
+# replays the gathers had the HBM to themselves: 21 % below exact). (Against exact both fast runs
+# are 6 % short: the coalesced runs' DMAs, not the memos; docs/reference.md, "Kernel memos".)
+"$bin" run tests/data/memo_hold.yaml -o "$t/mh1" -q --trace none \
+    && "$bin" run tests/data/memo_hold.yaml -o "$t/mh0" -q --trace none --no-kernel-memo \
     && grep -q '"kernel_memo": {"replays": 12, "measured": 2}' "$t/mh1/summary.json" \
-    && awk -v a="$(first "$t/mhx/summary.json" '"total_time_s": [0-9.e+-]*')" \
+    && awk -v a="$(first "$t/mh0/summary.json" '"total_time_s": [0-9.e+-]*')" \
            -v b="$(first "$t/mh1/summary.json" '"total_time_s": [0-9.e+-]*')" \
-           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.02 && d > -0.02) }' \
-    && ok || bad "kernel memo: a replay beside a gather holds the HBM its run used"
+           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.01 && d > -0.01) }' \
+    && ok || bad "kernel memo: a replay beside a gather moves the HBM bytes its run moved"
+# ... and the MoE example, whose FSDP gathers (several transfers each) run beside replayed
+# kernels, agrees with exact within 1 % (+0.08 %; +1.63 % with the mean-rate hold, which took
+# the kernels' mean rate off the HBM whatever the gathers' share of it)
+"$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/mo1" -q --trace none \
+    && "$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/mox" -q --trace none --fidelity exact \
+    && awk -v a="$(first "$t/mox/summary.json" '"total_time_s": [0-9.e+-]*')" \
+           -v b="$(first "$t/mo1/summary.json" '"total_time_s": [0-9.e+-]*')" \
+           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.01 && d > -0.01) }' \
+    && ok || bad "fast against exact: the MoE example's gathers beside replayed kernels"
 # ... and a reduce-scatter whose sums the matmul beside it pays at its end (the TensorCore's
 # debt): the chip is busy while it pays, so fast's pass does not coalesce then, and fast agrees
 # with exact within 1 % (+0.9 %; it was 5.2 % above while the wait counted as a quiet chip)
