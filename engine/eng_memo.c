@@ -2,8 +2,8 @@
  * pallas_call's script, quiet or beside the same collectives as far along
  * (its overlap), is measured once, with the unit spans it put on the trace,
  * and later replays of the same script in the same overlap take that time
- * without issuing its DMAs and executions (beside collectives one HBM
- * transfer per operand and direction stands for its DMAs). */
+ * without issuing its DMAs and executions (beside collectives it issues its
+ * measured run's DMA transfers again, without their waits). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,13 @@ struct eng_memo_state {
     int *asleep_at;              /* per core: its place in 'asleep', or -1 */
 };
 
+/* One DMA transfer of a measured replay: when it started moving (its issue
+ * plus the DMA latency), from the replay's start, and its bytes. */
+struct memo_dma {
+    double t_s;
+    uint64_t bytes;
+};
+
 /* One unit span of a measured replay, times from its start. */
 struct memo_ev {
     int tid;
@@ -56,12 +63,13 @@ struct eng_memo {
     size_t capfol;
     struct memo_ev *ev;
     size_t nev, cap;
+    struct memo_dma *dma;   /* its transfers, in order (kept beside collectives only) */
+    size_t ndma, capdma;
     struct eng_overlap ov;  /* the overlap it is for, t0 holding the offsets (start - t0) */
     struct eng_memo *next;  /* the script's memos of other overlaps (the slot's first: none) */
 };
 
 #define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
-#define MEMO_FLOWS_MAX (2 * PL_MAX_OPERANDS) /* a replay's HBM transfers: per operand, each way */
 
 static size_t slots(const struct eng_run *r, int op)
 {
@@ -111,10 +119,10 @@ static void memos_free(struct eng_run *r)
     struct eng_memo **memos = r->memo->memos;
     for (int i = 0; memos && i < r->sc->nops; i++) {
         for (size_t j = 0; memos[i] && j < slots(r, i); j++) {
-            free(memos[i][j].ev), free(memos[i][j].fol);
+            free(memos[i][j].ev), free(memos[i][j].fol), free(memos[i][j].dma);
             for (struct eng_memo *m = memos[i][j].next, *nx; m; m = nx) {
                 nx = m->next;
-                free(m->ev), free(m->fol), free(m);
+                free(m->ev), free(m->fol), free(m->dma), free(m);
             }
         }
         free(memos[i]);
@@ -388,38 +396,37 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
     }
 }
 
-/* A memo's sleep beside collectives, moving its kernel's HBM traffic: one
- * transfer per operand and direction of the bytes its DMAs move (summed over
- * the script), all issued when its first DMAs would be (after the chip's DMA
- * latency), from the core's host to itself as its DMAs go (eng_dma.c: over
- * the chip's HBM limiter link). So the collectives beside it share the HBM
- * with them transfer by transfer, as they do with the coalesced runs' DMAs
- * (one per operand for a whole run of steps, kernels/pallas_fast.c). It ends
- * at 'end' or when its transfers have, the later. False (nothing issued) if
- * an op started at its start, or if the chip has no DMA latency (the
- * transfers could not wait for that check: it runs for real). */
-static bool memo_sleep_beside(struct eng_task *task, const struct pl_script *script, double end)
+/* A memo's sleep beside collectives, moving its kernel's HBM traffic: each
+ * DMA transfer of its measured run, of the same bytes, started the same time
+ * after its start (eng_memo_dma), from the core's host to itself as its DMAs
+ * go (eng_dma.c: over the chip's HBM limiter link). So the collectives beside
+ * it share the HBM with the same transfers, flow by flow, as they did beside
+ * the measured run. It ends at 'end' or when its transfers have, the later.
+ * False (nothing issued) if an op started at its start (or a transfer started
+ * with it: a chip without DMA latency, which then runs it for real). */
+static bool memo_sleep_beside(struct eng_task *task, const struct eng_memo *m, double end)
 {
     struct eng_core *c = task->core;
-    double start = eng_now() + c->run->sc->chip.dma_issue_s;
-    if (start <= eng_now() || !memo_sleep(c->run->memo, c->gid, start < end ? start : end))
+    double t0 = eng_now();
+    if (!m->ndma)
+        return memo_sleep(c->run->memo, c->gid, end);
+    if (!(m->dma[0].t_s > 0) || !memo_sleep(c->run->memo, c->gid, t0 + m->dma[0].t_s))
         return false;
-    bool in[MEMO_FLOWS_MAX];
-    uint64_t bytes[MEMO_FLOWS_MAX];
-    int operand[MEMO_FLOWS_MAX];
-    int n = pl_script_streams(script, MEMO_FLOWS_MAX, in, bytes, operand);
-    sg_comm_t put[MEMO_FLOWS_MAX], get[MEMO_FLOWS_MAX];
-    void *got[MEMO_FLOWS_MAX];
-    for (int i = 0; i < n; i++) { /* a put then its get: the mailbox pairs them in order */
-        put[i] = sg_mailbox_put_async(task->done_mb, task, (long)bytes[i]);
-        get[i] = sg_mailbox_get_async(task->done_mb, &got[i]);
+    sg_comm_t *comm = xmalloc(2 * m->ndma * sizeof *comm);
+    void *got;
+    for (size_t i = 0; i < m->ndma; i++) { /* a put then its get: the mailbox pairs them */
+        if (t0 + m->dma[i].t_s > eng_now())
+            sg_actor_sleep_until(t0 + m->dma[i].t_s);
+        comm[i] = sg_mailbox_put_async(task->done_mb, task, (long)m->dma[i].bytes);
+        comm[m->ndma + i] = sg_mailbox_get_async(task->done_mb, &got);
     }
     if (eng_now() < end)
         sg_actor_sleep_until(end);
     eng_wait_note(task, "a local DMA");
-    sg_comm_wait_all(get, (size_t)n);
-    sg_comm_wait_all(put, (size_t)n);
+    sg_comm_wait_all(comm + m->ndma, m->ndma);
+    sg_comm_wait_all(comm, m->ndma);
     eng_wait_note(task, NULL);
+    free(comm);
     return true;
 }
 
@@ -433,7 +440,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
-        if (!(o.n > 0 ? memo_sleep_beside(task, script, t0 + m->dur_s)
+        if (!(o.n > 0 ? memo_sleep_beside(task, m, t0 + m->dur_s)
                       : memo_sleep(c->run->memo, c->gid, t0 + m->dur_s)))
             return false;
     } else if (o.n > 0 || (c->run->sc->chip.cores > 1 && !c->run->sc->chip.megacore) ||
@@ -465,6 +472,7 @@ void eng_memo_begin(struct eng_task *task, int slot)
         return;
     m->measuring = true;
     m->nev = 0;
+    m->ndma = 0;
     m->nfol = 0;
     m->epoch0 = task->core->run->memo->epoch;
     m->t0 = eng_now();
@@ -495,6 +503,15 @@ void eng_memo_end(struct eng_task *task)
     m->dur_s = eng_now() - task->capture_t0;
     m->measured = true;
     task->core->run->stats.memo_measured++;
+}
+
+void eng_memo_dma(struct eng_task *task, double start, uint64_t bytes)
+{
+    struct eng_memo *m = task->capture;
+    if (!m || !m->ov.n)
+        return; /* (a quiet replay issues no traffic) */
+    xgrow(&m->dma, &m->capdma, m->ndma + 1, sizeof *m->dma);
+    m->dma[m->ndma++] = (struct memo_dma){start - task->capture_t0, bytes};
 }
 
 void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,

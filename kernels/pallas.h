@@ -185,11 +185,6 @@ void pl_replay(const struct pl_script *s, const struct pl_exec *x, struct pl_sta
  * replay whose time is known: engine/eng_memo.c). */
 void pl_script_stats(const struct pl_script *s, struct pl_stats *st);
 void pl_script_free(struct pl_script *s);
-/* The HBM traffic of 's' per operand and direction: the bytes its DMAs move,
- * summed, one entry per (operand, in) in order of first issue, up to 'room'
- * entries (more: the rest added to the last). Returns the entries. */
-int pl_script_streams(const struct pl_script *s, int room, bool *in, uint64_t *bytes,
-                      int *operand);
 /* The executor calls pl_record(call, chip, begin, end, coalesce) would
  * record (what each replay issues), counted without keeping them: the
  * resource guard's estimate (engine/validate.h). Walks the steps. */

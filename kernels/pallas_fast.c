@@ -611,24 +611,6 @@ void pl_script_stats(const struct pl_script *s, struct pl_stats *st)
     add_stats(st, &s->st);
 }
 
-int pl_script_streams(const struct pl_script *s, int room, bool *in, uint64_t *bytes,
-                      int *operand)
-{
-    int n = 0;
-    for (size_t i = 0; i < s->n && room > 0; i++) {
-        const struct rec *r = &s->r[i];
-        if (r->kind != REC_DMA_START)
-            continue;
-        int k = 0;
-        while (k < n && (operand[k] != r->operand || in[k] != r->in))
-            k++;
-        if (k == n && n < room)
-            in[n] = r->in, bytes[n] = 0, operand[n++] = r->operand;
-        bytes[k < n ? k : n - 1] += r->bytes;
-    }
-    return n;
-}
-
 void pl_script_free(struct pl_script *s)
 {
     if (s) {

@@ -177,40 +177,6 @@ static void test_pl_script_replays_the_run(void **state)
     kern_fini(&km);
 }
 
-/* A script's HBM traffic per operand and direction (what a kernel memo
- * replayed beside collectives moves, engine/eng_memo.c): the matmul of
- * test_pl_output_written_when_index_changes fetches a 128 x 128 bf16 block
- * (32 KiB) of x and of y at each of its 4 steps and writes 2 output blocks
- * (bf16, 32 KiB each),
- * in order of first issue; the sum is the run's HBM bytes. With room for one
- * entry, everything goes to it. */
-static void test_pl_script_streams_per_operand(void **state)
-{
-    (void)state;
-    struct chip_params ch = test_chip();
-    struct op op = {.kind = OP_MATMUL, .name = (char *)"mm"};
-    op.u.matmul = (struct op_matmul){.m = 256, .k = 256, .n = 128, .dt = DT_BF16,
-                                     .bm = 128, .bk = 128, .bn = 128};
-    struct kern km;
-    char err[256];
-    assert_int_equal(kern_init(&km, op_row(op.kind)->kern, &op, &ch, false, err, sizeof err), 0);
-    struct pl_script *s = pl_record(&km.calls[0], &ch, 0, pl_num_steps(&km.calls[0]), false);
-    struct pl_stats st = {0};
-    pl_script_stats(s, &st);
-    bool in[4];
-    uint64_t bytes[4];
-    int operand[4];
-    assert_int_equal(pl_script_streams(s, 4, in, bytes, operand), 3);
-    assert_true(in[0] && operand[0] == 0 && bytes[0] == 4 * 32768);
-    assert_true(in[1] && operand[1] == 1 && bytes[1] == 4 * 32768);
-    assert_true(!in[2] && operand[2] == 2 && bytes[2] == 2 * 32768);
-    assert_true((double)(bytes[0] + bytes[1] + bytes[2]) == st.hbm_bytes);
-    assert_int_equal(pl_script_streams(s, 1, in, bytes, operand), 1);
-    assert_true((double)bytes[0] == st.hbm_bytes);
-    pl_script_free(s);
-    kern_fini(&km);
-}
-
 static void test_pl_trivial_window_moves_once(void **state)
 {
     (void)state;
@@ -593,7 +559,6 @@ int main(void)
         cmocka_unit_test(test_pl_parallel_must_be_prefix),
         cmocka_unit_test(test_models_mxu_vpu_hbm),
         cmocka_unit_test(test_pl_mxu_feed_drain_overlap_the_pass),
-        cmocka_unit_test(test_pl_script_streams_per_operand),
     };
     return cmocka_run_group_tests_name("pallas", tests, NULL, NULL);
 }
