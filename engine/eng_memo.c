@@ -2,8 +2,7 @@
  * pallas_call's script, quiet or beside the same collectives as far along
  * (its overlap), is measured once, with the unit spans it put on the trace,
  * and later replays of the same script in the same overlap take that time
- * without issuing its DMAs and executions (beside collectives it issues its
- * measured run's DMA transfers again, without their waits). */
+ * without issuing its DMAs and executions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +35,10 @@ struct eng_memo_state {
     sg_sem_t *memo_sem;          /* per core: released to wake its memo sleep */
     int *asleep, nasleep;        /* the cores in a memo sleep, woken at each such start */
     int *asleep_at;              /* per core: its place in 'asleep', or -1 */
-};
-
-/* One DMA transfer of a measured replay: when it started moving (its issue
- * plus the DMA latency), from the replay's start, and its bytes. */
-struct memo_dma {
-    double t_s;
-    uint64_t bytes;
+    sg_link_t *hbm;              /* per chip: its HBM limiter link (resolved on first use) */
+    int *hbm_holders;            /* per chip: memos sleeping on it that hold HBM bandwidth */
+    double *hbm_base_Bps;        /* per chip: its limiter's bandwidth without their holds */
+    double *hbm_held_Bps;        /* per chip: what they hold */
 };
 
 /* One unit span of a measured replay, times from its start. */
@@ -63,13 +59,13 @@ struct eng_memo {
     size_t capfol;
     struct memo_ev *ev;
     size_t nev, cap;
-    struct memo_dma *dma;   /* its transfers, in order (kept beside collectives only) */
-    size_t ndma, capdma;
     struct eng_overlap ov;  /* the overlap it is for, t0 holding the offsets (start - t0) */
     struct eng_memo *next;  /* the script's memos of other overlaps (the slot's first: none) */
 };
 
 #define MEMO_OVERLAPS_MAX 16 /* memos of one script beside collectives (more run for real) */
+#define ENG_HOLD_MAX 0.9     /* a memo beside collectives holds less than this share of
+                                the HBM left, or runs for real */
 
 static size_t slots(const struct eng_run *r, int op)
 {
@@ -90,6 +86,10 @@ static void memo_alloc(struct eng_run *r)
         ms->asleep_at[i] = -1;
     }
     ms->memos = xcalloc((size_t)sc->nops, sizeof *ms->memos);
+    ms->hbm = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm);
+    ms->hbm_holders = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_holders);
+    ms->hbm_base_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_base_Bps);
+    ms->hbm_held_Bps = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->hbm_held_Bps);
     ms->overlap = xcalloc((size_t)cfg_engine_chips(sc), sizeof *ms->overlap);
     ms->coll_running = xcalloc((size_t)sc->nops, sizeof *ms->coll_running);
     for (int i = 0; i < sc->nops; i++)
@@ -119,10 +119,10 @@ static void memos_free(struct eng_run *r)
     struct eng_memo **memos = r->memo->memos;
     for (int i = 0; memos && i < r->sc->nops; i++) {
         for (size_t j = 0; memos[i] && j < slots(r, i); j++) {
-            free(memos[i][j].ev), free(memos[i][j].fol), free(memos[i][j].dma);
+            free(memos[i][j].ev), free(memos[i][j].fol);
             for (struct eng_memo *m = memos[i][j].next, *nx; m; m = nx) {
                 nx = m->next;
-                free(m->ev), free(m->fol), free(m->dma), free(m);
+                free(m->ev), free(m->fol), free(m);
             }
         }
         free(memos[i]);
@@ -139,6 +139,7 @@ void eng_memo_fini(struct eng_run *r)
     free(ms->chip_tasks);
     free(ms->chip_colls);
     free(ms->overlap), free(ms->coll_running);
+    free(ms->hbm), free(ms->hbm_holders), free(ms->hbm_base_Bps), free(ms->hbm_held_Bps);
     int ncores = ms->memo_sem ? cfg_engine_chips(r->sc) * r->sc->chip.cores : 0;
     for (int i = 0; i < ncores; i++)
         sg_sem_destroy(ms->memo_sem[i]);
@@ -396,38 +397,76 @@ static bool follow(struct eng_task *task, struct eng_memo *m)
     }
 }
 
-/* A memo's sleep beside collectives, moving its kernel's HBM traffic: each
- * DMA transfer of its measured run, of the same bytes, started the same time
- * after its start (eng_memo_dma), from the core's host to itself as its DMAs
- * go (eng_dma.c: over the chip's HBM limiter link). So the collectives beside
- * it share the HBM with the same transfers, flow by flow, as they did beside
- * the measured run. It ends at 'end' or when its transfers have, the later.
- * False (nothing issued) if an op started at its start (or a transfer started
- * with it: a chip without DMA latency, which then runs it for real). */
-static bool memo_sleep_beside(struct eng_task *task, const struct eng_memo *m, double end)
+/* The HBM limiter link of the chip of core 'c': its DMAs' route (eng_dma.c). */
+static sg_link_t hbm_link(struct eng_core *c)
 {
-    struct eng_core *c = task->core;
-    double t0 = eng_now();
-    if (!m->ndma)
-        return memo_sleep(c->run->memo, c->gid, end);
-    if (!(m->dma[0].t_s > 0) || !memo_sleep(c->run->memo, c->gid, t0 + m->dma[0].t_s))
-        return false;
-    sg_comm_t *comm = xmalloc(2 * m->ndma * sizeof *comm);
-    void *got;
-    for (size_t i = 0; i < m->ndma; i++) { /* a put then its get: the mailbox pairs them */
-        if (t0 + m->dma[i].t_s > eng_now())
-            sg_actor_sleep_until(t0 + m->dma[i].t_s);
-        comm[i] = sg_mailbox_put_async(task->done_mb, task, (long)m->dma[i].bytes);
-        comm[m->ndma + i] = sg_mailbox_get_async(task->done_mb, &got);
+    struct eng_memo_state *ms = c->run->memo;
+    if (!ms->hbm[c->chip]) {
+        xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+        sg_host_get_route(c->host, c->host, links);
+        if (xbt_dynar_length(links) == 1)
+            ms->hbm[c->chip] = xbt_dynar_get_as(links, 0, sg_link_t);
+        xbt_dynar_free(&links);
     }
-    if (eng_now() < end)
-        sg_actor_sleep_until(end);
-    eng_wait_note(task, "a local DMA");
-    sg_comm_wait_all(comm + m->ndma, m->ndma);
-    sg_comm_wait_all(comm, m->ndma);
-    eng_wait_note(task, NULL);
-    free(comm);
+    return ms->hbm[c->chip];
+}
+
+/* Sets the HBM limiter of the chip of 'c' to its bandwidth without the
+ * memos' holds less what they hold now. (Nothing else changes the link
+ * meanwhile: a chip fault, which sets it, turns memos off, engine/sim.c.) */
+static void hbm_apply(struct eng_core *c)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    int k = c->chip;
+    sg_link_set_bandwidth(ms->hbm[k], ms->hbm_holders[k] ? ms->hbm_base_Bps[k] - ms->hbm_held_Bps[k]
+                                                          : ms->hbm_base_Bps[k]);
+}
+
+/* Holds 'Bps' of the HBM of the chip of 'c' (the bandwidth the transfers
+ * sharing it get is less by that much); false (nothing held) if the link is
+ * not found or 'Bps' is not below ENG_HOLD_MAX of what is left of it. */
+static bool hbm_hold(struct eng_core *c, double Bps)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    int k = c->chip;
+    sg_link_t l = hbm_link(c);
+    if (!l)
+        return false;
+    double left = sg_link_get_bandwidth(l);
+    if (Bps >= left * ENG_HOLD_MAX)
+        return false;
+    if (!ms->hbm_holders[k]++)
+        ms->hbm_base_Bps[k] = left, ms->hbm_held_Bps[k] = 0;
+    ms->hbm_held_Bps[k] += Bps;
+    hbm_apply(c);
     return true;
+}
+
+/* Gives back what hbm_hold held (the link's own bandwidth exactly, once no
+ * memo holds any). */
+static void hbm_release(struct eng_core *c, double Bps)
+{
+    struct eng_memo_state *ms = c->run->memo;
+    ms->hbm_held_Bps[c->chip] -= Bps;
+    ms->hbm_holders[c->chip]--;
+    hbm_apply(c);
+}
+
+/* A memo's sleep beside collectives, holding the HBM bandwidth its
+ * measured run used on average (its bytes over its time), so that the
+ * collectives beside it share the HBM as they would with its DMAs. */
+static bool memo_sleep_beside(struct eng_core *c, const struct pl_script *script,
+                              const struct eng_memo *m, double end)
+{
+    struct pl_stats st = {0};
+    pl_script_stats(script, &st);
+    double Bps = m->dur_s > 0 ? st.hbm_bytes / m->dur_s : 0;
+    if (Bps > 0 && !hbm_hold(c, Bps))
+        return false;
+    bool slept = memo_sleep(c->run->memo, c->gid, end);
+    if (Bps > 0)
+        hbm_release(c, Bps);
+    return slept;
 }
 
 bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *script)
@@ -440,7 +479,7 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
     double t0 = eng_now();
     if (call_measured(c->run, task->opi, slot, &o)) {
         eng_stop_if_interrupted();
-        if (!(o.n > 0 ? memo_sleep_beside(task, m, t0 + m->dur_s)
+        if (!(o.n > 0 ? memo_sleep_beside(c, script, m, t0 + m->dur_s)
                       : memo_sleep(c->run->memo, c->gid, t0 + m->dur_s)))
             return false;
     } else if (o.n > 0 || (c->run->sc->chip.cores > 1 && !c->run->sc->chip.megacore) ||
@@ -472,7 +511,6 @@ void eng_memo_begin(struct eng_task *task, int slot)
         return;
     m->measuring = true;
     m->nev = 0;
-    m->ndma = 0;
     m->nfol = 0;
     m->epoch0 = task->core->run->memo->epoch;
     m->t0 = eng_now();
@@ -503,15 +541,6 @@ void eng_memo_end(struct eng_task *task)
     m->dur_s = eng_now() - task->capture_t0;
     m->measured = true;
     task->core->run->stats.memo_measured++;
-}
-
-void eng_memo_dma(struct eng_task *task, double start, uint64_t bytes)
-{
-    struct eng_memo *m = task->capture;
-    if (!m || !m->ov.n)
-        return; /* (a quiet replay issues no traffic) */
-    xgrow(&m->dma, &m->capdma, m->ndma + 1, sizeof *m->dma);
-    m->dma[m->ndma++] = (struct memo_dma){start - task->capture_t0, bytes};
 }
 
 void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name, double t0,

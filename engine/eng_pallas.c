@@ -10,15 +10,8 @@
 #include "engine/engine.h"
 #include "models/ici.h"
 
-/* The transfer of a DMA issued now, for the memo being measured (if any). */
-static void memo_dma(struct eng_task *task, double issue_s, uint64_t bytes)
-{
-    eng_memo_dma(task, issue_s + task->core->run->sc->chip.dma_issue_s, bytes);
-}
-
 static void *ex_dma_start(void *ex, bool in, uint64_t bytes, int operand)
 {
-    memo_dma(ex, eng_now(), bytes);
     return eng_dma_start(ex, in, bytes, operand);
 }
 
@@ -29,7 +22,6 @@ static void ex_dma_wait(void *ex, void *h)
 
 static void ex_dma_sync(void *ex, bool in, uint64_t bytes, int operand)
 {
-    memo_dma(ex, eng_now(), bytes);
     eng_dma_sync(ex, in, bytes, operand);
 }
 
@@ -88,8 +80,6 @@ static void ex_stream(void *ex, int n, const bool *in, const uint64_t *bytes, co
     struct eng_dma *d[PL_MAX_OPERANDS];
     TPU_ASSERT(n <= PL_MAX_OPERANDS, "a stream of %d DMAs", n);
     step_begins(task);
-    for (int i = 0; i < n; i++)
-        memo_dma(task, eng_now() + pre_s, bytes[i]);
     eng_dma_stream_start(task, eng_now() + pre_s, n, in, bytes, operand, d);
     ex_compute(ex, w, step, nsteps);
     double deadline = eng_now() + mid_s;

@@ -263,11 +263,10 @@ void eng_unit(struct eng_task *task, int tid, const char *cat, const char *name,
  * other op instance while a memo sleeps wakes it: at the same instant it
  * falls back to the replay; later (chips out of step, which SPMD programs are
  * not) the rest of the sleep stands, the memo's one approximation; another
- * is its HBM traffic: quiet, it issues none; beside collectives it issues
- * its measured run's DMA transfers again (the same bytes, started the same
- * time after its start, over the chip's HBM limiter link), without their
- * waits and the executions, so that the collectives beside it share the HBM
- * with them as they did; it ends at its measured time or with them. */
+ * is that a memo issues no HBM traffic of its own: beside collectives it
+ * holds, while it sleeps, the HBM bandwidth its measured run used on average
+ * (its bytes over its time; taken off the chip's HBM limiter link), so that
+ * the collectives beside it share the HBM as they did beside its DMAs. */
 /* What the memos follow (which ops run where, the overlaps, the cores asleep)
  * and the memos themselves; defined in eng_memo.c, the only file that uses it. */
 struct eng_memo_state;
@@ -289,9 +288,6 @@ bool eng_memo_run(struct eng_task *task, int slot, const struct pl_script *scrip
 /* Around a replay the caller runs: measures it into the memo of its overlap. */
 void eng_memo_begin(struct eng_task *task, int slot);
 void eng_memo_end(struct eng_task *task);
-/* A DMA transfer of the replay 'task' runs, starting to move at 'start': kept in the
- * memo it measures beside collectives, if any (eng_memo_run issues it again). */
-void eng_memo_dma(struct eng_task *task, double start, uint64_t bytes);
 
 /* --- eng_standin.c: all-to-alls stood in by their lone runs (engine/spmd.h) ---
  * A stand-in op meets the other chips at its device barrier, then takes the

