@@ -48,11 +48,12 @@ struct job {
     double t0;  /* when it was started (progress_now_s) */
 };
 
-/* What a point's process cost: its wall time, from fork to reaping, and its
- * peak resident memory (wait4's ru_maxrss: the child's own, or that of a
- * process it waited for, whichever is larger). */
+/* What a point's process cost: its wall time, from fork to reaping, its CPU
+ * time (wait4's user + system time: the child's and that of the processes it
+ * waited for) and its peak resident memory (ru_maxrss: the child's own, or
+ * that of a process it waited for, whichever is larger). */
 struct point_usage {
-    double wall_s, peak_rss_bytes;
+    double wall_s, cpu_s, peak_rss_bytes;
 };
 
 struct runner {
@@ -246,8 +247,8 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 table_status_name(row->status), code);
         json_write_string(f, row->reason);
-        fprintf(f, ",\n \"wall_s\": %.6f, \"peak_rss_bytes\": %.0f}\n", u->wall_s,
-                u->peak_rss_bytes);
+        fprintf(f, ",\n \"wall_s\": %.6f, \"cpu_s\": %.6f, \"peak_rss_bytes\": %.0f}\n",
+                u->wall_s, u->cpu_s, u->peak_rss_bytes);
         sweep_sets_free(sets);
         rc = fs_atomic_commit(&a);
     }
@@ -467,7 +468,9 @@ static void reaped(struct runner *r, int j, int status, const struct rusage *ru)
     struct job jb = r->run[j];
     r->run[j] = r->run[--r->nrun];
     /* ru_maxrss is in KiB on Linux */
-    struct point_usage u = {progress_now_s() - jb.t0, (double)ru->ru_maxrss * 1024.0};
+    double cpu_s = (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) +
+                   (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1e-6;
+    struct point_usage u = {progress_now_s() - jb.t0, cpu_s, (double)ru->ru_maxrss * 1024.0};
     if (jb.trace)
         finish_trace(r, jb.point, status);
     else

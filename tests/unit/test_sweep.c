@@ -106,6 +106,7 @@ static char *diff_cmd(const char *a, const char *b)
 {
     static const char sed[] =
         "sed -i -e 's/\"wall_s\": [0-9.]*/\"wall_s\": W/' "
+        "-e 's/\"cpu_s\": [0-9.]*/\"cpu_s\": C/' "
         "-e 's/\"peak_rss_bytes\": [0-9]*/\"peak_rss_bytes\": R/'";
     return xasprintf("find '%s' '%s' -name '*.json' -exec %s {} + && "
                      "find '%s' '%s' -name '*.csv' -exec sed -i 's/,[0-9.]*,[0-9]*$/,W,R/' {} + && "
@@ -865,6 +866,13 @@ static void test_sweep_runs_the_default_point(void **state)
     char *pt = read_all(pj);
     assert_non_null(strstr(pt, "\"sets\": [\"workload.0.m=512\"]"));
     free(pt);
+    /* what the point cost: its process's CPU time beside its wall time */
+    char why2[256];
+    struct json *pjj = json_read_file(pj, JSON_MAX_BYTES, why2, sizeof why2);
+    assert_non_null(pjj);
+    double cpu = json_num(pjj, "cpu_s", -1), wall = json_num(pjj, "wall_s", -1);
+    assert_true(cpu > 0 && wall > 0);
+    json_free(pjj);
     free(pj);
     free(tr);
     free(md);
