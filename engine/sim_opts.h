@@ -31,6 +31,9 @@ struct sim_opts {
     FILE *estimate_to;       /* where a run estimated at announce_s or more says what it will
                                 take before it starts (validate_estimate_text); NULL: not */
     double announce_s;       /* (tpusim run: SIM_ANNOUNCE_S) */
+    const char *standin_dir; /* a directory where the lone runs of stand-ins (engine/spmd.h) are
+                                kept and found again, by runs of one binary (a sweep's points);
+                                NULL: none (engine/eng_standin.c) */
 };
 
 #define SIM_ANNOUNCE_S 10.0

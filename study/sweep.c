@@ -59,6 +59,8 @@ struct point_usage {
 struct runner {
     struct sweep_spec *sp;
     char *dir;
+    char *standin_dir;      /* DIR/.standins: the points' stand-ins' lone runs, shared by
+                               them while the sweep runs (engine/eng_standin.c), or NULL */
     struct sweep_lock lock; /* of 'dir', held while the sweep runs */
     pid_t parent;           /* the sweep's own process */
     int jobs;
@@ -149,7 +151,7 @@ static void child_main(struct runner *r, int i, bool trace)
         spmd_fold(&sc, sc.all_chips);
         struct sim_opts o = {
             .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
-            .no_summary = true};
+            .no_summary = true, .standin_dir = r->standin_dir};
         struct summary s = {0};
         struct autotune_cache *cache = autotune_cache_new();
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
@@ -763,6 +765,28 @@ static void keep_traces(struct runner *r)
 
 /* ---------------- sweep_main ---------------- */
 
+/* DIR/.standins, empty (what an earlier sweep, or another binary, left there
+ * goes): the points' lone runs of stand-ins are kept there and found again
+ * by the points that have the same (engine/eng_standin.c); without it each
+ * point runs its own. */
+static void standins_open(struct runner *r)
+{
+    r->standin_dir = xasprintf("%s/.standins", r->dir);
+    if (fs_remove_tree(r->standin_dir) != 0 ||
+        fs_mkdirs(r->standin_dir) != 0) {
+        free(r->standin_dir);
+        r->standin_dir = NULL;
+    }
+}
+
+static void standins_close(struct runner *r)
+{
+    if (r->standin_dir)
+        fs_remove_tree(r->standin_dir);
+    free(r->standin_dir);
+    r->standin_dir = NULL;
+}
+
 /* Resumed points, then the list of points to run; returns its length. */
 static int plan(struct runner *r, int *todo)
 {
@@ -894,9 +918,11 @@ static int run_sweep(struct runner *r)
     r->t0 = r->noted = progress_now_s();
     int *todo = xcalloc((size_t)n, sizeof *todo);
     r->ntodo = plan(r, todo);
+    standins_open(r);
     run_list(r, todo, r->ntodo, false);
     if (!r->stop && !r->broken)
         keep_traces(r);
+    standins_close(r);
     rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
     block_signals(r, false);
     sweep_dir_unlock(&r->lock);

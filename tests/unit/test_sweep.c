@@ -874,6 +874,10 @@ static void test_sweep_runs_the_default_point(void **state)
     assert_true(cpu > 0 && wall > 0);
     json_free(pjj);
     free(pj);
+    /* the points' shared lone runs of stand-ins go with the sweep (engine/eng_standin.c) */
+    char *sd = xasprintf("%s/.standins", dir);
+    assert_false(exists(sd));
+    free(sd);
     free(tr);
     free(md);
     free(mdp);
