@@ -61,6 +61,8 @@ struct runner {
     char *dir;
     char *standin_dir;      /* DIR/.standins: the points' stand-ins' lone runs, shared by
                                them while the sweep runs (engine/eng_standin.c), or NULL */
+    bool *probe;            /* per point: run with the stand-ins' probe (engine/sim.c) after
+                               a run that trusted them came back SIM_STANDIN_RETRY */
     struct sweep_lock lock; /* of 'dir', held while the sweep runs */
     pid_t parent;           /* the sweep's own process */
     int jobs;
@@ -151,7 +153,8 @@ static void child_main(struct runner *r, int i, bool trace)
         spmd_fold(&sc, sc.all_chips);
         struct sim_opts o = {
             .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
-            .no_summary = true, .standin_dir = r->standin_dir};
+            .no_summary = true, .standin_dir = r->standin_dir,
+            .standin_trust = !trace && !r->probe[i]};
         struct summary s = {0};
         struct autotune_cache *cache = autotune_cache_new();
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
@@ -303,6 +306,16 @@ static void finish_point(struct runner *r, int i, int status, const struct point
     struct table_row row;
     row_init(r, i, &row);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == SIM_STANDIN_RETRY && !r->probe[i] && !r->stop) {
+        /* a stand-in was not alone: the point again, as `tpusim run` runs it */
+        r->probe[i] = true;
+        unlink(logp);
+        free(log);
+        free(logp);
+        if (launch(r, i, false) != 0)
+            r->broken = true;
+        return;
+    }
     if (interrupted(r, status)) { /* not finished: run again by --resume */
         table_row_fini(&row, r->sp->nkeys);
         char *dir = point_file(r, i, NULL);
@@ -909,6 +922,7 @@ static int run_sweep(struct runner *r)
     int n = r->sp->npoints;
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
+    r->probe = xcalloc((size_t)n, sizeof *r->probe);
     r->default_point = r->sp->default_point;
     for (int i = 0; i < n; i++)
         r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
@@ -935,6 +949,7 @@ static int run_sweep(struct runner *r)
     free(r->command);
     free(r->rows);
     free(r->done);
+    free(r->probe);
     return r->stop ? 128 + r->stop : rc;
 }
 

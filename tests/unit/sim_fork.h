@@ -58,6 +58,8 @@ struct result {
 
 /* The runs' sim_opts.standin_dir (NULL: none), as a sweep's points have theirs. */
 static const char *sim_fork_standin_dir;
+/* ... and sim_opts.standin_trust */
+static bool sim_fork_standin_trust;
 
 static char *write_tmp(const char *yaml)
 {
@@ -94,7 +96,8 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
         char dir[64];
         snprintf(dir, sizeof dir, "/tmp/tpusim-test-out-%d", (int)getpid());
         struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv, .out_dir = dir,
-                             .standin_dir = sim_fork_standin_dir};
+                             .standin_dir = sim_fork_standin_dir,
+                             .standin_trust = sim_fork_standin_trust};
         struct summary s = {0};
         r->rc = r->auto_rc ? r->auto_rc : sim_run(&sc, &o, &s, d);
         r->nops = s.nops;

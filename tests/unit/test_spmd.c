@@ -189,6 +189,24 @@ static void test_standin_kept(void **state)
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
+/* A run that trusts its stand-ins (sim_opts.standin_trust: a sweep's point) runs no probe:
+ * when nothing ran beside them it has the figures of a run that probed first; when
+ * something did (a matmul that waits for the all-gather only), it says so
+ * (SIM_STANDIN_RETRY), and the run that probes simulates every chip. */
+static void test_standin_trusted(void **state)
+{
+    (void)state;
+    const char *alone_yaml = CUBE AG("g", "") A2A MM("m", "");
+    const char *beside = CUBE AG("g", "") A2A MM("m", ", after: [g]");
+    sim_fork_standin_trust = true;
+    struct result ta = run(alone_yaml, NULL, 0), tb = run(beside, NULL, 0);
+    sim_fork_standin_trust = false;
+    struct result pa = run(alone_yaml, NULL, 0), pb = run(beside, NULL, 0);
+    assert_same(&ta, &pa);
+    assert_int_equal(tb.rc, SIM_STANDIN_RETRY);
+    assert_int_equal(pb.rc, 0);
+}
+
 /* Folded and every chip: the same times, the same sums. */
 static void same_both_ways(const char *yaml)
 {
@@ -437,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_fold_slices_equals_every_slice),
         cmocka_unit_test(test_standin_alone),
         cmocka_unit_test(test_standin_kept),
+        cmocka_unit_test(test_standin_trusted),
         cmocka_unit_test(test_fold_directed_beside_whole),
         cmocka_unit_test(test_fold_directed_none_whole),
         cmocka_unit_test(test_fold_directed_slices),
