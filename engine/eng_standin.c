@@ -8,10 +8,12 @@
  * runs on any chip meanwhile (its links and HBM are its own), its time is
  * its lone run's, to the rounding of SimGrid's clock. If something does, the
  * run says so (a warning: the stand-in did not share the links or the HBM). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "engine/engine.h"
 #include "engine/sim.h"
@@ -124,6 +126,114 @@ static void per_chip(const struct cfg_scenario *sc, const struct lone_res *l,
     s->latency_s = l->latency_s;
 }
 
+/* ---- lone runs kept between runs (sim_opts.standin_dir) ----
+ * A lone run depends on the op and on the scenario's chip, slice, mesh,
+ * options and SimGrid flags alone (lone_body), so a sweep's points that
+ * share those (the planner's remat policies of one mesh, batch and slice)
+ * share it. Its key is those inputs' bytes (pointers as they are: the
+ * children of one sweep fork from one process, so equal static strings are
+ * equal pointers, and heap ones only miss); a file holds the key and the
+ * result, and is used only when its key is the same byte for byte. */
+
+struct key_buf {
+    unsigned char *b;
+    size_t n, cap;
+};
+
+static void key_add(struct key_buf *k, const void *p, size_t n)
+{
+    xgrow(&k->b, &k->cap, k->n + n, 1);
+    memcpy(k->b + k->n, p, n);
+    k->n += n;
+}
+
+/* The inputs of op 'i''s lone run, as bytes. */
+static void lone_key(const struct cfg_scenario *sc, const struct sim_opts *o, int i,
+                     struct key_buf *k)
+{
+    static const char magic[8] = "tpusimS1";
+    key_add(k, magic, sizeof magic);
+    struct op op = sc->ops[i];
+    op.name = op.op_name = NULL, op.overlap = false;
+    key_add(k, &op, sizeof op);
+    key_add(k, &sc->chip, sizeof sc->chip);
+    key_add(k, &sc->topo, sizeof sc->topo);
+    key_add(k, &sc->dcn, sizeof sc->dcn);
+    key_add(k, &sc->has_mesh, sizeof sc->has_mesh);
+    key_add(k, &sc->mesh, sizeof sc->mesh);
+    key_add(k, &sc->kernel_memo, sizeof sc->kernel_memo);
+    key_add(k, &sc->fidelity, sizeof sc->fidelity);
+    key_add(k, &sc->trace_level, sizeof sc->trace_level);
+    key_add(k, &sc->trace_level_set, sizeof sc->trace_level_set);
+    key_add(k, &sc->seed, sizeof sc->seed);
+    key_add(k, &sc->max_steps, sizeof sc->max_steps);
+    key_add(k, &sc->xla, sizeof sc->xla);
+    key_add(k, &sc->plan.sim_slices, sizeof sc->plan.sim_slices);
+    key_add(k, &o->max_steps, sizeof o->max_steps);
+    key_add(k, &o->max_memory_bytes, sizeof o->max_memory_bytes);
+    for (int a = 0; a < o->sg_argc; a++)
+        key_add(k, o->sg_argv[a], strlen(o->sg_argv[a]) + 1);
+}
+
+/* FNV-1a of the key: the file's name. */
+static char *key_path(const char *dir, const struct key_buf *k)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t j = 0; j < k->n; j++)
+        h = (h ^ k->b[j]) * 1099511628211ull;
+    return xasprintf("%s/lone-%016llx.bin", dir, (unsigned long long)h);
+}
+
+/* The kept result of the lone run with key 'k' into '*res'; false if none. */
+static bool lone_find(const char *path, const struct key_buf *k, struct lone_res *res)
+{
+    size_t len = 0;
+    char *f = fs_read_all(path, k->n + sizeof *res + 1, &len);
+    bool ok = f && len == k->n + sizeof *res && memcmp(f, k->b, k->n) == 0;
+    if (ok)
+        memcpy(res, f + k->n, sizeof *res);
+    free(f);
+    return ok;
+}
+
+/* Keeps a lone run's result (a failure to write only loses the reuse). */
+static void lone_keep(const char *path, const struct key_buf *k, const struct lone_res *res)
+{
+    unsigned char *f = xmalloc(k->n + sizeof *res);
+    memcpy(f, k->b, k->n);
+    memcpy(f + k->n, res, sizeof *res);
+    (void)fs_write_all(path, f, k->n + sizeof *res);
+    free(f);
+}
+
+/* Op 'i''s lone run into '*res' (kept or found again in o->standin_dir); 0 or the
+ * child's code. */
+static int lone_run(const struct cfg_scenario *sc, const struct sim_opts *o, int i,
+                    struct lone_res *res)
+{
+    struct key_buf k = {0};
+    char *path = NULL;
+    if (o->standin_dir && sc->ops[i].u.coll.nreplica == 0) { /* (no heap arrays in the key) */
+        lone_key(sc, o, i, &k);
+        path = key_path(o->standin_dir, &k);
+        if (lone_find(path, &k, res)) {
+            free(path);
+            free(k.b);
+            return 0;
+        }
+    }
+    struct lone_args a = {sc, o, i};
+    int rc = sim_child_run(lone_body, &a, res, sizeof *res, "stand-in's lone run", res->err,
+                           sizeof res->err);
+    if (rc == 0 && res->rc != 0)
+        rc = res->rc;
+    if (rc == 0 && path)
+        lone_keep(path, &k, res);
+    free(path);
+    free(k.b);
+    return rc;
+}
+
 /* An op whose lone run is op 'j''s (the same all-to-all under another name). */
 static bool same_op(const struct op *a, const struct op *b)
 {
@@ -154,11 +264,7 @@ int eng_standin_measure(const struct cfg_scenario *sc, const struct sim_opts *o,
             continue;
         }
         struct lone_res *res = xcalloc(1, sizeof *res);
-        struct lone_args a = {sc, o, i};
-        int rc = sim_child_run(lone_body, &a, res, sizeof *res, "stand-in's lone run", res->err,
-                               sizeof res->err);
-        if (rc == 0 && res->rc != 0)
-            rc = res->rc;
+        int rc = lone_run(sc, o, i, res);
         if (rc != 0) {
             diag_error(d, NULL, sc->ops[i].name, "its lone run on every chip (a stand-in: "
                        "engine/spmd.h) failed: %s", res->err[0] ? res->err : "?");

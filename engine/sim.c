@@ -895,7 +895,7 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
     struct eng_standin_state *standin = NULL; /* before SimGrid starts: children fork */
     int rc = eng_standin_measure(sc, o, &standin, d);
     struct cfg_scenario full;
-    if (rc == 0 && standin && !standins_exact(sc, o, standin)) {
+    if (rc == 0 && standin && !o->standin_trust && !standins_exact(sc, o, standin)) {
         /* something ran beside a stand-in: every chip, its all-to-alls for real */
         eng_standin_free(standin);
         standin = NULL;
@@ -904,11 +904,14 @@ int sim_run(const struct cfg_scenario *sc, const struct sim_opts *o, struct summ
         sc = &full;
         rc = validate_scenario(sc, &lim, d) != 0 ? 2 : 0;
     }
-    int disturbed;
+    int disturbed = 0;
+    bool trusted = standin && o->standin_trust;
     if (rc == 0)
         rc = run_engine(sc, o, s, d, &ref, standin, &disturbed, stderr);
     else
         eng_standin_free(standin);
+    if (rc == 0 && trusted && disturbed > 0)
+        rc = SIM_STANDIN_RETRY; /* the probe would have found it: the caller runs it again */
     fault_ref_fini(&ref);
     return rc;
 }

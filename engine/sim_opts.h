@@ -31,7 +31,18 @@ struct sim_opts {
     FILE *estimate_to;       /* where a run estimated at announce_s or more says what it will
                                 take before it starts (validate_estimate_text); NULL: not */
     double announce_s;       /* (tpusim run: SIM_ANNOUNCE_S) */
+    const char *standin_dir; /* a directory where the lone runs of stand-ins (engine/spmd.h) are
+                                kept and found again, by runs of one binary (a sweep's points);
+                                NULL: none (engine/eng_standin.c) */
+    bool standin_trust;      /* run the folded run with stand-ins without first running it in
+                                a child to see that nothing runs beside them (the probe,
+                                engine/sim.c); if something did, sim_run returns
+                                SIM_STANDIN_RETRY, its figures not the scenario's: the caller
+                                runs it again in a new process without this (a sweep's point) */
 };
+
+/* sim_run's code when a trusted stand-in (sim_opts.standin_trust) was not alone. */
+#define SIM_STANDIN_RETRY 75
 
 #define SIM_ANNOUNCE_S 10.0
 

@@ -48,16 +48,21 @@ struct job {
     double t0;  /* when it was started (progress_now_s) */
 };
 
-/* What a point's process cost: its wall time, from fork to reaping, and its
- * peak resident memory (wait4's ru_maxrss: the child's own, or that of a
- * process it waited for, whichever is larger). */
+/* What a point's process cost: its wall time, from fork to reaping, its CPU
+ * time (wait4's user + system time: the child's and that of the processes it
+ * waited for) and its peak resident memory (ru_maxrss: the child's own, or
+ * that of a process it waited for, whichever is larger). */
 struct point_usage {
-    double wall_s, peak_rss_bytes;
+    double wall_s, cpu_s, peak_rss_bytes;
 };
 
 struct runner {
     struct sweep_spec *sp;
     char *dir;
+    char *standin_dir;      /* DIR/.standins: the points' stand-ins' lone runs, shared by
+                               them while the sweep runs (engine/eng_standin.c), or NULL */
+    bool *probe;            /* per point: run with the stand-ins' probe (engine/sim.c) after
+                               a run that trusted them came back SIM_STANDIN_RETRY */
     struct sweep_lock lock; /* of 'dir', held while the sweep runs */
     pid_t parent;           /* the sweep's own process */
     int jobs;
@@ -148,7 +153,8 @@ static void child_main(struct runner *r, int i, bool trace)
         spmd_fold(&sc, sc.all_chips);
         struct sim_opts o = {
             .out_dir = trace ? pdir : NULL, .sg_argc = r->sg_argc, .sg_argv = r->sg_argv,
-            .no_summary = true};
+            .no_summary = true, .standin_dir = r->standin_dir,
+            .standin_trust = !trace && !r->probe[i]};
         struct summary s = {0};
         struct autotune_cache *cache = autotune_cache_new();
         struct autotune_opts ao = {.sg_argc = r->sg_argc, .sg_argv = r->sg_argv};
@@ -246,8 +252,8 @@ static int write_point_json(struct runner *r, const struct table_row *row, int c
         fprintf(f, "],\n \"status\": \"%s\", \"exit\": %d, \"reason\": ",
                 table_status_name(row->status), code);
         json_write_string(f, row->reason);
-        fprintf(f, ",\n \"wall_s\": %.6f, \"peak_rss_bytes\": %.0f}\n", u->wall_s,
-                u->peak_rss_bytes);
+        fprintf(f, ",\n \"wall_s\": %.6f, \"cpu_s\": %.6f, \"peak_rss_bytes\": %.0f}\n",
+                u->wall_s, u->cpu_s, u->peak_rss_bytes);
         sweep_sets_free(sets);
         rc = fs_atomic_commit(&a);
     }
@@ -300,6 +306,16 @@ static void finish_point(struct runner *r, int i, int status, const struct point
     struct table_row row;
     row_init(r, i, &row);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == SIM_STANDIN_RETRY && !r->probe[i] && !r->stop) {
+        /* a stand-in was not alone: the point again, as `tpusim run` runs it */
+        r->probe[i] = true;
+        unlink(logp);
+        free(log);
+        free(logp);
+        if (launch(r, i, false) != 0)
+            r->broken = true;
+        return;
+    }
     if (interrupted(r, status)) { /* not finished: run again by --resume */
         table_row_fini(&row, r->sp->nkeys);
         char *dir = point_file(r, i, NULL);
@@ -467,7 +483,9 @@ static void reaped(struct runner *r, int j, int status, const struct rusage *ru)
     struct job jb = r->run[j];
     r->run[j] = r->run[--r->nrun];
     /* ru_maxrss is in KiB on Linux */
-    struct point_usage u = {progress_now_s() - jb.t0, (double)ru->ru_maxrss * 1024.0};
+    double cpu_s = (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) +
+                   (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1e-6;
+    struct point_usage u = {progress_now_s() - jb.t0, cpu_s, (double)ru->ru_maxrss * 1024.0};
     if (jb.trace)
         finish_trace(r, jb.point, status);
     else
@@ -760,6 +778,28 @@ static void keep_traces(struct runner *r)
 
 /* ---------------- sweep_main ---------------- */
 
+/* DIR/.standins, empty (what an earlier sweep, or another binary, left there
+ * goes): the points' lone runs of stand-ins are kept there and found again
+ * by the points that have the same (engine/eng_standin.c); without it each
+ * point runs its own. */
+static void standins_open(struct runner *r)
+{
+    r->standin_dir = xasprintf("%s/.standins", r->dir);
+    if (fs_remove_tree(r->standin_dir) != 0 ||
+        fs_mkdirs(r->standin_dir) != 0) {
+        free(r->standin_dir);
+        r->standin_dir = NULL;
+    }
+}
+
+static void standins_close(struct runner *r)
+{
+    if (r->standin_dir)
+        fs_remove_tree(r->standin_dir);
+    free(r->standin_dir);
+    r->standin_dir = NULL;
+}
+
 /* Resumed points, then the list of points to run; returns its length. */
 static int plan(struct runner *r, int *todo)
 {
@@ -882,6 +922,7 @@ static int run_sweep(struct runner *r)
     int n = r->sp->npoints;
     r->rows = xcalloc((size_t)n, sizeof *r->rows);
     r->done = xcalloc((size_t)n, sizeof *r->done);
+    r->probe = xcalloc((size_t)n, sizeof *r->probe);
     r->default_point = r->sp->default_point;
     for (int i = 0; i < n; i++)
         r->nmine += sweep_shard_owns(r->shard, r->nshards, i);
@@ -891,9 +932,11 @@ static int run_sweep(struct runner *r)
     r->t0 = r->noted = progress_now_s();
     int *todo = xcalloc((size_t)n, sizeof *todo);
     r->ntodo = plan(r, todo);
+    standins_open(r);
     run_list(r, todo, r->ntodo, false);
     if (!r->stop && !r->broken)
         keep_traces(r);
+    standins_close(r);
     rc = write_outputs(r) != 0 || r->broken ? 1 : 0;
     block_signals(r, false);
     sweep_dir_unlock(&r->lock);
@@ -906,6 +949,7 @@ static int run_sweep(struct runner *r)
     free(r->command);
     free(r->rows);
     free(r->done);
+    free(r->probe);
     return r->stop ? 128 + r->stop : rc;
 }
 

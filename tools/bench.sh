@@ -104,7 +104,10 @@ done
 
 # The planner's search (issue 30.6; goal: 100 configurations of a 70B training step on up
 # to 1,024 chips in <= 5 min on 2 cores): configs/plans/llama2_70b_v5p_1024_search.yaml,
-# 108 points simulated with -j 2; wall and CPU time (children included).
+# 108 points simulated with -j 2; wall and CPU time (children included). The points share
+# their stand-ins' lone runs (DIR/.standins) and run no stand-in probe (docs/reference.md,
+# "Slice planning", Speed: on the first 36 points 466.9 -> 374.0 s of CPU at load 8-10, the
+# same summaries); each point's CPU time is its point.json's cpu_s.
 s=$(now)
 $tm "$bin" plan configs/plans/llama2_70b_v5p_1024_search.yaml -j 2 -o "$out/plan" --force \
     > "$out/plan.txt" || { echo "FAIL plan"; exit 1; }

@@ -56,6 +56,11 @@ struct result {
     char err[512];
 };
 
+/* The runs' sim_opts.standin_dir (NULL: none), as a sweep's points have theirs. */
+static const char *sim_fork_standin_dir;
+/* ... and sim_opts.standin_trust */
+static bool sim_fork_standin_trust;
+
 static char *write_tmp(const char *yaml)
 {
     static char path[64];
@@ -90,7 +95,9 @@ static void child(const char *path, const char *const *sets, int nsets, struct r
         /* a run writes its outputs (a real run's peak memory includes them) */
         char dir[64];
         snprintf(dir, sizeof dir, "/tmp/tpusim-test-out-%d", (int)getpid());
-        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv, .out_dir = dir};
+        struct sim_opts o = {.sg_argc = flags && *flags ? 1 : 0, .sg_argv = argv, .out_dir = dir,
+                             .standin_dir = sim_fork_standin_dir,
+                             .standin_trust = sim_fork_standin_trust};
         struct summary s = {0};
         r->rc = r->auto_rc ? r->auto_rc : sim_run(&sc, &o, &s, d);
         r->nops = s.nops;

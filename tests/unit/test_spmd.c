@@ -2,6 +2,11 @@
  * simulating only them gives the times of simulating every chip. */
 #include "test_util.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "base/fsutil.h"
+
 #include "engine/spmd.h"
 #include "sim_fork.h"
 
@@ -134,6 +139,72 @@ static void assert_same(const struct result *a, const struct result *b)
             fail();
         }
     }
+}
+
+/* The lone runs kept in 'dir' (lone-*.bin): how many, and the inode of the last. */
+static int kept(const char *dir, ino_t *ino)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, "lone-", 5)) {
+            char *p = xasprintf("%s/%s", dir, e->d_name);
+            struct stat st;
+            assert_int_equal(stat(p, &st), 0);
+            *ino = st.st_ino;
+            free(p);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+#define CUBE "chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\nworkload:\n"
+
+/* A sweep's points share their stand-ins' lone runs (sim_opts.standin_dir): the first
+ * run keeps its all-to-all's; a run of another program with the same all-to-all finds it
+ * (the file is not written again) and has the times of a run that runs its own. */
+static void test_standin_kept(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tpusim-standins-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *a = CUBE AG("g", "") A2A MM("m", "");
+    const char *b = CUBE AG("g", "") A2A "  - {op: matmul, name: m, m: 512, k: 256, n: 256}\n";
+    sim_fork_standin_dir = dir;
+    struct result ra = run(a, NULL, 0);
+    ino_t ino0 = 0, ino1 = 0;
+    assert_int_equal(kept(dir, &ino0), 1);
+    struct result rb = run(b, NULL, 0);
+    assert_int_equal(kept(dir, &ino1), 1);
+    assert_true(ino1 == ino0); /* found, not run and written again */
+    sim_fork_standin_dir = NULL;
+    struct result own = run(b, NULL, 0);
+    assert_same(&rb, &own);
+    assert_int_equal(ra.rc, 0);
+    assert_true(ra.time[1] == rb.time[1] && rb.time[1] == own.time[1]); /* the all-to-all's */
+    assert_true(ra.end[2] != rb.end[2]); /* (the programs differ) */
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
+/* A run that trusts its stand-ins (sim_opts.standin_trust: a sweep's point) runs no probe:
+ * when nothing ran beside them it has the figures of a run that probed first; when
+ * something did (a matmul that waits for the all-gather only), it says so
+ * (SIM_STANDIN_RETRY), and the run that probes simulates every chip. */
+static void test_standin_trusted(void **state)
+{
+    (void)state;
+    const char *alone_yaml = CUBE AG("g", "") A2A MM("m", "");
+    const char *beside = CUBE AG("g", "") A2A MM("m", ", after: [g]");
+    sim_fork_standin_trust = true;
+    struct result ta = run(alone_yaml, NULL, 0), tb = run(beside, NULL, 0);
+    sim_fork_standin_trust = false;
+    struct result pa = run(alone_yaml, NULL, 0), pb = run(beside, NULL, 0);
+    assert_same(&ta, &pa);
+    assert_int_equal(tb.rc, SIM_STANDIN_RETRY);
+    assert_int_equal(pb.rc, 0);
 }
 
 /* Folded and every chip: the same times, the same sums. */
@@ -383,6 +454,8 @@ int main(void)
         cmocka_unit_test(test_fold_slices),
         cmocka_unit_test(test_fold_slices_equals_every_slice),
         cmocka_unit_test(test_standin_alone),
+        cmocka_unit_test(test_standin_kept),
+        cmocka_unit_test(test_standin_trusted),
         cmocka_unit_test(test_fold_directed_beside_whole),
         cmocka_unit_test(test_fold_directed_none_whole),
         cmocka_unit_test(test_fold_directed_slices),

@@ -106,6 +106,7 @@ static char *diff_cmd(const char *a, const char *b)
 {
     static const char sed[] =
         "sed -i -e 's/\"wall_s\": [0-9.]*/\"wall_s\": W/' "
+        "-e 's/\"cpu_s\": [0-9.]*/\"cpu_s\": C/' "
         "-e 's/\"peak_rss_bytes\": [0-9]*/\"peak_rss_bytes\": R/'";
     return xasprintf("find '%s' '%s' -name '*.json' -exec %s {} + && "
                      "find '%s' '%s' -name '*.csv' -exec sed -i 's/,[0-9.]*,[0-9]*$/,W,R/' {} + && "
@@ -832,6 +833,49 @@ static void test_sweep_infeasible_point_is_a_row(void **state)
     free(dir);
 }
 
+/* A point whose all-to-all stand-in (engine/spmd.h) has a matmul beside it: the point
+ * trusts its stand-in first (no probe), comes back SIM_STANDIN_RETRY and runs again as
+ * `tpusim run` runs it, every chip simulated, the same times. */
+static void test_sweep_point_retries_a_stand_in(void **state)
+{
+    (void)state;
+    need_bin();
+    free(write_file("beside.yaml", "chip: {base: v5p}\ntopology: {shape: [4, 4, 4]}\n"
+                                   "workload:\n"
+                                   "  - {op: all_gather, name: g, bytes: 1MiB, axes: [0]}\n"
+                                   "  - {op: all_to_all, name: x, bytes: 1MiB, axes: [1]}\n"
+                                   "  - {op: matmul, name: m, m: 256, k: 256, n: 256, "
+                                   "after: [g]}\n"));
+    char *spec = write_file("retry.yaml", "base: beside.yaml\npoints:\n"
+                                          "  - {workload.2.m: 256}\n  - {workload.2.m: 512}\n");
+    char *dir = path_in("retry"), *err = path_in("retry.err");
+    const char *args[] = {spec, "-o", dir, "-j", "2", NULL};
+    assert_int_equal(run_inproc(args, err), 0);
+    char *base = path_in("beside.yaml"), *rdir = path_in("beside-run");
+    char *rout = path_in("beside-run.out"), *rerr = path_in("beside-run.err");
+    const char *run_args[] = {"run", base, "-o", rdir, "--trace", "none", "-q", NULL};
+    assert_int_equal(run_bin(run_args, rout, rerr, false), 0);
+    char why[256];
+    char *pp = xasprintf("%s/points/0000/summary.json", dir), *rp = xasprintf("%s/summary.json", rdir);
+    struct json *a = json_read_file(pp, JSON_MAX_BYTES, why, sizeof why);
+    struct json *b = json_read_file(rp, JSON_MAX_BYTES, why, sizeof why);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(json_num(a, "simulated_chips", 0) == 64 && json_num(b, "simulated_chips", 0) == 64);
+    assert_true(json_num(a, "total_time_s", 0) == json_num(b, "total_time_s", -1));
+    json_free(a);
+    json_free(b);
+    free(pp);
+    free(rp);
+    free(base);
+    free(rdir);
+    free(rout);
+    free(rerr);
+    free(err);
+    free(dir);
+    free(spec);
+}
+
 /* Issue 19.3: the default point is the base's own values, run as an extra point when the
  * sweep does not contain them (point 0 stood in for it, giving headlines like "14.65x"). */
 static void test_sweep_runs_the_default_point(void **state)
@@ -865,7 +909,18 @@ static void test_sweep_runs_the_default_point(void **state)
     char *pt = read_all(pj);
     assert_non_null(strstr(pt, "\"sets\": [\"workload.0.m=512\"]"));
     free(pt);
+    /* what the point cost: its process's CPU time beside its wall time */
+    char why2[256];
+    struct json *pjj = json_read_file(pj, JSON_MAX_BYTES, why2, sizeof why2);
+    assert_non_null(pjj);
+    double cpu = json_num(pjj, "cpu_s", -1), wall = json_num(pjj, "wall_s", -1);
+    assert_true(cpu > 0 && wall > 0);
+    json_free(pjj);
     free(pj);
+    /* the points' shared lone runs of stand-ins go with the sweep (engine/eng_standin.c) */
+    char *sd = xasprintf("%s/.standins", dir);
+    assert_false(exists(sd));
+    free(sd);
     free(tr);
     free(md);
     free(mdp);
@@ -1719,6 +1774,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_sweep_infeasible_point_is_a_row),
         cmocka_unit_test(test_sweep_runs_the_default_point),
+        cmocka_unit_test(test_sweep_point_retries_a_stand_in),
         cmocka_unit_test(test_sweep_value_with_backslash),
         cmocka_unit_test(test_check_takes_a_sweep_spec),
         cmocka_unit_test(test_sweep_failed_point_is_a_row),
