@@ -19,11 +19,11 @@ parallel --will-cite "$bin" sweep "$spec" --shard {}/3 -o "$t/sh-{}-of-3" -j 1 :
 "$bin" sweep merge "$t/merged" "$t"/sh-*-of-3 >"$t/merge.out" 2>&1 && ok \
     || bad "merge: $(cat "$t/merge.out")"
 "$bin" sweep "$spec" -o "$t/single" -j 2 >/dev/null 2>&1 && ok || bad "single run"
-# the measured figures (each point's wall_s and peak_rss_bytes, issue 31.6) differ between runs:
+# the measured figures (each point's wall_s, cpu_s and peak_rss_bytes) differ between runs:
 # the same placeholders on both sides before the byte-for-byte comparison
 measured() {
     find "$@" -name '*.json' -exec sed -i -e 's/"wall_s": [0-9.]*/"wall_s": W/' \
-        -e 's/"peak_rss_bytes": [0-9]*/"peak_rss_bytes": R/' {} + \
+        -e 's/"cpu_s": [0-9.e-]*/"cpu_s": C/' -e 's/"peak_rss_bytes": [0-9]*/"peak_rss_bytes": R/' {} + \
         && find "$@" -name '*.csv' -exec sed -i 's/,[0-9.]*,[0-9]*$/,W,R/' {} +
 }
 measured "$t/single" "$t/merged" && diff -r "$t/single" "$t/merged" >"$t/diff" 2>&1 && ok || bad "merged != single: $(head -n 5 "$t/diff")"

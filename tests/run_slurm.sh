@@ -114,11 +114,11 @@ done_t=$(date +%s)
 
 # the same sweep in one process, and the two directories byte for byte
 "$bin" sweep "$spec" -o "$t/out/single" -j 2 >/dev/null 2>&1 || fail "single-process run"
-# the measured figures (each point's wall_s and peak_rss_bytes, issue 31.6) differ between runs:
+# the measured figures (each point's wall_s, cpu_s and peak_rss_bytes) differ between runs:
 # the same placeholders on both sides before the byte-for-byte comparison
 measured() {
     find "$@" -name '*.json' -exec sed -i -e 's/"wall_s": [0-9.]*/"wall_s": W/' \
-        -e 's/"peak_rss_bytes": [0-9]*/"peak_rss_bytes": R/' {} + \
+        -e 's/"cpu_s": [0-9.e-]*/"cpu_s": C/' -e 's/"peak_rss_bytes": [0-9]*/"peak_rss_bytes": R/' {} + \
         && find "$@" -name '*.csv' -exec sed -i 's/,[0-9.]*,[0-9]*$/,W,R/' {} +
 }
 measured "$t/out/single" "$t/out/merged"
