@@ -54,7 +54,7 @@ static bool sweep_output_name(const char *name)
 {
     static const char *const names[] = {"sweep.csv", "sweep.json", "report.md", "report.html",
                                         "heatmap.svg", "latency_throughput.svg", "base.yaml", "shard.json", "points",
-                                        SWEEP_ID_NAME, NULL};
+                                        ".standins", SWEEP_ID_NAME, NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(name, names[i]))
             return true;

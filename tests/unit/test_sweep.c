@@ -1335,18 +1335,22 @@ static void test_sweep_refuses_a_used_directory(void **state)
     assert_non_null(strstr(text, " is not empty (it holds '"));
     assert_non_null(strstr(text, "use --resume to finish an interrupted sweep, --force"));
     free(text);
-    /* --force removes an earlier sweep's files (a stale plot and point), and only those */
+    /* --force removes an earlier sweep's files (a stale plot and point, and the stand-ins a
+     * killed sweep left in .standins), and only those */
     char *stale_plot = xasprintf("%s/plot_workload.0.m.svg", dir);
     char *stale_point = xasprintf("%s/points/0099", dir);
+    char *stale_standin = xasprintf("%s/.standins/0123", dir);
     char *mine = xasprintf("%s/notes.txt", dir);
-    char *cmd = xasprintf("mkdir -p '%s' && touch '%s/point.json' '%s'", stale_point, stale_point,
-                          stale_plot);
+    char *cmd = xasprintf("mkdir -p '%s' '%s/.standins' && touch '%s/point.json' '%s' '%s'",
+                          stale_point, dir, stale_point, stale_plot, stale_standin);
     assert_int_equal(system(cmd), 0);
     const char *force[] = {"sweep", "tests/data/sweeps/matmul_blocks.yaml", "-o", dir, "--force",
                            NULL};
     assert_int_equal(run_bin(force, out, err, false), 0);
     assert_false(exists(stale_plot));
     assert_false(exists(stale_point));
+    assert_false(exists(stale_standin));
+    free(stale_standin);
     char *csv = xasprintf("%s/sweep.csv", dir);
     assert_true(exists(csv));
     free(write_file("used/notes.txt", "mine\n"));
