@@ -306,9 +306,11 @@ static void finish_point(struct runner *r, int i, int status, const struct point
     struct table_row row;
     row_init(r, i, &row);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == SIM_STANDIN_RETRY && !r->probe[i] && !r->stop) {
+    bool retry = code == SIM_STANDIN_RETRY && !r->probe[i];
+    if (retry && !r->stop && !r->broken) {
         /* a stand-in was not alone: the point again, as `tpusim run` runs it */
         r->probe[i] = true;
+        table_row_fini(&row, r->sp->nkeys);
         unlink(logp);
         free(log);
         free(logp);
@@ -316,7 +318,9 @@ static void finish_point(struct runner *r, int i, int status, const struct point
             r->broken = true;
         return;
     }
-    if (interrupted(r, status)) { /* not finished: run again by --resume */
+    /* not finished (a retry the sweep's stop or failure leaves undone is one too, never
+     * recorded with its internal exit status): run again by --resume */
+    if (retry || interrupted(r, status)) {
         table_row_fini(&row, r->sp->nkeys);
         char *dir = point_file(r, i, NULL);
         fs_remove_temps(dir);
