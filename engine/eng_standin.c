@@ -130,10 +130,14 @@ static void per_chip(const struct cfg_scenario *sc, const struct lone_res *l,
  * A lone run depends on the op and on the scenario's chip, slice, mesh,
  * options and SimGrid flags alone (lone_body), so a sweep's points that
  * share those (the planner's remat policies of one mesh, batch and slice)
- * share it. Its key is those inputs' bytes (pointers as they are: the
- * children of one sweep fork from one process, so equal static strings are
- * equal pointers, and heap ones only miss); a file holds the key and the
- * result, and is used only when its key is the same byte for byte. */
+ * share it. Its key is those inputs' bytes, pointers as they are: static
+ * strings (the xla flags' sync names) are equal pointers in every point, as
+ * the points fork from one process; a heap pointer could be equal in two
+ * points for different contents, so none may decide a lone run's time: the
+ * op's names are cleared and ops with replica groups (heap arrays) are never
+ * kept. A new pointer field in these structs must be cleared here too. A file
+ * holds the key and the result, and is used only when its key is the same
+ * byte for byte. */
 
 struct key_buf {
     unsigned char *b;

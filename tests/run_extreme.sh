@@ -78,6 +78,8 @@ grep -v '^#' "${KEYS:-$data/keys.txt}" | {
     done <"$t/max"
     # each key at the ends of its range: the values above are outside it or 0, so no run had
     # an ICI link faster than HBM (SimGrid's solver aborted, engine/sim.c sim_penalty_scale)
+    # (no range read at all: the messages' wording changed, and the check would run nothing)
+    [ -s "$t/ends" ] || bad "no key's range read from its message (\"from LO to HI\")"
     while read -r base set; do
         try_case "$base" "$set"
     done <"$t/ends"
